@@ -1,0 +1,41 @@
+"""Tunables of taskbfs, in one place, each with where its default comes from.
+
+Change a default only with a measurement (say which script and machine in the comment).
+"""
+
+from __future__ import annotations
+
+#: Default number of vertex-range tasks T. The paper (Fig. 9) finds its best MTEPS with
+#: a few tasks per core; 8 keeps per-level Dask overhead low on small machines.
+DEFAULT_TASKS = 8
+
+#: How the vertex space is cut into tasks: "edges" balances the edge count per task
+#: (Kronecker degrees are highly skewed, so equal vertex counts give unequal work).
+DEFAULT_BALANCE = "edges"
+
+#: Workload-aware hybrid threshold λ: a task whose frontier holds more than λ vertices
+#: runs on the GPU. Placeholder from the paper's Fig. 4 crossover (a few thousand vertices)
+#: until benchmarks/lambda_crossover.py measures it on our hardware.
+DEFAULT_LAMBDA = 4096
+
+#: Fixed-partitioned-space hybrid: share of the tasks (the first ones) bound to the GPU for
+#: the whole traversal (paper Sec. V.B).
+DEFAULT_GPU_SHARE = 0.5
+
+#: Direction-optimizing switch (Beamer et al., used by the TOTEM paper): go bottom-up when
+#: the frontier's edges exceed unexplored edges / ALPHA; back to top-down when the
+#: frontier's vertices fall below num_vertices / BETA. Values from Beamer's paper.
+DO_ALPHA = 15.0
+DO_BETA = 18.0
+
+#: Graph500: number of search keys per run.
+GRAPH500_KEYS = 64
+
+#: Kronecker initiator probabilities (Graph500 specification).
+KRONECKER_A = 0.57
+KRONECKER_B = 0.19
+KRONECKER_C = 0.19
+
+#: Edges generated per chunk by the Kronecker generator; a chunk is the unit that a
+#: worker can generate independently. 2**20 edges keeps a chunk at ~16 MB of int64 pairs.
+KRONECKER_CHUNK_EDGES = 1 << 20

@@ -1,0 +1,235 @@
+"""The ``Graph`` type: a compressed sparse row (CSR) adjacency, directed or undirected.
+
+Encoding
+--------
+``indptr`` (int64, length n + 1) and ``indices`` (int32 when every vertex id fits in
+int32, int64 beyond) hold the out-neighbours of vertex ``v`` in
+``indices[indptr[v]:indptr[v + 1]]``, sorted ascending. An undirected graph stores each
+edge twice (u→v and v→u). Self-loops and duplicate edges are never stored: BFS gains
+nothing from them, and the Graph500 rules are unaffected.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
+
+#: Largest vertex count for which int32 ``indices`` are used.
+INT32_VERTEX_LIMIT = np.iinfo(np.int32).max
+
+
+def index_dtype(num_vertices: int) -> np.dtype:
+    """Return the dtype of ``indices`` for a graph of ``num_vertices`` vertices."""
+    return np.dtype(np.int32) if num_vertices <= INT32_VERTEX_LIMIT else np.dtype(np.int64)
+
+
+@dataclass(eq=False)
+class Graph:
+    """A graph in CSR form; build it with :meth:`from_edges`, :func:`read_graph` or
+    :func:`kronecker` rather than by hand.
+
+    Attributes
+    ----------
+    indptr : ndarray of int64, shape (num_vertices + 1,)
+    indices : ndarray of int32 or int64, shape (num_arcs,)
+        Out-neighbours, sorted within each vertex; no self-loops, no duplicates.
+    num_vertices : int
+    directed : bool
+        False: every edge is stored in both directions.
+    token : str
+        Identity of this graph's data; workers cache partitions under it.
+
+    Examples
+    --------
+    >>> import taskbfs as tb
+    >>> g = tb.Graph.from_edges([0, 1, 1], [1, 2, 2])
+    >>> g.num_vertices, g.num_edges
+    (3, 2)
+    >>> g.neighbors(1).tolist()
+    [0, 2]
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    num_vertices: int
+    directed: bool = False
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_edges(cls, src, dst, num_vertices: int | None = None, directed: bool = False) -> Graph:
+        """Build a graph from an edge list.
+
+        Parameters
+        ----------
+        src, dst : array_like of int
+            Edge endpoints, the same length. Vertex ids are kept as given (no relabelling):
+            ids that never appear become isolated vertices.
+        num_vertices : int, optional
+            Number of vertices; default ``max(src, dst) + 1``. Must exceed every id.
+        directed : bool, default False
+            False: the edge list is symmetrised (u–v becomes u→v and v→u).
+            True: arcs are kept as given and BFS follows out-edges.
+
+        Returns
+        -------
+        Graph
+            Self-loops and duplicate edges are dropped.
+
+        Raises
+        ------
+        InvalidVertexError
+            A negative id, or an id ≥ ``num_vertices``.
+        EmptyGraphError
+            No vertices at all (no edges and no ``num_vertices``).
+        """
+        src = _as_vertex_array(src, "src")
+        dst = _as_vertex_array(dst, "dst")
+        if src.shape != dst.shape:
+            raise InvalidParameterError(
+                f"src and dst must have the same length, got {src.size} and {dst.size}"
+            )
+        largest = int(max(src.max(initial=-1), dst.max(initial=-1)))
+        if num_vertices is None:
+            num_vertices = largest + 1
+        num_vertices = _check_num_vertices(num_vertices)
+        if largest >= num_vertices:
+            bad = int(np.flatnonzero((src >= num_vertices) | (dst >= num_vertices))[0])
+            raise InvalidVertexError(
+                f"edge {bad} ({int(src[bad])}, {int(dst[bad])}) names a vertex outside "
+                f"0..{num_vertices - 1} (num_vertices={num_vertices})"
+            )
+        indptr, indices = _edges_to_csr(src, dst, num_vertices, directed)
+        return cls(indptr, indices, num_vertices, bool(directed))
+
+    @classmethod
+    def from_csr(cls, indptr, indices, directed: bool = False) -> Graph:
+        """Build a graph from CSR arrays, cleaning them as :meth:`from_edges` does.
+
+        The arrays are not trusted: they are checked, and rows are sorted with self-loops
+        and duplicates removed. Undirected input must already be symmetric or is
+        symmetrised.
+        """
+        indptr = np.asarray(indptr, dtype=np.int64)
+        indices = np.asarray(indices)
+        if indptr.ndim != 1 or indptr.size < 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+            raise InvalidParameterError("indptr must start at 0 and never decrease")
+        if indptr[-1] != indices.size:
+            raise InvalidParameterError(
+                f"indptr[-1] = {int(indptr[-1])} but indices has {indices.size} entries"
+            )
+        n = indptr.size - 1
+        src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        return cls.from_edges(src, indices, num_vertices=n, directed=directed)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def num_arcs(self) -> int:
+        """Number of stored arcs (``len(indices)``); twice the edges when undirected."""
+        return int(self.indices.size)
+
+    @property
+    def num_edges(self) -> int:
+        """Number of edges: arcs if directed, arcs / 2 if undirected."""
+        return self.num_arcs if self.directed else self.num_arcs // 2
+
+    def degrees(self) -> np.ndarray:
+        """Out-degree of every vertex (int64 array)."""
+        return np.diff(self.indptr)
+
+    def degree(self, v: int) -> int:
+        """Out-degree of vertex ``v``."""
+        v = self.check_vertex(v)
+        return int(self.indptr[v + 1] - self.indptr[v])
+
+    def neighbors(self, v: int) -> np.ndarray:
+        """Out-neighbours of vertex ``v`` (a view, sorted)."""
+        v = self.check_vertex(v)
+        return self.indices[self.indptr[v] : self.indptr[v + 1]]
+
+    def check_vertex(self, v, name: str = "vertex") -> int:
+        """Return ``v`` as an int if it is a vertex of this graph, else raise
+        :class:`InvalidVertexError` naming it."""
+        try:
+            iv = int(v)
+        except (TypeError, ValueError):
+            raise InvalidVertexError(f"{name} must be an integer vertex id, got {v!r}") from None
+        if iv != v or iv < 0 or iv >= self.num_vertices:
+            raise InvalidVertexError(
+                f"{name} {v!r} is not a vertex of this graph (valid ids: 0..{self.num_vertices - 1})"
+            )
+        return iv
+
+    def transpose(self) -> Graph:
+        """The graph with every arc reversed (itself when undirected)."""
+        if not self.directed:
+            return self
+        src = np.repeat(np.arange(self.num_vertices, dtype=np.int64), self.degrees())
+        return Graph.from_edges(self.indices, src, self.num_vertices, directed=True)
+
+    def to_scipy(self):
+        """The adjacency as a ``scipy.sparse.csr_matrix`` of ones (for reference checks)."""
+        from scipy.sparse import csr_matrix
+
+        data = np.ones(self.indices.size, dtype=np.int8)
+        n = self.num_vertices
+        return csr_matrix((data, self.indices, self.indptr), shape=(n, n))
+
+    def __repr__(self) -> str:
+        kind = "directed" if self.directed else "undirected"
+        return f"Graph({kind}, num_vertices={self.num_vertices}, num_edges={self.num_edges})"
+
+
+def _as_vertex_array(values, name: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        arr = arr.reshape(-1)
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.floor(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise InvalidVertexError(f"{name} must hold integer vertex ids, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr.size and arr.min() < 0:
+        bad = int(np.flatnonzero(arr < 0)[0])
+        raise InvalidVertexError(f"{name}[{bad}] = {int(arr[bad])} is a negative vertex id")
+    return arr
+
+
+def _check_num_vertices(num_vertices) -> int:
+    try:
+        n = int(num_vertices)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"num_vertices must be an integer, got {num_vertices!r}") from None
+    if n < 0:
+        raise InvalidParameterError(f"num_vertices must be >= 0, got {n}")
+    if n == 0:
+        raise EmptyGraphError("the graph has no vertices (no edges and num_vertices=0)")
+    return n
+
+
+def _edges_to_csr(src: np.ndarray, dst: np.ndarray, n: int, directed: bool):
+    """Sort, deduplicate and drop self-loops; return (indptr int64, indices)."""
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    if not directed:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    # One sort on a combined key orders by (src, dst); unique then removes duplicates.
+    key = src * np.int64(n) + dst if n <= (1 << 31) else None
+    if key is not None:
+        key = np.unique(key)
+        src, dst = key // n, key % n
+    else:
+        order = np.lexsort((dst, src))
+        src, dst = src[order], dst[order]
+        first = np.ones(src.size, dtype=bool)
+        first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+        src, dst = src[first], dst[first]
+    counts = np.bincount(src, minlength=n)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr, dst.astype(index_dtype(n))
