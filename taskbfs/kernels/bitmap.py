@@ -1,0 +1,56 @@
+"""Bitmaps over vertex ids, the encoding of visited sets and bottom-up frontiers.
+
+A bitmap for ``n`` vertices is a ``uint64`` array of ``words_for(n)`` words; vertex ``v``
+is bit ``v & 63`` of word ``v >> 6``. Kept as plain arrays so that the same buffers go
+to numba, to CUDA and over the wire.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+def words_for(num_vertices: int) -> int:
+    """Number of uint64 words of a bitmap over ``num_vertices`` vertices."""
+    return (int(num_vertices) + 63) >> 6
+
+
+def empty_bitmap(num_vertices: int) -> np.ndarray:
+    """A bitmap with no bit set."""
+    return np.zeros(words_for(num_vertices), dtype=np.uint64)
+
+
+@njit(nogil=True, cache=True)
+def test_bit(bits, v):
+    """True if vertex ``v`` is set in ``bits``."""
+    return (bits[v >> 6] >> np.uint64(v & 63)) & np.uint64(1) != 0
+
+
+@njit(nogil=True, cache=True)
+def set_bits(bits, vertices):
+    """Set every vertex of ``vertices`` in ``bits`` (in place)."""
+    for i in range(vertices.size):
+        v = vertices[i]
+        bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+
+
+@njit(nogil=True, cache=True)
+def clear_bits(bits, vertices):
+    """Clear every vertex of ``vertices`` in ``bits`` (in place)."""
+    for i in range(vertices.size):
+        v = vertices[i]
+        bits[v >> 6] &= ~(np.uint64(1) << np.uint64(v & 63))
+
+
+def bitmap_from_vertices(vertices, num_vertices: int) -> np.ndarray:
+    """A new bitmap with exactly ``vertices`` set."""
+    bits = empty_bitmap(num_vertices)
+    set_bits(bits, np.asarray(vertices, dtype=np.int64))
+    return bits
+
+
+def vertices_from_bitmap(bits: np.ndarray, num_vertices: int) -> np.ndarray:
+    """The sorted int64 ids of the vertices set in ``bits``."""
+    flags = np.unpackbits(bits.view(np.uint8), bitorder="little")[:num_vertices]
+    return np.flatnonzero(flags).astype(np.int64)

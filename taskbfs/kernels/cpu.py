@@ -1,0 +1,125 @@
+"""CPU task kernels: one BFS task's step over its vertex range (numba, nogil).
+
+Returns
+    ``(n_found, edges_examined)`` — what the level barrier and the direction policy need.
+Approach
+    Algorithm 4 of Munguía, Bader & Ayguadé (HiPC 2012) for top-down: the task walks the
+    adjacency of its frontier vertices and reports every neighbour not yet visited.
+    Bottom-up after Beamer et al. (as used in the TOTEM paper, Sec. 2.2): the task walks
+    its own unvisited vertices and stops at the first neighbour in the frontier.
+Encoding
+    A task owns vertices ``[lo, hi)``; its slice of the graph is ``indptr`` (local,
+    ``hi - lo + 1`` entries starting at 0) and ``indices`` (global neighbour ids).
+    ``visited_bits`` / ``frontier_bits`` are uint64 bitmaps over all vertices (see
+    :mod:`taskbfs.kernels.bitmap`). Discoveries are written as pairs
+    ``(out_vertices[i], out_parents[i])`` into preallocated buffers; the task never writes
+    shared state, the barrier merges.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from taskbfs.kernels.bitmap import test_bit
+
+
+@njit(nogil=True, cache=True)
+def frontier_edge_count(indptr, lo, frontier):
+    """Sum of the degrees of ``frontier`` (global ids of the task's own vertices).
+
+    This is the buffer size a top-down step needs, and the ``m_f`` of the
+    direction-optimizing switch rule.
+    """
+    total = 0
+    for i in range(frontier.size):
+        local = frontier[i] - lo
+        total += indptr[local + 1] - indptr[local]
+    return total
+
+
+@njit(nogil=True, cache=True)
+def top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices, out_parents):
+    """Top-down step of one task: report the unvisited neighbours of its frontier.
+
+    Parameters
+    ----------
+    indptr, indices : ndarray
+        The task's slice of the graph (local offsets, global neighbour ids).
+    lo : int
+        First vertex of the task's range.
+    frontier : ndarray of int
+        Global ids of the task's vertices in the current frontier.
+    visited_bits : ndarray of uint64
+        Read-only snapshot of the visited set at the start of the level.
+    out_vertices, out_parents : ndarray of int64
+        Output buffers of at least ``frontier_edge_count(indptr, lo, frontier)`` entries.
+
+    Returns
+    -------
+    n_found : int
+        Number of pairs written (a vertex may appear more than once).
+    edges_examined : int
+        Number of adjacency entries read.
+    """
+    n_found = 0
+    edges = 0
+    for i in range(frontier.size):
+        u = frontier[i]
+        local = u - lo
+        start = indptr[local]
+        stop = indptr[local + 1]
+        edges += stop - start
+        for e in range(start, stop):
+            v = indices[e]
+            if not test_bit(visited_bits, v):
+                out_vertices[n_found] = v
+                out_parents[n_found] = u
+                n_found += 1
+    return n_found, edges
+
+
+@njit(nogil=True, cache=True)
+def bottom_up_step(indptr, indices, lo, hi, visited_bits, frontier_bits, out_vertices, out_parents):
+    """Bottom-up step of one task: find a frontier parent for each unvisited own vertex.
+
+    Parameters
+    ----------
+    indptr, indices : ndarray
+        The task's slice of the graph; ``indices`` must list in-neighbours (the transpose
+        of a directed graph).
+    lo, hi : int
+        The task's vertex range.
+    visited_bits, frontier_bits : ndarray of uint64
+        Read-only bitmaps of the visited set and of the current frontier.
+    out_vertices, out_parents : ndarray of int64
+        Output buffers of at least ``hi - lo`` entries.
+
+    Returns
+    -------
+    n_found : int
+        Number of vertices discovered (each once).
+    edges_examined : int
+        Number of adjacency entries read before each vertex found its parent.
+    """
+    n_found = 0
+    edges = 0
+    for v in range(lo, hi):
+        if test_bit(visited_bits, v):
+            continue
+        local = v - lo
+        for e in range(indptr[local], indptr[local + 1]):
+            edges += 1
+            u = indices[e]
+            if test_bit(frontier_bits, u):
+                out_vertices[n_found] = v
+                out_parents[n_found] = u
+                n_found += 1
+                break
+    return n_found, edges
+
+
+def allocate_outputs(size: int):
+    """Two int64 output buffers (vertices, parents) of ``size`` entries."""
+    size = max(int(size), 0)
+    return np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
