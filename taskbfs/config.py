@@ -39,3 +39,11 @@ KRONECKER_C = 0.19
 #: Edges generated per chunk by the Kronecker generator; a chunk is the unit that a
 #: worker can generate independently. 2**20 edges keeps a chunk at ~16 MB of int64 pairs.
 KRONECKER_CHUNK_EDGES = 1 << 20
+
+#: Seconds to wait when connecting to a scheduler address.
+CONNECT_TIMEOUT = 10
+
+#: Client→scheduler message batching interval in seconds (distributed's default is 10 ms).
+#: Measured on the 2-core dev machine: a submit+result round trip drops from 10.5 ms to
+#: 5.8 ms with 1 ms; each BFS level pays one such round trip.
+CLIENT_BATCH_INTERVAL = 0.001

@@ -1,0 +1,33 @@
+"""The OmpSs emulation on Dask; knows nothing of BFS.
+
+==================  ===============================================================
+``Task``            a task with per-device implementations (``smp``, ``cuda``)
+``Program``         the data directory: in / out / inout, renaming, ``taskwait``
+``Policy``          placement rule: hybrid (λ), fixed, cpu, gpu
+``PlacementPlugin`` the scheduler plugin that applies the policy per task
+``Runtime``         connect to a scheduler, wrap a Client, or start the embedded default
+``worker_cache``    per-worker store (device-resident data)
+==================  ===============================================================
+"""
+
+from taskbfs.runtime.cluster import Runtime, detect_gpus
+from taskbfs.runtime.plugin import PlacementPlugin, fetch_placements
+from taskbfs.runtime.policy import POLICY_KINDS, Policy
+from taskbfs.runtime.program import Program
+from taskbfs.runtime.task import CUDA, SMP, Task
+from taskbfs.runtime.worker import current_device, worker_cache
+
+__all__ = [
+    "CUDA",
+    "POLICY_KINDS",
+    "PlacementPlugin",
+    "Policy",
+    "Program",
+    "Runtime",
+    "SMP",
+    "Task",
+    "current_device",
+    "detect_gpus",
+    "fetch_placements",
+    "worker_cache",
+]

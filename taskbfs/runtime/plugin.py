@@ -1,0 +1,195 @@
+"""Device placement in the scheduler: the scheduler half and the client half together.
+
+Scheduler half
+    :class:`PlacementPlugin`, a Dask ``SchedulerPlugin``. In ``update_graph`` — before the
+    new tasks transition, so before any is assigned to a worker — it reads each task's
+    ``taskbfs`` annotation (program, size, implementations, task id) and the batch's
+    ``taskbfs_policy`` annotation, asks :meth:`Policy.decide`, and sets the task's
+    ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``. The worker then runs the
+    matching implementation (see :mod:`taskbfs.runtime.worker`). Every decision is logged
+    (bounded) so that traces and the dashboard can show it.
+Client half
+    :func:`placement_annotations` builds those annotations, and the small functions below
+    query the plugin through scheduler handlers.
+
+A cluster whose workers declare no ``CPU`` resource (a plain Dask cluster) gets no CPU
+restriction: any worker runs CPU tasks there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict, deque
+
+from distributed.diagnostics.plugin import SchedulerPlugin
+
+from taskbfs.errors import DeviceUnavailableError
+from taskbfs.runtime.policy import Policy
+from taskbfs.runtime.task import CUDA, SMP
+
+PLUGIN_NAME = "taskbfs-placement"
+#: Annotation names carried by every runtime task.
+TASK_ANNOTATION = "taskbfs"
+POLICY_ANNOTATION = "taskbfs_policy"
+#: Resource names the workers advertise.
+GPU_RESOURCE = "GPU"
+CPU_RESOURCE = "CPU"
+
+
+def policy_to_dict(policy: Policy) -> dict:
+    """Plain-data form of a policy, for annotations and messages."""
+    return {"kind": policy.kind, "lam": policy.lam, "gpu_tasks": sorted(policy.gpu_tasks)}
+
+
+def policy_from_dict(data: dict | None) -> Policy:
+    """Inverse of :func:`policy_to_dict`; None gives the default policy."""
+    if not data:
+        return Policy()
+    return Policy(data["kind"], data["lam"], frozenset(data.get("gpu_tasks", ())))
+
+
+class PlacementPlugin(SchedulerPlugin):
+    """Scheduler plugin that places every taskbfs task on a CPU or GPU worker.
+
+    Parameters
+    ----------
+    max_programs : int
+        How many programs' decision logs to keep (oldest dropped first).
+    max_decisions : int
+        Most decisions kept per program.
+
+    Attributes
+    ----------
+    decisions : OrderedDict[str, deque[dict]]
+        Per program id: ``{"key", "task", "size", "device", "time"}`` per placed task.
+    listeners : list of callable
+        Called as ``fn(program, decision)`` for each decision (the dashboard page uses it).
+    """
+
+    name = PLUGIN_NAME
+
+    def __init__(self, max_programs: int = 64, max_decisions: int = 100_000):
+        self.max_programs = max_programs
+        self.max_decisions = max_decisions
+        self.decisions: OrderedDict[str, deque] = OrderedDict()
+        self.listeners: list = []
+        self.scheduler = None
+
+    async def start(self, scheduler) -> None:
+        self.scheduler = scheduler
+        scheduler.handlers["taskbfs_placements"] = self.placements
+        scheduler.handlers["taskbfs_resources"] = self.resources
+
+    # ------------------------------------------------------------- scheduler half
+    def update_graph(self, scheduler, *, annotations=None, **kwargs) -> None:
+        marks = (annotations or {}).get(TASK_ANNOTATION)
+        if not marks:
+            return
+        totals = _resource_totals(scheduler)
+        gpu_present = totals.get(GPU_RESOURCE, 0) > 0
+        cpu_declared = totals.get(CPU_RESOURCE, 0) > 0
+        policies: dict[int, Policy] = {}
+        now = time.time()
+        for key, mark in marks.items():
+            ts = scheduler.tasks.get(key)
+            if ts is None:
+                continue
+            policy_data = (ts.annotations or {}).get(POLICY_ANNOTATION)
+            policy = policies.get(id(policy_data))
+            if policy is None:
+                policy = policies[id(policy_data)] = policy_from_dict(policy_data)
+            try:
+                device = policy.decide(
+                    size=mark.get("size"),
+                    impls=tuple(mark.get("impls", (SMP, CUDA))),
+                    gpu_present=gpu_present,
+                    task_id=mark.get("task"),
+                )
+            except DeviceUnavailableError:
+                device = CUDA  # waits for a GPU worker; the client checks before submitting
+            if device == CUDA:
+                ts.resource_restrictions = {GPU_RESOURCE: 1}
+            elif cpu_declared:
+                ts.resource_restrictions = {CPU_RESOURCE: 1}
+            self._record(mark.get("program", ""), key, mark, device, now)
+
+    def _record(self, program: str, key, mark: dict, device: str, now: float) -> None:
+        log = self.decisions.get(program)
+        if log is None:
+            log = self.decisions[program] = deque(maxlen=self.max_decisions)
+            while len(self.decisions) > self.max_programs:
+                self.decisions.popitem(last=False)
+        decision = {
+            "key": key,
+            "task": mark.get("task"),
+            "size": mark.get("size"),
+            "device": device,
+            "time": now,
+            **mark.get("tags", {}),
+        }
+        log.append(decision)
+        for listener in list(self.listeners):
+            try:
+                listener(program, decision)
+            except Exception:  # a broken listener must never break scheduling
+                self.listeners.remove(listener)
+
+    # ------------------------------------------------------------- handlers
+    def placements(self, program: str | None = None) -> list[dict] | dict:
+        """Decision log of one program (or program id → count of decisions)."""
+        if program is None:
+            return {p: len(log) for p, log in self.decisions.items()}
+        return [dict(d, key=str(d["key"])) for d in self.decisions.get(program, ())]
+
+    def resources(self) -> dict:
+        """Total resources the workers advertise, plus the number of workers."""
+        totals = _resource_totals(self.scheduler)
+        totals["workers"] = len(self.scheduler.workers)
+        return totals
+
+
+def _resource_totals(scheduler) -> dict:
+    totals: dict[str, float] = {}
+    for ws in scheduler.workers.values():
+        for name, amount in (ws.resources or {}).items():
+            totals[name] = totals.get(name, 0) + amount
+    return totals
+
+
+# ----------------------------------------------------------------- client half
+def placement_annotations(program: str, marks: dict, policy: Policy) -> dict:
+    """Annotations for ``dask.annotate`` that send one batch's placement marks.
+
+    Parameters
+    ----------
+    program : str
+        Program id (groups decisions).
+    marks : dict
+        Task key → ``{"size", "impls", "task", "tags"}``.
+    policy : Policy
+        The policy for the whole batch.
+    """
+    for mark in marks.values():
+        mark["program"] = program
+    return {TASK_ANNOTATION: marks.get, POLICY_ANNOTATION: policy_to_dict(policy)}
+
+
+def ensure_plugin(client) -> None:
+    """Register :class:`PlacementPlugin` on the client's scheduler unless it is there."""
+    present = client.run_on_scheduler(_has_plugin)
+    if not present:
+        client.register_plugin(PlacementPlugin(), name=PLUGIN_NAME)
+
+
+def _has_plugin(dask_scheduler=None) -> bool:
+    return PLUGIN_NAME in dask_scheduler.plugins
+
+
+def cluster_resources(client) -> dict:
+    """Resources advertised by the cluster's workers (``{"CPU": n, "GPU": m, "workers": k}``)."""
+    return client.sync(client.scheduler.taskbfs_resources)
+
+
+def fetch_placements(client, program: str) -> list[dict]:
+    """The plugin's decisions for one program."""
+    return client.sync(client.scheduler.taskbfs_placements, program=program)

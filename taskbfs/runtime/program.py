@@ -1,0 +1,270 @@
+"""The data directory: OmpSs data dependencies expressed as Dask futures.
+
+Each logical datum (a name such as ``"frontier/7"``) has a *current version*, one Dask
+future. Submitting a task with directions maps onto Dask as follows:
+
+=====================  ==========================================================
+``in``  (read)         the task depends on the current version (read-after-write)
+``out`` (write)        a new version is created; the task does not wait for earlier
+                       readers or writers: renaming removes WAR and WAW hazards
+``inout``              both: depends on the current version, creates the next one
+``inout`` + in place   the implementation may mutate the value it receives; the task
+                       then also waits for every reader of the current version (the
+                       WAR order is kept instead of renamed)
+=====================  ==========================================================
+
+Submissions inside ``with program.batch():`` reach the scheduler as one graph (one
+message, one plugin call); outside a batch each submission is sent at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import operator
+import uuid
+from dataclasses import dataclass, field
+
+import dask
+from dask.utils import apply
+from distributed import Future, wait
+
+from taskbfs.errors import InvalidParameterError, TaskBFSError
+from taskbfs.runtime.plugin import placement_annotations
+from taskbfs.runtime.policy import Policy
+from taskbfs.runtime.task import Task
+from taskbfs.runtime.worker import collect_records, execute
+
+
+@dataclass
+class _Pending:
+    """Submissions not yet sent to the scheduler."""
+
+    graph: dict = field(default_factory=dict)
+    marks: dict = field(default_factory=dict)
+    keys: list = field(default_factory=list)
+
+
+class Program:
+    """A task program on a :class:`~taskbfs.runtime.Runtime`: the data directory plus submission.
+
+    Parameters
+    ----------
+    runtime : Runtime
+    policy : Policy, optional
+        Placement policy for this program's tasks (default: hybrid with the default λ).
+    name : str
+        Prefix of the program id and of its task keys.
+
+    Examples
+    --------
+    >>> from taskbfs.runtime import Runtime, Program, Task
+    >>> with Runtime() as rt:                                  # doctest: +SKIP
+    ...     p = Program(rt)
+    ...     p.put("x", 2)
+    ...     p.submit(Task("double", smp=lambda v: 2 * v), ins=["x"], outs=["y"])
+    ...     p.get("y")
+    4
+    """
+
+    def __init__(self, runtime, policy: Policy | None = None, name: str = "program"):
+        self.runtime = runtime
+        self.client = runtime.client
+        self.policy = policy or Policy()
+        self.id = f"{name}-{uuid.uuid4().hex[:12]}"
+        self._current: dict[str, object] = {}  # name -> Future, or key str while pending
+        self._readers: dict[str, list] = {}  # name -> refs of tasks reading the current version
+        self._counter = itertools.count()
+        self._pending: _Pending | None = None
+        self._batch_depth = 0
+
+    # ------------------------------------------------------------------ data
+    def put(self, name: str, value, broadcast: bool = False) -> Future:
+        """Make ``value`` the current version of ``name`` (scattered to the workers)."""
+        future = self.client.scatter(value, broadcast=broadcast, hash=False)
+        return self.put_future(name, future)
+
+    def put_future(self, name: str, future: Future) -> Future:
+        """Make an existing future the current version of ``name``."""
+        self._current[name] = future
+        self._readers[name] = []
+        return future
+
+    def has(self, name: str) -> bool:
+        """True if ``name`` has a version."""
+        return name in self._current
+
+    def future(self, name: str) -> Future:
+        """The current version of ``name`` as a Dask future (flushes pending submissions)."""
+        self.flush()
+        return self._version(name)
+
+    def get(self, name: str):
+        """The value of the current version of ``name`` (waits for it)."""
+        return self.client.gather(self.future(name))
+
+    def gather(self, names):
+        """Values of several data, in one round trip."""
+        self.flush()
+        return self.client.gather([self._version(n) for n in names])
+
+    def taskwait(self, names=None) -> None:
+        """Wait until the current versions of ``names`` (default: all data) are computed.
+
+        Raises the failing task's error, like OmpSs ``taskwait`` would surface it.
+        """
+        self.flush()
+        targets = self._current if names is None else {n: self._version(n) for n in names}
+        futures = [f for f in targets.values() if isinstance(f, Future)]
+        wait(futures)
+        for f in futures:
+            if f.status == "error":
+                f.result()  # raises the task's exception
+
+    def forget(self, name: str) -> None:
+        """Drop ``name`` from the directory (its versions are released when unused)."""
+        self._current.pop(name, None)
+        self._readers.pop(name, None)
+
+    # ------------------------------------------------------------------ tasks
+    @contextlib.contextmanager
+    def batch(self):
+        """Collect submissions and send them to the scheduler as one graph on exit."""
+        self._batch_depth += 1
+        if self._pending is None:
+            self._pending = _Pending()
+        try:
+            yield self
+        finally:
+            self._batch_depth -= 1
+            if self._batch_depth == 0:
+                self.flush()
+
+    def submit(
+        self,
+        task: Task,
+        ins=(),
+        outs=(),
+        inouts=(),
+        kwargs: dict | None = None,
+        size: int | None = None,
+        task_id: int | None = None,
+        tags: dict | None = None,
+        in_place: bool = False,
+    ) -> str:
+        """Create one task instance.
+
+        Parameters
+        ----------
+        task : Task
+        ins, outs, inouts : sequence of str
+            Data names by direction. The implementation receives the values of
+            ``ins`` then ``inouts`` as positional arguments and returns the values of
+            ``outs`` then ``inouts`` (a single value when there is one).
+        kwargs : dict, optional
+            Extra keyword arguments (plain values, not data).
+        size : int, optional
+            Workload the placement policy reads (BFS: frontier vertices).
+        task_id : int, optional
+            Identity within the program (the fixed policy binds ids to the GPU).
+        tags : dict, optional
+            Copied into the trace record and the placement log.
+        in_place : bool
+            The implementation mutates its ``inouts`` in place: wait for their readers.
+
+        Returns
+        -------
+        str
+            The task's key.
+        """
+        ins, outs, inouts = list(ins), list(outs), list(inouts)
+        _check_directions(task, ins, outs, inouts)
+        for name in ins + inouts:
+            if name not in self._current:
+                raise InvalidParameterError(
+                    f"task {task.name!r} reads {name!r}, which has no version yet "
+                    f"(put it or let an earlier task write it)"
+                )
+        key = f"{task.name}-{self.id}-{next(self._counter)}"
+        meta = {"program": self.id, "tags": dict(tags or {})}
+        args = [self._current[n] for n in ins + inouts]
+        call_kwargs = dict(kwargs or {})
+        if in_place:
+            after = [r for n in inouts for r in self._readers.get(n, [])]
+            if after:
+                call_kwargs["_after"] = after
+        pending = self._pending or _Pending()
+        pending.graph[key] = (apply, execute, [task, meta, *args], call_kwargs)
+        pending.marks[key] = {"size": size, "impls": list(task.impls), "task": task_id, "tags": meta["tags"]}
+        pending.keys.append(key)
+
+        for name in ins:
+            self._readers[name].append(key)
+        results = outs + inouts
+        for i, name in enumerate(results):
+            version = key
+            if len(results) > 1:
+                version = f"{key}-out{i}"
+                pending.graph[version] = (operator.getitem, key, i)
+                pending.keys.append(version)
+            self._current[name] = version
+            self._readers[name] = []
+        if self._pending is None:
+            self._send(pending)
+        return key
+
+    def flush(self) -> None:
+        """Send pending submissions (no-op when nothing is pending)."""
+        pending, self._pending = self._pending, (_Pending() if self._batch_depth else None)
+        if pending is not None and pending.keys:
+            self._send(pending)
+
+    def _send(self, pending: _Pending) -> None:
+        annotations = placement_annotations(self.id, pending.marks, self.policy)
+        with dask.annotate(**annotations):
+            futures = self.client.get(pending.graph, pending.keys, sync=False)
+        by_key = dict(zip(pending.keys, futures))
+        for name, ref in self._current.items():
+            if isinstance(ref, str) and ref in by_key:
+                self._current[name] = by_key[ref]
+        for name, refs in self._readers.items():
+            self._readers[name] = [by_key.get(r, r) if isinstance(r, str) else r for r in refs]
+
+    def _version(self, name: str) -> Future:
+        try:
+            ref = self._current[name]
+        except KeyError:
+            raise InvalidParameterError(f"no datum named {name!r} in program {self.id}") from None
+        if not isinstance(ref, Future):
+            raise TaskBFSError(f"datum {name!r} is still pending; call flush() first")
+        return ref
+
+    # ------------------------------------------------------------------ trace
+    def records(self) -> list[dict]:
+        """The execution records of this program's finished tasks, from every worker.
+
+        Each record: key, name, device, worker, thread, start, stop and the task's tags.
+        Records are removed from the workers once collected.
+        """
+        per_worker = self.client.run(collect_records, self.id)
+        return [r for records in per_worker.values() for r in records]
+
+    def close(self) -> None:
+        """Release every version this program holds."""
+        self.flush()
+        self._current.clear()
+        self._readers.clear()
+
+
+def _check_directions(task: Task, ins, outs, inouts) -> None:
+    seen: dict[str, str] = {}
+    for direction, names in (("in", ins), ("out", outs), ("inout", inouts)):
+        for name in names:
+            if not isinstance(name, str):
+                raise InvalidParameterError(f"task {task.name!r}: data names must be str, got {name!r}")
+            if name in seen:
+                raise InvalidParameterError(
+                    f"task {task.name!r} names {name!r} twice ({seen[name]} and {direction}); "
+                    f"use inout for data read and written"
+                )
+            seen[name] = direction

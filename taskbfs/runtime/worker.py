@@ -1,0 +1,109 @@
+"""The worker half of a task: choose the implementation, run it, record what happened.
+
+The scheduler plugin has already decided the device by restricting the task to the
+``GPU`` or ``CPU`` resource; :func:`execute` reads that restriction back from the
+worker's own task state and calls the matching implementation. Records stay on the
+worker (no extra messages per task) until :func:`collect_records` is run on every
+worker at the end of a program. :func:`worker_cache` is the per-worker store that the
+OmpSs device cache is built on (e.g. graph partitions kept in GPU memory).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections import defaultdict
+
+from taskbfs.errors import TaskBFSError, TaskExecutionError
+from taskbfs.runtime.task import CUDA, SMP, Task
+
+_records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def _current_worker():
+    try:
+        from distributed import get_worker
+
+        return get_worker()
+    except ValueError:  # not inside a worker (e.g. a direct call in a test)
+        return None
+
+
+def current_device(worker=None) -> str:
+    """The device the scheduler chose for the task running in this thread."""
+    from distributed.worker import thread_state
+
+    worker = worker or _current_worker()
+    key = getattr(thread_state, "key", None)
+    if worker is None or key is None:
+        return SMP
+    ts = worker.state.tasks.get(key)
+    restrictions = getattr(ts, "resource_restrictions", None) or {}
+    return CUDA if "GPU" in restrictions else SMP
+
+
+def execute(task: Task, meta: dict, *args, _after=None, **kwargs):
+    """Run ``task`` on this worker with the implementation for its placed device.
+
+    Parameters
+    ----------
+    task : Task
+    meta : dict
+        ``{"program", "tags"}``: where the trace record goes and what it carries.
+    *args, **kwargs
+        Passed to the implementation.
+    _after : list, optional
+        Results of tasks that had to finish first (write-after-read order); ignored.
+    """
+    from distributed.worker import thread_state
+
+    worker = _current_worker()
+    device = current_device(worker)
+    impl = task.implementation(device) or task.smp
+    start = time.time()
+    try:
+        result = impl(*args, **kwargs)
+    except TaskBFSError:
+        raise
+    except Exception as exc:
+        where = worker.address if worker is not None else "local"
+        raise TaskExecutionError(
+            f"task {task.name!r} ({getattr(thread_state, 'key', '?')}) failed on {where} "
+            f"[{device}]: {type(exc).__name__}: {exc}"
+        ) from exc
+    stop = time.time()
+    if worker is not None:
+        record = {
+            "key": str(getattr(thread_state, "key", "")),
+            "name": task.name,
+            "device": device,
+            "worker": worker.address,
+            "thread": threading.get_ident(),
+            "start": start,
+            "stop": stop,
+            **meta.get("tags", {}),
+        }
+        with _lock:
+            _records.setdefault(worker, defaultdict(list))[meta["program"]].append(record)
+    return result
+
+
+def collect_records(program: str, dask_worker=None) -> list[dict]:
+    """Remove and return this worker's records of ``program`` (run with ``client.run``)."""
+    with _lock:
+        per_program = _records.get(dask_worker)
+        if not per_program:
+            return []
+        return per_program.pop(program, [])
+
+
+def worker_cache(worker=None) -> dict:
+    """A dict private to this worker that lives as long as the worker (device caches)."""
+    worker = worker or _current_worker()
+    if worker is None:
+        return _caches.setdefault(threading.current_thread(), {})
+    with _lock:
+        return _caches.setdefault(worker, {})
