@@ -1,0 +1,560 @@
+"""Graph500 benchmark pieces: validation of a BFS result, traversed-edge counts, search
+keys and the TEPS statistics block.
+
+What it returns
+---------------
+- :func:`validate` checks a parent array against the five Graph500 validation rules and
+  returns the BFS level of every vertex (``-1`` = unreached), or raises
+  :class:`~taskbfs.errors.ValidationError` naming the rule and a witness.
+- :func:`traversed_edges` gives the edge count ``m`` that TEPS divides by.
+- :func:`search_keys` samples the search roots.
+- :func:`teps_statistics` / :func:`format_statistics` compute and print the output block.
+
+Approach
+--------
+Validation checks rules, not one expected tree (there are many valid BFS trees). Levels
+are the depths in the parent tree, found by one walk up the parent chains (numba; each
+vertex is visited once, so cycles and chains that never reach the source are caught on
+the way). With tree depths, rule 2 holds by construction unless the BFS also hands in
+its own depth array (``levels=``); a tree edge that skips a BFS level then shows up as an
+edge that breaks rule 3. Rules 3 and 4 are one vectorised pass over the CSR arcs, in
+chunks to bound memory; rule 5 is a binary search in the parent's sorted row (numba).
+Together the rules imply that the tree depths are the true hop distances: a tree path is
+a real path (rules 1, 5), and no edge lets a vertex be reached sooner (rules 3, 4).
+
+Source
+------
+Graph500 specification ("Graph 500 Benchmarks 1 and 2", graph500/graph500
+``Graph500.org``): "Sampling 64 Search Keys", "Validation" (rules 1-5, unchanged since
+v1.2), "Computing and Outputting Performance Information" (TEPS, output fields, harmonic
+mean and the Norris (1940) standard error), and its executable Octave reference
+(``octave/validate.m``, ``octave/output.m``); the C reference ``graph500.c``
+(``statistics``) for the output format. Overview in Tesch's thesis
+(``papers/002_*.txt``, Sec. 3.3).
+
+Encoding
+--------
+``parents[v]`` is the BFS parent of ``v``; ``parents[source] == source``; ``-1`` marks an
+unreached vertex. Levels are int64, ``-1`` unreached. Directed graphs are searched along
+out-edges, so rules 3-5 are read along arcs (see :func:`validate`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from taskbfs.config import GRAPH500_KEYS
+from taskbfs.errors import InvalidParameterError, ValidationError
+
+__all__ = [
+    "validate",
+    "traversed_edges",
+    "search_keys",
+    "teps_statistics",
+    "format_statistics",
+]
+
+#: Arcs examined per vectorised chunk in the rule 3/4 pass (bounds temporary memory to
+#: a few tens of MB whatever the graph size).
+_ARC_CHUNK = 1 << 22
+
+# Outcome codes of the numba parent-chain walk.
+_OK, _CYCLE, _BROKEN = 0, 1, 2
+
+
+# ---------------------------------------------------------------------- validation
+def validate(graph, source, parents, levels=None) -> np.ndarray:
+    """Check a BFS parent array against the five Graph500 validation rules.
+
+    Rules (Graph500 specification, "Validation"), for an undirected graph:
+
+    1. the BFS tree is a tree: ``parents[source] == source`` and every reached vertex's
+       parent chain reaches the source without a cycle (a well-formed parent array is
+       part of this rule: length ``num_vertices``, integers in ``-1 .. n-1``);
+    2. each tree edge joins vertices whose levels differ by exactly one;
+    3. every edge of the graph has endpoint levels differing by at most one, or both
+       endpoints unreached;
+    4. the tree spans exactly the source's connected component (no edge joins a reached
+       and an unreached vertex);
+    5. every vertex and its parent are joined by an edge of the graph.
+
+    For a directed graph the search follows out-edges: rule 3 reads "for every arc
+    ``u → v`` with ``u`` reached, ``level(v) <= level(u) + 1``"; rule 4 "the reached set
+    is the set reachable from the source" (no arc from a reached to an unreached vertex);
+    rule 5 "the arc ``parent → v`` exists".
+
+    Parameters
+    ----------
+    graph : Graph
+    source : int
+        The search key.
+    parents : array_like of int, shape (num_vertices,)
+        Graph500 parent array: ``parents[source] == source``, ``-1`` unreached.
+    levels : array_like of int, shape (num_vertices,), optional
+        The depth array the BFS reports (e.g. ``BFSResult.distances``; the
+        specification lets a kernel return one "to be used in validation"). When given,
+        rule 2 checks it against the tree. Without it, levels are the tree depths and
+        rule 2 holds by construction.
+
+    Returns
+    -------
+    ndarray of int64, shape (num_vertices,)
+        The BFS level of every vertex (``-1`` unreached), derived from the tree.
+
+    Raises
+    ------
+    ValidationError
+        A rule is broken; ``rule`` is its number and ``witness`` a vertex or an edge
+        ``(u, v)`` that shows it, both also named in the message.
+    InvalidVertexError
+        ``source`` is not a vertex of the graph.
+
+    Examples
+    --------
+    >>> import taskbfs as tb
+    >>> from taskbfs.graph500 import validate
+    >>> g = tb.Graph.from_edges([0, 1, 0], [1, 2, 3])
+    >>> validate(g, 0, [0, 0, 1, 0]).tolist()
+    [0, 1, 2, 1]
+    >>> validate(g, 0, [0, 0, 0, 0])
+    Traceback (most recent call last):
+    ...
+    taskbfs.errors.ValidationError: Graph500 rule 5 broken: vertex 2 has parent 0 but (0, 2) is not an edge of the graph
+    """
+    source = graph.check_vertex(source, "source")
+    parents = _check_parent_array(parents, graph.num_vertices)
+    tree_levels = _tree_levels_or_raise(parents, source)
+    _check_parent_edges(graph, parents, source)
+    if levels is not None:
+        _check_reported_levels(levels, parents, tree_levels, source)
+    _check_graph_edges(graph, tree_levels)
+    return tree_levels
+
+
+def _check_parent_array(parents, n: int) -> np.ndarray:
+    """Rule 1, well-formedness: one integer entry per vertex, each in -1 .. n-1."""
+    arr = np.asarray(parents)
+    if arr.ndim != 1 or arr.size != n:
+        raise ValidationError(
+            1,
+            f"parents must be a 1-D array with one entry per vertex ({n}), "
+            f"got shape {arr.shape}",
+            arr.shape,
+        )
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ValidationError(1, f"parents must hold integers, got dtype {arr.dtype}", None)
+    bad = np.flatnonzero((arr < -1) | (arr >= n))
+    if bad.size:
+        v = int(bad[0])
+        raise ValidationError(
+            1, f"vertex {v} has parent {int(arr[v])}, outside -1..{n - 1}", v
+        )
+    return arr.astype(np.int64, copy=False)
+
+
+def _tree_levels_or_raise(parents: np.ndarray, source: int) -> np.ndarray:
+    """Rule 1: depths in the parent tree, or a ValidationError for a malformed tree."""
+    if parents[source] != source:
+        raise ValidationError(
+            1,
+            f"the source vertex {source} has parent {int(parents[source])}; "
+            f"parents[source] must be the source itself",
+            source,
+        )
+    levels = np.full(parents.size, -1, dtype=np.int64)
+    stack = np.empty(parents.size, dtype=np.int64)
+    code, a, b = _walk_parent_chains(parents, source, levels, stack)
+    if code == _CYCLE:
+        raise ValidationError(
+            1,
+            f"the parent chain from vertex {a} runs into a cycle through vertex {b} "
+            f"and never reaches the source {source}",
+            b,
+        )
+    if code == _BROKEN:
+        raise ValidationError(
+            1,
+            f"vertex {a} has parent {b}, but {b} is unreached (parents[{b}] == -1), "
+            f"so the chain from {a} never reaches the source {source}",
+            a,
+        )
+    return levels
+
+
+@njit(cache=True)
+def _walk_parent_chains(parents, source, levels, stack):  # pragma: no cover - numba
+    """Fill ``levels`` with tree depths by walking each unlevelled parent chain upward.
+
+    ``levels`` enters as -1 everywhere; -2 marks the chain being walked. Each vertex is
+    pushed at most once over the whole run, so the walk is O(n). Returns
+    ``(_OK, -1, -1)``, ``(_CYCLE, start, vertex on the cycle)`` or
+    ``(_BROKEN, vertex, its unreached parent)``.
+    """
+    levels[source] = 0
+    for v in range(parents.size):
+        if parents[v] < 0 or levels[v] >= 0:
+            continue
+        top = 0
+        u = v
+        while levels[u] == -1:
+            p = parents[u]
+            if p < 0:
+                return _BROKEN, stack[top - 1], u
+            levels[u] = -2
+            stack[top] = u
+            top += 1
+            u = p
+        if levels[u] == -2:
+            return _CYCLE, v, u
+        depth = levels[u]
+        while top > 0:
+            top -= 1
+            depth += 1
+            levels[stack[top]] = depth
+    return _OK, -1, -1
+
+
+def _check_parent_edges(graph, parents: np.ndarray, source: int) -> None:
+    """Rule 5: the arc parents[v] → v exists for every reached v other than the source."""
+    v = _first_missing_parent_arc(graph.indptr, graph.indices, parents, source)
+    if v >= 0:
+        p = int(parents[v])
+        kind = "an arc" if graph.directed else "an edge"
+        raise ValidationError(
+            5, f"vertex {v} has parent {p} but ({p}, {v}) is not {kind} of the graph", v
+        )
+
+
+@njit(cache=True)
+def _first_missing_parent_arc(indptr, indices, parents, source):  # pragma: no cover
+    """First vertex whose parent's sorted row does not hold it, else -1.
+
+    A binary search inside one CSR row per vertex; numpy has no segmented searchsorted,
+    and materialising a global arc key would cost a pass over every arc.
+    """
+    for v in range(parents.size):
+        p = parents[v]
+        if p < 0 or v == source:
+            continue
+        row = indices[indptr[p] : indptr[p + 1]]
+        k = np.searchsorted(row, v)
+        if k == row.size or row[k] != v:
+            return v
+    return -1
+
+
+def _check_reported_levels(levels, parents, tree_levels, source: int) -> None:
+    """Rule 2 on the depth array the BFS reported: it must be the tree's depths."""
+    lv = np.asarray(levels)
+    n = parents.size
+    if lv.ndim != 1 or lv.size != n or not np.issubdtype(lv.dtype, np.integer):
+        raise ValidationError(
+            2,
+            f"levels must be a 1-D integer array with one entry per vertex ({n}), "
+            f"got shape {lv.shape} and dtype {lv.dtype}",
+            lv.shape,
+        )
+    lv = lv.astype(np.int64, copy=False)
+    if lv[source] != 0:
+        raise ValidationError(
+            2, f"the source vertex {source} has level {int(lv[source])}, not 0", source
+        )
+    reached = parents >= 0
+    bad = np.flatnonzero(reached != (lv >= 0))
+    if bad.size:
+        v = int(bad[0])
+        raise ValidationError(
+            2,
+            f"vertex {v} has parent {int(parents[v])} but level {int(lv[v])}: "
+            f"reached and levelled vertices differ",
+            v,
+        )
+    bad = np.flatnonzero(reached & (lv != tree_levels))
+    if bad.size:
+        # The first mismatch along a chain is a tree edge whose levels do not differ by 1.
+        v = int(bad[np.argmin(tree_levels[bad])])
+        p = int(parents[v])
+        raise ValidationError(
+            2,
+            f"tree edge ({p}, {v}) joins level {int(lv[p])} to level {int(lv[v])}: "
+            f"vertex {v} must be exactly one level below its parent {p}",
+            v,
+        )
+
+
+def _check_graph_edges(graph, levels: np.ndarray) -> None:
+    """Rules 3 and 4 in one pass over the arcs; rule 4 is reported first if both break."""
+    lev = levels.astype(np.int32) if graph.num_vertices < 2**31 else levels
+    deg = graph.degrees()
+    witness = {3: None, 4: None}
+    for lo, hi in _row_chunks(graph.indptr, _ARC_CHUNK):
+        a0 = int(graph.indptr[lo])
+        dst = graph.indices[a0 : graph.indptr[hi]]
+        lu = np.repeat(lev[lo:hi], deg[lo:hi])
+        lv = lev[dst]
+        for rule, mask in _edge_rule_masks(lu, lv, graph.directed):
+            if witness[rule] is None:
+                hit = np.flatnonzero(mask)
+                if hit.size:
+                    arc = a0 + int(hit[0])
+                    u = int(np.searchsorted(graph.indptr, arc, side="right")) - 1
+                    witness[rule] = (u, int(graph.indices[arc]))
+        if witness[4] is not None:
+            break
+    if witness[4] is not None:
+        _raise_rule4(witness[4], levels, graph.directed)
+    if witness[3] is not None:
+        _raise_rule3(witness[3], levels, graph.directed)
+
+
+def _edge_rule_masks(lu: np.ndarray, lv: np.ndarray, directed: bool):
+    """Boolean masks of arcs (u, v) breaking rule 4 and rule 3, given their levels."""
+    if directed:
+        reached_u = lu >= 0
+        yield 4, reached_u & (lv < 0)
+        yield 3, reached_u & (lv > lu + 1)
+    else:
+        yield 4, (lu >= 0) != (lv >= 0)
+        yield 3, (lu >= 0) & (lv >= 0) & (np.abs(lu - lv) > 1)
+
+
+def _raise_rule4(edge, levels, directed: bool):
+    u, v = edge
+    if directed:
+        msg = (
+            f"arc ({u}, {v}) leaves reached vertex {u} (level {int(levels[u])}) for "
+            f"vertex {v}, which is unreached: the tree misses a reachable vertex"
+        )
+    else:
+        r, x = (u, v) if levels[u] >= 0 else (v, u)
+        msg = (
+            f"edge ({u}, {v}) joins reached vertex {r} (level {int(levels[r])}) and "
+            f"unreached vertex {x}: the tree does not span the connected component"
+        )
+    raise ValidationError(4, msg, edge)
+
+
+def _raise_rule3(edge, levels, directed: bool):
+    u, v = edge
+    kind, bound = ("arc", "at most one deeper than") if directed else ("edge", "within one of")
+    raise ValidationError(
+        3,
+        f"{kind} ({u}, {v}) joins level {int(levels[u])} to level {int(levels[v])}; "
+        f"the level of {v} must be {bound} the level of {u}",
+        edge,
+    )
+
+
+def _row_chunks(indptr: np.ndarray, arcs_per_chunk: int):
+    """Yield ``(lo, hi)`` vertex ranges holding about ``arcs_per_chunk`` arcs each."""
+    n = indptr.size - 1
+    targets = np.arange(arcs_per_chunk, int(indptr[-1]), arcs_per_chunk)
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(indptr, targets), [n]]))
+    for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+        yield int(lo), int(hi)
+
+
+# ------------------------------------------------------------------ traversed edges
+def traversed_edges(graph, parents) -> int:
+    """Number of edges the search traversed, the ``m`` of ``TEPS = m / time``.
+
+    The specification counts "the input edge tuples within the component traversed by
+    the search, counting any multiple edges and self-loops". Our :class:`Graph` has
+    already dropped self-loops and duplicates, so this counts edges of the cleaned
+    graph: undirected, the edges of the traversed component = (sum of the degrees of
+    the reached vertices) / 2; directed, the arcs leaving reached vertices = sum of
+    their out-degrees. The count is meant for parent arrays that pass :func:`validate`
+    (then every edge of a reached vertex has both ends reached).
+
+    Parameters
+    ----------
+    graph : Graph
+    parents : array_like of int, shape (num_vertices,)
+        ``-1`` marks an unreached vertex.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import taskbfs as tb
+    >>> from taskbfs.graph500 import traversed_edges
+    >>> g = tb.Graph.from_edges([0, 1, 3], [1, 2, 4])
+    >>> traversed_edges(g, [0, 0, 1, -1, -1])
+    2
+    """
+    reached = np.asarray(parents) >= 0
+    if reached.shape != (graph.num_vertices,):
+        raise InvalidParameterError(
+            f"parents must have one entry per vertex ({graph.num_vertices}), "
+            f"got shape {reached.shape}"
+        )
+    total = int(graph.degrees()[reached].sum())
+    return total if graph.directed else total // 2
+
+
+# ---------------------------------------------------------------------- search keys
+def search_keys(graph, count: int = GRAPH500_KEYS, seed: int = 1) -> np.ndarray:
+    """Sample ``count`` distinct search roots among the vertices with degree >= 1.
+
+    As the specification says ("Sampling 64 Search Keys"): roots are sampled at random,
+    without replacement, only from vertices connected to some other vertex (degree,
+    not counting self-loops, at least one; our graphs hold no self-loops). If fewer
+    such vertices exist, all of them are returned, and fewer searches run. For a
+    directed graph the degree is the out-degree, so no search is trivial.
+
+    Parameters
+    ----------
+    graph : Graph
+    count : int, default 64
+    seed : int, default 1
+        Seed of ``numpy.random.default_rng``; the same seed gives the same keys.
+
+    Returns
+    -------
+    ndarray of int64, shape (min(count, candidates),)
+        Distinct vertices in sampling order.
+
+    Examples
+    --------
+    >>> import taskbfs as tb
+    >>> from taskbfs.graph500 import search_keys
+    >>> g = tb.Graph.from_edges([0, 1], [1, 2], num_vertices=5)
+    >>> sorted(search_keys(g, count=64).tolist())
+    [0, 1, 2]
+    """
+    try:
+        count = int(count)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"count must be an integer, got {count!r}") from None
+    if count < 0:
+        raise InvalidParameterError(f"count must be >= 0, got {count}")
+    candidates = np.flatnonzero(graph.degrees() > 0).astype(np.int64)
+    rng = np.random.default_rng(seed)
+    return rng.choice(candidates, size=min(count, candidates.size), replace=False)
+
+
+# ---------------------------------------------------------------------- statistics
+#: Output order and names of the statistics, as the reference ``graph500.c`` prints them.
+_PLAIN_STATS = ("min", "firstquartile", "median", "thirdquartile", "max", "mean", "stddev")
+_RATE_STATS = _PLAIN_STATS[:5] + ("harmonic_mean", "harmonic_stddev")
+
+
+def teps_statistics(times, edges) -> dict:
+    """The Graph500 output statistics of a set of searches.
+
+    For the search times (``*_time``), the traversed edges (``*_nedge``) and the rates
+    ``TEPS = nedge / time`` (``*_TEPS``): min, first quartile, median, third quartile,
+    max; mean and standard deviation for times and edges; harmonic mean and its
+    standard deviation for TEPS ("because TEPS is a rate, the rates are compared using
+    harmonic means" -- specification, "Output").
+
+    Definitions follow the specification's executable reference ``octave/output.m``:
+
+    - quartiles: Octave ``statistics`` = ``quantile(x, [.25 .5 .75], 7)``, i.e. linear
+      interpolation between order statistics, numpy's default ``np.quantile`` method.
+      (The C reference ``graph500.c`` hand-codes the (n+1)p rule with a 0-based index,
+      one element off and out of bounds for n < 3; we follow the Octave text.)
+    - ``stddev``: sample standard deviation (divisor n - 1).
+    - ``harmonic_mean = n / sum(1 / TEPS)``.
+    - ``harmonic_stddev = sqrt(sum((1/TEPS - 1/harmonic_mean)**2)) / (n - 1)
+      * harmonic_mean**2`` (Norris 1940, as in ``output.m`` and ``graph500.c``), which
+      equals ``std(1/TEPS, ddof=1) / (mean(1/TEPS)**2 * sqrt(n - 1))``.
+
+    With a single search the standard deviations are undefined and reported as NaN. A
+    zero TEPS (a search that traversed no edge) makes the harmonic mean 0 and its
+    standard deviation NaN, as in ``output.m``.
+
+    Parameters
+    ----------
+    times : array_like of float, shape (nbfs,)
+        Search times in seconds, all > 0.
+    edges : array_like of int, shape (nbfs,)
+        Traversed edges of each search (:func:`traversed_edges`), all >= 0.
+
+    Returns
+    -------
+    dict
+        ``nbfs`` then ``min_time`` ... ``stddev_time``, ``min_nedge`` ...
+        ``stddev_nedge``, ``min_TEPS`` ... ``max_TEPS``, ``harmonic_mean_TEPS``,
+        ``harmonic_stddev_TEPS`` (floats), in the reference output order.
+
+    Examples
+    --------
+    >>> from taskbfs.graph500 import teps_statistics
+    >>> s = teps_statistics([1.0, 2.0, 4.0], [8, 8, 8])
+    >>> s["median_TEPS"], round(s["harmonic_mean_TEPS"], 6)
+    (4.0, 3.428571)
+    """
+    times, edges = _check_runs(times, edges)
+    teps = edges / times
+    stats: dict = {"nbfs": int(times.size)}
+    for label, data, names in (
+        ("time", times, _PLAIN_STATS),
+        ("nedge", edges, _PLAIN_STATS),
+        ("TEPS", teps, _RATE_STATS),
+    ):
+        values = _order_stats(data) + (
+            _harmonic_stats(data) if names is _RATE_STATS else _moment_stats(data)
+        )
+        stats.update({f"{name}_{label}": float(x) for name, x in zip(names, values, strict=True)})
+    return stats
+
+
+def _check_runs(times, edges):
+    times = np.asarray(times, dtype=np.float64)
+    edges = np.asarray(edges, dtype=np.float64)
+    if times.ndim != 1 or times.shape != edges.shape or times.size == 0:
+        raise InvalidParameterError(
+            f"times and edges must be 1-D, non-empty and the same length, "
+            f"got shapes {times.shape} and {edges.shape}"
+        )
+    if not np.all(np.isfinite(times) & (times > 0)):
+        raise InvalidParameterError(f"every time must be finite and > 0, got {times.tolist()}")
+    if not np.all(np.isfinite(edges) & (edges >= 0)):
+        raise InvalidParameterError(f"every edge count must be >= 0, got {edges.tolist()}")
+    return times, edges
+
+
+def _order_stats(x: np.ndarray) -> tuple:
+    q1, med, q3 = np.quantile(x, [0.25, 0.5, 0.75])  # method="linear" = Octave method 7
+    return (x.min(), q1, med, q3, x.max())
+
+
+def _moment_stats(x: np.ndarray) -> tuple:
+    std = x.std(ddof=1) if x.size > 1 else np.nan
+    return (x.mean(), std)
+
+
+def _harmonic_stats(teps: np.ndarray) -> tuple:
+    n = teps.size
+    if np.any(teps == 0):
+        return (0.0, np.nan)
+    inv = 1.0 / teps
+    hmean = n / inv.sum()
+    if n < 2:
+        return (hmean, np.nan)
+    hstd = np.sqrt(np.sum((inv - 1.0 / hmean) ** 2)) / (n - 1) * hmean**2
+    return (hmean, hstd)
+
+
+def format_statistics(stats: dict) -> str:
+    """The statistics as the reference code prints them, one ``name: value`` per line.
+
+    Values use the reference's ``%20.17e`` format; ``nbfs`` is an integer.
+
+    Examples
+    --------
+    >>> from taskbfs.graph500 import format_statistics, teps_statistics
+    >>> print(format_statistics(teps_statistics([2.0], [4])).splitlines()[1])
+    min_time: 2.00000000000000000e+00
+    """
+    lines = []
+    for name, value in stats.items():
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            lines.append(f"{name}: {int(value)}")
+        else:
+            lines.append(f"{name}: {float(value):20.17e}")
+    return "\n".join(lines)

@@ -1,0 +1,432 @@
+"""Tests of taskbfs.graph500: validation rules, traversed edges, search keys, statistics.
+
+References come from ``tests/reference.py`` (naive queue BFS over the raw edge list,
+scipy) and shapes from ``tests/shapes.py``. ``tests/`` is not a package: pytest's default
+``prepend`` import mode puts this directory on ``sys.path``, so they import by name.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import naive_bfs, naive_bfs_parents, scipy_distances, scipy_parents
+from shapes import shapes
+
+from taskbfs import Graph
+from taskbfs.errors import InvalidParameterError, InvalidVertexError, ValidationError
+from taskbfs.graph500 import (
+    format_statistics,
+    search_keys,
+    teps_statistics,
+    traversed_edges,
+    validate,
+)
+
+SHAPES = shapes()
+
+
+def build(shape) -> Graph:
+    return Graph.from_edges(shape.src, shape.dst, shape.num_vertices, shape.directed)
+
+
+def expect_rule(rule, graph, source, parents, **kwargs) -> ValidationError:
+    """validate must raise ValidationError for ``rule``; the witness is in the message."""
+    with pytest.raises(ValidationError) as info:
+        validate(graph, source, parents, **kwargs)
+    err = info.value
+    assert err.rule == rule, str(err)
+    assert f"rule {rule}" in str(err)
+    return err
+
+
+def witness_in_message(err: ValidationError) -> bool:
+    w = err.witness
+    text = str(err)
+    if isinstance(w, tuple) and len(w) == 2:
+        return f"({w[0]}, {w[1]})" in text
+    return f"vertex {w}" in text
+
+
+# ------------------------------------------------------------------ accepts references
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
+def test_validate_accepts_naive_parents(shape):
+    g = build(shape)
+    for source in shape.sources:
+        dist, parents = naive_bfs_parents(
+            shape.src, shape.dst, shape.num_vertices, source, shape.directed
+        )
+        levels = validate(g, source, parents)
+        assert levels.dtype == np.int64
+        np.testing.assert_array_equal(levels, dist)
+        np.testing.assert_array_equal(validate(g, source, parents, levels=dist), dist)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
+def test_validate_accepts_scipy_parents(shape):
+    g = build(shape)
+    for source in shape.sources:
+        levels = validate(g, source, scipy_parents(g, source))
+        np.testing.assert_array_equal(levels, scipy_distances(g, source))
+
+
+def test_parents_dtype_int32_accepted():
+    g = Graph.from_edges([0, 1], [1, 2])
+    np.testing.assert_array_equal(validate(g, 0, np.array([0, 0, 1], np.int32)), [0, 1, 2])
+
+
+def test_source_not_a_vertex():
+    g = Graph.from_edges([0, 1], [1, 2])
+    with pytest.raises(InvalidVertexError):
+        validate(g, 3, [0, 0, 1])
+    with pytest.raises(InvalidVertexError):
+        validate(g, -1, [0, 0, 1])
+
+
+# ------------------------------------------------------------------ rule 1: a tree
+def test_rule1_cycle():
+    # 0 - 1, triangle 1 - 2 - 3; corrupt 1's parent to 3: 1 -> 3 -> 1.
+    g = Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 1])
+    err = expect_rule(1, g, 0, [0, 3, 1, 1])
+    assert err.witness in (1, 3)
+    assert "cycle" in str(err) and witness_in_message(err)
+
+
+def test_rule1_self_parent():
+    g = Graph.from_edges([0, 1], [1, 2])
+    err = expect_rule(1, g, 0, [0, 0, 2])
+    assert err.witness == 2 and witness_in_message(err)
+
+
+def test_rule1_source_parent_not_source():
+    g = Graph.from_edges([0, 1], [1, 2])
+    err = expect_rule(1, g, 0, [1, 0, 1])
+    assert err.witness == 0 and witness_in_message(err)
+    expect_rule(1, g, 0, [-1, 0, 1])
+
+
+def test_rule1_chain_reaches_unreached_vertex():
+    # 0 - 1 - 2 and a separate edge 3 - 4; 4 claims parent 3, which is unreached.
+    g = Graph.from_edges([0, 1, 3], [1, 2, 4])
+    err = expect_rule(1, g, 0, [0, 0, 1, -1, 3])
+    assert err.witness == 4 and witness_in_message(err)
+
+
+def test_rule1_wrong_length():
+    g = Graph.from_edges([0, 1], [1, 2])
+    err = expect_rule(1, g, 0, [0, 0])
+    assert "(2,)" in str(err)
+    expect_rule(1, g, 0, [0, 0, 1, 1])
+    expect_rule(1, g, 0, [[0, 0, 1]])
+
+
+def test_rule1_out_of_range_value():
+    g = Graph.from_edges([0, 1], [1, 2])
+    err = expect_rule(1, g, 0, [0, 0, 7])
+    assert err.witness == 2 and witness_in_message(err) and "7" in str(err)
+    err = expect_rule(1, g, 0, [0, -2, 1])
+    assert err.witness == 1 and witness_in_message(err)
+
+
+def test_rule1_not_integers():
+    g = Graph.from_edges([0, 1], [1, 2])
+    err = expect_rule(1, g, 0, np.array([0.0, 0.0, 1.0]))
+    assert "float64" in str(err)
+
+
+# ------------------------------------------------------------------ rule 2: tree levels
+def test_rule2_wrong_level_tree_edge():
+    g = Graph.from_edges([0, 1, 2], [1, 2, 3])
+    parents = [0, 0, 1, 2]
+    err = expect_rule(2, g, 0, parents, levels=[0, 1, 3, 4])
+    assert err.witness == 2 and "tree edge (1, 2)" in str(err) and witness_in_message(err)
+
+
+def test_rule2_source_level_not_zero():
+    g = Graph.from_edges([0, 1], [1, 2])
+    err = expect_rule(2, g, 0, [0, 0, 1], levels=[1, 2, 3])
+    assert err.witness == 0 and witness_in_message(err)
+
+
+def test_rule2_reached_without_level():
+    g = Graph.from_edges([0, 1], [1, 2])
+    err = expect_rule(2, g, 0, [0, 0, 1], levels=[0, 1, -1])
+    assert err.witness == 2 and witness_in_message(err)
+
+
+def test_rule2_holds_by_construction_without_levels():
+    # With tree depths, a tree edge that skips a BFS level is caught by rule 3 instead.
+    g = Graph.from_edges([0, 1, 0], [1, 2, 2])
+    expect_rule(3, g, 0, [0, 0, 1])
+
+
+# ------------------------------------------------------------------ rule 3: edge levels
+def test_rule3_edge_skips_a_level():
+    # Triangle 0 - 1 - 2 - 0 with 2 hung below 1: edge (0, 2) spans levels 0 and 2.
+    g = Graph.from_edges([0, 1, 0], [1, 2, 2])
+    err = expect_rule(3, g, 0, [0, 0, 1])
+    assert set(err.witness) == {0, 2} and witness_in_message(err)
+
+
+def test_rule3_directed_arc_skips_a_level():
+    g = Graph.from_edges([0, 1, 0], [1, 2, 2], directed=True)
+    err = expect_rule(3, g, 0, [0, 0, 1])
+    assert err.witness == (0, 2) and witness_in_message(err)
+
+
+def test_rule3_directed_back_arc_is_fine():
+    g = Graph.from_edges([0, 1, 2], [1, 2, 0], directed=True)
+    np.testing.assert_array_equal(validate(g, 0, [0, 0, 1]), [0, 1, 2])
+
+
+# ------------------------------------------------------------------ rule 4: spanning
+def test_rule4_unreached_vertex_next_to_reached():
+    g = Graph.from_edges([0, 1], [1, 2])
+    err = expect_rule(4, g, 0, [0, 0, -1])
+    assert set(err.witness) == {1, 2} and witness_in_message(err)
+    assert "unreached vertex 2" in str(err)
+
+
+def test_rule4_directed_reachable_but_unreached():
+    g = Graph.from_edges([0, 1], [1, 2], directed=True)
+    err = expect_rule(4, g, 0, [0, 0, -1])
+    assert err.witness == (1, 2) and witness_in_message(err)
+
+
+def test_rule4_directed_vertex_pointing_in_may_stay_unreached():
+    # 3 -> 0: 3 reaches the source but is not reachable from it.
+    g = Graph.from_edges([0, 1, 3], [1, 2, 0], directed=True)
+    np.testing.assert_array_equal(validate(g, 0, [0, 0, 1, -1]), [0, 1, 2, -1])
+
+
+def test_tree_reaching_another_component_breaks_rule5():
+    # A tree that also "reaches" another component through a non-edge is caught by rule 5.
+    g = Graph.from_edges([0, 2], [1, 3])
+    expect_rule(5, g, 0, [0, 0, 0, 2])
+
+
+# ------------------------------------------------------------------ rule 5: parent edges
+def test_rule5_parent_not_a_neighbour():
+    # 0 - 1, 0 - 2, 1 - 3; give 3 the parent 2 (same level as 1, but no edge 2 - 3).
+    g = Graph.from_edges([0, 0, 1], [1, 2, 3])
+    err = expect_rule(5, g, 0, [0, 0, 0, 2])
+    assert err.witness == 3 and witness_in_message(err)
+    assert "vertex 3 has parent 2 but (2, 3) is not an edge" in str(err)
+
+
+def test_rule5_directed_needs_parent_to_child_arc():
+    # 0->1, 0->2, 1->3, 3->2: parent 2 of 3 is joined only by the arc 3 -> 2.
+    g = Graph.from_edges([0, 0, 1, 3], [1, 2, 3, 2], directed=True)
+    np.testing.assert_array_equal(validate(g, 0, [0, 0, 0, 1]), [0, 1, 1, 2])
+    err = expect_rule(5, g, 0, [0, 0, 0, 2])
+    assert err.witness == 3 and "(2, 3) is not an arc" in str(err)
+
+
+# ------------------------------------------------------------------ properties
+def is_valid_bfs_tree(src, dst, n, directed, source, parents) -> bool:
+    """Independent characterisation: parents[source] == source; a vertex is reached iff
+    its true distance is finite; each reached non-source vertex's parent is an in-
+    neighbour (raw edge list, no self-loop) one hop closer to the source."""
+    dist = naive_bfs(src, dst, n, source, directed)
+    arcs = set(zip(np.asarray(src).tolist(), np.asarray(dst).tolist(), strict=True))
+    if not directed:
+        arcs |= {(v, u) for u, v in arcs}
+    if parents[source] != source:
+        return False
+    for v in range(n):
+        p = int(parents[v])
+        if (p >= 0) != (dist[v] >= 0):
+            return False
+        if v == source or p < 0:
+            continue
+        if p == v or (p, v) not in arcs or dist[p] != dist[v] - 1:
+            return False
+    return True
+
+
+@st.composite
+def small_graphs(draw):
+    n = draw(st.integers(1, 12))
+    m = draw(st.integers(0, 30))
+    vertex = st.integers(0, n - 1)
+    edges = draw(st.lists(st.tuples(vertex, vertex), min_size=m, max_size=m))
+    src = np.array([e[0] for e in edges], dtype=np.int64)
+    dst = np.array([e[1] for e in edges], dtype=np.int64)
+    directed = draw(st.booleans())
+    source = draw(vertex)
+    return src, dst, n, directed, source
+
+
+def check_against_characterisation(src, dst, n, directed, source, parents):
+    g = Graph.from_edges(src, dst, n, directed)
+    expected = is_valid_bfs_tree(src, dst, n, directed, source, parents)
+    try:
+        levels = validate(g, source, parents)
+    except ValidationError:
+        assert not expected, f"rejected a valid tree {parents.tolist()}"
+    else:
+        assert expected, f"accepted an invalid tree {parents.tolist()}"
+        np.testing.assert_array_equal(levels, naive_bfs(src, dst, n, source, directed))
+
+
+@settings(max_examples=300, deadline=None)
+@given(small_graphs())
+def test_property_reference_parents_validate(graph):
+    src, dst, n, directed, source = graph
+    dist, parents = naive_bfs_parents(src, dst, n, source, directed)
+    g = Graph.from_edges(src, dst, n, directed)
+    np.testing.assert_array_equal(validate(g, source, parents), dist)
+    np.testing.assert_array_equal(scipy_distances(g, source), dist)
+
+
+@settings(max_examples=500, deadline=None)
+@given(small_graphs(), st.data())
+def test_property_single_corruption(graph, data):
+    src, dst, n, directed, source = graph
+    _, parents = naive_bfs_parents(src, dst, n, source, directed)
+    v = data.draw(st.integers(0, n - 1))
+    parents[v] = data.draw(st.integers(-1, n - 1))
+    check_against_characterisation(src, dst, n, directed, source, parents)
+
+
+@settings(max_examples=300, deadline=None)
+@given(small_graphs(), st.data())
+def test_property_arbitrary_parents(graph, data):
+    src, dst, n, directed, source = graph
+    parents = np.array(data.draw(st.lists(st.integers(-1, n - 1), min_size=n, max_size=n)))
+    check_against_characterisation(src, dst, n, directed, source, parents)
+
+
+@pytest.mark.slow
+def test_validate_large_random_graph():
+    n, m = 1 << 16, 1 << 19
+    rng = np.random.default_rng(5)
+    g = Graph.from_edges(*rng.integers(0, n, size=(2, m)), num_vertices=n)
+    levels = validate(g, 0, scipy_parents(g, 0))
+    np.testing.assert_array_equal(levels, scipy_distances(g, 0))
+
+
+# ------------------------------------------------------------------ traversed edges
+def test_traversed_edges_undirected_component():
+    g = Graph.from_edges([0, 1, 3], [1, 2, 4])  # 0-1-2 and 3-4
+    assert traversed_edges(g, [0, 0, 1, -1, -1]) == 2
+    assert traversed_edges(g, [-1, -1, -1, 3, 3]) == 1
+
+
+def test_traversed_edges_counts_cleaned_graph():
+    # Duplicates, both orientations and a self-loop collapse to edges 0-1 and 1-2.
+    g = Graph.from_edges([0, 1, 1, 0, 1, 2], [1, 0, 1, 1, 2, 2])
+    assert traversed_edges(g, [0, 0, 1]) == 2
+
+
+def test_traversed_edges_directed_counts_out_arcs_of_reached():
+    g = Graph.from_edges([0, 1, 2, 3], [1, 2, 0, 0], directed=True)
+    assert traversed_edges(g, [0, 0, 1, -1]) == 3  # 3 -> 0 leaves an unreached vertex
+
+
+def test_traversed_edges_isolated_source_and_star():
+    g = Graph.from_edges([0, 0, 0], [1, 2, 3], num_vertices=5)
+    assert traversed_edges(g, [-1, -1, -1, -1, 4]) == 0
+    assert traversed_edges(g, [1, 1, 0, 0, -1]) == 3
+
+
+def test_traversed_edges_bad_length():
+    g = Graph.from_edges([0], [1])
+    with pytest.raises(InvalidParameterError):
+        traversed_edges(g, [0])
+
+
+# ------------------------------------------------------------------ search keys
+def kron_graph():
+    s = next(s for s in SHAPES if s.name.startswith("kronecker_like"))
+    return build(s)
+
+
+def test_search_keys_deterministic_distinct_connected():
+    g = kron_graph()
+    keys = search_keys(g, count=64, seed=3)
+    assert keys.shape == (64,) and keys.dtype == np.int64
+    np.testing.assert_array_equal(keys, search_keys(g, count=64, seed=3))
+    assert len(set(keys.tolist())) == 64
+    assert np.all(g.degrees()[keys] >= 1)
+    assert not np.array_equal(keys, search_keys(g, count=64, seed=4))
+
+
+def test_search_keys_default_count_is_64():
+    assert search_keys(kron_graph()).size == 64
+
+
+def test_search_keys_fewer_candidates_returns_all():
+    g = Graph.from_edges([0, 3], [1, 3], num_vertices=6)  # 3 has only a self-loop
+    keys = search_keys(g, count=64, seed=1)
+    assert sorted(keys.tolist()) == [0, 1]
+    assert search_keys(g, count=0).size == 0
+
+
+def test_search_keys_bad_count():
+    g = Graph.from_edges([0], [1])
+    with pytest.raises(InvalidParameterError):
+        search_keys(g, count=-1)
+
+
+# ------------------------------------------------------------------ statistics
+def test_teps_statistics_hand_computed():
+    # times 1, 2, 4 s; 8 edges each -> TEPS 8, 4, 2.
+    s = teps_statistics([1.0, 2.0, 4.0], [8, 8, 8])
+    assert s["nbfs"] == 3
+    expected = {
+        "min_time": 1.0, "firstquartile_time": 1.5, "median_time": 2.0,
+        "thirdquartile_time": 3.0, "max_time": 4.0, "mean_time": 7 / 3,
+        "stddev_time": math.sqrt(7 / 3),
+        "min_nedge": 8.0, "median_nedge": 8.0, "mean_nedge": 8.0, "stddev_nedge": 0.0,
+        "min_TEPS": 2.0, "firstquartile_TEPS": 3.0, "median_TEPS": 4.0,
+        "thirdquartile_TEPS": 6.0, "max_TEPS": 8.0,
+        # 1/TEPS = 1/8, 1/4, 1/2: mean 7/24, so the harmonic mean is 24/7; deviations
+        # -4/24, -1/24, 5/24 -> sqrt(42)/24 / (n-1) * (24/7)**2 = 12 sqrt(42) / 49.
+        "harmonic_mean_TEPS": 24 / 7,
+        "harmonic_stddev_TEPS": 12 * math.sqrt(42) / 49,
+    }
+    for key, value in expected.items():
+        assert s[key] == pytest.approx(value, rel=1e-12), key
+    assert "mean_TEPS" not in s and "stddev_TEPS" not in s
+
+
+def test_harmonic_stddev_matches_norris_form():
+    rng = np.random.default_rng(0)
+    times, edges = rng.uniform(0.5, 2.0, 64), rng.integers(10**6, 10**7, 64)
+    s = teps_statistics(times, edges)
+    inv = times / edges
+    assert s["harmonic_mean_TEPS"] == pytest.approx(1 / inv.mean())
+    norris = inv.std(ddof=1) / (inv.mean() ** 2 * math.sqrt(63))
+    assert s["harmonic_stddev_TEPS"] == pytest.approx(norris)
+
+
+def test_teps_statistics_single_run_and_zero_edges():
+    s = teps_statistics([2.0], [4])
+    assert s["median_time"] == 2.0 and s["harmonic_mean_TEPS"] == 2.0
+    assert math.isnan(s["stddev_time"]) and math.isnan(s["harmonic_stddev_TEPS"])
+    s = teps_statistics([1.0, 1.0], [0, 4])
+    assert s["harmonic_mean_TEPS"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "times, edges",
+    [([], []), ([1.0], [1, 2]), ([0.0], [1]), ([-1.0], [1]), ([1.0], [-1]), ([np.nan], [1])],
+)
+def test_teps_statistics_bad_input(times, edges):
+    with pytest.raises(InvalidParameterError):
+        teps_statistics(times, edges)
+
+
+def test_format_statistics_block():
+    text = format_statistics(teps_statistics([1.0, 2.0, 4.0], [8, 8, 8]))
+    lines = text.splitlines()
+    assert lines[0] == "nbfs: 3"
+    assert "min_time: 1.00000000000000000e+00" in lines
+    assert "harmonic_mean_TEPS: 3.42857142857142838e+00" in lines
+    names = [line.split(":")[0] for line in lines]
+    assert names[-2:] == ["harmonic_mean_TEPS", "harmonic_stddev_TEPS"]
+    assert len(names) == 1 + 7 * 3
