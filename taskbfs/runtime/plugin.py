@@ -92,7 +92,9 @@ class PlacementPlugin(SchedulerPlugin):
         now = time.time()
         for key, mark in marks.items():
             ts = scheduler.tasks.get(key)
-            if ts is None:
+            if ts is None or not mark:
+                # helper tasks of a batch (e.g. the getitem that splits a multi-output
+                # task) carry a None mark: the global annotation is ``marks.get``
                 continue
             policy_data = (ts.annotations or {}).get(POLICY_ANNOTATION)
             policy = policies.get(id(policy_data))

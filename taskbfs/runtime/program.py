@@ -33,7 +33,7 @@ from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime.plugin import placement_annotations
 from taskbfs.runtime.policy import Policy
 from taskbfs.runtime.task import Task
-from taskbfs.runtime.worker import collect_records, execute
+from taskbfs.runtime.worker import collect_records, execute, execute_after
 
 
 @dataclass
@@ -116,7 +116,8 @@ class Program:
         self.flush()
         targets = self._current if names is None else {n: self._version(n) for n in names}
         futures = [f for f in targets.values() if isinstance(f, Future)]
-        wait(futures)
+        with self.client.as_current():  # ``wait`` uses the default client; ours may not be it
+            wait(futures)
         for f in futures:
             if f.status == "error":
                 f.result()  # raises the task's exception
@@ -188,13 +189,13 @@ class Program:
         key = f"{task.name}-{self.id}-{next(self._counter)}"
         meta = {"program": self.id, "tags": dict(tags or {})}
         args = [self._current[n] for n in ins + inouts]
-        call_kwargs = dict(kwargs or {})
+        func, head = execute, [task, meta]
         if in_place:
             after = [r for n in inouts for r in self._readers.get(n, [])]
-            if after:
-                call_kwargs["_after"] = after
+            if after:  # positional: Dask resolves refs in args, not in the kwargs dict
+                func, head = execute_after, [after, task, meta]
         pending = self._pending or _Pending()
-        pending.graph[key] = (apply, execute, [task, meta, *args], call_kwargs)
+        pending.graph[key] = (apply, func, [*head, *args], dict(kwargs or {}))
         pending.marks[key] = {"size": size, "impls": list(task.impls), "task": task_id, "tags": meta["tags"]}
         pending.keys.append(key)
 
@@ -223,7 +224,7 @@ class Program:
         annotations = placement_annotations(self.id, pending.marks, self.policy)
         with dask.annotate(**annotations):
             futures = self.client.get(pending.graph, pending.keys, sync=False)
-        by_key = dict(zip(pending.keys, futures))
+        by_key = dict(zip(pending.keys, futures, strict=True))
         for name, ref in self._current.items():
             if isinstance(ref, str) and ref in by_key:
                 self._current[name] = by_key[ref]

@@ -45,7 +45,7 @@ def current_device(worker=None) -> str:
     return CUDA if "GPU" in restrictions else SMP
 
 
-def execute(task: Task, meta: dict, *args, _after=None, **kwargs):
+def execute(task: Task, meta: dict, *args, **kwargs):
     """Run ``task`` on this worker with the implementation for its placed device.
 
     Parameters
@@ -55,8 +55,6 @@ def execute(task: Task, meta: dict, *args, _after=None, **kwargs):
         ``{"program", "tags"}``: where the trace record goes and what it carries.
     *args, **kwargs
         Passed to the implementation.
-    _after : list, optional
-        Results of tasks that had to finish first (write-after-read order); ignored.
     """
     from distributed.worker import thread_state
 
@@ -89,6 +87,16 @@ def execute(task: Task, meta: dict, *args, _after=None, **kwargs):
         with _lock:
             _records.setdefault(worker, defaultdict(list))[meta["program"]].append(record)
     return result
+
+
+def execute_after(after: list, task: Task, meta: dict, *args, **kwargs):
+    """:func:`execute`, once the tasks in ``after`` have finished (write-after-read order).
+
+    ``after`` is a *positional* argument so that Dask turns the futures / keys in it into
+    dependencies (values in a task's keyword dict are passed through literally, unresolved).
+    Their results are ignored.
+    """
+    return execute(task, meta, *args, **kwargs)
 
 
 def collect_records(program: str, dask_worker=None) -> list[dict]:
