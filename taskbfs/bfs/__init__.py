@@ -1,0 +1,13 @@
+"""The BFS algorithm on the runtime: level loop, strategies, direction switch, results.
+
+=============  ==============================================================
+``bfs``        task-based BFS (hybrid / fixed / cpu / gpu; top-down, bottom-up, auto)
+``BFSResult``  distances, parents, trace, levels, elapsed, traversed edges, TEPS
+=============  ==============================================================
+"""
+
+from taskbfs.bfs.core import STRATEGIES, bfs
+from taskbfs.bfs.result import BFSResult
+from taskbfs.bfs.state import DIRECTIONS
+
+__all__ = ["DIRECTIONS", "STRATEGIES", "BFSResult", "bfs"]

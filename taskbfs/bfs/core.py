@@ -1,0 +1,256 @@
+"""The task-based level-synchronous BFS (the paper's Algorithm 2) on the runtime.
+
+Returns
+    :class:`~taskbfs.bfs.result.BFSResult`.
+Approach
+    Per level, one step task per vertex range with work to do (top-down: a non-empty
+    frontier; bottom-up: unvisited vertices), each placed on a CPU or GPU worker by the
+    scheduler plugin from its size and the strategy; then one barrier task that merges
+    their discoveries into the state and yields the next frontier. All of a level's tasks
+    reach the scheduler as one batch; the client only reads the level's small summary.
+    Partitions are placed once per graph and reused; frontiers and the visited state stay
+    on the workers.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from taskbfs import config
+from taskbfs.bfs.placement import place_graph
+from taskbfs.bfs.result import BFSResult
+from taskbfs.bfs.state import AUTO, BOTTOM_UP, DIRECTIONS, TOP_DOWN, barrier, final_arrays, init_state
+from taskbfs.bfs.steps import STEP
+from taskbfs.errors import InvalidParameterError
+from taskbfs.graph import Graph, partition
+from taskbfs.runtime import Policy, Program, Task, fetch_placements
+from taskbfs.runtime.cluster import default_runtime
+
+STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
+
+INIT = Task("bfs_init", smp=init_state)
+BARRIER = Task("bfs_barrier", smp=barrier)
+FINISH = Task("bfs_result", smp=final_arrays)
+
+
+def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hybrid",
+        lam: float | None = None, runtime=None, direction: str = AUTO,
+        balance: str = config.DEFAULT_BALANCE, gpu_share: float = config.DEFAULT_GPU_SHARE,
+        progress=None) -> BFSResult:
+    """Breadth-first search from ``source`` as a program of tasks on a Dask cluster.
+
+    Parameters
+    ----------
+    graph : Graph
+    source : int
+        Start vertex.
+    tasks : int, optional
+        Number T of vertex-range tasks (1 … num_vertices); default
+        ``min(config.DEFAULT_TASKS, num_vertices)``.
+    strategy : {"hybrid", "fixed", "cpu", "gpu"}
+        hybrid: a task goes to the GPU when its frontier exceeds λ (paper Sec. V.A);
+        fixed: the first ``gpu_share`` of the tasks always run on the GPU (Sec. V.B);
+        cpu / gpu: every task on that device. Without GPU workers, hybrid and fixed run
+        everything on the CPU; gpu raises :class:`~taskbfs.errors.DeviceUnavailableError`.
+    lam : float, optional
+        λ of the hybrid strategy (default ``config.DEFAULT_LAMBDA``).
+    runtime : Runtime, distributed.Client, str or None
+        Where to run; None uses the embedded default cluster (started once per process).
+    direction : {"auto", "top-down", "bottom-up"}
+        auto switches between top-down and bottom-up levels by Beamer's rule.
+    balance : {"edges", "vertices"}
+        How vertex ranges are cut.
+    gpu_share : float
+        Share of the tasks bound to the GPU by the fixed strategy.
+    progress : callable, optional
+        Called as ``progress(summary)`` after every level (the CLI's progress display).
+
+    Returns
+    -------
+    BFSResult
+
+    Examples
+    --------
+    >>> import taskbfs as tb
+    >>> g = tb.Graph.from_edges([0, 1, 2], [1, 2, 3])
+    >>> r = tb.bfs(g, 0, tasks=2)                  # doctest: +SKIP
+    >>> r.distances.tolist(), r.parents.tolist()   # doctest: +SKIP
+    ([0, 1, 2, 3], [0, 0, 1, 2])
+    """
+    if not isinstance(graph, Graph):
+        raise InvalidParameterError(f"graph must be a taskbfs.Graph, got {type(graph).__name__}")
+    source = graph.check_vertex(source, "source")
+    num_tasks = _check_tasks(tasks, graph.num_vertices)
+    direction = _check_choice("direction", direction, DIRECTIONS)
+    strategy = _check_choice("strategy", strategy, STRATEGIES)
+    policy = _policy(strategy, lam, gpu_share, num_tasks)
+    rt = _runtime(runtime)
+    if policy.needs_gpu:
+        rt.require_gpu("strategy 'gpu'")
+
+    parts = partition(graph, num_tasks, balance=balance)
+    placed = place_graph(rt, graph, parts, need_transpose=direction != TOP_DOWN)
+    program = Program(rt, policy, name="bfs")
+    try:
+        return _run(program, graph, parts, placed, source, strategy, direction, progress)
+    finally:
+        program.close()
+
+
+def _run(program, graph, parts, placed, source, strategy, direction, progress) -> BFSResult:
+    num_tasks = parts.num_tasks
+    for t in range(num_tasks):
+        program.put_future(f"part/{t}", placed.slices[t])
+        if placed.transposed is not None:
+            program.put_future(f"tpart/{t}", placed.transposed[t])
+    program.put_future("degrees", placed.degrees)
+
+    start = time.perf_counter()
+    wall_start = time.time()
+    program.submit(INIT, ins=["degrees"], outs=["frontier", "summary", "state"],
+                   kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction})
+    summary = program.get("summary")
+    summaries = [summary]
+    while summary.frontier_size > 0:
+        _submit_level(program, summary)
+        summary = program.get("summary")
+        summaries.append(summary)
+        if progress is not None:
+            progress(summary)
+    elapsed = time.perf_counter() - start
+
+    program.submit(FINISH, ins=["state"], outs=["arrays"])
+    distances, parents = program.get("arrays")
+    records = program.records()
+    placements = fetch_placements(program.client, program.id)
+    from taskbfs.graph500 import traversed_edges
+
+    trace = _task_trace(records, parts, wall_start)
+    return BFSResult(
+        source=source,
+        distances=distances,
+        parents=parents,
+        trace=trace,
+        levels=_level_table(summaries, trace, wall_start),
+        elapsed=elapsed,
+        traversed_edges=traversed_edges(graph, parents),
+        strategy=strategy,
+        direction=direction,
+        num_tasks=num_tasks,
+        placements=placements,
+    )
+
+
+def _submit_level(program: Program, summary) -> None:
+    """One level: a step task per range with work, then the barrier, as one batch."""
+    active = np.flatnonzero(summary.frontier_counts)
+    slice_name = "tpart" if summary.direction == BOTTOM_UP else "part"
+    found = []
+    with program.batch():
+        for t in active.tolist():
+            name = f"found/{t}"
+            size = int(summary.frontier_counts[t])
+            program.submit(STEP, ins=[f"{slice_name}/{t}", "frontier"], outs=[name], size=size,
+                           task_id=t, tags={"level": summary.level, "task": t, "size": size,
+                                            "direction": summary.direction})
+            found.append(name)
+        program.submit(BARRIER, ins=found, inouts=["state"], outs=["frontier", "summary"],
+                       in_place=True, kwargs={"level": summary.level, "direction": summary.direction},
+                       tags={"level": summary.level})
+    for name in found:
+        program.forget(name)
+
+
+def _task_trace(records, parts, wall_start) -> pd.DataFrame:
+    columns = ["level", "task", "lo", "hi", "direction", "size", "device", "worker", "thread",
+               "start", "stop", "name"]
+    rows = [r for r in records if r.get("name") == STEP.name]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    df = pd.DataFrame(rows)
+    df["lo"] = parts.bounds[df["task"].to_numpy()]
+    df["hi"] = parts.bounds[df["task"].to_numpy() + 1]
+    df["start"] -= wall_start
+    df["stop"] -= wall_start
+    return df[columns].sort_values(["level", "task"]).reset_index(drop=True)
+
+
+def _level_table(summaries, trace: pd.DataFrame, wall_start: float) -> pd.DataFrame:
+    rows = []
+    for prev, cur in zip(summaries[:-1], summaries[1:]):
+        tasks = trace[trace["level"] == prev.level] if len(trace) else trace
+        rows.append({
+            "level": prev.level,
+            "direction": prev.direction,
+            "frontier_size": prev.frontier_size,
+            "frontier_edges": prev.frontier_edges,
+            "edges_examined": int(cur.edges_examined.sum()),
+            "discovered": cur.frontier_size,
+            "tasks": len(tasks),
+            "tasks_cpu": int((tasks["device"] == "smp").sum()) if len(tasks) else 0,
+            "tasks_gpu": int((tasks["device"] == "cuda").sum()) if len(tasks) else 0,
+            "start": prev.barrier_stop - wall_start,
+            "stop": cur.barrier_stop - wall_start,
+            "barrier_seconds": cur.barrier_stop - cur.barrier_start,
+        })
+    return pd.DataFrame(rows)
+
+
+def _policy(strategy: str, lam, gpu_share, num_tasks: int) -> Policy:
+    lam = config.DEFAULT_LAMBDA if lam is None else lam
+    try:
+        share = float(gpu_share)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"gpu_share must be a number in [0, 1], got {gpu_share!r}") from None
+    if not 0.0 <= share <= 1.0:
+        raise InvalidParameterError(f"gpu_share must be in [0, 1], got {gpu_share!r}")
+    gpu_tasks = frozenset(range(round(share * num_tasks))) if strategy == "fixed" else frozenset()
+    return Policy(strategy, lam=lam, gpu_tasks=gpu_tasks)
+
+
+def _check_tasks(tasks, num_vertices: int) -> int:
+    if tasks is None:
+        return min(config.DEFAULT_TASKS, num_vertices)
+    if isinstance(tasks, bool) or not isinstance(tasks, (int, np.integer)):
+        raise InvalidParameterError(f"tasks must be an integer, got {tasks!r}")
+    if not 1 <= tasks <= num_vertices:
+        raise InvalidParameterError(
+            f"tasks must be between 1 and the number of vertices ({num_vertices}), got {tasks}"
+        )
+    return int(tasks)
+
+
+def _check_choice(name: str, value, choices) -> str:
+    if value not in choices:
+        raise InvalidParameterError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
+    return value
+
+
+def _runtime(runtime):
+    from taskbfs.runtime import Runtime
+
+    if runtime is None:
+        return default_runtime()
+    if isinstance(runtime, Runtime):
+        return runtime
+    return _wrapped_runtime(runtime)
+
+
+_wrapped: dict = {}
+
+
+def _wrapped_runtime(client_or_address):
+    """A Runtime around a Client or address given to bfs(), kept for reuse across calls."""
+    from taskbfs.runtime import Runtime
+
+    key = id(client_or_address) if not isinstance(client_or_address, str) else client_or_address
+    rt = _wrapped.get(key)
+    if rt is None:
+        rt = _wrapped[key] = Runtime(client_or_address)
+    return rt
+
+
+__all__ = ["STRATEGIES", "bfs", "TOP_DOWN", "BOTTOM_UP", "AUTO"]

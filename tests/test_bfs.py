@@ -1,0 +1,197 @@
+"""taskbfs.bfs against independent references (scipy, a naive BFS) on many graph shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference import naive_bfs, scipy_distances
+from shapes import shapes
+
+import taskbfs as tb
+
+SHAPES = {s.name: s for s in shapes()}
+TASK_COUNTS = (1, 2, 3, 7, 64, "n")
+# Very deep shapes cost one scheduler round trip per level; test them on fewer settings.
+DEEP = {name for name, s in SHAPES.items() if s.num_vertices >= 1000 and name.startswith("path")}
+
+
+def build(shape) -> tb.Graph:
+    return tb.Graph.from_edges(shape.src, shape.dst, num_vertices=shape.num_vertices,
+                               directed=shape.directed)
+
+
+def resolve_tasks(t, graph):
+    return graph.num_vertices if t == "n" else min(t, graph.num_vertices)
+
+
+def check_result(graph, shape, source, result):
+    expected = naive_bfs(shape.src, shape.dst, shape.num_vertices, source, shape.directed)
+    np.testing.assert_array_equal(result.distances, expected)
+    np.testing.assert_array_equal(result.distances, scipy_distances(graph, source))
+    tb.validate(graph, source, result.parents)
+    assert result.parents[source] == source
+
+
+@pytest.mark.parametrize("tasks", TASK_COUNTS)
+@pytest.mark.parametrize("name", sorted(set(SHAPES) - DEEP))
+def test_distances_match_references(runtime, name, tasks):
+    shape = SHAPES[name]
+    graph = build(shape)
+    source = shape.sources[0]
+    result = tb.bfs(graph, source, tasks=resolve_tasks(tasks, graph), runtime=runtime)
+    check_result(graph, shape, source, result)
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_every_suggested_source(runtime, name):
+    shape = SHAPES[name]
+    graph = build(shape)
+    for source in shape.sources:
+        result = tb.bfs(graph, source, tasks=min(3, graph.num_vertices), runtime=runtime)
+        check_result(graph, shape, source, result)
+
+
+@pytest.mark.parametrize("tasks", [1, 7, "n"])
+@pytest.mark.parametrize("name", sorted(DEEP))
+def test_deep_paths(runtime, name, tasks):
+    shape = SHAPES[name]
+    graph = build(shape)
+    result = tb.bfs(graph, 0, tasks=resolve_tasks(tasks, graph), runtime=runtime)
+    check_result(graph, shape, 0, result)
+    assert result.num_levels == shape.num_vertices
+
+
+@pytest.mark.parametrize("direction", ["top-down", "bottom-up", "auto"])
+@pytest.mark.parametrize("prefix", ["grid", "directed_dag", "components", "kronecker_like",
+                                    "star", "complete", "directed_cycle", "random_directed"])
+def test_directions_agree(runtime, prefix, direction):
+    shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))
+    graph = build(shape)
+    for source in shape.sources[:2]:
+        result = tb.bfs(graph, source, tasks=5 if graph.num_vertices >= 5 else 1,
+                        direction=direction, runtime=runtime)
+        check_result(graph, shape, source, result)
+
+
+@pytest.mark.parametrize("scale", [8, 10, 12, 14, 16])
+def test_kronecker_scales(runtime, scale):
+    graph = tb.kronecker(scale, edgefactor=16, seed=scale)
+    src, dst = tb.kronecker_edges(scale, edgefactor=16, seed=scale)
+    for source in tb.search_keys(graph, 2, seed=3):
+        result = tb.bfs(graph, int(source), tasks=8, runtime=runtime)
+        np.testing.assert_array_equal(result.distances, scipy_distances(graph, int(source)))
+        if scale <= 12:
+            expected = naive_bfs(src, dst, graph.num_vertices, int(source), False)
+            np.testing.assert_array_equal(result.distances, expected)
+        tb.validate(graph, int(source), result.parents)
+        assert result.traversed_edges == tb.traversed_edges(graph, result.parents)
+        assert result.teps > 0
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "fixed", "cpu"])
+def test_strategies_on_a_cpu_cluster(runtime, strategy):
+    graph = tb.kronecker(10, seed=4)
+    result = tb.bfs(graph, 0, tasks=16, strategy=strategy, lam=10, runtime=runtime)
+    np.testing.assert_array_equal(result.distances, scipy_distances(graph, 0))
+    assert set(result.trace["device"]) == {"smp"}  # no GPU worker: everything on the CPU
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_graphs(runtime, data):
+    n = data.draw(st.integers(1, 40), label="n")
+    m = data.draw(st.integers(0, 120), label="m")
+    directed = data.draw(st.booleans(), label="directed")
+    src = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), dtype=np.int64)
+    dst = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), dtype=np.int64)
+    graph = tb.Graph.from_edges(src, dst, num_vertices=n, directed=directed)
+    source = data.draw(st.integers(0, n - 1), label="source")
+    tasks = data.draw(st.integers(1, n), label="tasks")
+    direction = data.draw(st.sampled_from(["auto", "top-down", "bottom-up"]), label="direction")
+    result = tb.bfs(graph, source, tasks=tasks, direction=direction, runtime=runtime)
+    np.testing.assert_array_equal(result.distances, naive_bfs(src, dst, n, source, directed))
+    tb.validate(graph, source, result.parents)
+
+
+def test_trace_and_levels_describe_the_run(runtime):
+    graph = tb.kronecker(11, seed=2)
+    source = int(tb.search_keys(graph, 1, seed=1)[0])
+    result = tb.bfs(graph, source, tasks=6, direction="top-down", runtime=runtime)
+    levels = result.levels
+    assert list(levels["level"]) == list(range(result.num_levels - 1 + 1))[: len(levels)]
+    # frontier of level L = vertices at distance L (an independent count)
+    for row in levels.itertuples():
+        assert row.frontier_size == np.count_nonzero(result.distances == row.level)
+        assert row.discovered == np.count_nonzero(result.distances == row.level + 1)
+    # top-down examines exactly the frontier's edges
+    degrees = graph.degrees()
+    for row in levels.itertuples():
+        assert row.edges_examined == degrees[result.distances == row.level].sum()
+    trace = result.trace
+    assert {"level", "task", "lo", "hi", "device", "worker", "thread", "start", "stop"} <= set(trace)
+    assert (trace["stop"] >= trace["start"]).all()
+    assert (trace["start"] >= 0).all()
+    # one task per range with a non-empty frontier, per level
+    for level, tasks in trace.groupby("level"):
+        frontier = np.flatnonzero(result.distances == level)
+        parts = tb.partition(graph, 6)
+        expected = sorted(set(parts.owner(frontier).tolist()))
+        assert sorted(tasks["task"]) == expected
+    assert result.placements and all(p["device"] == "smp" for p in result.placements)
+    assert result.elapsed > 0 and result.mteps > 0
+
+
+def test_partitions_are_placed_once_and_reused(runtime):
+    from taskbfs.bfs.placement import _placed
+
+    graph = tb.kronecker(9, seed=7)
+    tb.bfs(graph, 0, tasks=4, runtime=runtime)
+    placed = _placed[runtime]
+    keys_before = {k: [f.key for f in v.slices] for k, v in placed.items() if k[0] == graph.token}
+    tb.bfs(graph, 1, tasks=4, runtime=runtime)
+    keys_after = {k: [f.key for f in v.slices] for k, v in placed.items() if k[0] == graph.token}
+    assert keys_before and keys_before == keys_after
+
+
+def test_runs_across_worker_processes():
+    """Frontiers, partitions and state crossing process boundaries (serialised, not shared)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        graph = tb.kronecker(10, seed=5)
+        for direction in ("auto", "top-down"):
+            result = tb.bfs(graph, 3, tasks=5, runtime=client, direction=direction)
+            np.testing.assert_array_equal(result.distances, scipy_distances(graph, 3))
+            tb.validate(graph, 3, result.parents)
+        assert result.trace["worker"].nunique() >= 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"source": 99}, tb.InvalidVertexError, "source"),
+        ({"source": -1}, tb.InvalidVertexError, "source"),
+        ({"source": 1.5}, tb.InvalidVertexError, "source"),
+        ({"tasks": 0}, tb.InvalidParameterError, "tasks"),
+        ({"tasks": 11}, tb.InvalidParameterError, "tasks"),
+        ({"tasks": 2.5}, tb.InvalidParameterError, "tasks"),
+        ({"lam": -1}, tb.InvalidParameterError, "λ"),
+        ({"lam": float("nan")}, tb.InvalidParameterError, "λ"),
+        ({"strategy": "quantum"}, tb.InvalidParameterError, "strategy"),
+        ({"direction": "sideways"}, tb.InvalidParameterError, "direction"),
+        ({"strategy": "gpu"}, tb.DeviceUnavailableError, "GPU"),
+    ],
+)
+def test_bad_input_is_a_clear_error(runtime, kwargs, error, words):
+    graph = tb.Graph.from_edges(np.arange(9), np.arange(1, 10))
+    args = {"source": 0, "runtime": runtime, **kwargs}
+    with pytest.raises(error, match=words):
+        tb.bfs(graph, **args)
+
+
+def test_not_a_graph():
+    with pytest.raises(tb.InvalidParameterError, match="Graph"):
+        tb.bfs([[0, 1]], 0)
