@@ -175,3 +175,26 @@ def _speed_up_client(client: Client) -> None:
     comm = getattr(client, "scheduler_comm", None)
     if comm is not None and hasattr(comm, "interval"):
         comm.interval = config.CLIENT_BATCH_INTERVAL
+
+
+_default: Runtime | None = None
+
+
+def default_runtime() -> Runtime:
+    """The embedded default runtime of this process, started on first use, closed at exit."""
+    global _default
+    if _default is None or _default.client.status not in ("running", "connecting"):
+        import atexit
+
+        _default = Runtime(None)
+        atexit.register(_close_default)
+    return _default
+
+
+def _close_default() -> None:
+    global _default
+    if _default is not None:
+        try:
+            _default.close()
+        finally:
+            _default = None
