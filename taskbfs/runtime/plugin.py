@@ -21,8 +21,9 @@ from __future__ import annotations
 import time
 from collections import OrderedDict, deque
 
-from distributed.diagnostics.plugin import SchedulerPlugin
+from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
+from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError
 from taskbfs.runtime.policy import Policy
 from taskbfs.runtime.task import CUDA, SMP
@@ -85,6 +86,7 @@ class PlacementPlugin(SchedulerPlugin):
         marks = (annotations or {}).get(TASK_ANNOTATION)
         if not marks:
             return
+        _shorten_stream_intervals(scheduler)
         totals = _resource_totals(scheduler)
         gpu_present = totals.get(GPU_RESOURCE, 0) > 0
         cpu_declared = totals.get(CPU_RESOURCE, 0) > 0
@@ -150,6 +152,30 @@ class PlacementPlugin(SchedulerPlugin):
         return totals
 
 
+def _shorten_stream_intervals(scheduler) -> None:
+    """Send scheduler→worker messages without distributed's 5 ms batching delay.
+
+    A BFS level is a short chain of dependent tasks (steps → barrier → summary), and each
+    hop waits for that delay: measured 22 ms per level with it, 6.5 ms without (T = 1,
+    embedded cluster, 2-core dev machine). Applied on every taskbfs batch so that
+    workers that joined later are covered; a handful of attribute writes.
+    """
+    for stream in scheduler.stream_comms.values():
+        if getattr(stream, "interval", None) != config.SCHEDULER_STREAM_INTERVAL:
+            stream.interval = config.SCHEDULER_STREAM_INTERVAL
+
+
+class LatencyPlugin(WorkerPlugin):
+    """Worker plugin: report finished tasks to the scheduler without the 2 ms batching delay."""
+
+    name = "taskbfs-latency"
+
+    def setup(self, worker) -> None:
+        stream = getattr(worker, "batched_stream", None)
+        if stream is not None and hasattr(stream, "interval"):
+            stream.interval = config.WORKER_STREAM_INTERVAL
+
+
 def _resource_totals(scheduler) -> dict:
     totals: dict[str, float] = {}
     for ws in scheduler.workers.values():
@@ -181,6 +207,7 @@ def ensure_plugin(client) -> None:
     present = client.run_on_scheduler(_has_plugin)
     if not present:
         client.register_plugin(PlacementPlugin(), name=PLUGIN_NAME)
+        client.register_plugin(LatencyPlugin(), name=LatencyPlugin.name)
 
 
 def _has_plugin(dask_scheduler=None) -> bool:
