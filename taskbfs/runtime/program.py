@@ -32,7 +32,7 @@ from distributed import Future, wait
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime.plugin import placement_annotations
 from taskbfs.runtime.policy import Policy
-from taskbfs.runtime.task import Task
+from taskbfs.runtime.task import SMP, Task
 from taskbfs.runtime.worker import collect_records, execute, execute_after
 
 
@@ -56,6 +56,12 @@ class Program:
     name : str
         Prefix of the program id and of its task keys.
 
+    Raises
+    ------
+    DeviceUnavailableError
+        The policy is ``"gpu"`` (or, at :meth:`submit`, a task has only a ``cuda``
+        implementation) and no worker advertises a GPU: such tasks would wait forever.
+
     Examples
     --------
     >>> from taskbfs.runtime import Runtime, Program, Task
@@ -77,6 +83,9 @@ class Program:
         self._counter = itertools.count()
         self._pending: _Pending | None = None
         self._batch_depth = 0
+        self._gpu_checked = False
+        if self.policy.needs_gpu:
+            self._require_gpu(f"placement policy {self.policy.kind!r}")
 
     # ------------------------------------------------------------------ data
     def put(self, name: str, value, broadcast: bool = False) -> Future:
@@ -180,6 +189,8 @@ class Program:
         """
         ins, outs, inouts = list(ins), list(outs), list(inouts)
         _check_directions(task, ins, outs, inouts)
+        if SMP not in task.impls:
+            self._require_gpu(f"task {task.name!r} (it has only a cuda implementation)")
         for name in ins + inouts:
             if name not in self._current:
                 raise InvalidParameterError(
@@ -213,6 +224,12 @@ class Program:
         if self._pending is None:
             self._send(pending)
         return key
+
+    def _require_gpu(self, why: str) -> None:
+        # without a GPU worker the plugin would leave such a task waiting for one forever
+        if not self._gpu_checked:
+            self.runtime.require_gpu(why)
+            self._gpu_checked = True
 
     def flush(self) -> None:
         """Send pending submissions (no-op when nothing is pending)."""

@@ -1,0 +1,202 @@
+"""Placement: the scheduler plugin's decisions, and where each task then really ran.
+
+A heterogeneous in-process cluster is built here by hand (not with the runtime's own
+embedded-cluster code): one worker advertising ``CPU=2`` and one advertising ``GPU=1``.
+The GPU is fake: a task's ``cuda`` implementation is plain Python that returns
+``("cuda", value)``, so the result itself shows which implementation ran, and
+``Program.records()`` shows on which worker.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster, Scheduler, SpecCluster, Worker
+
+from taskbfs.errors import DeviceUnavailableError
+from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task, fetch_placements
+from taskbfs.runtime.examples import cholesky
+
+
+def _on_cpu(v):
+    return (SMP, v)
+
+
+def _on_gpu(v):
+    return (CUDA, v)
+
+
+PROBE = Task("probe", smp=_on_cpu, cuda=_on_gpu)
+CPU_ONLY = Task("cpu_only", smp=_on_cpu)
+GPU_ONLY = Task("gpu_only", cuda=_on_gpu)
+
+
+@pytest.fixture(scope="module")
+def hetero():
+    """One CPU worker (CPU=2, two threads) and one fake GPU worker (GPU=1, one thread)."""
+    workers = {
+        "cpu": {"cls": Worker, "options": {"nthreads": 2, "resources": {"CPU": 2}}},
+        "gpu": {"cls": Worker, "options": {"nthreads": 1, "resources": {"GPU": 1}}},
+    }
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": ":0"}}
+    with SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.WARNING) as cluster, \
+            Client(cluster) as client:
+        client.wait_for_workers(2)
+        with Runtime(client) as rt:
+            yield rt
+
+
+@pytest.fixture(scope="module")
+def addresses(hetero):
+    """Worker address by role, read from the scheduler (not from the runtime)."""
+    info = hetero.client.scheduler_info()["workers"]
+    by_role = {}
+    for addr, w in info.items():
+        by_role[CUDA if "GPU" in w["resources"] else SMP] = addr
+    assert set(by_role) == {SMP, CUDA}
+    return by_role
+
+
+@pytest.fixture(scope="module")
+def plain():
+    """A plain Dask cluster: its worker declares no resources at all."""
+    with LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0",
+                      silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
+        with Runtime(client) as rt:
+            yield rt
+
+
+def run_probes(rt, policy, cases):
+    """Submit one task per case ``(task, size, task_id)`` in one batch; return what happened.
+
+    Returns a list of ``(decided, marker, ran, worker)``: the plugin's decision, the
+    marker the task returned (which implementation ran), the device in the worker's
+    record, and the worker's address.
+    """
+    p = Program(rt, policy)
+    p.put("x", 7)
+    keys = []
+    with p.batch():
+        for i, (task, size, task_id) in enumerate(cases):
+            keys.append(p.submit(task, ins=["x"], outs=[f"y{i}"], size=size, task_id=task_id,
+                                 tags={"case": i}))
+    results = p.gather([f"y{i}" for i in range(len(cases))])
+    decided = {d["key"]: d for d in fetch_placements(rt.client, p.id)}
+    records = {r["key"]: r for r in p.records()}
+    assert set(decided) == set(records) == set(keys)
+    out = []
+    for i, (key, (marker, value)) in enumerate(zip(keys, results, strict=True)):
+        assert value == 7
+        assert decided[key]["case"] == i and records[key]["case"] == i  # tags travel
+        assert decided[key]["size"] == cases[i][1] and decided[key]["task"] == cases[i][2]
+        out.append((decided[key]["device"], marker, records[key]["device"], records[key]["worker"]))
+    return out
+
+
+def check(outcomes, expected, addresses):
+    for (decided, marker, ran, worker), want in zip(outcomes, expected, strict=True):
+        assert (decided, marker, ran, worker) == (want, want, want, addresses[want])
+
+
+def test_hetero_cluster_resources(hetero):
+    assert hetero.resources() == {"CPU": 2, "GPU": 1, "workers": 2}
+    assert hetero.has_gpu
+    hetero.require_gpu("this test")  # no error
+
+
+@pytest.mark.parametrize("lam", [10, 0, 2.5])
+def test_hybrid_places_by_lambda(hetero, addresses, lam):
+    sizes = [None, 0, 1, 2, 3, 10, 11, 10_000]
+    expected = [CUDA if (s or 0) > lam else SMP for s in sizes]  # the paper's rule, by hand
+    if lam == 10:
+        assert expected == [SMP] * 6 + [CUDA] * 2
+    outcomes = run_probes(hetero, Policy("hybrid", lam=lam), [(PROBE, s, i) for i, s in enumerate(sizes)])
+    check(outcomes, expected, addresses)
+
+
+def test_fixed_places_by_task_id(hetero, addresses):
+    cases = [(PROBE, size, t) for t, size in enumerate([10**6, 0, 10**6, 0, 5])]
+    outcomes = run_probes(hetero, Policy("fixed", gpu_tasks={1, 2}), cases)
+    check(outcomes, [SMP, CUDA, CUDA, SMP, SMP], addresses)
+
+
+@pytest.mark.parametrize("kind, want", [("cpu", SMP), ("gpu", CUDA)])
+def test_cpu_and_gpu_policies(hetero, addresses, kind, want):
+    cases = [(PROBE, size, i) for i, size in enumerate([0, 1, 10**9])]
+    check(run_probes(hetero, Policy(kind, lam=0), cases), [want] * 3, addresses)
+
+
+def test_implementations_bound_the_policy(hetero, addresses):
+    # a task without a cuda implementation stays on the CPU under "gpu", and vice versa
+    check(run_probes(hetero, Policy("gpu"), [(CPU_ONLY, 10**9, 0)]), [SMP], addresses)
+    check(run_probes(hetero, Policy("cpu"), [(GPU_ONLY, 0, 0)]), [CUDA], addresses)
+
+
+def test_multi_output_tasks_are_placed(hetero, addresses):
+    # multi-output tasks add helper (getitem) tasks to the batch; placement must not trip on them
+    split = Task("split", smp=lambda v: (SMP, v), cuda=lambda v: (CUDA, v))
+    p = Program(hetero, Policy("hybrid", lam=5))
+    p.put("x", 1)
+    with p.batch():
+        small = p.submit(split, ins=["x"], outs=["d0", "v0"], size=1)
+        big = p.submit(split, ins=["x"], outs=["d1", "v1"], size=100)
+    assert p.gather(["d0", "v0", "d1", "v1"]) == [SMP, 1, CUDA, 1]
+    decided = {d["key"]: d["device"] for d in fetch_placements(hetero.client, p.id)}
+    assert decided == {small: SMP, big: CUDA}
+    workers = {r["key"]: r["worker"] for r in p.records()}
+    assert workers == {small: addresses[SMP], big: addresses[CUDA]}
+
+
+def test_cholesky_example_split_by_lambda(hetero, addresses):
+    # tile 4: potrf 21, trsm/syrk 64, gemm 128 flops-ish; λ = 100 sends only gemm to the GPU
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((16, 16))
+    a = m @ m.T + 16 * np.eye(16)
+    p = Program(hetero, Policy("hybrid", lam=100))
+    np.testing.assert_allclose(cholesky(p, a, tile=4), np.linalg.cholesky(a), atol=1e-10)
+    seen = {}
+    for r in p.records():
+        seen.setdefault(r["name"], set()).add((r["device"], r["worker"]))
+    assert seen == {
+        "potrf": {(SMP, addresses[SMP])},
+        "trsm": {(SMP, addresses[SMP])},
+        "syrk": {(SMP, addresses[SMP])},
+        "gemm": {(CUDA, addresses[CUDA])},
+    }
+
+
+def test_plain_cluster_runs_everything_on_cpu(plain):
+    assert plain.resources() == {"workers": 1}
+    assert not plain.has_gpu
+    (worker,) = plain.client.scheduler_info()["workers"]
+    cases = [(PROBE, size, i) for i, size in enumerate([0, 10**9])]
+    for policy in (Policy("hybrid", lam=0), Policy("fixed", gpu_tasks={0, 1})):
+        for decided, marker, ran, where in run_probes(plain, policy, cases):
+            assert (decided, marker, ran, where) == (SMP, SMP, SMP, worker)
+
+
+def test_gpu_required_but_absent(plain):
+    with pytest.raises(DeviceUnavailableError, match=r"strategy 'gpu' needs a GPU.*'GPU' resource"):
+        plain.require_gpu("strategy 'gpu'")
+    with pytest.raises(DeviceUnavailableError, match="GPU"):
+        Policy("gpu").decide(size=1, gpu_present=False)
+    # a program must refuse up front what would otherwise wait forever for a GPU worker
+    with pytest.raises(DeviceUnavailableError, match="placement policy 'gpu'"):
+        Program(plain, Policy("gpu"))
+    p = Program(plain)
+    p.put("x", 1)
+    with pytest.raises(DeviceUnavailableError, match="'gpu_only'.*only a cuda implementation"):
+        p.submit(GPU_ONLY, ins=["x"], outs=["y"])
+
+
+def test_embedded_runtime_with_fake_gpu_worker():
+    # the runtime's own embedded cluster: CPU=threads on one worker, one GPU=1 worker per GPU
+    with Runtime(threads=2, gpus=1, dashboard_address=None) as rt:
+        assert rt.resources() == {"CPU": 2, "GPU": 1, "workers": 2}
+        p = Program(rt, Policy("hybrid", lam=1))
+        p.put("x", 0)
+        p.submit(PROBE, ins=["x"], outs=["small"], size=1)
+        p.submit(PROBE, ins=["x"], outs=["big"], size=2)
+        assert p.gather(["small", "big"]) == [(SMP, 0), (CUDA, 0)]
