@@ -123,3 +123,24 @@ def allocate_outputs(size: int):
     """Two int64 output buffers (vertices, parents) of ``size`` entries."""
     size = max(int(size), 0)
     return np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+
+
+def run_top_down(indptr, indices, lo, frontier, visited_bits):
+    """Top-down step with its own buffers: ``(vertices, parents, edges_examined)``, trimmed.
+
+    The CPU side of :func:`taskbfs.kernels.gpu.run_top_down`.
+    """
+    frontier = np.ascontiguousarray(frontier, dtype=np.int64)
+    out_v, out_u = allocate_outputs(frontier_edge_count(indptr, lo, frontier))
+    n_found, edges = top_down_step(indptr, indices, lo, frontier, visited_bits, out_v, out_u)
+    return out_v[:n_found], out_u[:n_found], int(edges)
+
+
+def run_bottom_up(indptr, indices, lo, hi, visited_bits, frontier_bits):
+    """Bottom-up step with its own buffers: ``(vertices, parents, edges_examined)``, trimmed.
+
+    The CPU side of :func:`taskbfs.kernels.gpu.run_bottom_up`.
+    """
+    out_v, out_u = allocate_outputs(hi - lo)
+    n_found, edges = bottom_up_step(indptr, indices, lo, hi, visited_bits, frontier_bits, out_v, out_u)
+    return out_v[:n_found], out_u[:n_found], int(edges)

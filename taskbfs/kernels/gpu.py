@@ -1,0 +1,605 @@
+"""GPU task kernels: the CUDA twins of :mod:`taskbfs.kernels.cpu` (numba.cuda).
+
+Returns
+    ``gpu_top_down_step`` / ``gpu_bottom_up_step`` return ``(n_found, edges_examined)``
+    like their CPU twins; the host wrappers ``run_top_down`` / ``run_bottom_up`` return
+    ``(vertices, parents, edges_examined, stats)`` with trimmed host arrays and a dict of
+    ``h2d_bytes``, ``d2h_bytes``, ``kernel_seconds``.
+Approach
+    Three tiers. (1) Kernels (``_gpu_kernels.py``): top-down follows the paper's
+    Algorithm 3 (Munguía, Bader & Ayguadé, HiPC 2012, Sec. VI.A) — a vertex mask marks
+    discoveries and a prefix sum compacts them into the task's output — but threads
+    cooperate on the frontier's *edges*, not on one vertex per warp: an exclusive scan of
+    frontier degrees gives every edge an index and each thread binary-searches its edge's
+    source, so a Kronecker hub of 10^6 neighbours is spread over the whole GPU.
+    Bottom-up: thread per vertex, then block per vertex for long in-neighbour lists.
+    (2) Step functions on device arrays (this module): launch the kernels, read back
+    three int64 counters. (3) Host wrappers over a :class:`DevicePartition`, which holds
+    one task's CSR slice in device memory (the OmpSs cache of the paper; the runtime keeps
+    one per graph token and task on a GPU worker) and counts the bytes each call moves.
+Encoding
+    As in :mod:`taskbfs.kernels.cpu`: a task owns ``[lo, hi)``; ``indptr`` is local
+    (int64, ``hi - lo + 1`` entries from 0), ``indices`` global (int32 or int64); bitmaps are
+    ``uint64`` over all vertices; outputs are int64 ``(vertex, parent)`` pairs.
+    numba.cuda is imported lazily: importing this module never needs CUDA. Every kernel
+    also runs under ``NUMBA_ENABLE_CUDASIM=1`` (no warp intrinsics), which is how the tests
+    exercise it without a GPU. CuPy is not used.
+
+Top-down deduplication
+    By default (``dedupe=True``) a vertex reached from several frontier vertices is reported
+    once: the kernel claims it in a *vertex mask* (a uint64 bitmap over all ``n`` vertices,
+    ``n / 8`` bytes, the paper's VM) with ``atomicOr``. The mask must be zero on entry and is
+    left zero on exit by clearing only the words of the vertices found, so a call costs
+    O(work) rather than O(n) (a memset of ``n / 8`` bytes per task per level would dominate
+    the many small tasks near λ). The :class:`DevicePartition` keeps one mask per task, so
+    concurrent tasks never share it. The barrier deduplicates anyway, so ``dedupe=False``
+    (the CPU's exact multiset of pairs) is allowed and tested; dedupe shrinks the output
+    and the device→host copy, at the price of one atomic per newly seen vertex.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from taskbfs.errors import DeviceUnavailableError, InvalidParameterError, InvalidVertexError
+
+# ----------------------------------------------------------------------------- launch config
+#: Threads per block when none is asked for: 8 warps, a common sweet spot for
+#: memory-bound kernels (enough warps per block to hide latency, 8 blocks per SM on Hopper).
+DEFAULT_BLOCK_SIZE = 256
+#: Under the simulator every thread is a Python thread: keep blocks small.
+SIMULATOR_BLOCK_SIZE = 32
+#: Edges each thread examines per top-down tile; amortises the tile's scan and atomic.
+DEFAULT_ITEMS_PER_THREAD = 4
+#: In-neighbours a bottom-up thread reads before handing its vertex to a whole block; one
+#: warp's worth keeps a low-degree vertex on one thread and sends hubs to a block.
+DEFAULT_BU_THREAD_EDGES = 32
+#: What the simulator reports for properties it does not model (its device has none):
+#: two "multiprocessors" so that grid-stride loops run more than one block.
+SIMULATOR_PROPERTIES = {"sm_count": 2, "warp_size": 32, "max_threads_per_block": 1024,
+                        "max_threads_per_sm": 32}
+
+
+def simulator_enabled() -> bool:
+    """True when numba runs CUDA code in its simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
+    try:
+        from numba import config
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return False
+    return bool(getattr(config, "ENABLE_CUDASIM", False))
+
+
+def gpu_available() -> bool:
+    """True when a CUDA device is usable, or numba's CUDA simulator is on.
+
+    Never raises: a missing driver, toolkit or ``numba.cuda`` gives False.
+    The simulator is switched on by ``NUMBA_ENABLE_CUDASIM=1`` in the environment *before*
+    numba is first imported.
+    """
+    try:
+        from numba import cuda
+
+        return bool(cuda.is_available())
+    except Exception:  # noqa: BLE001 - any failure to reach CUDA means "no GPU"
+        return False
+
+
+def _require_gpu():
+    """Import numba.cuda or raise :class:`DeviceUnavailableError`."""
+    if not gpu_available():
+        raise DeviceUnavailableError(
+            "no usable CUDA device (and NUMBA_ENABLE_CUDASIM is not set): "
+            "the GPU kernels cannot run here"
+        )
+    from numba import cuda
+
+    return cuda
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """How the GPU kernels are launched, read off the device once.
+
+    Attributes
+    ----------
+    block_size : int
+        Threads per block (a power of two, at most ``max_threads_per_block``).
+    grid_size : int
+        Blocks of a persistent, grid-stride launch: enough to fill every multiprocessor.
+    warp_size, sm_count, max_threads_per_block, max_threads_per_sm : int
+        Device properties the other numbers come from.
+    items_per_thread : int
+        Top-down edges per thread per tile (a tile is ``block_size * items_per_thread``).
+    bu_thread_edges : int
+        Bottom-up in-neighbours a thread reads before a block takes over the vertex.
+    simulated : bool
+        True under ``NUMBA_ENABLE_CUDASIM=1``.
+    """
+
+    block_size: int
+    grid_size: int
+    warp_size: int
+    sm_count: int
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    items_per_thread: int = DEFAULT_ITEMS_PER_THREAD
+    bu_thread_edges: int = DEFAULT_BU_THREAD_EDGES
+    simulated: bool = False
+
+    def blocks_for(self, num_items: int) -> int:
+        """Blocks for ``num_items`` one-per-thread items, capped at ``grid_size`` (≥ 1)."""
+        needed = -(-int(num_items) // self.block_size)
+        return max(1, min(needed, self.grid_size))
+
+
+def launch_config(device=None, block_size: int | None = None,
+                  items_per_thread: int = DEFAULT_ITEMS_PER_THREAD,
+                  bu_thread_edges: int = DEFAULT_BU_THREAD_EDGES) -> LaunchConfig:
+    """The launch configuration for ``device`` (default: numba's current device).
+
+    Parameters
+    ----------
+    device : numba.cuda device, optional
+    block_size : int, optional
+        Override (tests use 32, 64, 128); default :data:`DEFAULT_BLOCK_SIZE`, or
+        :data:`SIMULATOR_BLOCK_SIZE` under the simulator.
+    items_per_thread, bu_thread_edges : int
+        See :class:`LaunchConfig`.
+
+    Raises
+    ------
+    DeviceUnavailableError
+        No CUDA device and no simulator.
+    InvalidParameterError
+        A block size that is not a power of two, or exceeds the device's limit.
+    """
+    cuda = _require_gpu()
+    simulated = simulator_enabled()
+    if simulated:
+        props = dict(SIMULATOR_PROPERTIES)
+    else:
+        dev = device if device is not None else cuda.get_current_device()
+        props = {
+            "sm_count": int(dev.MULTIPROCESSOR_COUNT),
+            "warp_size": int(dev.WARP_SIZE),
+            "max_threads_per_block": int(dev.MAX_THREADS_PER_BLOCK),
+            "max_threads_per_sm": int(dev.MAX_THREADS_PER_MULTI_PROCESSOR),
+        }
+    if block_size is None:
+        block_size = SIMULATOR_BLOCK_SIZE if simulated else DEFAULT_BLOCK_SIZE
+    block_size = int(block_size)
+    if block_size < 1 or block_size & (block_size - 1) or block_size > props["max_threads_per_block"]:
+        raise InvalidParameterError(
+            f"block_size must be a power of two in 1..{props['max_threads_per_block']}, "
+            f"got {block_size}"
+        )
+    for name, value in (("items_per_thread", items_per_thread), ("bu_thread_edges", bu_thread_edges)):
+        if int(value) < 1:
+            raise InvalidParameterError(f"{name} must be >= 1, got {value}")
+    blocks_per_sm = max(1, props["max_threads_per_sm"] // block_size)
+    return LaunchConfig(
+        block_size=block_size,
+        grid_size=props["sm_count"] * blocks_per_sm,
+        items_per_thread=int(items_per_thread),
+        bu_thread_edges=int(bu_thread_edges),
+        simulated=simulated,
+        **props,
+    )
+
+
+# ----------------------------------------------------------------------------- device helpers
+def _kernels(config: LaunchConfig):
+    from taskbfs.kernels._gpu_kernels import kernels
+
+    return kernels(config.block_size, config.items_per_thread)
+
+
+def _is_device_array(array) -> bool:
+    """Duck test that holds for numba device arrays and for the simulator's fakes."""
+    return hasattr(array, "copy_to_host")
+
+
+def _as_device(cuda, array, dtype=None):
+    """``(device_array, was_host)``: host arrays are copied to the device."""
+    if _is_device_array(array):
+        return array, False
+    host = np.ascontiguousarray(array, dtype=dtype)
+    return cuda.to_device(host), True
+
+
+def _zeroed_counters(config: LaunchConfig, workspace):
+    """The step's int64 counters, zeroed on the device (no host→device copy)."""
+    from taskbfs.kernels._gpu_kernels import NUM_COUNTERS
+
+    counters = workspace("counters", NUM_COUNTERS, np.int64)
+    _kernels(config).fill[1, config.block_size](counters, 0)
+    return counters
+
+
+def device_exclusive_scan(data, n: int, config: LaunchConfig) -> None:
+    """In-place exclusive prefix sum of the int64 device array ``data[:n]``.
+
+    Tile scans, a recursive scan of the tile totals, then a pass adding tile offsets
+    (numba.cuda only, so it runs under the simulator).
+    """
+    cuda = _require_gpu()
+    k = _kernels(config)
+    num_tiles = -(-int(n) // config.block_size)
+    if num_tiles == 0:
+        return
+    tile_sums = cuda.device_array(num_tiles, dtype=np.int64)
+    k.scan_tiles[config.blocks_for(n), config.block_size](data, n, tile_sums)
+    if num_tiles > 1:
+        device_exclusive_scan(tile_sums, num_tiles, config)
+        k.add_tile_offsets[config.blocks_for(n), config.block_size](data, n, tile_sums)
+
+
+def _fresh_buffer(name, size, dtype):
+    """Default workspace: a new device array per request."""
+    from numba import cuda
+
+    return cuda.device_array(max(int(size), 1), dtype=dtype)
+
+
+def _read_counters(counters):
+    from taskbfs.kernels._gpu_kernels import EDGES, FOUND
+
+    values = counters.copy_to_host()
+    return int(values[FOUND]), int(values[EDGES])
+
+
+def _copy_back(device_out, host_out, n_found: int) -> None:
+    if host_out is not None and n_found:
+        host_out[:n_found] = device_out[:n_found].copy_to_host()
+
+
+# ----------------------------------------------------------------------------- step functions
+def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices, out_parents,
+                      *, mask_bits=None, dedupe: bool = True, config: LaunchConfig | None = None,
+                      workspace=None):
+    """GPU twin of :func:`taskbfs.kernels.cpu.top_down_step`.
+
+    Parameters
+    ----------
+    indptr, indices, lo, frontier, visited_bits, out_vertices, out_parents
+        As for the CPU kernel; device arrays (host arrays are copied, and host outputs
+        receive the results). Outputs hold at least ``frontier_edge_count`` entries
+        (with ``dedupe``, ``min(that, num_vertices)`` is enough).
+    mask_bits : device array of uint64, optional
+        The vertex mask, ``len(visited_bits)`` words, all zero; left all zero. Default: a
+        fresh zeroed one per call (O(n); :class:`DevicePartition` keeps one instead).
+    dedupe : bool, default True
+        Report each newly reached vertex once (any of its frontier in-neighbours as
+        parent). False: every (unvisited neighbour, frontier vertex) pair, as the CPU does.
+    config : LaunchConfig, optional
+        Default :func:`launch_config`.
+    workspace : callable, optional
+        ``workspace(name, size, dtype)`` → a device buffer of at least ``size`` entries
+        (e.g. :meth:`DevicePartition.buffer`); default: fresh allocations.
+
+    Returns
+    -------
+    n_found : int
+        Pairs written.
+    edges_examined : int
+        Adjacency entries read: the sum of the frontier's degrees, as on the CPU.
+    """
+    cuda = _require_gpu()
+    config = config or launch_config()
+    k = _kernels(config)
+    num_frontier = len(frontier)
+    if num_frontier == 0:
+        return 0, 0
+    d_indptr, _ = _as_device(cuda, indptr, np.int64)
+    d_indices, _ = _as_device(cuda, indices)
+    d_frontier, _ = _as_device(cuda, frontier, np.int64)
+    d_visited, _ = _as_device(cuda, visited_bits, np.uint64)
+    d_out_v, host_v = _as_device(cuda, out_vertices, np.int64)
+    d_out_u, host_u = _as_device(cuda, out_parents, np.int64)
+    if mask_bits is None:
+        mask_bits = cuda.to_device(np.zeros(d_visited.size if dedupe else 1, dtype=np.uint64))
+    workspace = workspace or _fresh_buffer
+    counters = _zeroed_counters(config, workspace)
+    offsets = workspace("offsets", num_frontier + 1, np.int64)
+    k.frontier_degrees[config.blocks_for(num_frontier + 1), config.block_size](
+        d_indptr, lo, d_frontier, num_frontier, offsets)
+    device_exclusive_scan(offsets, num_frontier + 1, config)
+    k.top_down_expand[config.grid_size, config.block_size](
+        d_indptr, d_indices, lo, d_frontier, offsets, num_frontier, d_visited, mask_bits,
+        bool(dedupe), d_out_v, d_out_u, counters)
+    if dedupe:
+        k.clear_mask[config.grid_size, config.block_size](mask_bits, d_out_v, counters)
+    n_found, edges = _read_counters(counters)
+    _copy_back(d_out_v, out_vertices if host_v else None, n_found)
+    _copy_back(d_out_u, out_parents if host_u else None, n_found)
+    return n_found, edges
+
+
+def gpu_bottom_up_step(indptr, indices, lo, hi, visited_bits, frontier_bits, out_vertices,
+                       out_parents, *, config: LaunchConfig | None = None, workspace=None):
+    """GPU twin of :func:`taskbfs.kernels.cpu.bottom_up_step`.
+
+    Same results as the CPU kernel: the same ``(vertex, parent)`` pairs (the parent is the
+    *first* frontier in-neighbour in adjacency order) and the same ``edges_examined``
+    (entries read up to and including the parent, or the whole list); only the order of
+    the pairs differs.
+
+    Parameters
+    ----------
+    indptr, indices, lo, hi, visited_bits, frontier_bits, out_vertices, out_parents
+        As for the CPU kernel; device or host arrays (see :func:`gpu_top_down_step`).
+        ``indices`` lists in-neighbours. Outputs hold at least ``hi - lo`` entries.
+    config : LaunchConfig, optional
+    workspace : callable, optional
+        As for :func:`gpu_top_down_step` (buffers: counters and the stage-2 queue).
+
+    Returns
+    -------
+    n_found, edges_examined : int
+    """
+    cuda = _require_gpu()
+    config = config or launch_config()
+    k = _kernels(config)
+    num_own = int(hi) - int(lo)
+    if num_own <= 0:
+        return 0, 0
+    d_indptr, _ = _as_device(cuda, indptr, np.int64)
+    d_indices, _ = _as_device(cuda, indices)
+    d_visited, _ = _as_device(cuda, visited_bits, np.uint64)
+    d_frontier, _ = _as_device(cuda, frontier_bits, np.uint64)
+    d_out_v, host_v = _as_device(cuda, out_vertices, np.int64)
+    d_out_u, host_u = _as_device(cuda, out_parents, np.int64)
+    workspace = workspace or _fresh_buffer
+    deferred = workspace("deferred", num_own, np.int64)
+    counters = _zeroed_counters(config, workspace)
+    limit = config.bu_thread_edges
+    k.bottom_up_threads[config.blocks_for(num_own), config.block_size](
+        d_indptr, d_indices, lo, hi, d_visited, d_frontier, limit, d_out_v, d_out_u,
+        deferred, counters)
+    k.bottom_up_blocks[config.grid_size, config.block_size](
+        d_indptr, d_indices, lo, d_frontier, limit, deferred, d_out_v, d_out_u, counters)
+    n_found, edges = _read_counters(counters)
+    _copy_back(d_out_v, out_vertices if host_v else None, n_found)
+    _copy_back(d_out_u, out_parents if host_u else None, n_found)
+    return n_found, edges
+
+
+# ----------------------------------------------------------------------------- host tier
+@dataclass(eq=False)
+class DevicePartition:
+    """One task's CSR slice held in device memory, with its scratch and transfer counts.
+
+    Build it with :meth:`from_host` (or :meth:`from_graph`); the runtime keeps one per
+    ``(graph token, task)`` on a GPU worker so that levels after the first move only
+    frontiers and bitmaps. Not thread-safe: one task step at a time per partition.
+
+    Attributes
+    ----------
+    lo, hi, num_vertices : int
+    indptr, indices : device arrays
+    indptr_host : ndarray of int64
+        Kept on the host to size output buffers without a device round trip.
+    config : LaunchConfig
+    h2d_bytes, d2h_bytes : int
+        Running totals, the initial upload included.
+    """
+
+    lo: int
+    hi: int
+    num_vertices: int
+    indptr: object
+    indices: object
+    indptr_host: np.ndarray
+    config: LaunchConfig
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    _buffers: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_host(cls, indptr, indices, lo, hi, num_vertices, config: LaunchConfig | None = None):
+        """Upload a task's slice (local ``indptr``, global ``indices``) to the device."""
+        cuda = _require_gpu()
+        indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+        indices = np.ascontiguousarray(indices)
+        lo, hi, num_vertices = int(lo), int(hi), int(num_vertices)
+        if not 0 <= lo <= hi <= num_vertices or indptr.size != hi - lo + 1:
+            raise InvalidParameterError(
+                f"task range [{lo}, {hi}) with {indptr.size} indptr entries does not fit "
+                f"{num_vertices} vertices (indptr needs hi - lo + 1 entries)"
+            )
+        part = cls(lo, hi, num_vertices, cuda.to_device(indptr), cuda.to_device(indices),
+                   indptr, config or launch_config())
+        part.h2d_bytes = indptr.nbytes + indices.nbytes
+        return part
+
+    @classmethod
+    def from_graph(cls, graph, lo, hi, config: LaunchConfig | None = None):
+        """Upload the out-adjacency of ``graph``'s vertices ``[lo, hi)``.
+
+        For bottom-up on a directed graph pass ``graph.transpose()``.
+        """
+        start, stop = int(graph.indptr[lo]), int(graph.indptr[hi])
+        indptr = graph.indptr[lo : hi + 1] - start
+        return cls.from_host(indptr, graph.indices[start:stop], lo, hi, graph.num_vertices, config)
+
+    @property
+    def nbytes(self) -> int:
+        """Device bytes of the slice itself (scratch buffers not counted)."""
+        return int(self.indptr.nbytes + self.indices.nbytes)
+
+    def buffer(self, name: str, size: int, dtype):
+        """A cached device buffer of at least ``size`` entries (grows, never shrinks)."""
+        cuda = _require_gpu()
+        size = max(int(size), 1)
+        current = self._buffers.get(name)
+        if current is None or current.size < size:
+            current = cuda.device_array(size, dtype=dtype)
+            self._buffers[name] = current
+        return current
+
+    def mask_bits(self):
+        """The task's vertex mask (uint64 bitmap over all vertices), zeroed once."""
+        cuda = _require_gpu()
+        mask = self._buffers.get("mask")
+        if mask is None:
+            mask = cuda.to_device(np.zeros(_words_for(self.num_vertices), dtype=np.uint64))
+            self._buffers["mask"] = mask
+        return mask
+
+    def upload(self, array, dtype):
+        """Copy a host array to the device, counting its bytes."""
+        cuda = _require_gpu()
+        host = np.ascontiguousarray(array, dtype=dtype)
+        self.h2d_bytes += host.nbytes
+        return cuda.to_device(host), host.nbytes
+
+    def download(self, device_array, n: int):
+        """The first ``n`` entries of a device array, on the host, counting the bytes."""
+        if n == 0:
+            return np.empty(0, dtype=device_array.dtype), 0
+        host = device_array[:n].copy_to_host()
+        self.d2h_bytes += host.nbytes
+        return host, host.nbytes
+
+
+def _words_for(num_vertices: int) -> int:
+    from taskbfs.kernels.bitmap import words_for
+
+    return words_for(num_vertices)
+
+
+class _Stopwatch:
+    """Kernel time: CUDA events on a device, the host clock under the simulator."""
+
+    def __init__(self, cuda, simulated: bool):
+        self._cuda = cuda
+        self._events = None if simulated else (cuda.event(), cuda.event())
+        self.seconds = 0.0
+
+    def __enter__(self):
+        if self._events:
+            self._events[0].record()
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        if self._events:
+            self._events[1].record()
+            self._events[1].synchronize()
+            self.seconds = self._cuda.event_elapsed_time(*self._events) / 1000.0
+        else:
+            self.seconds = time.perf_counter() - self._t0
+        return False
+
+
+_COUNTER_BYTES = 3 * 8  # the counters array read back after every step
+
+
+def _check_frontier(frontier: np.ndarray, part: DevicePartition) -> None:
+    if frontier.size and (frontier.min() < part.lo or frontier.max() >= part.hi):
+        bad = frontier[(frontier < part.lo) | (frontier >= part.hi)][0]
+        raise InvalidVertexError(
+            f"frontier vertex {int(bad)} is not owned by this task [{part.lo}, {part.hi})"
+        )
+
+
+def run_top_down(partition: DevicePartition, frontier, visited_bits, *, dedupe: bool = True):
+    """Top-down step of one task on the GPU, from host inputs to host outputs.
+
+    Mirrors :func:`taskbfs.kernels.cpu.run_top_down`.
+
+    Parameters
+    ----------
+    partition : DevicePartition
+    frontier : array_like of int
+        Global ids of the task's vertices in the frontier.
+    visited_bits : ndarray of uint64
+        Visited bitmap at the start of the level (copied to the device).
+    dedupe : bool, default True
+        See :func:`gpu_top_down_step`.
+
+    Returns
+    -------
+    vertices, parents : ndarray of int64
+        The pairs found (each vertex once when ``dedupe``).
+    edges_examined : int
+    stats : dict
+        ``h2d_bytes``, ``d2h_bytes`` of this call, ``kernel_seconds`` (device time of the
+        step's kernels, counter read-back included).
+    """
+    cuda = _require_gpu()
+    part = partition
+    frontier = np.ascontiguousarray(frontier, dtype=np.int64)
+    _check_frontier(frontier, part)
+    local = frontier - part.lo
+    total = int((part.indptr_host[local + 1] - part.indptr_host[local]).sum())
+    capacity = min(total, part.num_vertices) if dedupe else total
+    stats = {"h2d_bytes": 0, "d2h_bytes": 0, "kernel_seconds": 0.0}
+    if frontier.size == 0 or total == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty.copy(), total, stats
+    d_frontier, b1 = part.upload(frontier, np.int64)
+    d_visited, b2 = part.upload(visited_bits, np.uint64)
+    out_v = part.buffer("out_vertices", capacity, np.int64)
+    out_u = part.buffer("out_parents", capacity, np.int64)
+    mask = part.mask_bits() if dedupe else part.buffer("no_mask", 1, np.uint64)
+    with _Stopwatch(cuda, part.config.simulated) as watch:
+        n_found, edges = gpu_top_down_step(
+            part.indptr, part.indices, part.lo, d_frontier, d_visited, out_v, out_u,
+            mask_bits=mask, dedupe=dedupe, config=part.config, workspace=part.buffer)
+    part.d2h_bytes += _COUNTER_BYTES
+    vertices, b3 = part.download(out_v, n_found)
+    parents, b4 = part.download(out_u, n_found)
+    stats.update(h2d_bytes=b1 + b2, d2h_bytes=b3 + b4 + _COUNTER_BYTES,
+                 kernel_seconds=watch.seconds)
+    return vertices, parents, edges, stats
+
+
+def run_bottom_up(partition: DevicePartition, visited_bits, frontier_bits):
+    """Bottom-up step of one task on the GPU, from host bitmaps to host outputs.
+
+    Mirrors :func:`taskbfs.kernels.cpu.run_bottom_up`; ``partition`` must hold
+    in-neighbours (built from ``graph.transpose()`` for a directed graph).
+
+    Returns
+    -------
+    vertices, parents : ndarray of int64
+    edges_examined : int
+    stats : dict
+        As for :func:`run_top_down`.
+    """
+    cuda = _require_gpu()
+    part = partition
+    num_own = part.hi - part.lo
+    d_visited, b1 = part.upload(visited_bits, np.uint64)
+    d_frontier, b2 = part.upload(frontier_bits, np.uint64)
+    out_v = part.buffer("out_vertices", num_own, np.int64)
+    out_u = part.buffer("out_parents", num_own, np.int64)
+    with _Stopwatch(cuda, part.config.simulated) as watch:
+        n_found, edges = gpu_bottom_up_step(
+            part.indptr, part.indices, part.lo, part.hi, d_visited, d_frontier, out_v, out_u,
+            config=part.config, workspace=part.buffer)
+    part.d2h_bytes += _COUNTER_BYTES
+    vertices, b3 = part.download(out_v, n_found)
+    parents, b4 = part.download(out_u, n_found)
+    stats = {"h2d_bytes": b1 + b2, "d2h_bytes": b3 + b4 + _COUNTER_BYTES,
+             "kernel_seconds": watch.seconds}
+    return vertices, parents, edges, stats
+
+
+__all__ = [
+    "DEFAULT_BLOCK_SIZE",
+    "DevicePartition",
+    "LaunchConfig",
+    "device_exclusive_scan",
+    "gpu_available",
+    "gpu_bottom_up_step",
+    "gpu_top_down_step",
+    "launch_config",
+    "run_bottom_up",
+    "run_top_down",
+    "simulator_enabled",
+]

@@ -1,0 +1,102 @@
+"""CPU task wrappers ``run_top_down`` / ``run_bottom_up`` against a naive Python step.
+
+The expectation is written here from plain adjacency lists (a dict of sorted neighbour
+lists built from the raw edges), not from the kernels: top-down lists every
+(unvisited neighbour, frontier vertex) pair in frontier order; bottom-up walks the own
+vertices in order and stops at the first frontier in-neighbour.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from taskbfs.graph import Graph
+from taskbfs.kernels.bitmap import bitmap_from_vertices
+from taskbfs.kernels.cpu import run_bottom_up, run_top_down
+
+
+def _adjacency(src, dst, n, directed):
+    """Sorted, duplicate- and self-loop-free neighbour lists from raw edges."""
+    adj = [set() for _ in range(n)]
+    for u, v in zip(src.tolist(), dst.tolist(), strict=True):
+        if u != v:
+            adj[u].add(v)
+            if not directed:
+                adj[v].add(u)
+    return [sorted(a) for a in adj]
+
+
+def _naive_top_down(adj, frontier, visited):
+    pairs, edges = [], 0
+    for u in frontier:
+        edges += len(adj[u])
+        pairs += [(v, u) for v in adj[u] if v not in visited]
+    return pairs, edges
+
+
+def _naive_bottom_up(inward, lo, hi, visited, frontier):
+    pairs, edges = [], 0
+    for v in range(lo, hi):
+        if v in visited:
+            continue
+        for u in inward[v]:
+            edges += 1
+            if u in frontier:
+                pairs.append((v, u))
+                break
+    return pairs, edges
+
+
+def _graphs():
+    rng = np.random.default_rng(11)
+    n = 60
+    hub = np.zeros(40, dtype=np.int64), rng.integers(1, n, 40)
+    noise = rng.integers(0, n, 120), rng.integers(0, n, 120)
+    src = np.concatenate([hub[0], noise[0]])
+    dst = np.concatenate([hub[1], noise[1]])
+    yield "undirected", src, dst, n, False
+    yield "directed", src, dst, n, True
+    yield "isolated", np.array([0, 1, 2]), np.array([1, 2, 3]), 12, False
+
+
+@pytest.mark.parametrize("case", list(_graphs()), ids=lambda c: c[0])
+def test_wrappers_match_naive_step(case):
+    _, src, dst, n, directed = case
+    graph = Graph.from_edges(src, dst, num_vertices=n, directed=directed)
+    out_adj = _adjacency(src, dst, n, directed)
+    in_adj = _adjacency(dst, src, n, directed) if directed else out_adj
+    inward = graph.transpose()
+    rng = np.random.default_rng(n)
+    bounds = [0, n // 3, n // 2, n]
+    for _ in range(4):
+        visited = set(rng.choice(n, n // 3, replace=False).tolist())
+        frontier_all = sorted(rng.choice(sorted(visited), len(visited) // 2, replace=False).tolist())
+        vbits = bitmap_from_vertices(sorted(visited), n)
+        fbits = bitmap_from_vertices(frontier_all, n)
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            frontier = np.array([u for u in frontier_all if lo <= u < hi], dtype=np.int64)
+            start, stop = graph.indptr[lo], graph.indptr[hi]
+            vs, ps, edges = run_top_down(graph.indptr[lo : hi + 1] - start,
+                                         graph.indices[start:stop], lo, frontier, vbits)
+            want, want_edges = _naive_top_down(out_adj, frontier.tolist(), visited)
+            assert list(zip(vs.tolist(), ps.tolist(), strict=True)) == want
+            assert edges == want_edges
+            assert vs.dtype == ps.dtype == np.int64
+
+            start, stop = inward.indptr[lo], inward.indptr[hi]
+            vs, ps, edges = run_bottom_up(inward.indptr[lo : hi + 1] - start,
+                                          inward.indices[start:stop], lo, hi, vbits, fbits)
+            want, want_edges = _naive_bottom_up(in_adj, lo, hi, visited, set(frontier_all))
+            assert list(zip(vs.tolist(), ps.tolist(), strict=True)) == want
+            assert edges == want_edges
+
+
+def test_wrappers_on_empty_inputs():
+    graph = Graph.from_edges([0], [1], num_vertices=3)
+    vs, ps, edges = run_top_down(graph.indptr, graph.indices, 0, np.array([], dtype=np.int64),
+                                 bitmap_from_vertices([], 3))
+    assert vs.size == ps.size == edges == 0
+    everyone = bitmap_from_vertices([0, 1, 2], 3)
+    vs, ps, edges = run_bottom_up(graph.indptr, graph.indices, 0, 3, everyone, everyone)
+    assert vs.size == ps.size == edges == 0

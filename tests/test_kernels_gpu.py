@@ -1,0 +1,352 @@
+"""GPU task kernels (``taskbfs.kernels.gpu``) against their CPU twins and a scipy BFS.
+
+How this file finds a GPU
+    The kernels run in this process when ``numba.cuda`` is usable here: a real GPU, or
+    numba's simulator switched on before numba was first imported
+    (``NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/test_kernels_gpu.py``). Otherwise (a
+    plain ``pytest`` on a machine without CUDA, where other test modules have already
+    imported numba so the variable can no longer take effect) those tests skip and
+    ``test_gpu_kernels_in_simulator_subprocess`` runs this very file again in a fresh
+    interpreter with ``NUMBA_ENABLE_CUDASIM=1`` and fails if anything there fails. Setting
+    the variable from inside this module would be fragile (numba reads it once, at its
+    first import, which may already have happened); a subprocess is always clean.
+
+Expectations
+    Every step is checked against the CPU kernel on the same inputs (exact multiset of
+    pairs where the semantics allow it, and exact ``edges_examined``) and against
+    levels from ``scipy.sparse.csgraph.breadth_first_order``. Graphs are tiny because the
+    simulator runs each CUDA thread as a Python thread.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.sparse.csgraph import breadth_first_order
+
+from taskbfs.errors import InvalidParameterError, InvalidVertexError
+from taskbfs.graph import Graph
+from taskbfs.kernels import cpu
+from taskbfs.kernels.bitmap import bitmap_from_vertices
+from taskbfs.kernels.gpu import gpu_available
+
+pytestmark = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parents[1]
+IN_PROCESS = gpu_available()
+needs_gpu = pytest.mark.skipif(
+    not IN_PROCESS,
+    reason="numba.cuda is not usable in this process; "
+    "test_gpu_kernels_in_simulator_subprocess runs these under NUMBA_ENABLE_CUDASIM=1",
+)
+BLOCK_SIZES = (32, 64, 128)
+#: Small tiles and a short per-thread bottom-up budget so tiny graphs take every path.
+ITEMS_PER_THREAD = 2
+BU_THREAD_EDGES = 4
+
+
+# --------------------------------------------------------------------------- the driver
+@pytest.mark.skipif(IN_PROCESS, reason="the GPU kernels run in this process")
+def test_gpu_kernels_in_simulator_subprocess():
+    if importlib.util.find_spec("numba.cuda") is None:
+        pytest.skip("numba.cuda is not installed (pip install numba-cuda): no simulator either")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )
+    report = proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert proc.returncode == 0, report
+    assert " passed" in proc.stdout, report
+    assert "not usable in this process" not in proc.stdout, "the simulator did not start:\n" + report
+
+
+def test_import_without_cuda():
+    """Importing gpu.py must not need numba.cuda; gpu_available() is then False."""
+    code = (
+        "import sys; sys.modules['numba.cuda'] = None\n"
+        "from taskbfs.kernels import gpu\n"
+        "assert gpu.gpu_available() is False\n"
+        "try:\n    gpu.launch_config()\nexcept gpu.DeviceUnavailableError:\n    print('ok')\n"
+    )
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+# --------------------------------------------------------------------------- graphs
+def _path(n=10):
+    return Graph.from_edges(np.arange(n - 1), np.arange(1, n))
+
+
+def _star(leaves=150):
+    return Graph.from_edges(np.zeros(leaves, dtype=np.int64), np.arange(1, leaves + 1))
+
+
+def _grid(side=6):
+    ids = np.arange(side * side).reshape(side, side)
+    src = np.concatenate([ids[:, :-1].ravel(), ids[:-1, :].ravel()])
+    dst = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel()])
+    return Graph.from_edges(src, dst)
+
+
+def _skewed(n=300, hub_degree=260, extra=200, seed=3):
+    """A hub adjacent to most vertices (degree far above any block size) plus noise."""
+    rng = np.random.default_rng(seed)
+    src = np.concatenate([np.zeros(hub_degree, dtype=np.int64), rng.integers(1, n, extra)])
+    dst = np.concatenate([np.arange(n - hub_degree, n), rng.integers(1, n, extra)])
+    return Graph.from_edges(src, dst, num_vertices=n)
+
+
+def _directed(n=120, m=400, seed=5):
+    """Random arcs, an out-hub (vertex 1) and an in-hub (vertex 7)."""
+    rng = np.random.default_rng(seed)
+    src = np.concatenate([rng.integers(0, n, m), np.ones(100, dtype=np.int64),
+                          np.arange(10, 110)])
+    dst = np.concatenate([rng.integers(0, n, m), np.arange(10, 110),
+                          np.full(100, 7, dtype=np.int64)])
+    return Graph.from_edges(src, dst, num_vertices=n, directed=True)
+
+
+def _isolated(n=50, used=30, seed=7):
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, used, 60), rng.integers(0, used, 60)
+    return Graph.from_edges(src, dst, num_vertices=n)
+
+
+#: name → (graph builder, BFS source, number of tasks)
+GRAPHS = {
+    "path": (_path, 0, 3),
+    "star": (_star, 5, 2),
+    "grid": (_grid, 0, 3),
+    "skewed": (_skewed, 299, 3),
+    "directed": (_directed, 0, 2),
+    "isolated": (_isolated, 0, 3),
+}
+
+
+# --------------------------------------------------------------------------- references
+def _levels(graph, source):
+    """BFS depth of every vertex (-1 unreached), from scipy's breadth-first order."""
+    order, pred = breadth_first_order(graph.to_scipy(), source, directed=graph.directed,
+                                      return_predecessors=True)
+    depth = np.full(graph.num_vertices, -1, dtype=np.int64)
+    depth[source] = 0
+    for v in order[1:]:
+        depth[v] = depth[pred[v]] + 1
+    return depth
+
+
+def _ranges(n, tasks):
+    bounds = np.linspace(0, n, tasks + 1).astype(np.int64)
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+
+
+def _slice(graph, lo, hi):
+    start, stop = graph.indptr[lo], graph.indptr[hi]
+    return graph.indptr[lo : hi + 1] - start, graph.indices[start:stop]
+
+
+def _pairs(vertices, parents):
+    return Counter(zip(vertices.tolist(), parents.tolist(), strict=True))
+
+
+def _check_parents(graph, vertices, parents, frontier_set):
+    """Every reported parent is in the frontier and has an arc to its vertex."""
+    for v, u in zip(vertices.tolist(), parents.tolist(), strict=True):
+        assert u in frontier_set
+        assert v in set(graph.neighbors(u).tolist())
+
+
+def _scenarios(name):
+    """(graph, depth, level, frontier, visited bits, frontier bits) for a few levels."""
+    build, source, _ = GRAPHS[name]
+    graph = build()
+    depth = _levels(graph, source)
+    last = int(depth.max())
+    wanted = sorted({0, last // 2, max(last - 1, 0)}) if last > 3 else range(last + 1)
+    for level in wanted:
+        frontier = np.flatnonzero(depth == level)
+        visited = np.flatnonzero((depth >= 0) & (depth <= level))
+        yield (graph, depth, level, frontier, bitmap_from_vertices(visited, graph.num_vertices),
+               bitmap_from_vertices(frontier, graph.num_vertices))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fast_simulator_threads():
+    """The simulator's threads hand over the GIL at barriers: switch faster."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    yield
+    sys.setswitchinterval(old)
+
+
+def _config(block_size):
+    from taskbfs.kernels.gpu import launch_config
+
+    return launch_config(block_size=block_size, items_per_thread=ITEMS_PER_THREAD,
+                         bu_thread_edges=BU_THREAD_EDGES)
+
+
+def _cases():
+    """Every graph at the smallest block size; the skewed one at every block size, the
+    directed one at two (the simulator is too slow for the full product)."""
+    cases = [(name, BLOCK_SIZES[0]) for name in GRAPHS]
+    cases += [("skewed", b) for b in BLOCK_SIZES[1:]] + [("directed", BLOCK_SIZES[1])]
+    return cases
+
+
+# --------------------------------------------------------------------------- kernel tests
+@needs_gpu
+@pytest.mark.parametrize(("name", "block_size"), _cases())
+def test_top_down_matches_cpu_and_scipy(name, block_size):
+    from taskbfs.kernels.gpu import DevicePartition, run_top_down
+
+    config = _config(block_size)
+    tasks = GRAPHS[name][2]
+    for graph, depth, level, frontier_all, visited, _ in _scenarios(name):
+        for lo, hi in _ranges(graph.num_vertices, tasks):
+            frontier = frontier_all[(frontier_all >= lo) & (frontier_all < hi)]
+            if frontier.size == 0:
+                continue
+            indptr, indices = _slice(graph, lo, hi)
+            part = DevicePartition.from_host(indptr, indices, lo, hi, graph.num_vertices, config)
+            cv, cu, cedges = cpu.run_top_down(indptr, indices, lo, frontier, visited)
+            # scipy: next-level vertices reached from this task's frontier.
+            reached = {v for u in frontier.tolist() for v in graph.neighbors(u).tolist()}
+            expected = {v for v in reached if depth[v] == level + 1}
+
+            gv, gu, gedges, stats = run_top_down(part, frontier, visited, dedupe=False)
+            assert _pairs(gv, gu) == _pairs(cv, cu)
+            assert gedges == cedges == int(graph.degrees()[frontier].sum())
+
+            gv, gu, gedges, stats = run_top_down(part, frontier, visited, dedupe=True)
+            assert len(set(gv.tolist())) == gv.size, "dedupe reported a vertex twice"
+            assert set(gv.tolist()) == set(cv.tolist()) == expected
+            _check_parents(graph, gv, gu, set(frontier.tolist()))
+            assert gedges == cedges
+            assert stats["h2d_bytes"] == frontier.size * 8 + visited.nbytes
+            assert stats["d2h_bytes"] == 16 * gv.size + 24
+            assert not part.mask_bits().copy_to_host().any(), "vertex mask not cleared"
+
+
+@needs_gpu
+@pytest.mark.parametrize(("name", "block_size"), _cases())
+def test_bottom_up_matches_cpu_and_scipy(name, block_size):
+    from taskbfs.kernels.gpu import DevicePartition, run_bottom_up
+
+    config = _config(block_size)
+    tasks = GRAPHS[name][2]
+    for graph, depth, level, _, visited, frontier_bits in _scenarios(name):
+        inward = graph.transpose()
+        for lo, hi in _ranges(graph.num_vertices, tasks):
+            indptr, indices = _slice(inward, lo, hi)
+            part = DevicePartition.from_graph(inward, lo, hi, config)
+            cv, cu, cedges = cpu.run_bottom_up(indptr, indices, lo, hi, visited, frontier_bits)
+            gv, gu, gedges, stats = run_bottom_up(part, visited, frontier_bits)
+            assert _pairs(gv, gu) == _pairs(cv, cu)  # same first parent as the CPU
+            assert gedges == cedges
+            own = np.arange(lo, hi)
+            assert set(gv.tolist()) == set(own[depth[lo:hi] == level + 1].tolist())
+            assert stats["h2d_bytes"] == 2 * visited.nbytes
+            assert stats["d2h_bytes"] == 16 * gv.size + 24
+
+
+@needs_gpu
+def test_hub_split_across_blocks():
+    """A hub of 600 neighbours against 32-thread blocks: top-down tiles and the
+    bottom-up block stage must both cover its whole adjacency."""
+    from taskbfs.kernels.gpu import DevicePartition, run_bottom_up, run_top_down
+
+    n = 601
+    graph = Graph.from_edges(np.zeros(n - 1, dtype=np.int64), np.arange(1, n))
+    config = _config(32)
+    part = DevicePartition.from_graph(graph, 0, n, config)
+    visited = bitmap_from_vertices([0], n)
+    gv, gu, edges, _ = run_top_down(part, np.array([0]), visited)
+    assert sorted(gv.tolist()) == list(range(1, n)) and set(gu.tolist()) == {0}
+    assert edges == n - 1
+    # Bottom-up from leaf 600 (the hub's last in-neighbour): the hub scans all 600.
+    gv, gu, edges, _ = run_bottom_up(part, bitmap_from_vertices([600], n),
+                                     bitmap_from_vertices([600], n))
+    assert gv.tolist() == [0] and gu.tolist() == [600]
+    cv, cu, cedges = cpu.run_bottom_up(graph.indptr, graph.indices, 0, n,
+                                       bitmap_from_vertices([600], n),
+                                       bitmap_from_vertices([600], n))
+    assert edges == cedges == (n - 1) + (n - 2)  # hub: 600 edges; other leaves: 1 each
+
+
+@needs_gpu
+def test_step_functions_accept_host_arrays():
+    from taskbfs.kernels.gpu import gpu_bottom_up_step, gpu_top_down_step
+
+    graph = _grid(4)
+    n = graph.num_vertices
+    visited = bitmap_from_vertices([0, 1, 4], n)
+    frontier = np.array([1, 4])
+    out_v, out_u = cpu.allocate_outputs(8)
+    found, edges = gpu_top_down_step(graph.indptr, graph.indices, 0, frontier, visited,
+                                     out_v, out_u, dedupe=False, config=_config(32))
+    cv, cu, cedges = cpu.run_top_down(graph.indptr, graph.indices, 0, frontier, visited)
+    assert (found, edges) == (cv.size, cedges)
+    assert _pairs(out_v[:found], out_u[:found]) == _pairs(cv, cu)
+    out_v, out_u = cpu.allocate_outputs(n)
+    fbits = bitmap_from_vertices(frontier, n)
+    found, edges = gpu_bottom_up_step(graph.indptr, graph.indices, 0, n, visited, fbits,
+                                      out_v, out_u, config=_config(32))
+    cv, cu, cedges = cpu.run_bottom_up(graph.indptr, graph.indices, 0, n, visited, fbits)
+    assert (found, edges) == (cv.size, cedges)
+    assert _pairs(out_v[:found], out_u[:found]) == _pairs(cv, cu)
+
+
+@needs_gpu
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 1100])
+def test_device_exclusive_scan(n):
+    from numba import cuda
+
+    from taskbfs.kernels.gpu import device_exclusive_scan
+
+    values = np.random.default_rng(n).integers(0, 1000, n).astype(np.int64)
+    data = cuda.to_device(values)
+    device_exclusive_scan(data, n, _config(32))
+    expected = np.concatenate([[0], np.cumsum(values)[:-1]])
+    np.testing.assert_array_equal(data.copy_to_host(), expected)
+
+
+@needs_gpu
+def test_empty_frontier_and_bad_input():
+    from taskbfs.kernels.gpu import DevicePartition, launch_config, run_top_down
+
+    graph = _path(6)
+    part = DevicePartition.from_graph(graph, 2, 4, _config(32))
+    v, u, edges, stats = run_top_down(part, np.array([], dtype=np.int64),
+                                      bitmap_from_vertices([], 6))
+    assert v.size == u.size == edges == 0 and stats["h2d_bytes"] == 0
+    with pytest.raises(InvalidVertexError):
+        run_top_down(part, np.array([5]), bitmap_from_vertices([], 6))
+    with pytest.raises(InvalidParameterError):
+        launch_config(block_size=48)
+    with pytest.raises(InvalidParameterError):
+        DevicePartition.from_host(np.array([0, 1]), np.array([1]), 0, 3, 6)
+
+
+@needs_gpu
+def test_launch_config_from_device():
+    from taskbfs.kernels.gpu import DEFAULT_BLOCK_SIZE, launch_config
+
+    config = launch_config()
+    assert config.block_size in (DEFAULT_BLOCK_SIZE, 32)
+    assert config.grid_size >= config.sm_count >= 1
+    assert config.block_size % config.warp_size == 0 or config.simulated
+    assert config.blocks_for(1) == 1
+    assert config.blocks_for(10**12) == config.grid_size
