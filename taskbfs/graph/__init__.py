@@ -1,8 +1,34 @@
 """Graph data: the CSR ``Graph``, readers and writers, the Kronecker generator, partitions.
 
 No Dask and no kernels here.
+
+=====================  ===============================================================
+``Graph``              CSR adjacency (``indptr`` int64, ``indices`` int32/int64);
+                       ``Graph.from_edges``, ``Graph.from_csr``, ``Graph.save``
+``index_dtype``        dtype of ``indices`` for a vertex count
+``read_graph``         MatrixMarket (.mtx), SNAP edge lists (.txt/.el/.csv/.tsv), .npz
+``save_graph``         write .npz (or .mtx / edge-list text)
+``kronecker``          Graph500 Kronecker graph (undirected ``Graph``)
+``kronecker_edges``    its edge list, whole or one independently generated chunk
+``num_chunks``         number of such chunks
+``Partition``          T contiguous non-empty vertex ranges (``bounds`` int64[T + 1])
+``partition``          cut a graph into T ranges, balanced by edges or by vertices
+=====================  ===============================================================
 """
 
 from taskbfs.graph._graph import Graph, index_dtype
+from taskbfs.graph.io import read_graph, save_graph
+from taskbfs.graph.kronecker import kronecker, kronecker_edges, num_chunks
+from taskbfs.graph.partition import Partition, partition
 
-__all__ = ["Graph", "index_dtype"]
+__all__ = [
+    "Graph",
+    "index_dtype",
+    "read_graph",
+    "save_graph",
+    "kronecker",
+    "kronecker_edges",
+    "num_chunks",
+    "Partition",
+    "partition",
+]

@@ -179,6 +179,15 @@ class Graph:
         n = self.num_vertices
         return csr_matrix((data, self.indices, self.indptr), shape=(n, n))
 
+    def save(self, path, format: str | None = None) -> None:
+        """Write the graph to ``path``: a ``.npz`` keeps everything (read it back with
+        :func:`~taskbfs.graph.read_graph`); ``.mtx`` and edge-list suffixes write text.
+        See :func:`taskbfs.graph.save_graph`.
+        """
+        from taskbfs.graph.io import save_graph  # io imports this module
+
+        save_graph(self, path, format=format)
+
     def __repr__(self) -> str:
         kind = "directed" if self.directed else "undirected"
         return f"Graph({kind}, num_vertices={self.num_vertices}, num_edges={self.num_edges})"

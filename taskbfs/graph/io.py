@@ -1,0 +1,660 @@
+"""Graph files: ``read_graph(path) -> Graph`` and ``save_graph(graph, path)``.
+
+Formats (chosen by the file's suffix, or by ``format=``)
+---------------------------------------------------------
+``"mtx"`` (``.mtx``, ``.mm``)
+    MatrixMarket ``coordinate`` files (``pattern``, ``integer``, ``real`` or ``complex``
+    field; values are ignored). Indices are 1-based in the file and 0-based in the graph.
+    ``symmetric`` (also ``skew-symmetric``, ``hermitian``) files are undirected;
+    ``general`` files are directed unless ``directed=False``.
+``"edgelist"`` (``.txt``, ``.el``, ``.csv``, ``.tsv``)
+    SNAP-style ``u v`` lines, whitespace or comma separated; columns after the second
+    (weights, timestamps) are ignored; ``#`` and ``%`` start comments; one optional header
+    line (e.g. ``src,dst``). Ids are 0-based and kept as given: no relabelling, gaps are
+    isolated vertices. Undirected unless ``directed=True``.
+``"npz"`` (``.npz``)
+    taskbfs's own format: the CSR arrays ``indptr``, ``indices`` plus ``num_vertices``,
+    ``directed`` and ``taskbfs_version`` (currently 1), written with :func:`numpy.savez`.
+
+Any of these may be compressed (``.gz``, ``.bz2``, ``.xz`` after the suffix) except npz.
+
+Approach
+--------
+Text files are parsed by pandas' C reader (comments, blank lines, extra columns) in one
+call; nothing loops over lines in Python while a file is well formed. When that fast path
+fails, or yields a value that is not a valid vertex id, a careful line-by-line scan runs
+over the file to find the first bad line, so that every error is a
+:class:`~taskbfs.errors.GraphFormatError` naming the file and the 1-based line number.
+"""
+
+from __future__ import annotations
+
+import bz2
+import codecs
+import errno
+import gzip
+import lzma
+import os
+import re
+import zipfile
+from array import array
+from dataclasses import dataclass
+
+import numpy as np
+
+from taskbfs.errors import EmptyGraphError, GraphFormatError, InvalidParameterError
+from taskbfs.graph._graph import Graph, index_dtype
+
+__all__ = ["read_graph", "save_graph", "KNOWN_FORMATS", "GraphFileNotFoundError"]
+
+#: Format names accepted by ``format=``.
+KNOWN_FORMATS = ("mtx", "edgelist", "npz")
+
+#: File suffix -> format.
+SUFFIX_FORMATS = {
+    ".mtx": "mtx",
+    ".mm": "mtx",
+    ".txt": "edgelist",
+    ".el": "edgelist",
+    ".csv": "edgelist",
+    ".tsv": "edgelist",
+    ".npz": "npz",
+}
+
+_COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+#: Version of the .npz layout written by :func:`save_graph`.
+NPZ_VERSION = 1
+
+_INT_RE = re.compile(rb"[+-]?[0-9]+\Z")
+_NUMBER_RE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+class GraphFileNotFoundError(GraphFormatError, FileNotFoundError):
+    """The graph file does not exist (both a ``GraphFormatError`` and a ``FileNotFoundError``)."""
+
+    def __init__(self, path: str):
+        super().__init__("no such file", path)
+        self.errno = errno.ENOENT
+        self.filename = path
+
+
+# ====================================================================== public API
+def read_graph(path, format: str | None = None, directed: bool | None = None) -> Graph:
+    """Read a graph from a MatrixMarket, SNAP edge-list or taskbfs ``.npz`` file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file. Its suffix picks the format (``.mtx``/``.mm``; ``.txt``, ``.el``,
+        ``.csv``, ``.tsv``; ``.npz``), optionally followed by ``.gz``, ``.bz2`` or ``.xz``.
+    format : {"mtx", "edgelist", "npz"}, optional
+        Overrides the suffix.
+    directed : bool, optional
+        Default: edge lists are undirected; MatrixMarket ``general`` files are directed and
+        ``symmetric`` ones undirected; ``.npz`` files keep what was saved. ``False``
+        symmetrises a directed input. ``True`` keeps arcs as given (a symmetric
+        MatrixMarket file then gives both arcs of each entry).
+
+    Returns
+    -------
+    Graph
+        Self-loops and duplicate edges dropped. Edge-list ids are kept as given (0-based, no
+        relabelling: ids that never appear become isolated vertices, and
+        ``num_vertices = max id + 1``). MatrixMarket ids are shifted to 0-based and
+        ``num_vertices`` is the declared matrix size.
+
+    Raises
+    ------
+    GraphFormatError
+        The file is malformed; the message names the file and the 1-based line.
+    GraphFileNotFoundError
+        The file does not exist (a ``GraphFormatError`` and a ``FileNotFoundError``).
+    EmptyGraphError
+        The file describes no vertices at all (e.g. an empty edge list).
+    InvalidParameterError
+        Unknown ``format`` or suffix.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from taskbfs.graph import read_graph
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("# a comment\\n0 1\\n1 2\\n")
+    >>> g = read_graph(path)
+    >>> g.num_vertices, g.num_edges, g.directed
+    (3, 2, False)
+    """
+    path = os.fspath(path)
+    fmt = _resolve_format(path, format)
+    if directed is not None and not isinstance(directed, (bool, np.bool_)):
+        raise InvalidParameterError(f"directed must be True, False or None, got {directed!r}")
+    if not os.path.exists(path):
+        raise GraphFileNotFoundError(path)
+    if os.path.isdir(path):
+        raise GraphFormatError("is a directory, not a graph file", path)
+    directed = None if directed is None else bool(directed)
+    if fmt == "npz":
+        return _read_npz(path, directed)
+    if fmt == "mtx":
+        return _read_mtx(path, directed)
+    return _read_edgelist(path, directed)
+
+
+def save_graph(graph: Graph, path, format: str | None = None) -> None:
+    """Write ``graph`` to ``path``; :meth:`Graph.save` calls this.
+
+    Parameters
+    ----------
+    graph : Graph
+    path : str or os.PathLike
+        Written exactly as given (no suffix is appended).
+    format : {"npz", "mtx", "edgelist"}, optional
+        Default from the suffix. ``npz`` keeps everything (the arrays, ``num_vertices``,
+        ``directed``). ``mtx`` writes a ``pattern`` file: ``symmetric`` (lower triangle)
+        when undirected, ``general`` when directed. ``edgelist`` writes ``u v`` lines
+        (comma separated for ``.csv``, tab otherwise), each undirected edge once with
+        ``u < v``; isolated vertices above the largest id are not representable there.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from taskbfs.graph import Graph, read_graph, save_graph
+    >>> g = Graph.from_edges([0, 1], [1, 2])
+    >>> path = os.path.join(tempfile.mkdtemp(), "g.npz")
+    >>> save_graph(g, path)
+    >>> h = read_graph(path)
+    >>> (h.indices == g.indices).all(), h.num_vertices
+    (np.True_, 3)
+    """
+    if not isinstance(graph, Graph):
+        raise InvalidParameterError(f"save_graph needs a Graph, got {type(graph).__name__}")
+    path = os.fspath(path)
+    fmt = _resolve_format(path, format)
+    if fmt == "npz":
+        _write_npz(graph, path)
+    elif fmt == "mtx":
+        _write_mtx(graph, path)
+    else:
+        _write_edgelist(graph, path)
+
+
+# ====================================================================== formats & files
+def _resolve_format(path: str, format: str | None) -> str:
+    if format is not None:
+        if format not in KNOWN_FORMATS:
+            raise InvalidParameterError(
+                f"unknown graph format {format!r}; known formats: {', '.join(KNOWN_FORMATS)}"
+            )
+        return format
+    suffix = _base_suffix(path)
+    if suffix not in SUFFIX_FORMATS:
+        known = ", ".join(SUFFIX_FORMATS)
+        raise InvalidParameterError(
+            f"cannot tell the format of {path!r} from its suffix {suffix or '(none)'!r}; "
+            f"known suffixes: {known} (optionally + .gz/.bz2/.xz), or pass format= one of "
+            f"{', '.join(KNOWN_FORMATS)}"
+        )
+    fmt = SUFFIX_FORMATS[suffix]
+    if fmt == "npz" and os.path.splitext(path)[1].lower() in _COMPRESSED:
+        raise InvalidParameterError(f"{path!r}: .npz files are zip archives; do not compress them")
+    return fmt
+
+
+def _base_suffix(path: str) -> str:
+    """The suffix that names the format, looking through a compression suffix."""
+    root, suffix = os.path.splitext(path)
+    if suffix.lower() in _COMPRESSED:
+        suffix = os.path.splitext(root)[1]
+    return suffix.lower()
+
+
+def _open_binary(path: str):
+    suffix = os.path.splitext(path)[1].lower()
+    return _COMPRESSED.get(suffix, open)(path, "rb")
+
+
+def _open_text_for_writing(path: str):
+    suffix = os.path.splitext(path)[1].lower()
+    opener = _COMPRESSED.get(suffix, open)
+    return opener(path, "wt", newline="\n", encoding="utf-8")
+
+
+def _numbered_lines(path: str):
+    """Yield ``(lineno, stripped bytes)`` for every line, 1-based; bad compression or
+    decoding becomes a GraphFormatError at the line where it happened."""
+    lineno = 0
+    try:
+        with _open_binary(path) as f:
+            for lineno, raw in enumerate(f, 1):  # noqa: B007 (lineno used after the loop)
+                if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8) :]
+                yield lineno, raw.strip()
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise GraphFormatError(f"cannot read the file ({exc})", path, lineno + 1) from None
+
+
+def _check_text(text: bytes, path: str, lineno: int) -> None:
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        raise GraphFormatError("not UTF-8 text (is this a binary file?)", path, lineno) from None
+
+
+def _read_table(path: str, sep: str, comment: str, skip: int):
+    """pandas' C reader on the first two columns; ``None`` when it cannot parse the file
+    into two int64 columns (the caller then scans line by line)."""
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(
+            path,
+            sep=sep,
+            header=None,
+            comment=comment,
+            usecols=[0, 1],
+            skiprows=skip,
+            skip_blank_lines=True,
+            engine="c",
+            encoding="utf-8",
+            compression="infer",
+        )
+    except (ValueError, OverflowError, OSError, EOFError, lzma.LZMAError):
+        return None  # pandas' ParserError, EmptyDataError, UnicodeDecodeError are ValueErrors
+    if df.shape[1] != 2 or any(dt != np.dtype(np.int64) for dt in df.dtypes):
+        return None
+    return df[0].to_numpy(dtype=np.int64), df[1].to_numpy(dtype=np.int64)
+
+
+# ====================================================================== tokens
+def _split(body: bytes, sep: bytes | None) -> list[bytes]:
+    if sep is None:
+        return body.split()
+    return [t.strip().strip(b"\"'") for t in body.split(sep)]
+
+
+def _strip_comment(text: bytes) -> bytes:
+    """Drop everything from the first ``#`` or ``%``."""
+    for ch in (b"#", b"%"):
+        cut = text.find(ch)
+        if cut >= 0:
+            text = text[:cut]
+    return text.strip()
+
+
+def _parse_id(token: bytes, path: str, lineno: int, what: str = "vertex id") -> int:
+    """A token as a non-negative int, or a GraphFormatError saying what is wrong with it."""
+    shown = token.decode("utf-8", "replace")
+    if _INT_RE.match(token):
+        value = int(token)
+        if value < 0:
+            raise GraphFormatError(f"negative {what} {shown}", path, lineno)
+        if value > _INT64_MAX:
+            raise GraphFormatError(f"{what} {shown} is too large (above 2**63 - 1)", path, lineno)
+        return value
+    if _NUMBER_RE.match(token):
+        raise GraphFormatError(f"{what} {shown!r} is not an integer", path, lineno)
+    raise GraphFormatError(f"non-numeric token {shown!r} where a {what} was expected", path, lineno)
+
+
+# ====================================================================== edge lists
+@dataclass(frozen=True)
+class _EdgeListLayout:
+    """What a look at the first lines tells about an edge list."""
+
+    seps: tuple[str, ...]  # pandas separators to try, best first
+    split: bytes | None  # separator for the line scan (None: whitespace)
+    comment: str  # comment character for pandas
+    header_line: int  # 1-based line of the header, 0 if none
+
+
+def _read_edgelist(path: str, directed: bool | None) -> Graph:
+    layout = _sniff_edgelist(path)
+    pair = None
+    if layout is not None:
+        pair = _fast_edgelist(path, layout)
+        if pair is None:
+            pair = _scan_edgelist(path, layout)  # raises at the first bad line
+    if pair is None or pair[0].size == 0:
+        raise EmptyGraphError(
+            f"{path}: no edges found (the file is empty or holds only comments, blank "
+            f"lines or a header), so the graph has no vertices"
+        )
+    return Graph.from_edges(pair[0], pair[1], directed=bool(directed))
+
+
+def _fast_edgelist(path: str, layout: _EdgeListLayout):
+    """pandas with each candidate separator; None unless it gives valid ids throughout."""
+    for sep in layout.seps:
+        pair = _read_table(path, sep, layout.comment, layout.header_line)
+        if pair is not None:
+            ok = pair[0].size == 0 or min(pair[0].min(), pair[1].min()) >= 0
+            return pair if ok else None
+    return None
+
+
+def _sniff_edgelist(path: str) -> _EdgeListLayout | None:
+    """Look at the leading comments and the first data line; None if there is none."""
+    comment_chars = set()
+    for lineno, text in _numbered_lines(path):
+        _check_text(text, path, lineno)
+        if not text:
+            continue
+        if text[:1] in (b"#", b"%"):
+            comment_chars.add(text[:1])
+            continue
+        body = _strip_comment(text)
+        comment = "%" if comment_chars == {b"%"} else "#"
+        if b"," in body:
+            seps, split = (",",), b","
+        elif b"\t" in body and b" " not in body:
+            seps, split = ("\t", r"\s+"), None
+        else:
+            seps, split = (r"\s+",), None
+        tokens = _split(body, split)
+        is_header = len(tokens) >= 2 and not any(_NUMBER_RE.match(t) for t in tokens[:2])
+        return _EdgeListLayout(seps, split, comment, lineno if is_header else 0)
+    return None
+
+
+def _scan_edgelist(path: str, layout: _EdgeListLayout):
+    """The careful path: parse line by line, raising at the first bad line."""
+    src, dst = array("q"), array("q")
+    for lineno, text in _numbered_lines(path):
+        if lineno == layout.header_line:
+            continue
+        _check_text(text, path, lineno)
+        body = _strip_comment(text)
+        if not body:
+            continue
+        tokens = _split(body, layout.split)
+        if len(tokens) < 2 or not tokens[1]:
+            raise GraphFormatError(
+                f"expected two vertex ids 'u v', found one column: {body.decode('utf-8', 'replace')!r}",
+                path,
+                lineno,
+            )
+        src.append(_parse_id(tokens[0], path, lineno))
+        dst.append(_parse_id(tokens[1], path, lineno))
+    return np.frombuffer(src, dtype=np.int64), np.frombuffer(dst, dtype=np.int64)
+
+
+# ====================================================================== MatrixMarket
+_MTX_FIELDS = ("pattern", "integer", "real", "complex")
+_MTX_SYMMETRIES = ("general", "symmetric", "skew-symmetric", "hermitian")
+
+
+@dataclass(frozen=True)
+class _MtxHeader:
+    n: int
+    nnz: int
+    symmetric: bool
+    size_line: int  # 1-based line of "rows cols nnz"; data follows it
+
+
+def _read_mtx(path: str, directed: bool | None) -> Graph:
+    head = _mtx_header(path)
+    pair = _fast_mtx(path, head)
+    if pair is None:
+        pair = _scan_mtx(path, head)  # raises at the first bad line
+    src, dst = pair[0] - 1, pair[1] - 1
+    if directed is None:
+        directed = not head.symmetric
+    if head.symmetric and directed:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    return Graph.from_edges(src, dst, num_vertices=head.n, directed=directed)
+
+
+def _mtx_header(path: str) -> _MtxHeader:
+    lines = _numbered_lines(path)
+    first = next(lines, None)
+    if first is None:
+        raise GraphFormatError("empty file; expected a '%%MatrixMarket' header line", path, 1)
+    lineno, text = first
+    _check_text(text, path, lineno)
+    symmetric = _mtx_banner(text, path)
+    for lineno, text in lines:  # noqa: B007 (lineno used after the loop)
+        _check_text(text, path, lineno)
+        if text and not text.startswith(b"%"):
+            return _mtx_size(text, path, lineno, symmetric)
+    raise GraphFormatError("file ends before the size line 'rows cols nnz'", path, lineno + 1)
+
+
+def _mtx_banner(text: bytes, path: str) -> bool:
+    """Check the ``%%MatrixMarket`` line; return True when the matrix is symmetric."""
+    words = text.decode("utf-8").lower().split()
+    if not words or words[0] != "%%matrixmarket":
+        raise GraphFormatError(
+            "not a MatrixMarket file: the first line must start with '%%MatrixMarket'", path, 1
+        )
+    if len(words) != 5:
+        raise GraphFormatError(
+            "MatrixMarket header must read '%%MatrixMarket matrix coordinate <field> <symmetry>'",
+            path,
+            1,
+        )
+    _, obj, layout, field, symmetry = words
+    if obj != "matrix":
+        raise GraphFormatError(
+            f"MatrixMarket object {obj!r} is not supported (only 'matrix')", path, 1
+        )
+    if layout != "coordinate":
+        raise GraphFormatError(
+            f"MatrixMarket format {layout!r} is not supported: taskbfs reads sparse "
+            f"'coordinate' files only (dense 'array' files hold no graph structure)",
+            path,
+            1,
+        )
+    if field not in _MTX_FIELDS:
+        raise GraphFormatError(
+            f"unknown MatrixMarket field {field!r} (expected one of {', '.join(_MTX_FIELDS)})",
+            path,
+            1,
+        )
+    if symmetry not in _MTX_SYMMETRIES:
+        raise GraphFormatError(
+            f"unknown MatrixMarket symmetry {symmetry!r} (expected one of {', '.join(_MTX_SYMMETRIES)})",
+            path,
+            1,
+        )
+    return symmetry != "general"
+
+
+def _mtx_size(text: bytes, path: str, lineno: int, symmetric: bool) -> _MtxHeader:
+    tokens = text.split()
+    if len(tokens) != 3:
+        raise GraphFormatError(
+            f"expected the size line 'rows cols nnz', got {text.decode('utf-8', 'replace')!r}",
+            path,
+            lineno,
+        )
+    rows, cols, nnz = (_parse_id(t, path, lineno, "size") for t in tokens)
+    if rows != cols:
+        raise GraphFormatError(
+            f"the matrix is {rows} x {cols}; an adjacency matrix must be square", path, lineno
+        )
+    if rows == 0:
+        raise EmptyGraphError(f"{path}, line {lineno}: the matrix is 0 x 0 (no vertices)")
+    return _MtxHeader(rows, nnz, symmetric, lineno)
+
+
+def _fast_mtx(path: str, head: _MtxHeader):
+    if head.nnz == 0:
+        return None  # nothing to read; the scan checks that no entries follow
+    pair = _read_table(path, r"\s+", "%", head.size_line)
+    if pair is None or pair[0].size != head.nnz:
+        return None
+    lo = min(pair[0].min(), pair[1].min())
+    hi = max(pair[0].max(), pair[1].max())
+    return pair if lo >= 1 and hi <= head.n else None
+
+
+def _scan_mtx(path: str, head: _MtxHeader):
+    """The careful path over the entries, raising at the first bad line."""
+    src, dst = array("q"), array("q")
+    lineno = head.size_line
+    for lineno, text in _numbered_lines(path):
+        if lineno <= head.size_line:
+            continue
+        _check_text(text, path, lineno)
+        if not text or text.startswith(b"%"):
+            continue
+        tokens = text.split()
+        if len(tokens) < 2:
+            raise GraphFormatError(
+                f"expected an entry 'row col [value]', found one column: {text.decode('utf-8', 'replace')!r}",
+                path,
+                lineno,
+            )
+        if len(src) == head.nnz:
+            raise GraphFormatError(
+                f"more entries than the {head.nnz} declared on line {head.size_line}", path, lineno
+            )
+        src.append(_mtx_index(tokens[0], head, path, lineno, "row"))
+        dst.append(_mtx_index(tokens[1], head, path, lineno, "column"))
+    if len(src) != head.nnz:
+        raise GraphFormatError(
+            f"file ends after {len(src)} of the {head.nnz} entries declared on line "
+            f"{head.size_line} (truncated file?)",
+            path,
+            lineno,
+        )
+    return np.frombuffer(src, dtype=np.int64), np.frombuffer(dst, dtype=np.int64)
+
+
+def _mtx_index(token: bytes, head: _MtxHeader, path: str, lineno: int, what: str) -> int:
+    value = _parse_id(token, path, lineno, f"{what} index")
+    if not 1 <= value <= head.n:
+        raise GraphFormatError(
+            f"{what} index {value} is outside 1..{head.n} (MatrixMarket indices are 1-based)",
+            path,
+            lineno,
+        )
+    return value
+
+
+# ====================================================================== npz
+_NPZ_KEYS = ("taskbfs_version", "indptr", "indices", "num_vertices", "directed")
+
+
+def _write_npz(graph: Graph, path: str) -> None:
+    with open(path, "wb") as f:
+        np.savez(
+            f,
+            taskbfs_version=np.int64(NPZ_VERSION),
+            indptr=graph.indptr,
+            indices=graph.indices,
+            num_vertices=np.int64(graph.num_vertices),
+            directed=np.bool_(graph.directed),
+        )
+
+
+def _read_npz(path: str, directed: bool | None) -> Graph:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [k for k in _NPZ_KEYS if k not in z.files]
+            if missing:
+                raise GraphFormatError(
+                    f"not a taskbfs graph file: missing array(s) {', '.join(missing)}", path
+                )
+            data = {k: z[k] for k in _NPZ_KEYS}
+    except GraphFormatError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise GraphFormatError(f"cannot read as a taskbfs .npz file ({exc})", path) from None
+    version = _npz_scalar(data, "taskbfs_version", path)
+    if version != NPZ_VERSION:
+        raise GraphFormatError(
+            f"taskbfs .npz version {version} is not supported (this taskbfs reads version {NPZ_VERSION})",
+            path,
+        )
+    n = _npz_scalar(data, "num_vertices", path)
+    if data["directed"].shape != () or data["directed"].dtype != np.bool_:
+        raise GraphFormatError("directed must be a boolean scalar", path)
+    stored_directed = bool(data["directed"])
+    indptr, indices = _check_csr(data["indptr"], data["indices"], n, stored_directed, path)
+    graph = Graph(indptr, indices, n, stored_directed)
+    if directed is None or directed == stored_directed:
+        return graph
+    if directed:
+        return Graph(indptr, indices, n, True)  # both arcs of every edge, kept as arcs
+    return Graph.from_csr(indptr, indices, directed=False)  # symmetrise
+
+
+def _npz_scalar(data: dict, key: str, path: str) -> int:
+    value = data[key]
+    if value.shape != () or not np.issubdtype(value.dtype, np.integer):
+        raise GraphFormatError(f"{key} must be an integer scalar", path)
+    return int(value)
+
+
+def _check_csr(indptr, indices, n: int, directed: bool, path: str):
+    """Cheap O(arcs) checks that saved CSR arrays obey the Graph invariants."""
+
+    def bad(message):
+        return GraphFormatError(f"corrupt taskbfs .npz: {message}", path)
+
+    if n < 1:
+        raise bad(f"num_vertices = {n}")
+    for name, arr in (("indptr", indptr), ("indices", indices)):
+        if arr.ndim != 1 or arr.dtype.kind != "i":
+            raise bad(f"{name} must be a 1-D signed integer array")
+    if indptr.size != n + 1 or indptr[0] != 0 or indptr[-1] != indices.size:
+        raise bad(f"indptr must have {n + 1} entries from 0 to len(indices) = {indices.size}")
+    degrees = np.diff(indptr)
+    if degrees.size and degrees.min() < 0:
+        raise bad("indptr decreases")
+    if indices.size and (indices.min() < 0 or indices.max() >= n):
+        raise bad(f"indices name vertices outside 0..{n - 1}")
+    rising = np.diff(indices) > 0
+    row_starts = indptr[1:-1]
+    rising[row_starts[(row_starts > 0) & (row_starts < indices.size)] - 1] = True
+    if not rising.all():
+        raise bad("a row is unsorted or holds a duplicate")
+    rows = np.repeat(np.arange(n, dtype=indices.dtype), degrees)
+    if np.any(rows == indices):
+        raise bad("self-loops are stored")
+    if not directed and not np.array_equal(np.bincount(indices, minlength=n), degrees):
+        raise bad("undirected graph whose in-degrees differ from its out-degrees (not symmetric)")
+    return indptr.astype(np.int64, copy=False), indices.astype(index_dtype(n), copy=False)
+
+
+# ====================================================================== text writers
+def _write_mtx(graph: Graph, path: str) -> None:
+    src, dst = _arcs(graph)
+    if not graph.directed:
+        keep = src > dst  # the lower triangle
+        src, dst = src[keep], dst[keep]
+    symmetry = "general" if graph.directed else "symmetric"
+    with _open_text_for_writing(path) as f:
+        f.write(f"%%MatrixMarket matrix coordinate pattern {symmetry}\n")
+        f.write("% written by taskbfs\n")
+        f.write(f"{graph.num_vertices} {graph.num_vertices} {src.size}\n")
+        _write_pairs(f, src + 1, dst + 1, " ")
+
+
+def _write_edgelist(graph: Graph, path: str) -> None:
+    src, dst = _arcs(graph)
+    if not graph.directed:
+        keep = src < dst
+        src, dst = src[keep], dst[keep]
+    sep = "," if _base_suffix(path) == ".csv" else "\t"
+    kind = "directed" if graph.directed else "undirected"
+    with _open_text_for_writing(path) as f:
+        f.write(f"# taskbfs edge list: {kind}, {graph.num_vertices} vertices, {src.size} edges\n")
+        _write_pairs(f, src, dst, sep)
+
+
+def _arcs(graph: Graph):
+    src = np.repeat(np.arange(graph.num_vertices, dtype=np.int64), graph.degrees())
+    return src, graph.indices.astype(np.int64, copy=False)
+
+
+def _write_pairs(f, src: np.ndarray, dst: np.ndarray, sep: str) -> None:
+    import pandas as pd
+
+    pd.DataFrame({"u": src, "v": dst}).to_csv(
+        f, sep=sep, header=False, index=False, lineterminator="\n"
+    )
