@@ -1,0 +1,203 @@
+"""Graph.from_edges / from_csr against an independent scipy.sparse build; index dtypes; errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shapes import shapes
+
+from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
+from taskbfs.graph import Graph, index_dtype
+
+
+def scipy_reference(src, dst, n: int, directed: bool) -> sp.csr_matrix:
+    """Adjacency built by scipy alone: symmetrise, drop loops, dedupe, sort."""
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    a = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    if not directed:
+        a = a + a.T
+    a = a.tolil()
+    a.setdiag(0)
+    a = a.tocsr()
+    a.eliminate_zeros()
+    a.sum_duplicates()
+    a.sort_indices()
+    return a
+
+
+def assert_matches_reference(g: Graph, src, dst, n: int, directed: bool) -> None:
+    ref = scipy_reference(src, dst, n, directed)
+    assert g.num_vertices == n and g.directed == directed
+    assert g.indptr.dtype == np.int64
+    assert g.indices.dtype == index_dtype(n)
+    assert np.array_equal(g.indptr, ref.indptr)
+    assert np.array_equal(g.indices, ref.indices)
+    assert g.num_arcs == ref.nnz
+    assert g.num_edges == (ref.nnz if directed else ref.nnz // 2)
+
+
+def assert_invariants(g: Graph) -> None:
+    for v in range(g.num_vertices):
+        nb = g.neighbors(v)
+        assert np.all(np.diff(nb) > 0)  # sorted, no duplicates
+        assert v not in nb  # no self-loops
+
+
+@st.composite
+def edge_lists(draw):
+    n = draw(st.integers(1, 60))
+    m = draw(st.integers(0, 200))
+    ids = st.integers(0, n - 1)
+    src = draw(st.lists(ids, min_size=m, max_size=m))
+    dst = draw(st.lists(ids, min_size=m, max_size=m))
+    return n, src, dst
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=edge_lists(), directed=st.booleans())
+def test_from_edges_matches_scipy(case, directed):
+    n, src, dst = case
+    g = Graph.from_edges(src, dst, num_vertices=n, directed=directed)
+    assert_matches_reference(g, src, dst, n, directed)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("directed", [False, True])
+def test_from_edges_random_larger(seed, directed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(100, 5000))
+    m = int(rng.integers(0, 8 * n))
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    g = Graph.from_edges(src, dst, num_vertices=n, directed=directed)
+    assert_matches_reference(g, src, dst, n, directed)
+
+
+def test_catalogue_shapes_match_scipy():
+    for s in shapes():
+        g = Graph.from_edges(s.src, s.dst, num_vertices=s.num_vertices, directed=s.directed)
+        assert_matches_reference(g, s.src, s.dst, s.num_vertices, s.directed)
+
+
+def test_num_vertices_default_is_max_id_plus_one():
+    g = Graph.from_edges([0, 7], [7, 3])
+    assert g.num_vertices == 8
+    assert g.degree(5) == 0
+
+
+def test_invariants_and_queries():
+    g = Graph.from_edges([0, 0, 1, 2, 2, 3], [1, 1, 1, 0, 3, 3])
+    assert_invariants(g)
+    assert g.degrees().tolist() == [2, 1, 2, 1]
+    assert g.neighbors(0).tolist() == [1, 2]
+    assert g.num_edges == 3
+
+
+def test_from_csr_cleans_input():
+    # unsorted row, a duplicate and a self-loop; undirected input not yet symmetric
+    g = Graph.from_csr([0, 3, 4, 4], [2, 1, 1, 1])
+    assert_matches_reference(g, [0, 0, 0, 1], [2, 1, 1, 1], 3, False)
+    d = Graph.from_csr([0, 2, 2], [1, 0], directed=True)
+    assert d.directed and d.neighbors(0).tolist() == [1]
+
+
+@pytest.mark.parametrize(
+    "indptr,indices", [([1, 2], [0]), ([0, 2, 1], [0, 1]), ([0, 1], [0, 1]), ([], [])]
+)
+def test_from_csr_bad_arrays(indptr, indices):
+    with pytest.raises(InvalidParameterError):
+        Graph.from_csr(indptr, indices)
+
+
+def test_transpose_matches_scipy():
+    rng = np.random.default_rng(9)
+    src, dst = rng.integers(0, 50, 300), rng.integers(0, 50, 300)
+    g = Graph.from_edges(src, dst, num_vertices=50, directed=True)
+    t = g.transpose()
+    ref = scipy_reference(dst, src, 50, True)
+    assert np.array_equal(t.indptr, ref.indptr) and np.array_equal(t.indices, ref.indices)
+    u = Graph.from_edges(src, dst, num_vertices=50)
+    assert u.transpose() is u
+
+
+def test_to_scipy_round_trip():
+    g = Graph.from_edges([0, 1, 2], [1, 2, 0], directed=True)
+    a = g.to_scipy()
+    assert a.shape == (3, 3) and a.nnz == 3 and a[2, 0] == 1
+
+
+# ---------------------------------------------------------------------- index dtype
+def test_index_dtype_boundary():
+    limit = np.iinfo(np.int32).max
+    assert index_dtype(1) == np.int32
+    assert index_dtype(limit) == np.int32  # ids 0..limit-1 fit in int32
+    assert index_dtype(limit + 1) == np.int64
+    assert index_dtype(2**40) == np.int64
+
+
+def test_small_graph_uses_int32_indices():
+    g = Graph.from_edges([0], [1])
+    assert g.indices.dtype == np.int32 and g.indptr.dtype == np.int64
+
+
+def test_int64_inputs_any_integer_kind():
+    for dtype in (np.int8, np.uint16, np.int32, np.uint64, np.int64):
+        g = Graph.from_edges(np.array([0, 1], dtype=dtype), np.array([1, 2], dtype=dtype))
+        assert g.num_edges == 2 and g.indices.dtype == np.int32
+
+
+# ---------------------------------------------------------------------- errors
+def test_negative_id_raises():
+    with pytest.raises(InvalidVertexError, match="negative"):
+        Graph.from_edges([0, -1], [1, 2])
+    with pytest.raises(InvalidVertexError, match="negative"):
+        Graph.from_edges([0, 1], [1, -5])
+
+
+def test_id_out_of_range_raises():
+    with pytest.raises(InvalidVertexError, match="outside 0..2"):
+        Graph.from_edges([0, 1], [1, 3], num_vertices=3)
+
+
+def test_non_integer_ids_raise():
+    with pytest.raises(InvalidVertexError):
+        Graph.from_edges([0.5], [1])
+    with pytest.raises(InvalidVertexError):
+        Graph.from_edges(["a"], ["b"])
+    g = Graph.from_edges([0.0, 1.0], [1.0, 2.0])  # integral floats are accepted
+    assert g.num_edges == 2
+
+
+def test_length_mismatch_raises():
+    with pytest.raises(InvalidParameterError, match="same length"):
+        Graph.from_edges([0, 1], [1])
+
+
+def test_empty_graph_raises():
+    with pytest.raises(EmptyGraphError):
+        Graph.from_edges([], [])
+    with pytest.raises(EmptyGraphError):
+        Graph.from_edges([], [], num_vertices=0)
+
+
+def test_isolated_vertices_only():
+    g = Graph.from_edges([], [], num_vertices=4)
+    assert g.num_vertices == 4 and g.num_arcs == 0
+    assert g.indptr.tolist() == [0, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("n", [-1, "x", [3]])
+def test_bad_num_vertices(n):
+    with pytest.raises(InvalidParameterError):
+        Graph.from_edges([0], [1], num_vertices=n)
+
+
+def test_check_vertex():
+    g = Graph.from_edges([0], [1])
+    assert g.check_vertex(np.int64(1)) == 1
+    for bad in (-1, 2, 1.5, "a", None):
+        with pytest.raises(InvalidVertexError):
+            g.check_vertex(bad, "source")
