@@ -36,6 +36,7 @@ import gzip
 import lzma
 import os
 import re
+import warnings
 import zipfile
 from array import array
 from dataclasses import dataclass
@@ -249,18 +250,20 @@ def _read_table(path: str, sep: str, comment: str, skip: int):
     import pandas as pd
 
     try:
-        df = pd.read_csv(
-            path,
-            sep=sep,
-            header=None,
-            comment=comment,
-            usecols=[0, 1],
-            skiprows=skip,
-            skip_blank_lines=True,
-            engine="c",
-            encoding="utf-8",
-            compression="infer",
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. DtypeWarning: the scan reports the problem
+            df = pd.read_csv(
+                path,
+                sep=sep,
+                header=None,
+                comment=comment,
+                usecols=[0, 1],
+                skiprows=skip,
+                skip_blank_lines=True,
+                engine="c",
+                encoding="utf-8",
+                compression="infer",
+            )
     except (ValueError, OverflowError, OSError, EOFError, lzma.LZMAError):
         return None  # pandas' ParserError, EmptyDataError, UnicodeDecodeError are ValueErrors
     if df.shape[1] != 2 or any(dt != np.dtype(np.int64) for dt in df.dtypes):

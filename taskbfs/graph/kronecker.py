@@ -25,7 +25,8 @@ The edges are cut into ``num_chunks(scale, edgefactor)`` chunks of
 ``config.KRONECKER_CHUNK_EDGES`` edges (the last one shorter). Chunk ``i`` draws from its
 own stream, ``PCG64(SeedSequence(seed, spawn_key=(i,)))`` (what ``SeedSequence.spawn``
 would give child ``i``), so a worker can generate chunk ``i`` alone; the full list is the
-chunks concatenated in chunk order.
+chunks concatenated in chunk order. The edges depend on the seed and on the chunk size:
+change ``KRONECKER_CHUNK_EDGES`` and the same seed gives a different (equally valid) graph.
 
 * The vertex permutation is global: it depends on the seed alone and every chunk applies
   the same one. It is a seeded bijective hash of the id, the ``scramble`` function of the

@@ -118,7 +118,7 @@ class Partition:
         if arr.size and (arr.min() < 0 or arr.max() >= self.num_vertices):
             bad = arr[(arr < 0) | (arr >= self.num_vertices)].flat[0]
             raise InvalidVertexError(f"vertex {int(bad)} is outside 0..{self.num_vertices - 1}")
-        tasks = np.searchsorted(self.bounds, arr, side="right") - 1
+        tasks = np.searchsorted(self.bounds, arr.astype(np.int64, copy=False), side="right") - 1
         return int(tasks) if arr.ndim == 0 else tasks.astype(np.int64, copy=False)
 
     def arc_counts(self, graph: Graph) -> np.ndarray:
