@@ -1,0 +1,233 @@
+"""``Runtime``: connecting to separately started schedulers, wrapping clients, closing.
+
+The ``slow`` tests start real ``dask scheduler`` / ``dask worker`` processes (a few
+seconds each) — by hand, and through ``deploy/start-local-cluster.sh`` — and check that
+taskbfs runs there: the placement plugin is pickled to the scheduler process, placement
+reaches a (fake) GPU worker, results match numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from distributed import Client
+
+import taskbfs.config
+from taskbfs.errors import InvalidParameterError, TaskBFSError
+from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task, fetch_placements
+from taskbfs.runtime.examples import cholesky, summed_area_table
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "deploy" / "start-local-cluster.sh"
+START_TIMEOUT = 60
+
+
+def _taskbfs_plugins(client) -> list[str]:
+    # a lambda is pickled by value, so the scheduler process need not import this module
+    return client.run_on_scheduler(lambda dask_scheduler: sorted(
+        name for name in dask_scheduler.plugins if name.startswith("taskbfs")))
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nobody listens there once the socket is closed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by whoever adopted it) counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _wait_for(path: Path, procs, timeout=START_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.stat().st_size):
+        for p in procs:
+            assert p.poll() is None, f"{p.args} exited with {p.returncode}"
+        assert time.monotonic() < deadline, f"{path} not written in {timeout}s"
+        time.sleep(0.1)
+
+
+def _stop(procs):
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+@pytest.fixture(scope="module")
+def cli_cluster(tmp_path_factory):
+    """``dask scheduler`` + a ``CPU=1`` and a (fake) ``GPU=1`` ``dask worker``, as processes."""
+    tmp = tmp_path_factory.mktemp("cli-cluster")
+    dask = [sys.executable, "-m", "dask"]
+    procs = []
+    logs = []
+
+    def spawn(name, args):
+        log = open(tmp / f"{name}.log", "wb")  # noqa: SIM115 (closed in finally)
+        logs.append(log)
+        procs.append(subprocess.Popen(dask + args, stdout=log, stderr=subprocess.STDOUT))
+
+    try:
+        spawn("scheduler", ["scheduler", "--port", "0", "--no-dashboard",
+                            "--scheduler-file", str(tmp / "scheduler.json")])
+        _wait_for(tmp / "scheduler.json", procs)
+        address = json.loads((tmp / "scheduler.json").read_text())["address"]
+        spawn("cpu", ["worker", address, "--name", "cpu", "--nthreads", "1", "--resources", "CPU=1"])
+        spawn("gpu", ["worker", address, "--name", "gpu", "--nthreads", "1", "--resources", "GPU=1"])
+        with Client(address, timeout=START_TIMEOUT) as client:
+            client.wait_for_workers(2, timeout=START_TIMEOUT)
+        yield address
+    except BaseException:
+        for log in logs:
+            log.flush()
+            print(Path(log.name).read_text()[-3000:], file=sys.stderr)
+        raise
+    finally:
+        _stop(procs[1:])  # workers first, so they do not wait for a vanished scheduler
+        _stop(procs[:1])
+        for log in logs:
+            log.close()
+
+
+def _workers_by_name(client) -> dict[str, str]:
+    return {w["name"]: addr for addr, w in client.scheduler_info()["workers"].items()}
+
+
+# ---------------------------------------------------------------- separately started processes
+@pytest.mark.slow
+def test_connect_by_address_to_cli_cluster(cli_cluster):
+    with Runtime(cli_cluster) as rt:
+        assert rt.client.scheduler.address == cli_cluster
+        # the plugin was pickled to the scheduler process and answers there
+        assert "taskbfs-placement" in _taskbfs_plugins(rt.client)
+        assert rt.resources() == {"CPU": 1, "GPU": 1, "workers": 2}
+        addr = _workers_by_name(rt.client)
+
+        # tile 4: only gemm (2 * 4**3 = 128 > λ) is sent to the GPU worker
+        m = np.random.default_rng(7).standard_normal((12, 12))
+        a = m @ m.T + 12 * np.eye(12)
+        p = Program(rt, Policy("hybrid", lam=100))
+        np.testing.assert_allclose(cholesky(p, a, tile=4), np.linalg.cholesky(a), atol=1e-10)
+        decided = {d["key"]: d["device"] for d in fetch_placements(rt.client, p.id)}
+        for r in p.records():
+            want = CUDA if r["name"] == "gemm" else SMP
+            assert decided[r["key"]] == r["device"] == want
+            assert r["worker"] == addr["gpu" if want == CUDA else "cpu"]
+        assert len(decided) == 3 + 3 + 3 + 1  # potrf, trsm, syrk, gemm on 3 x 3 tiles
+
+        x = np.arange(36).reshape(6, 6)
+        got = summed_area_table(Program(rt), x, tile=3, batch=False)
+        np.testing.assert_array_equal(got, x.cumsum(0).cumsum(1))
+
+
+@pytest.mark.slow
+def test_wrapping_a_client_leaves_it_open(cli_cluster):
+    with Client(cli_cluster, set_as_default=False) as client:
+        before = _taskbfs_plugins(client)
+        rt = Runtime(client)
+        assert rt.client is client
+        p = Program(rt)
+        p.put("x", 20)
+        p.submit(Task("neg", smp=np.negative), inouts=["x"])
+        assert p.get("x") == -20
+        rt.close()
+        assert client.status == "running"
+        assert client.submit(sum, [1, 2]).result() == 3
+        # a second runtime on the same scheduler does not register the plugin again
+        Runtime(client).close()
+        assert _taskbfs_plugins(client) == before == sorted(set(before))
+
+
+@pytest.mark.slow
+def test_closing_an_address_runtime_closes_only_its_client(cli_cluster):
+    rt = Runtime(cli_cluster)
+    own = rt.client
+    rt.close()
+    assert own.status == "closed"
+    with Runtime(cli_cluster) as again:  # the scheduler and workers are still there
+        assert again.resources()["workers"] == 2
+
+
+# ---------------------------------------------------------------- in-process, fast
+def test_embedded_runtime_close_closes_its_cluster():
+    rt = Runtime(threads=1, gpus=0, dashboard_address=None)
+    cluster = rt.client.cluster
+    assert rt.resources() == {"CPU": 1, "workers": 1}
+    assert "Runtime('inproc://" in repr(rt)
+    rt.close()
+    assert rt.client.status == "closed"
+    assert cluster.status.name == "closed"
+    rt.close()  # idempotent
+
+
+def test_bad_address_raises_quickly(monkeypatch):
+    monkeypatch.setattr(taskbfs.config, "CONNECT_TIMEOUT", 2)
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    t0 = time.monotonic()
+    with pytest.raises(TaskBFSError, match=f"cannot reach a Dask scheduler at '{address}'"):
+        Runtime(address)
+    assert time.monotonic() - t0 < 8
+
+
+@pytest.mark.parametrize("bad", [42, 3.5, object()])
+def test_runtime_rejects_other_types(bad):
+    with pytest.raises(InvalidParameterError, match="scheduler address, a distributed.Client or None"):
+        Runtime(bad)
+
+
+# ---------------------------------------------------------------- deploy script
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_start_local_cluster_script(tmp_path, monkeypatch):
+    env = dict(os.environ, PYTHON=sys.executable, TASKBFS_CLUSTER_DIR=str(tmp_path / "c"),
+               TASKBFS_PORT="0", TASKBFS_DASHBOARD="none", TASKBFS_CPU_THREADS="1",
+               TASKBFS_GPUS="1")  # one (fake) GPU worker: CUDA_VISIBLE_DEVICES=0, GPU=1
+
+    def script(*args, check=True):
+        return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True,
+                              text=True, timeout=START_TIMEOUT + 30, check=check)
+
+    state = tmp_path / "c"
+    try:
+        started = script("start")
+        address = (state / "scheduler-address").read_text().strip()
+        assert started.stdout.strip() == address and address.startswith("tcp://")
+        pids = [int(f.read_text()) for f in sorted(state.glob("*.pid"))]
+        assert sorted(f.stem for f in state.glob("*.pid")) == ["cpu-0", "gpu-0", "scheduler"]
+        assert "running" in script("status").stdout
+        assert script("start", check=False).returncode != 0  # refuses to start twice
+
+        with Runtime(address) as rt:
+            assert rt.resources() == {"CPU": 1, "GPU": 1, "workers": 2}
+            addr = _workers_by_name(rt.client)
+            p = Program(rt, Policy("hybrid", lam=0))  # every tile task (size 4) to the GPU
+            x = np.arange(16.0).reshape(4, 4)
+            np.testing.assert_array_equal(summed_area_table(p, x, tile=2), x.cumsum(0).cumsum(1))
+            assert {(r["device"], r["worker"]) for r in p.records()} == {(CUDA, addr["gpu-0"])}
+    finally:
+        stopped = script("stop", check=False)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not list(state.glob("*.pid")) and not (state / "scheduler-address").exists()
+    assert not [pid for pid in pids if _alive(pid)]
+    assert "not running" in script("status").stdout
+    assert script("stop").returncode == 0  # stopping twice is harmless
