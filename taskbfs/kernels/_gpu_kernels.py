@@ -9,8 +9,9 @@ Approach
     edge-balanced mapping): an exclusive scan of the frontier's degrees lays the task's
     frontier edges out as one index space; each block takes tiles of
     ``block_size * items_per_thread`` consecutive edges, each thread finds its edge's source
-    by a binary search of the scan (narrowed per tile), so a hub with 10^6 neighbours is
-    spread over every multiprocessor instead of one warp. Discoveries are marked in a vertex
+    by a binary search of the scan (narrowed to the tile's sources, found beforehand by one
+    search per tile), so a hub with 10^6 neighbours is spread over every multiprocessor
+    instead of one warp. Discoveries are marked in a vertex
     mask (bitmap, ``atomicOr``) and compacted by a block-level prefix sum; one atomic per
     tile reserves the tile's slice of the output.
     Bottom-up: a thread per own vertex reads at most ``bu_thread_edges`` in-neighbours
@@ -81,6 +82,7 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
     block = int(block_size)
     items = int(items_per_thread)
     tile = block * items
+    scan_len = 2 * block  # the block scan's two ping-pong halves
 
     @cuda.jit(device=True)
     def block_exclusive_scan(scratch, tid, value):
@@ -108,7 +110,7 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
     @cuda.jit
     def scan_tiles(data, n, tile_sums):
         """In place: each ``block``-long tile of ``data[:n]`` → its exclusive scan."""
-        scratch = cuda.shared.array(2 * block, int64)
+        scratch = cuda.shared.array(scan_len, int64)
         tid = cuda.threadIdx.x
         t = cuda.blockIdx.x
         num_tiles = (n + block - 1) // block
@@ -156,32 +158,37 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
             i += stride
 
     @cuda.jit
-    def top_down_expand(indptr, indices, lo, frontier, offsets, k, visited_bits, mask_bits,
-                        dedupe, out_vertices, out_parents, counters):
+    def tile_sources(offsets, k, num_tiles, tile_first):
+        """``tile_first[t]``: the frontier index owning edge ``t * tile``; ``[num_tiles] = k - 1``.
+
+        One independent binary search per tile, so no tile waits on a serial search.
+        """
+        t = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while t <= num_tiles:
+            if t < num_tiles:
+                tile_first[t] = _upper_bound(offsets, 0, k, t * tile) - 1
+            else:
+                tile_first[t] = k - 1
+            t += stride
+
+    @cuda.jit
+    def top_down_expand(indptr, indices, lo, frontier, offsets, k, tile_first, num_tiles,
+                        visited_bits, mask_bits, dedupe, out_vertices, out_parents, counters):
         """Examine every frontier edge (edge-balanced tiles); append unvisited targets."""
-        scan_scratch = cuda.shared.array(2 * block, int64)
-        # Per tile: first source, last source + 1, output base; two copies by tile parity so
-        # that thread 0 can fill the next tile's while others still read this one's.
-        tile_info = cuda.shared.array(6, int64)
+        scan_scratch = cuda.shared.array(scan_len, int64)
+        tile_base = cuda.shared.array(1, int64)  # the tile's first output slot
         found_v = cuda.local.array(items, int64)
         found_u = cuda.local.array(items, int64)
         tid = cuda.threadIdx.x
         total = offsets[k]
         if cuda.blockIdx.x == 0 and tid == 0:
             counters[EDGES] = total
-        num_tiles = (total + tile - 1) // tile
         t = cuda.blockIdx.x
-        info = 0
         while t < num_tiles:
             start = t * tile
-            if tid == 0:
-                stop = min(start + tile, total)
-                first = _upper_bound(offsets, 0, k, start) - 1
-                tile_info[info] = first
-                tile_info[info + 1] = _upper_bound(offsets, first, k, stop - 1)
-            cuda.syncthreads()
-            first = tile_info[info]
-            last = tile_info[info + 1]
+            first = tile_first[t]
+            last = tile_first[t + 1] + 1  # sources of this tile: [first, last)
             count = 0
             for j in range(items):
                 e = start + j * block + tid
@@ -196,13 +203,15 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
                             count += 1
             prefix, tile_found = block_exclusive_scan(scan_scratch, tid, count)
             if tid == 0 and tile_found > 0:
-                tile_info[info + 2] = cuda.atomic.add(counters, FOUND, tile_found)
+                tile_base[0] = cuda.atomic.add(counters, FOUND, tile_found)
             cuda.syncthreads()
-            base = tile_info[info + 2] + prefix
+            base = tile_base[0] + prefix
             for j in range(count):
                 out_vertices[base + j] = found_v[j]
                 out_parents[base + j] = found_u[j]
-            info = 3 - info
+            # No barrier here: thread 0 rewrites tile_base only after the next tile's scan
+            # barriers, which every thread reaches after reading this tile's base; the
+            # barrier above also separates this scan from the next.
             t += cuda.gridDim.x
 
     @cuda.jit
@@ -220,7 +229,7 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
     def bottom_up_threads(indptr, indices, lo, hi, visited_bits, frontier_bits, limit,
                           out_vertices, out_parents, deferred, counters):
         """Stage 1: a thread per own vertex, at most ``limit`` in-neighbours each."""
-        scan_scratch = cuda.shared.array(2 * block, int64)
+        scan_scratch = cuda.shared.array(scan_len, int64)
         # Output base, deferred-queue base, the tile's edge count (summed by atomics).
         tile_info = cuda.shared.array(3, int64)
         tid = cuda.threadIdx.x
@@ -321,6 +330,7 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
         scan_tiles=scan_tiles,
         add_tile_offsets=add_tile_offsets,
         fill=fill,
+        tile_sources=tile_sources,
         frontier_degrees=frontier_degrees,
         top_down_expand=top_down_expand,
         clear_mask=clear_mask,

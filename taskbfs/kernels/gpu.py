@@ -259,7 +259,7 @@ def _copy_back(device_out, host_out, n_found: int) -> None:
 # ----------------------------------------------------------------------------- step functions
 def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices, out_parents,
                       *, mask_bits=None, dedupe: bool = True, config: LaunchConfig | None = None,
-                      workspace=None):
+                      workspace=None, total_edges: int | None = None):
     """GPU twin of :func:`taskbfs.kernels.cpu.top_down_step`.
 
     Parameters
@@ -279,6 +279,9 @@ def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices,
     workspace : callable, optional
         ``workspace(name, size, dtype)`` → a device buffer of at least ``size`` entries
         (e.g. :meth:`DevicePartition.buffer`); default: fresh allocations.
+    total_edges : int, optional
+        ``frontier_edge_count`` when the caller knows it (the host wrapper does, from its
+        copy of ``indptr``); otherwise it is read back from the device (8 bytes, one sync).
 
     Returns
     -------
@@ -307,11 +310,18 @@ def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices,
     k.frontier_degrees[config.blocks_for(num_frontier + 1), config.block_size](
         d_indptr, lo, d_frontier, num_frontier, offsets)
     device_exclusive_scan(offsets, num_frontier + 1, config)
-    k.top_down_expand[config.grid_size, config.block_size](
-        d_indptr, d_indices, lo, d_frontier, offsets, num_frontier, d_visited, mask_bits,
-        bool(dedupe), d_out_v, d_out_u, counters)
+    if total_edges is None:
+        total_edges = int(offsets[num_frontier : num_frontier + 1].copy_to_host()[0])
+    num_tiles = -(-int(total_edges) // k.tile)
+    if num_tiles:
+        tile_first = workspace("tile_first", num_tiles + 1, np.int64)
+        k.tile_sources[config.blocks_for(num_tiles + 1), config.block_size](
+            offsets, num_frontier, num_tiles, tile_first)
+        k.top_down_expand[min(num_tiles, config.grid_size), config.block_size](
+            d_indptr, d_indices, lo, d_frontier, offsets, num_frontier, tile_first, num_tiles,
+            d_visited, mask_bits, bool(dedupe), d_out_v, d_out_u, counters)
     if dedupe:
-        k.clear_mask[config.grid_size, config.block_size](mask_bits, d_out_v, counters)
+        k.clear_mask[config.blocks_for(total_edges), config.block_size](mask_bits, d_out_v, counters)
     n_found, edges = _read_counters(counters)
     _copy_back(d_out_v, out_vertices if host_v else None, n_found)
     _copy_back(d_out_u, out_parents if host_u else None, n_found)
@@ -489,7 +499,7 @@ class _Stopwatch:
         if self._events:
             self._events[1].record()
             self._events[1].synchronize()
-            self.seconds = self._cuda.event_elapsed_time(*self._events) / 1000.0
+            self.seconds = self._events[0].elapsed_time(self._events[1]) / 1000.0
         else:
             self.seconds = time.perf_counter() - self._t0
         return False
@@ -549,7 +559,8 @@ def run_top_down(partition: DevicePartition, frontier, visited_bits, *, dedupe: 
     with _Stopwatch(cuda, part.config.simulated) as watch:
         n_found, edges = gpu_top_down_step(
             part.indptr, part.indices, part.lo, d_frontier, d_visited, out_v, out_u,
-            mask_bits=mask, dedupe=dedupe, config=part.config, workspace=part.buffer)
+            mask_bits=mask, dedupe=dedupe, config=part.config, workspace=part.buffer,
+            total_edges=total)
     part.d2h_bytes += _COUNTER_BYTES
     vertices, b3 = part.download(out_v, n_found)
     parents, b4 = part.download(out_u, n_found)
