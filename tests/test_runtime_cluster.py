@@ -189,6 +189,14 @@ def test_bad_address_raises_quickly(monkeypatch):
     assert time.monotonic() - t0 < 8
 
 
+@pytest.mark.parametrize("address", ["foo://scheduler:8786", "tcp://scheduler", "no address"])
+def test_malformed_address_raises_at_once(address):
+    t0 = time.monotonic()
+    with pytest.raises(InvalidParameterError, match="not a Dask scheduler address"):
+        Runtime(address)
+    assert time.monotonic() - t0 < 1
+
+
 @pytest.mark.parametrize("bad", [42, 3.5, object()])
 def test_runtime_rejects_other_types(bad):
     with pytest.raises(InvalidParameterError, match="scheduler address, a distributed.Client or None"):

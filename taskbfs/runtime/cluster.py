@@ -72,6 +72,7 @@ class Runtime:
         elif isinstance(address_or_client, Client):
             self.client = address_or_client
         elif isinstance(address_or_client, str):
+            _check_address(address_or_client)
             try:
                 self.client = self._owned_client = Client(
                     address_or_client, set_as_default=False, timeout=config.CONNECT_TIMEOUT
@@ -136,6 +137,24 @@ class Runtime:
 
     def __repr__(self) -> str:
         return f"Runtime({self.client.scheduler.address!r})"
+
+
+def _check_address(address: str) -> None:
+    """Reject a malformed address before ``Client`` sees it.
+
+    ``Client`` raises a bare ValueError for those, and the half-built client then blocks
+    for twice the connect timeout when it is garbage-collected.
+    """
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.registry import get_backend
+
+    try:
+        scheme, location = parse_address(address)
+        backend = get_backend(scheme)
+        if scheme in ("tcp", "tls"):
+            backend.get_address_host_port(location)
+    except ValueError as exc:
+        raise InvalidParameterError(f"not a Dask scheduler address: {address!r} ({exc})") from None
 
 
 def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
