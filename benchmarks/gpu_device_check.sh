@@ -24,8 +24,12 @@ PY=${PYTHON:-python3}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 unset NUMBA_ENABLE_CUDASIM
 
-# The GPU machine has no dask: when it is missing, load taskbfs' subpackages without
-# running taskbfs/__init__.py (which pulls in the Dask runtime). Kernels need neither.
+# Environment shims for the GPU machine's image, applied in every Python process below:
+# - it has no dask: when dask is missing, load taskbfs' subpackages without running
+#   taskbfs/__init__.py (which pulls in the Dask runtime); the kernels need neither;
+# - its numpy (2.5) dropped aliases that numba-cuda 0.30 still names when it builds its
+#   typing registry (np.row_stack): give each missing name numba-cuda overloads a stand-in
+#   (row_stack -> vstack), else the first kernel compilation fails.
 export TASKBFS_STUB='import os, sys, types
 try:
     import dask  # noqa: F401
@@ -33,6 +37,22 @@ except ImportError:
     _pkg = types.ModuleType("taskbfs")
     _pkg.__path__ = [os.path.abspath("taskbfs")]
     sys.modules["taskbfs"] = _pkg
+import importlib.util, pathlib, re
+import numpy as _np
+_spec = importlib.util.find_spec("numba_cuda")
+if _spec is not None and _spec.origin:
+    _names = set()
+    for _f in pathlib.Path(_spec.origin).parent.rglob("*.py"):
+        _names.update(re.findall(r"(?:overload|infer_global|lower_builtin|lower)\(np\.([a-z_]\w*)", _f.read_text(errors="ignore")))
+    _added = []
+    for _n in sorted(_names):
+        try:
+            getattr(_np, _n)
+        except AttributeError:
+            setattr(_np, _n, _np.vstack if _n == "row_stack" else (lambda *a, **k: None))
+            _added.append(_n)
+    if _added:
+        print("numpy shim for numba-cuda:", _added, file=sys.stderr)
 '
 
 {
@@ -53,7 +73,7 @@ from taskbfs.kernels.gpu import launch_config; print(launch_config())
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   "$PY" -c "exec(__import__('os').environ['TASKBFS_STUB'])
 import pytest
-sys.exit(pytest.main(['-q', '-rs', '-p', 'no:cacheprovider', '--durations=5', 'tests/test_kernels_gpu.py']))
+sys.exit(pytest.main(['-q', '-rs', '--tb=short', '-p', 'no:cacheprovider', '--durations=5', 'tests/test_kernels_gpu.py']))
 " 2>&1 | tee "$OUT/tests.log"
   echo "tests exit status: ${PIPESTATUS[0]}" | tee -a "$OUT/tests.log"
 fi

@@ -166,7 +166,7 @@ def launch_config(device=None, block_size: int | None = None,
             "sm_count": int(dev.MULTIPROCESSOR_COUNT),
             "warp_size": int(dev.WARP_SIZE),
             "max_threads_per_block": int(dev.MAX_THREADS_PER_BLOCK),
-            "max_threads_per_sm": int(dev.MAX_THREADS_PER_MULTI_PROCESSOR),
+            "max_threads_per_sm": int(dev.MAX_THREADS_PER_MULTIPROCESSOR),
         }
     if block_size is None:
         block_size = SIMULATOR_BLOCK_SIZE if simulated else DEFAULT_BLOCK_SIZE
