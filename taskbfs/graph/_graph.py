@@ -11,6 +11,7 @@ nothing from them, and the Graph500 rules are unaffected.
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass, field
 
@@ -106,6 +107,7 @@ class Graph:
                 f"edge {bad} ({int(src[bad])}, {int(dst[bad])}) names a vertex outside "
                 f"0..{num_vertices - 1} (num_vertices={num_vertices})"
             )
+        _check_fits_in_memory(num_vertices)
         indptr, indices = _edges_to_csr(src, dst, num_vertices, directed)
         return cls(indptr, indices, num_vertices, bool(directed))
 
@@ -229,6 +231,21 @@ def _check_num_vertices(num_vertices) -> int:
     if n == 0:
         raise EmptyGraphError("the graph has no vertices (no edges and num_vertices=0)")
     return n
+
+
+def _check_fits_in_memory(num_vertices: int) -> None:
+    """Refuse vertex counts whose per-vertex arrays alone exceed this machine's memory."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not available on this platform
+        return
+    needed = 16 * (num_vertices + 1)  # indptr plus the degree count, int64 each
+    if needed > physical:
+        raise InvalidParameterError(
+            f"a graph of {num_vertices:,} vertices needs {needed / 2**30:,.1f} GiB for its "
+            f"vertex arrays alone, more than this machine has ({physical / 2**30:,.1f} GiB); "
+            f"vertex ids are kept as given, so relabel sparse ids to 0..k-1 first"
+        )
 
 
 def _edges_to_csr(src: np.ndarray, dst: np.ndarray, n: int, directed: bool):
