@@ -2,7 +2,10 @@
 
 ``taskbfs run``  one BFS (or several keys) on a generated Kronecker graph or a graph file,
 on the embedded default cluster or on a scheduler; prints graph size, levels, time, MTEPS
-and the validation verdict. Every taskbfs error ends the command with a one-line message
+and the validation verdict.
+``taskbfs graph500``  the Graph500 benchmark: timed generation and construction, search keys,
+a validated BFS per key, the reference statistics block (``taskbfs/graph500_cli.py``).
+Every taskbfs error ends the command with a one-line message
 and exit status 2; nothing else is caught.
 """
 
@@ -48,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--progress", action="store_true", default=None,
                      help="show per-level progress (default: when stderr is a terminal)")
     run.set_defaults(func=cmd_run)
+    from taskbfs import graph500_cli
+
+    graph500_cli.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,170 @@
+"""``taskbfs graph500``: the Graph500 BFS benchmark (Benchmark 1) as its specification runs it.
+
+Returns
+    Exit status 0 when every search validated, 1 when any failed validation (2 for a bad
+    option, from :func:`taskbfs.cli.main`). Prints the reference output block.
+Approach
+    The specification's steps, each timed on its own: generate the Kronecker edge list
+    ("graph_generation"), build the CSR graph ("construction_time"), sample the search
+    keys among the vertices of degree >= 1, then for each key one :func:`taskbfs.bfs`
+    (its ``elapsed`` is the kernel time) and one :func:`taskbfs.validate` (timed apart,
+    not part of TEPS). One untimed warm-up search runs first, so that numba compilation
+    and the placement of the graph's partitions on the workers are not charged to the
+    first key; the output says so. Statistics by :func:`taskbfs.graph500.teps_statistics`.
+Source
+    Graph500 specification, "Benchmark 1 (Search)" and "Computing and Outputting Performance
+    Information"; the reference ``graph500.c`` for the field names and their order. The
+    reference's ``num_mpi_processes`` is printed as the number of Dask workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from taskbfs import config
+
+#: Largest --scale accepted (the generator's limit).
+_MAX_SCALE = 40
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``taskbfs graph500`` on the ``taskbfs`` command's subparsers."""
+    p = subparsers.add_parser(
+        "graph500",
+        help="the Graph500 BFS benchmark: generate, build, search keys, validate, statistics",
+        description=__doc__.splitlines()[0],
+    )
+    g = p.add_argument_group("graph")
+    g.add_argument("--scale", type=int, default=16, help="Kronecker scale: 2**scale vertices (default 16)")
+    g.add_argument("--edgefactor", type=int, default=16, help="edges per vertex (default 16)")
+    g.add_argument("--seed", type=int, default=1, help="generator and search-key seed (default 1)")
+    g.add_argument("--keys", type=int, default=config.GRAPH500_KEYS,
+                   help=f"number of search keys, i.e. searches (default {config.GRAPH500_KEYS})")
+    c = p.add_argument_group("tasks and cluster")
+    c.add_argument("--tasks", type=int, default=None, help=f"number of tasks T (default {config.DEFAULT_TASKS})")
+    c.add_argument("--strategy", default="hybrid", choices=["hybrid", "fixed", "cpu", "gpu"])
+    c.add_argument("--lam", type=float, default=None, help=f"hybrid threshold λ (default {config.DEFAULT_LAMBDA})")
+    c.add_argument("--direction", default="auto", choices=["auto", "top-down", "bottom-up"])
+    c.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="Dask scheduler address (default: start the embedded cluster)")
+    p.add_argument("--no-validate", dest="validate", action="store_false",
+                   help="skip the validation of each search (the specification requires it)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="per-key progress bar on stderr (default: when stderr is a terminal)")
+    p.set_defaults(func=cmd_graph500)
+    return p
+
+
+def _check_options(args) -> None:
+    from taskbfs.errors import InvalidParameterError
+
+    if not 1 <= args.scale <= _MAX_SCALE:
+        raise InvalidParameterError(f"--scale must be in 1..{_MAX_SCALE}, got {args.scale}")
+    if args.edgefactor < 1:
+        raise InvalidParameterError(f"--edgefactor must be >= 1, got {args.edgefactor}")
+    if args.keys < 1:
+        raise InvalidParameterError(f"--keys must be >= 1, got {args.keys}")
+    if args.seed < 0:
+        raise InvalidParameterError(f"--seed must be >= 0, got {args.seed}")
+    if args.tasks is not None and not 1 <= args.tasks <= (1 << args.scale):
+        raise InvalidParameterError(
+            f"--tasks must be between 1 and the number of vertices (2**{args.scale} = "
+            f"{1 << args.scale}), got {args.tasks}"
+        )
+    if args.lam is not None and not args.lam >= 0:
+        raise InvalidParameterError(f"--lam must be >= 0, got {args.lam}")
+
+
+def cmd_graph500(args) -> int:
+    """``taskbfs graph500``; returns the exit status."""
+    import taskbfs as tb
+    from taskbfs.graph500 import format_statistics, teps_statistics
+
+    _check_options(args)
+    t0 = time.perf_counter()
+    src, dst = tb.kronecker_edges(args.scale, args.edgefactor, seed=args.seed)
+    generation = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    graph = tb.Graph.from_edges(src, dst, num_vertices=1 << args.scale, directed=False)
+    construction = time.perf_counter() - t0
+    del src, dst
+    keys = tb.search_keys(graph, args.keys, seed=args.seed).tolist()
+    if not keys:
+        raise tb.InvalidParameterError("the graph has no vertex of degree >= 1 to search from")
+    print(f"graph: Kronecker scale {args.scale}, edgefactor {args.edgefactor}, seed {args.seed}: "
+          f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges (self-loops and duplicates dropped)")
+    if len(keys) < args.keys:
+        print(f"keys: only {len(keys)} vertices have degree >= 1, so {len(keys)} searches instead of {args.keys}")
+
+    with tb.Runtime(args.scheduler) as rt:
+        resources = rt.resources()
+        print(f"cluster: {resources}  dashboard: {rt.dashboard_link}")
+
+        def search(key):
+            return tb.bfs(graph, key, tasks=args.tasks, strategy=args.strategy, lam=args.lam,
+                          runtime=rt, direction=args.direction)
+
+        t0 = time.perf_counter()
+        search(keys[0])
+        print(f"warm-up: one untimed search from key {keys[0]} ({time.perf_counter() - t0:.2f} s: "
+              f"numba compilation, partition placement); not in the statistics")
+        times, edges, failures, validation = _run_keys(tb, graph, keys, search, args)
+
+    print(_validation_line(args.validate, failures, len(keys), validation))
+    print(f"searches: tasks T = {args.tasks or min(config.DEFAULT_TASKS, graph.num_vertices)}, "
+          f"strategy {args.strategy}, direction {args.direction}; "
+          f"num_mpi_processes below is the number of Dask workers")
+    stats = teps_statistics(times, edges)
+    stats.pop("nbfs")
+    header = {
+        "SCALE": args.scale,
+        "edgefactor": args.edgefactor,
+        "NBFS": len(keys),
+        "graph_generation": generation,
+        "num_mpi_processes": int(resources.get("workers", 1)),
+        "construction_time": construction,
+    }
+    print(format_statistics({**header, **stats}))
+    return 1 if failures else 0
+
+
+def _run_keys(tb, graph, keys, search, args):
+    """One timed search (and, unless disabled, one validation) per key."""
+    times, edges, failures, validation = [], [], [], 0.0
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(keys), desc="graph500", unit=" key", file=sys.stderr, leave=False)
+    try:
+        for key in keys:
+            result = search(key)
+            times.append(result.elapsed)
+            edges.append(result.traversed_edges)
+            if args.validate:
+                t0 = time.perf_counter()
+                try:
+                    tb.validate(graph, key, result.parents, levels=result.distances)
+                except tb.ValidationError as exc:
+                    failures.append(key)
+                    print(f"validation FAILED for key {key}: {exc}", file=sys.stderr)
+                validation += time.perf_counter() - t0
+            if bar is not None:
+                bar.set_postfix(key=key, MTEPS=f"{result.mteps:.1f}")
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return times, edges, failures, validation
+
+
+def _validation_line(validate: bool, failures: list, nbfs: int, seconds: float) -> str:
+    if not validate:
+        return "validation: skipped (--no-validate); the specification requires it for a valid run"
+    if failures:
+        return (f"validation: FAILED for {len(failures)} of {nbfs} searches (keys {failures}); "
+                f"{seconds:.3f} s, not part of TEPS")
+    return f"validation: passed for {nbfs} of {nbfs} searches ({seconds:.3f} s, not part of TEPS)"
