@@ -18,6 +18,15 @@ DEFAULT_BALANCE = "edges"
 #: until benchmarks/lambda_crossover.py measures it on our hardware.
 DEFAULT_LAMBDA = 4096
 
+#: Device cache of a GPU worker (taskbfs/bfs/device_cache.py): bytes of GPU memory that the
+#: task slices kept resident there, plus the shared scratch buffers, may take; least
+#: recently used slices are evicted beyond it. None: DEVICE_MEMORY_FRACTION of the
+#: device's free memory when the worker first runs a GPU task.
+DEVICE_MEMORY_BUDGET = None
+#: 80% of free memory leaves room for numba's context, kernel modules and allocator slack
+#: (a guess, not a measurement: the scratch buffers are counted in the budget already).
+DEVICE_MEMORY_FRACTION = 0.8
+
 #: Fixed-partitioned-space hybrid: share of the tasks (the first ones) bound to the GPU for
 #: the whole traversal (paper Sec. V.B).
 DEFAULT_GPU_SHARE = 0.5

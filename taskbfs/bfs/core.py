@@ -22,7 +22,16 @@ import pandas as pd
 from taskbfs import config
 from taskbfs.bfs.placement import place_graph
 from taskbfs.bfs.result import BFSResult
-from taskbfs.bfs.state import AUTO, BOTTOM_UP, DIRECTIONS, TOP_DOWN, barrier, final_arrays, init_state
+from taskbfs.bfs.state import (
+    AUTO,
+    BOTTOM_UP,
+    DIRECTIONS,
+    TOP_DOWN,
+    LevelSummary,
+    barrier,
+    final_arrays,
+    init_state,
+)
 from taskbfs.bfs.steps import STEP
 from taskbfs.errors import InvalidParameterError
 from taskbfs.graph import Graph, partition
@@ -110,25 +119,26 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress) -
 
     start = time.perf_counter()
     wall_start = time.time()
-    program.submit(INIT, ins=["degrees"], outs=["frontier", "summary", "state"],
-                   kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction})
-    summary = program.get("summary")
+    program.submit(INIT, ins=["degrees"], outs=["frontier", "state"],
+                   kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction},
+                   tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
+    summary = _next_summary(program)
     summaries = [summary]
     while summary.frontier_size > 0:
         _submit_level(program, summary)
-        summary = program.get("summary")
+        summary = _next_summary(program)
         summaries.append(summary)
         if progress is not None:
             progress(summary)
     elapsed = time.perf_counter() - start
 
-    program.submit(FINISH, ins=["state"], outs=["arrays"])
+    program.submit(FINISH, ins=["state"], outs=["arrays"], tags={"done": True})
     distances, parents = program.get("arrays")
     records = program.records()
     placements = fetch_placements(program.client, program.id)
     from taskbfs.graph500 import traversed_edges
 
-    trace = _task_trace(records, parts, wall_start)
+    trace = _with_device_stats(_task_trace(records, parts, wall_start, summaries), summaries)
     return BFSResult(
         source=source,
         distances=distances,
@@ -157,25 +167,47 @@ def _submit_level(program: Program, summary) -> None:
                            task_id=t, tags={"level": summary.level, "task": t, "size": size,
                                             "direction": summary.direction})
             found.append(name)
-        program.submit(BARRIER, ins=found, inouts=["state"], outs=["frontier", "summary"],
+        program.submit(BARRIER, ins=found, inouts=["state"], outs=["frontier"],
                        in_place=True, kwargs={"level": summary.level, "direction": summary.direction},
-                       tags={"level": summary.level})
+                       tags={"level": summary.level, "frontier": summary.frontier_size,
+                             "frontier_edges": summary.frontier_edges})
     for name in found:
         program.forget(name)
 
 
-def _task_trace(records, parts, wall_start) -> pd.DataFrame:
-    columns = ["level", "task", "lo", "hi", "direction", "size", "device", "worker", "thread",
-               "start", "stop", "name"]
+def _next_summary(program: Program) -> LevelSummary:
+    """The summary the last barrier (or the init task) published."""
+    return LevelSummary.from_message(program.next_message(watch=["frontier", "state"]))
+
+
+def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
+    columns = ["level", "task", "lo", "hi", "direction", "size", "edges_examined", "found",
+               "device", "worker", "thread", "start", "stop", "name"]
     rows = [r for r in records if r.get("name") == STEP.name]
     if not rows:
         return pd.DataFrame(columns=columns)
     df = pd.DataFrame(rows)
     df["lo"] = parts.bounds[df["task"].to_numpy()]
     df["hi"] = parts.bounds[df["task"].to_numpy() + 1]
+    df["edges_examined"], df["found"] = _step_counts(df, summaries)
     df["start"] -= wall_start
     df["stop"] -= wall_start
     return df[columns].sort_values(["level", "task"]).reset_index(drop=True)
+
+
+def _step_counts(df: pd.DataFrame, summaries):
+    """Per step row: edges examined and vertices found (before the barrier's
+    deduplication), from the summary of the barrier that merged the step (level + 1)."""
+    examined = np.zeros(len(df), dtype=np.int64)
+    found = np.zeros(len(df), dtype=np.int64)
+    by_level = {s.level: s for s in summaries}
+    tasks = df["task"].to_numpy()
+    for level, idx in df.groupby("level").indices.items():
+        merged = by_level.get(int(level) + 1)
+        if merged is not None and merged.edges_examined.size:
+            examined[idx] = merged.edges_examined[tasks[idx]]
+            found[idx] = merged.found[tasks[idx]]
+    return examined, found
 
 
 def _level_table(summaries, trace: pd.DataFrame, wall_start: float) -> pd.DataFrame:
@@ -195,8 +227,42 @@ def _level_table(summaries, trace: pd.DataFrame, wall_start: float) -> pd.DataFr
             "start": prev.barrier_stop - wall_start,
             "stop": cur.barrier_stop - wall_start,
             "barrier_seconds": cur.barrier_stop - cur.barrier_start,
+            **_device_totals(cur),
         })
     return pd.DataFrame(rows)
+
+
+#: Per-task device columns of the trace (0 for CPU tasks), from LevelSummary.device_stats.
+DEVICE_COLUMNS = ("h2d_bytes", "d2h_bytes", "kernel_seconds")
+
+
+def _device_rows(summary) -> np.ndarray:
+    """``summary.device_stats`` as an int64 array of rows (task, h2d, d2h, kernel_ns)."""
+    return np.asarray(getattr(summary, "device_stats", ()), dtype=np.int64).reshape(-1, 4)
+
+
+def _device_totals(summary) -> dict:
+    """A level's device traffic and kernel time (the steps that the summary merged)."""
+    rows = _device_rows(summary)
+    return {"h2d_bytes": int(rows[:, 1].sum()), "d2h_bytes": int(rows[:, 2].sum()),
+            "kernel_seconds": float(rows[:, 3].sum()) / 1e9}
+
+
+def _with_device_stats(trace: pd.DataFrame, summaries) -> pd.DataFrame:
+    """Add the per-task device columns: the barrier after level L reports the steps of L."""
+    for name in DEVICE_COLUMNS:
+        trace[name] = 0.0 if name == "kernel_seconds" else 0
+    if not len(trace):
+        return trace
+    stats = [(s.level - 1, *row) for s in summaries for row in _device_rows(s).tolist()]
+    if not stats:
+        return trace
+    found = pd.DataFrame(stats, columns=["level", "task", "h2d_bytes", "d2h_bytes", "kernel_ns"])
+    merged = trace[["level", "task"]].merge(found, on=["level", "task"], how="left")
+    trace["h2d_bytes"] = merged["h2d_bytes"].fillna(0).astype(np.int64).to_numpy()
+    trace["d2h_bytes"] = merged["d2h_bytes"].fillna(0).astype(np.int64).to_numpy()
+    trace["kernel_seconds"] = merged["kernel_ns"].fillna(0).to_numpy() / 1e9
+    return trace
 
 
 def _policy(strategy: str, lam, gpu_share, num_tasks: int) -> Policy:

@@ -17,13 +17,14 @@ Encoding
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
 from taskbfs import config
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.merge import frontier_bitmap, merge_discoveries
+from taskbfs.runtime import publish
 
 TOP_DOWN = "top-down"
 BOTTOM_UP = "bottom-up"
@@ -76,6 +77,24 @@ class LevelSummary:
     found: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     barrier_start: float = 0.0
     barrier_stop: float = 0.0
+    #: One row ``(task, h2d_bytes, d2h_bytes, kernel_ns)`` per step task of the level that
+    #: reported device work (GPU tasks); all integers, empty on CPU-only levels.
+    device_stats: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
+
+    def to_message(self) -> dict:
+        """Plain-data form (lists, numbers) for :func:`taskbfs.runtime.publish`."""
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_message(cls, message: dict) -> LevelSummary:
+        """Inverse of :meth:`to_message`."""
+        kwargs = {}
+        for f in fields(cls):
+            value = message[f.name]
+            # msgpack may turn lists into tuples on the way (across processes)
+            is_array = isinstance(value, (list, tuple))
+            kwargs[f.name] = np.asarray(value, dtype=np.int64) if is_array else value
+        return cls(**kwargs)
 
 
 @dataclass
@@ -86,6 +105,11 @@ class Discoveries:
     vertices: np.ndarray
     parents: np.ndarray
     edges_examined: int
+    #: Device work of a GPU step (0 on the CPU): bytes host→device and device→host this
+    #: task moved, and its kernels' device time (CUDA events).
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    kernel_seconds: float = 0.0
 
 
 @dataclass
@@ -112,8 +136,8 @@ class BFSState:
 def init_state(degrees, *, bounds, source, direction_mode, alpha=config.DO_ALPHA, beta=config.DO_BETA):
     """Create the state of a BFS from ``source`` (runs on a worker).
 
-    Returns ``(frontier, summary, state)`` for the directions ``outs=["frontier",
-    "summary"], inouts=[]`` plus the state as a further out.
+    Returns ``(frontier, state)`` (``outs=["frontier", "state"]``) and publishes the
+    level-0 :class:`LevelSummary` to the client.
     """
     n = degrees.size
     state = BFSState(
@@ -133,17 +157,22 @@ def init_state(degrees, *, bounds, source, direction_mode, alpha=config.DO_ALPHA
     src = np.array([source], dtype=np.int64)
     disc = Discoveries(-1, src, src.copy(), 0)
     frontier, summary = _advance(state, [disc], level=0, direction=TOP_DOWN, start=start)
-    return frontier, summary, state
+    publish(summary.to_message())
+    return frontier, state
 
 
 def barrier(*args, level: int, direction: str):
     """The level barrier: merge the step tasks' discoveries into the state.
 
     Called as ``barrier(*discoveries, state)`` (the data directory passes ``ins`` then
-    the ``inout``); mutates ``state`` in place and returns ``(frontier, summary, state)``.
+    the ``inout``); mutates ``state`` in place, returns ``(frontier, state)`` and
+    publishes the level's :class:`LevelSummary` to the client.
     """
     *discoveries, state = args
-    return (*_advance(state, discoveries, level=level + 1, direction=direction, start=time.time()), state)
+    frontier, summary = _advance(state, discoveries, level=level + 1, direction=direction,
+                                 start=time.time())
+    publish(summary.to_message())
+    return frontier, state
 
 
 def _advance(state: BFSState, discoveries, level: int, direction: str, start: float):
@@ -154,6 +183,10 @@ def _advance(state: BFSState, discoveries, level: int, direction: str, start: fl
         if d.task >= 0:
             edges_examined[d.task] = d.edges_examined
             found[d.task] = d.vertices.size
+    device_stats = np.array(
+        [(d.task, d.h2d_bytes, d.d2h_bytes, round(d.kernel_seconds * 1e9)) for d in discoveries
+         if d.task >= 0 and (d.h2d_bytes or d.d2h_bytes or d.kernel_seconds)],
+        dtype=np.int64).reshape(-1, 4)
     cand_v = _concat([d.vertices for d in discoveries])
     cand_p = _concat([d.parents for d in discoveries])
     new_frontier = np.empty(cand_v.size, dtype=np.int64)
@@ -188,6 +221,7 @@ def _advance(state: BFSState, discoveries, level: int, direction: str, start: fl
         found=found,
         barrier_start=start,
         barrier_stop=time.time(),
+        device_stats=device_stats,
     )
     return frontier, summary
 

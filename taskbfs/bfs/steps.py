@@ -69,4 +69,4 @@ def step_cuda(part: GraphSlice, frontier: Frontier) -> Discoveries:
     return run_step_on_gpu(part, frontier)
 
 
-STEP = Task("bfs_step", smp=step_smp)
+STEP = Task("bfs_step", smp=step_smp, cuda=step_cuda)

@@ -7,9 +7,25 @@ No Dask and no scheduling here. See ``docs/internals.md`` for the contract.
 ``bottom_up_step``     one task's bottom-up step (direction-optimizing BFS)
 ``frontier_edge_count``  edges leaving a task's frontier (buffer size, switch rule)
 ``bitmap``             uint64 bitmaps of visited sets and frontiers
+``gpu_top_down_step``  GPU twins (numba.cuda, loaded lazily): also ``gpu_bottom_up_step``,
+                       ``DevicePartition``, ``launch_config``, ``gpu_available``
 =====================  ===========================================================
 """
 
 from taskbfs.kernels.cpu import allocate_outputs, bottom_up_step, frontier_edge_count, top_down_step
 
-__all__ = ["allocate_outputs", "bottom_up_step", "frontier_edge_count", "top_down_step"]
+#: GPU names, loaded from :mod:`taskbfs.kernels.gpu` on first access (importing this package
+#: never imports numba.cuda; ``gpu_available()`` says whether the kernels can run).
+_GPU_NAMES = ("DevicePartition", "LaunchConfig", "gpu_available", "gpu_bottom_up_step",
+              "gpu_top_down_step", "launch_config")
+
+
+def __getattr__(name):
+    if name in _GPU_NAMES:
+        from taskbfs.kernels import gpu
+
+        return getattr(gpu, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["allocate_outputs", "bottom_up_step", "frontier_edge_count", "top_down_step", *_GPU_NAMES]

@@ -7,6 +7,7 @@
 ``PlacementPlugin`` the scheduler plugin that applies the policy per task
 ``Runtime``         connect to a scheduler, wrap a Client, or start the embedded default
 ``worker_cache``    per-worker store (device-resident data)
+``publish``         a task sends a small message to its program (``Program.next_message``)
 ==================  ===============================================================
 """
 
@@ -15,7 +16,7 @@ from taskbfs.runtime.plugin import PlacementPlugin, fetch_placements
 from taskbfs.runtime.policy import POLICY_KINDS, Policy
 from taskbfs.runtime.program import Program
 from taskbfs.runtime.task import CUDA, SMP, Task
-from taskbfs.runtime.worker import current_device, worker_cache
+from taskbfs.runtime.worker import current_device, publish, worker_cache
 
 __all__ = [
     "CUDA",
@@ -29,5 +30,6 @@ __all__ = [
     "current_device",
     "detect_gpus",
     "fetch_placements",
+    "publish",
     "worker_cache",
 ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import operator
+import queue
 import uuid
 from dataclasses import dataclass, field
 
@@ -33,7 +34,10 @@ from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime.plugin import placement_annotations
 from taskbfs.runtime.policy import Policy
 from taskbfs.runtime.task import SMP, Task
-from taskbfs.runtime.worker import collect_records, execute, execute_after
+from taskbfs.runtime.worker import collect_records, execute, execute_after, message_topic
+
+#: Seconds between checks for failed tasks while waiting for a published message.
+MESSAGE_POLL_SECONDS = 0.05
 
 
 @dataclass
@@ -86,6 +90,9 @@ class Program:
         self._gpu_checked = False
         if self.policy.needs_gpu:
             self._require_gpu(f"placement policy {self.policy.kind!r}")
+        self._messages: queue.Queue = queue.Queue()
+        self._topic = message_topic(self.id)
+        self.client.subscribe_topic(self._topic, self._on_message)
 
     # ------------------------------------------------------------------ data
     def put(self, name: str, value, broadcast: bool = False) -> Future:
@@ -267,11 +274,45 @@ class Program:
         per_worker = self.client.run(collect_records, self.id)
         return [r for records in per_worker.values() for r in records]
 
+    # ------------------------------------------------------------------ messages
+    def _on_message(self, event) -> None:
+        _timestamp, message = event
+        self._messages.put(message)
+
+    def next_message(self, watch=(), timeout: float | None = None):
+        """The next message a task of this program sent with :func:`~taskbfs.runtime.publish`.
+
+        Parameters
+        ----------
+        watch : sequence of str
+            Data whose producing tasks are expected to publish: if one of them fails,
+            its error is raised here instead of waiting forever.
+        timeout : float, optional
+            Seconds to wait; None waits as long as needed.
+        """
+        self.flush()
+        futures = [self._version(name) for name in watch]
+        waited = 0.0
+        while True:
+            try:
+                return self._messages.get(timeout=MESSAGE_POLL_SECONDS)
+            except queue.Empty:
+                waited += MESSAGE_POLL_SECONDS
+            for future in futures:
+                if future.status in ("error", "cancelled"):
+                    future.result()  # raises the task's error
+            if timeout is not None and waited >= timeout:
+                raise TimeoutError(f"no message from program {self.id} within {timeout} s")
+
     def close(self) -> None:
-        """Release every version this program holds."""
+        """Release every version this program holds and stop listening for its messages."""
         self.flush()
         self._current.clear()
         self._readers.clear()
+        try:
+            self.client.unsubscribe_topic(self._topic)
+        except Exception:  # the client may be closing already
+            pass
 
 
 def _check_directions(task: Task, ins, outs, inouts) -> None:

@@ -21,6 +21,8 @@ from taskbfs.runtime.task import CUDA, SMP, Task
 _records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+#: The program of the task running in this thread (for :func:`publish`).
+_running = threading.local()
 
 
 def _current_worker():
@@ -62,6 +64,7 @@ def execute(task: Task, meta: dict, *args, **kwargs):
     device = current_device(worker)
     impl = task.implementation(device) or task.smp
     start = time.time()
+    _running.program = meta["program"]
     try:
         result = impl(*args, **kwargs)
     except TaskBFSError:
@@ -72,6 +75,8 @@ def execute(task: Task, meta: dict, *args, **kwargs):
             f"task {task.name!r} ({getattr(thread_state, 'key', '?')}) failed on {where} "
             f"[{device}]: {type(exc).__name__}: {exc}"
         ) from exc
+    finally:
+        _running.program = None
     stop = time.time()
     if worker is not None:
         record = {
@@ -97,6 +102,26 @@ def execute_after(after: list, task: Task, meta: dict, *args, **kwargs):
     Their results are ignored.
     """
     return execute(task, meta, *args, **kwargs)
+
+
+def message_topic(program: str) -> str:
+    """The Dask event topic that carries a program's published messages."""
+    return f"taskbfs-messages-{program}"
+
+
+def publish(message) -> None:
+    """Send a small message from the running task straight to its program's client.
+
+    For the few numbers a client needs to decide its next submissions (e.g. a level's
+    frontier counts): the message travels worker → scheduler → client as a Dask event,
+    with no extra task and no gather round trip. ``message`` must be msgpack-serialisable
+    (dicts, lists, str, int, float). Outside a worker it is dropped.
+    """
+    program = getattr(_running, "program", None)
+    worker = _current_worker()
+    if program is None or worker is None:
+        return
+    worker.log_event(message_topic(program), message)
 
 
 def collect_records(program: str, dask_worker=None) -> list[dict]:

@@ -1,0 +1,378 @@
+"""The OmpSs device cache of a GPU worker, and the GPU implementation of the BFS step task.
+
+Returns
+    :func:`run_step_on_gpu` ``(part, frontier)`` → :class:`~taskbfs.bfs.state.Discoveries`,
+    like the CPU step, with ``h2d_bytes``, ``d2h_bytes`` (bytes this task moved between host
+    and device) and ``kernel_seconds`` (device time of its kernels, CUDA events) filled in.
+    :func:`device_cache` → this worker's :class:`DeviceCache` (hits, misses, evictions).
+Approach
+    As OmpSs does with its device cache (Munguía, Bader & Ayguadé, HiPC 2012, Sec. VI.A:
+    "graph information duplication in the GPU"), a GPU worker copies a task's CSR slice to
+    device memory the first time one of its steps runs there, and keeps it for later levels
+    and later BFS calls on the same graph: the :class:`~taskbfs.kernels.gpu.DevicePartition`
+    lives in the worker's :func:`~taskbfs.runtime.worker.worker_cache`, keyed by
+    ``(graph token + orientation, task, lo, hi)``, least recently used evicted first when
+    the slices would exceed a device-memory budget (``config.DEVICE_MEMORY_BUDGET``).
+    Per level only the task's frontier vertices (top-down), the visited bitmap and the
+    frontier bitmap (bottom-up) go up, and the discovered ``(vertex, parent)`` pairs plus
+    three counters come back. The two bitmaps are the same for every task of a level: they
+    are uploaded once per level per GPU worker (the first GPU task of the level pays for
+    them) and shared. Scratch buffers (outputs, scans, the top-down vertex mask) are one set
+    per worker, grown on demand: a GPU worker runs one task at a time (one thread, as
+    dask-cuda does), and a lock makes that explicit.
+Encoding
+    Frontier and bitmaps as in :mod:`taskbfs.bfs.state`; outputs int64 pairs. The top-down
+    step reports each newly reached vertex once (the kernel's vertex mask, ``dedupe=True``);
+    the barrier deduplicates across tasks anyway.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from taskbfs import config
+from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier
+
+#: Name of the device cache in a worker's :func:`~taskbfs.runtime.worker.worker_cache`.
+CACHE_NAME = "taskbfs.device_cache"
+#: Budget used when the device cannot report its free memory (numba's simulator): 1 GiB.
+SIMULATOR_BUDGET = 1 << 30
+_COUNTER_BYTES = 3 * 8  # the step's counters, read back once per step
+
+_create_lock = threading.Lock()
+
+
+class DeviceCache:
+    """Task slices resident in one GPU's memory, LRU under a byte budget, plus shared scratch.
+
+    Parameters
+    ----------
+    budget : int, optional
+        Device bytes the cached slices and the scratch buffers may take together. Default
+        ``config.DEVICE_MEMORY_BUDGET``, or when that is None,
+        ``config.DEVICE_MEMORY_FRACTION`` of the device's free memory at first use.
+
+    Attributes
+    ----------
+    hits, misses, evictions : int
+        Slice look-ups served from device memory, uploads, and slices dropped for room.
+    uploaded_bytes : int
+        Bytes of slices copied to the device so far.
+    """
+
+    def __init__(self, budget: int | None = None):
+        self.lock = threading.RLock()
+        self._entries: OrderedDict = OrderedDict()  # key -> DevicePartition
+        self._budget = budget
+        self._slice_bytes = 0
+        self._buffers: dict = {}
+        self._level = None  # (frontier object, device visited bits, device frontier bits)
+        self._config = None
+        self.hits = self.misses = self.evictions = 0
+        self.uploaded_bytes = 0
+
+    # ------------------------------------------------------------------ bookkeeping
+    @property
+    def budget(self) -> int:
+        """Device bytes the cache may use (fixed at first use)."""
+        if self._budget is None:
+            self._budget = _default_budget()
+        return self._budget
+
+    @property
+    def used_bytes(self) -> int:
+        """Device bytes held: cached slices plus scratch buffers."""
+        return self._slice_bytes + sum(b.nbytes for b in self._buffers.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key) -> bool:
+        return key in self._entries
+
+    def keys(self) -> list:
+        """Cached slice keys, least recently used first."""
+        return list(self._entries)
+
+    def stats(self) -> dict:
+        """Counts and sizes, for tests and benchmarks."""
+        return {"slices": len(self._entries), "hits": self.hits, "misses": self.misses,
+                "evictions": self.evictions, "uploaded_bytes": self.uploaded_bytes,
+                "used_bytes": self.used_bytes, "budget": self.budget}
+
+    def clear(self) -> None:
+        """Drop every slice and buffer (device memory is released)."""
+        with self.lock:
+            self._entries.clear()
+            self._buffers.clear()
+            self._level = None
+            self._slice_bytes = 0
+            _release_device_memory()
+
+    def launch_config(self):
+        from taskbfs.kernels.gpu import launch_config
+
+        if self._config is None:
+            self._config = launch_config()
+        return self._config
+
+    # ------------------------------------------------------------------ slices
+    def partition(self, part, num_vertices: int):
+        """The device copy of ``part`` (a :class:`~taskbfs.bfs.steps.GraphSlice`).
+
+        ``num_vertices`` bounds the graph's vertex ids (bitmap lengths).
+        Returns ``(device_partition, uploaded_bytes)``; ``uploaded_bytes`` is 0 on a hit.
+        """
+        from taskbfs.kernels.gpu import DevicePartition
+
+        key = (part.token, int(part.task), int(part.lo), int(part.hi))
+        with self.lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return entry, 0
+            self._make_room(int(part.indptr.nbytes + part.indices.nbytes))
+            entry = DevicePartition.from_host(part.indptr, part.indices, part.lo, part.hi,
+                                              num_vertices, self.launch_config())
+            self._entries[key] = entry
+            self._slice_bytes += entry.nbytes
+            self.misses += 1
+            self.uploaded_bytes += entry.h2d_bytes
+            return entry, int(entry.h2d_bytes)
+
+    def _make_room(self, nbytes: int, keep=None) -> None:
+        """Evict least recently used slices until ``nbytes`` more fit in the budget."""
+        evicted = False
+        while self._entries and self.used_bytes + nbytes > self.budget:
+            key = next(iter(self._entries))
+            if key == keep:
+                break
+            old = self._entries.pop(key)
+            self._slice_bytes -= old.nbytes
+            self.evictions += 1
+            evicted = True
+        if evicted:
+            _release_device_memory()
+
+    # ------------------------------------------------------------------ scratch
+    def buffer(self, name: str, size: int, dtype):
+        """A shared device scratch buffer of at least ``size`` entries (grows, never shrinks)."""
+        from numba import cuda
+
+        size = max(int(size), 1)
+        current = self._buffers.get(name)
+        if current is None or current.size < size or current.dtype != np.dtype(dtype):
+            if current is not None:
+                del self._buffers[name]
+            nbytes = size * np.dtype(dtype).itemsize
+            self._make_room(nbytes)
+            current = cuda.device_array(size, dtype=dtype)
+            self._buffers[name] = current
+        return current
+
+    def mask_bits(self, num_vertices: int):
+        """The top-down vertex mask: all zero on entry and on exit of every step."""
+        from numba import cuda
+
+        from taskbfs.kernels.bitmap import words_for
+
+        words = words_for(num_vertices)
+        mask = self._buffers.get("mask")
+        if mask is None or mask.size < words:
+            self._buffers.pop("mask", None)
+            self._make_room(8 * words)
+            mask = cuda.to_device(np.zeros(words, dtype=np.uint64))
+            self._buffers["mask"] = mask
+        return mask
+
+    # ------------------------------------------------------------------ per level
+    def level_inputs(self, frontier: Frontier):
+        """Device copies of the level's visited (and frontier) bitmaps, uploaded once per level.
+
+        Returns ``(visited, frontier_bits_or_None, uploaded_bytes)``.
+        """
+        from numba import cuda
+
+        level = self._level
+        if level is not None and level[0] is frontier:
+            return level[1], level[2], 0
+        visited = np.ascontiguousarray(frontier.visited_bits, dtype=np.uint64)
+        d_visited = self._upload_into("visited", visited)
+        moved = visited.nbytes
+        d_bits = None
+        if frontier.bits is not None:
+            bits = np.ascontiguousarray(frontier.bits, dtype=np.uint64)
+            d_bits = self._upload_into("frontier_bits", bits)
+            moved += bits.nbytes
+        cuda.synchronize()  # the host arrays may change after this level's barrier
+        self._level = (frontier, d_visited, d_bits)
+        return d_visited, d_bits, moved
+
+    def _upload_into(self, name: str, host: np.ndarray):
+        buf = self.buffer(name, host.size, host.dtype)
+        view = buf[: host.size]
+        view.copy_to_device(host)
+        return view
+
+
+def _default_budget() -> int:
+    """``config.DEVICE_MEMORY_BUDGET`` or a fraction of the free device memory now."""
+    if config.DEVICE_MEMORY_BUDGET is not None:
+        return int(config.DEVICE_MEMORY_BUDGET)
+    from numba import cuda
+
+    try:
+        free, _total = cuda.current_context().get_memory_info()
+    except Exception:  # noqa: BLE001 - a device that cannot say: assume the simulator's
+        free = math.inf
+    if not math.isfinite(free):
+        return SIMULATOR_BUDGET
+    return int(config.DEVICE_MEMORY_FRACTION * free)
+
+
+def _release_device_memory() -> None:
+    """Free dropped device arrays now (numba defers deallocation), where numba can."""
+    try:
+        from numba import cuda
+
+        cuda.current_context().deallocations.clear()
+    except Exception:  # noqa: BLE001 - the simulator has no deallocation queue
+        pass
+
+
+def device_cache(worker=None) -> DeviceCache:
+    """The :class:`DeviceCache` of this worker (created on first use)."""
+    from taskbfs.runtime.worker import worker_cache
+
+    store = worker_cache(worker)
+    cache = store.get(CACHE_NAME)
+    if cache is None:
+        with _create_lock:
+            cache = store.get(CACHE_NAME)
+            if cache is None:
+                cache = store[CACHE_NAME] = DeviceCache()
+    return cache
+
+
+class _DeviceTimer:
+    """Device seconds between two CUDA events (host clock under the simulator)."""
+
+    def __init__(self, simulated: bool):
+        from numba import cuda
+
+        self._events = None if simulated else (cuda.event(), cuda.event())
+        self.seconds = 0.0
+
+    def __enter__(self):
+        if self._events:
+            self._events[0].record()
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        if self._events:
+            self._events[1].record()
+            self._events[1].synchronize()
+            self.seconds = self._events[0].elapsed_time(self._events[1]) / 1000.0
+        else:
+            self.seconds = time.perf_counter() - self._t0
+        return False
+
+
+def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) -> Discoveries:
+    """One task's BFS step on this worker's GPU, its slice kept in device memory.
+
+    Parameters
+    ----------
+    part : GraphSlice
+        The task's slice (out-neighbours; in-neighbours for a bottom-up level of a
+        directed graph).
+    frontier : Frontier
+        The level's frontier: this task's vertices (top-down) or the bitmap (bottom-up).
+    cache : DeviceCache, optional
+        Default: this worker's (:func:`device_cache`).
+
+    Returns
+    -------
+    Discoveries
+        The ``(vertex, parent)`` pairs found, ``edges_examined`` exactly as the CPU step
+        counts it, and the task's ``h2d_bytes``, ``d2h_bytes``, ``kernel_seconds``.
+
+    Raises
+    ------
+    DeviceUnavailableError
+        No CUDA device here (and no simulator).
+    """
+    from taskbfs.kernels.gpu import _require_gpu
+
+    _require_gpu()
+    cache = cache if cache is not None else device_cache()
+    with cache.lock:
+        # Bitmaps cover every vertex id: 64 per word of the visited bitmap.
+        dev, h2d = cache.partition(part, 64 * int(frontier.visited_bits.size))
+        d_visited, d_bits, moved = cache.level_inputs(frontier)
+        h2d += moved
+        if frontier.direction == BOTTOM_UP:
+            return _bottom_up(part, dev, cache, d_visited, d_bits, h2d)
+        return _top_down(part, dev, cache, frontier, d_visited, h2d)
+
+
+def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
+    from taskbfs.kernels.gpu import gpu_top_down_step
+
+    mine = np.ascontiguousarray(frontier.of_task(part.task), dtype=np.int64)
+    local = mine - dev.lo
+    total = int((dev.indptr_host[local + 1] - dev.indptr_host[local]).sum()) if mine.size else 0
+    if total == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return Discoveries(part.task, empty, empty.copy(), 0, h2d_bytes=h2d)
+    d_frontier = cache.buffer("frontier", mine.size, np.int64)[: mine.size]
+    d_frontier.copy_to_device(mine)
+    h2d += mine.nbytes
+    capacity = min(total, dev.num_vertices)
+    out_v = cache.buffer("out_vertices", capacity, np.int64)
+    out_u = cache.buffer("out_parents", capacity, np.int64)
+    mask = cache.mask_bits(dev.num_vertices)
+    config = cache.launch_config()
+    with _DeviceTimer(config.simulated) as timer:
+        n_found, edges = gpu_top_down_step(
+            dev.indptr, dev.indices, dev.lo, d_frontier, d_visited, out_v, out_u,
+            mask_bits=mask, dedupe=True, config=config, workspace=cache.buffer,
+            total_edges=total)
+    vertices, parents = _download(out_v, out_u, n_found)
+    return Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
+                       d2h_bytes=_COUNTER_BYTES + vertices.nbytes + parents.nbytes,
+                       kernel_seconds=timer.seconds)
+
+
+def _bottom_up(part, dev, cache, d_visited, d_bits, h2d) -> Discoveries:
+    from taskbfs.kernels.gpu import gpu_bottom_up_step
+
+    num_own = dev.hi - dev.lo
+    out_v = cache.buffer("out_vertices", num_own, np.int64)
+    out_u = cache.buffer("out_parents", num_own, np.int64)
+    config = cache.launch_config()
+    with _DeviceTimer(config.simulated) as timer:
+        n_found, edges = gpu_bottom_up_step(
+            dev.indptr, dev.indices, dev.lo, dev.hi, d_visited, d_bits, out_v, out_u,
+            config=config, workspace=cache.buffer)
+    vertices, parents = _download(out_v, out_u, n_found)
+    return Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
+                       d2h_bytes=_COUNTER_BYTES + vertices.nbytes + parents.nbytes,
+                       kernel_seconds=timer.seconds)
+
+
+def _download(out_v, out_u, n: int):
+    if n == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty.copy()
+    return out_v[:n].copy_to_host(), out_u[:n].copy_to_host()
+
+
+__all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "run_step_on_gpu"]

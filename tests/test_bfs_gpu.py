@@ -1,0 +1,256 @@
+"""GPU step tasks end to end: ``tb.bfs`` with the gpu, hybrid and fixed strategies.
+
+How this file finds a GPU
+    As ``tests/test_kernels_gpu.py``: when numba.cuda is usable in this process (a real GPU,
+    or ``NUMBA_ENABLE_CUDASIM=1`` set before numba's first import) the tests run here, on
+    the embedded default runtime, which then has one ``GPU=1`` worker. Otherwise
+    ``test_gpu_bfs_in_simulator_subprocess`` runs this file again in a fresh interpreter
+    with the simulator on. The simulator runs each CUDA thread as a Python thread, so
+    the graphs are tiny and T is small (about 30 s for the whole file).
+
+Expectations
+    Distances equal scipy's, parents pass the Graph500 rules, and the trace says where
+    each step ran: ``cuda`` steps on the GPU worker with their bytes moved and kernel
+    time, ``smp`` steps on the CPU worker with zeros. The device cache uploads a slice
+    once and reuses it across levels and BFS calls, and evicts under its budget.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from reference import scipy_distances
+
+import taskbfs as tb
+from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, Frontier
+from taskbfs.bfs.steps import STEP, GraphSlice, step_smp
+from taskbfs.kernels.bitmap import bitmap_from_vertices, empty_bitmap
+from taskbfs.kernels.gpu import gpu_available
+
+REPO = Path(__file__).resolve().parents[1]
+IN_PROCESS = gpu_available()
+needs_gpu = pytest.mark.skipif(
+    not IN_PROCESS,
+    reason="numba.cuda is not usable in this process; "
+    "test_gpu_bfs_in_simulator_subprocess runs these under NUMBA_ENABLE_CUDASIM=1",
+)
+DEVICE_COLUMNS = ("h2d_bytes", "d2h_bytes", "kernel_seconds")
+
+
+# --------------------------------------------------------------------------- the driver
+@pytest.mark.gpu
+@pytest.mark.skipif(IN_PROCESS, reason="the GPU tests run in this process")
+def test_gpu_bfs_in_simulator_subprocess():
+    if importlib.util.find_spec("numba.cuda") is None:
+        pytest.skip("numba.cuda is not installed (pip install numba-cuda): no simulator either")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    report = proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert proc.returncode == 0, report
+    assert " passed" in proc.stdout, report
+    assert "not usable in this process" not in proc.stdout, "the simulator did not start:\n" + report
+
+
+# --------------------------------------------------------------------------- without a GPU
+def test_cpu_trace_has_zero_device_columns(runtime):
+    g = tb.Graph.from_edges([0, 1, 2, 2], [1, 2, 3, 4])
+    r = tb.bfs(g, 0, tasks=2, strategy="cpu", runtime=runtime)
+    for name in DEVICE_COLUMNS:
+        assert name in r.trace.columns and name in r.levels.columns
+        assert (r.trace[name] == 0).all() and (r.levels[name] == 0).all()
+    assert set(r.trace["device"]) == {"smp"}
+
+
+def test_step_task_has_both_implementations():
+    assert STEP.impls == ("smp", "cuda")
+
+
+# --------------------------------------------------------------------------- graphs
+def _kron():
+    return tb.kronecker(7, edgefactor=8, seed=3)  # 128 vertices, hubs, isolated vertices
+
+
+def _directed():
+    rng = np.random.default_rng(11)
+    src = np.concatenate([rng.integers(0, 90, 260), np.full(40, 3)])
+    dst = np.concatenate([rng.integers(0, 90, 260), np.arange(40, 80)])
+    return tb.Graph.from_edges(src, dst, num_vertices=100, directed=True)
+
+
+def _path(n=12):
+    return tb.Graph.from_edges(np.arange(n - 1), np.arange(1, n))
+
+
+def _hub_source(g):
+    return int(np.argmax(g.degrees()))
+
+
+def _gpu_worker(runtime):
+    info = runtime.client.scheduler_info()["workers"]
+    gpus = [addr for addr, w in info.items() if w.get("resources", {}).get("GPU")]
+    assert len(gpus) == 1, info
+    return gpus[0]
+
+
+def _check(g, source, r):
+    np.testing.assert_array_equal(r.distances, scipy_distances(g, source))
+    tb.validate(g, source, r.parents)
+    assert r.parents[source] == source
+
+
+def _check_devices(r, gpu_worker, expect_cuda):
+    """``expect_cuda``: boolean per trace row (where the step must have run)."""
+    trace = r.trace
+    expect_cuda = np.asarray(expect_cuda, dtype=bool)
+    np.testing.assert_array_equal(trace["device"].to_numpy() == "cuda", expect_cuda)
+    on_gpu, on_cpu = trace[expect_cuda], trace[~expect_cuda]
+    assert (on_gpu["worker"] == gpu_worker).all()
+    assert (on_cpu["worker"] != gpu_worker).all()
+    # every GPU step reads its counters back; a CPU step moves nothing
+    assert (on_gpu["d2h_bytes"] >= 24).all() and (on_gpu["kernel_seconds"] > 0).all()
+    assert (on_cpu[list(DEVICE_COLUMNS)] == 0).all().all()
+    levels = r.levels
+    assert levels["tasks_gpu"].sum() == expect_cuda.sum()
+    assert levels["h2d_bytes"].sum() == trace["h2d_bytes"].sum()
+
+
+def _gpu_cache_stats(runtime):
+    from taskbfs.bfs.device_cache import device_cache
+
+    def stats(dask_worker):
+        if not dask_worker.state.total_resources.get("GPU"):
+            return None
+        return device_cache(dask_worker).stats()
+
+    found = [s for s in runtime.client.run(stats).values() if s is not None]
+    assert len(found) == 1
+    return found[0]
+
+
+# --------------------------------------------------------------------------- end to end
+@needs_gpu
+@pytest.mark.parametrize("graph, direction, tasks", [
+    (_kron, "auto", 3),
+    (_directed, "bottom-up", 2),
+    (_directed, "top-down", 3),
+])
+def test_gpu_strategy_matches_scipy(runtime, graph, direction, tasks):
+    g = graph()
+    source = _hub_source(g)
+    r = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction=direction, runtime=runtime)
+    _check(g, source, r)
+    _check_devices(r, _gpu_worker(runtime), np.ones(len(r.trace), dtype=bool))
+    if direction != "auto":
+        assert set(r.trace["direction"]) == {direction}
+
+
+@needs_gpu
+def test_device_cache_reuses_slices_across_levels_and_calls(runtime):
+    g = _path(8)  # 7 levels, each a single frontier vertex: every level reuses the slices
+    before = _gpu_cache_stats(runtime)
+    first = tb.bfs(g, 0, tasks=2, strategy="gpu", direction="top-down", runtime=runtime)
+    middle = _gpu_cache_stats(runtime)
+    second = tb.bfs(g, 0, tasks=2, strategy="gpu", direction="top-down", runtime=runtime)
+    after = _gpu_cache_stats(runtime)
+    _check(g, 0, first)
+    _check(g, 0, second)
+    assert middle["misses"] - before["misses"] == 2  # one upload per slice, at first use
+    assert after["misses"] == middle["misses"]  # the second call uploads no slice
+    assert after["hits"] - middle["hits"] == len(second.trace)
+    # Per level only the visited bitmap (2 words) and the task's frontier (one vertex) go up.
+    assert (second.trace["h2d_bytes"] <= 2 * 8 + 8).all()
+    slice_bytes = sum(arr.nbytes for arr in (g.indptr, g.indices))
+    assert first.trace["h2d_bytes"].sum() > second.trace["h2d_bytes"].sum()
+    assert first.trace["h2d_bytes"].sum() >= slice_bytes - 8  # both slices went up once
+
+
+@needs_gpu
+@pytest.mark.parametrize("lam, expect", [(0, "all"), (10**9, "none"), (6, "size")])
+def test_hybrid_lambda_places_by_frontier_size(runtime, lam, expect):
+    g = _kron()
+    source = _hub_source(g)
+    r = tb.bfs(g, source, tasks=3, strategy="hybrid", lam=lam, runtime=runtime)
+    _check(g, source, r)
+    size = r.trace["size"].to_numpy()
+    cuda = {"all": np.ones(size.size, bool), "none": np.zeros(size.size, bool),
+            "size": size > lam}[expect]
+    _check_devices(r, _gpu_worker(runtime), cuda)
+    if expect == "size":
+        assert cuda.any() and not cuda.all(), r.trace[["level", "task", "size", "device"]]
+
+
+@needs_gpu
+def test_fixed_binds_the_first_tasks_to_the_gpu(runtime):
+    g = _kron()
+    source = _hub_source(g)
+    r = tb.bfs(g, source, tasks=4, strategy="fixed", gpu_share=0.5, runtime=runtime)
+    _check(g, source, r)
+    _check_devices(r, _gpu_worker(runtime), r.trace["task"].to_numpy() < 2)
+
+
+# --------------------------------------------------------------------------- the cache alone
+def _slices(g, bounds, token):
+    out = []
+    for t in range(len(bounds) - 1):
+        lo, hi = bounds[t], bounds[t + 1]
+        start, stop = g.indptr[lo], g.indptr[hi]
+        out.append(GraphSlice(t, lo, hi, g.indptr[lo:hi + 1] - start, g.indices[start:stop], token))
+    return out
+
+
+def _frontier(g, bounds, direction, frontier_vertices, visited_vertices):
+    n = g.num_vertices
+    fv = np.sort(np.asarray(frontier_vertices, dtype=np.int64))
+    offsets = np.searchsorted(fv, bounds).astype(np.int64)
+    bits = bitmap_from_vertices(fv, n) if direction == BOTTOM_UP else None
+    visited = bitmap_from_vertices(visited_vertices, n) if len(visited_vertices) else empty_bitmap(n)
+    return Frontier(1, direction, fv, offsets, bits, visited)
+
+
+def _pairs(d):
+    return sorted(zip(d.vertices.tolist(), d.parents.tolist(), strict=True))
+
+
+@needs_gpu
+def test_cache_evicts_least_recently_used_under_its_budget():
+    from taskbfs.bfs.device_cache import DeviceCache, run_step_on_gpu
+
+    g = _kron()
+    bounds = [0, 40, 80, g.num_vertices]
+    parts = _slices(g, bounds, "cache-test")
+    sizes = [p.indptr.nbytes + p.indices.nbytes for p in parts]
+    first = _frontier(g, bounds, TOP_DOWN, [1, 50, 100], [1, 50, 100])
+    # Room for the scratch buffers and two slices, not three.
+    probe = DeviceCache(budget=1 << 30)
+    for p in parts:
+        run_step_on_gpu(p, first, cache=probe)
+    scratch = probe.used_bytes - sum(sizes)
+    cache = DeviceCache(budget=scratch + sizes[0] + sizes[1] + max(sizes) // 2)
+    for p in parts:
+        d = run_step_on_gpu(p, first, cache=cache)
+        cpu = step_smp(p, first)
+        assert set(d.vertices.tolist()) == set(cpu.vertices.tolist())  # GPU reports each once
+        assert d.edges_examined == cpu.edges_examined
+    assert cache.misses == 3 and cache.evictions >= 1
+    assert cache.keys()[-1] == ("cache-test", 2, 80, g.num_vertices)
+    assert ("cache-test", 0, 0, 40) not in cache  # the least recently used went first
+    assert cache.used_bytes <= cache.budget
+    # A bottom-up level on the same cache: identical pairs to the CPU twin.
+    bu = _frontier(g, bounds, BOTTOM_UP, [1, 50, 100], [1, 50, 100])
+    for p in parts:
+        d = run_step_on_gpu(p, bu, cache=cache)
+        cpu = step_smp(p, bu)
+        assert _pairs(d) == _pairs(cpu) and d.edges_examined == cpu.edges_examined
+    assert cache.used_bytes <= cache.budget
+    cache.clear()
+    assert len(cache) == 0
