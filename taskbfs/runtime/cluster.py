@@ -66,6 +66,7 @@ class Runtime:
                  dashboard_address: str | None = ":0"):
         self._owned_cluster = None
         self._owned_client = None
+        self._dashboard_address = dashboard_address
         if address_or_client is None:
             self._owned_cluster = start_embedded_cluster(threads, gpus, dashboard_address)
             self.client = self._owned_client = Client(self._owned_cluster, set_as_default=False)
@@ -97,6 +98,8 @@ class Runtime:
     @property
     def dashboard_link(self) -> str | None:
         """URL of the Dask dashboard, if the scheduler serves one."""
+        if self._owned_cluster is not None and self._dashboard_address is None:
+            return None
         try:
             return self.client.dashboard_link
         except Exception:
@@ -164,12 +167,16 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
     if threads < 1:
         raise InvalidParameterError(f"threads must be >= 1, got {threads}")
     gpus = detect_gpus() if gpus is None else int(gpus)
+    # Dask serves HTTP (health, metrics) even without a dashboard, by default on 8787:
+    # with no dashboard wanted, keep that server off a fixed port too.
+    scheduler_kwargs = {"dashboard": False} if dashboard_address is None else {}
     cluster = LocalCluster(
         n_workers=1,
         threads_per_worker=threads,
         processes=False,
         resources={CPU_RESOURCE: threads},
-        dashboard_address=dashboard_address,
+        dashboard_address=":0" if dashboard_address is None else dashboard_address,
+        scheduler_kwargs=scheduler_kwargs,
         memory_limit=0,
         silence_logs=logging.WARNING,
     )
