@@ -23,7 +23,7 @@ import taskbfs as tb
 
 def busy_seconds(result) -> float:
     """Length of the union of all step-task and barrier intervals of one search."""
-    intervals = list(zip(result.trace["start"], result.trace["stop"]))
+    intervals = list(zip(result.trace["start"], result.trace["stop"], strict=True))
     intervals += [(row.stop - row.barrier_seconds, row.stop) for row in result.levels.itertuples()]
     intervals.sort()
     total, end = 0.0, -np.inf

@@ -212,7 +212,7 @@ def _step_counts(df: pd.DataFrame, summaries):
 
 def _level_table(summaries, trace: pd.DataFrame, wall_start: float) -> pd.DataFrame:
     rows = []
-    for prev, cur in zip(summaries[:-1], summaries[1:]):
+    for prev, cur in zip(summaries[:-1], summaries[1:], strict=True):
         tasks = trace[trace["level"] == prev.level] if len(trace) else trace
         rows.append({
             "level": prev.level,
