@@ -18,6 +18,7 @@ restriction: any worker runs CPU tasks there.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict, deque
 
@@ -27,6 +28,8 @@ from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError
 from taskbfs.runtime.policy import Policy
 from taskbfs.runtime.task import CUDA, SMP
+
+logger = logging.getLogger(__name__)
 
 PLUGIN_NAME = "taskbfs-placement"
 #: Annotation names carried by every runtime task.
@@ -62,9 +65,12 @@ class PlacementPlugin(SchedulerPlugin):
     Attributes
     ----------
     decisions : OrderedDict[str, deque[dict]]
-        Per program id: ``{"key", "task", "size", "device", "time"}`` per placed task.
+        Per program id: ``{"key", "task", "size", "device", "time", "policy", "lam"}`` and
+        the task's tags, per placed task.
     listeners : list of callable
-        Called as ``fn(program, decision)`` for each decision (the dashboard page uses it).
+        Called as ``fn(program, decision)`` for each decision, in the scheduler's thread
+        (the dashboard page, :mod:`taskbfs.dashboard`, is one). A listener that raises is
+        dropped.
     """
 
     name = PLUGIN_NAME
@@ -80,6 +86,7 @@ class PlacementPlugin(SchedulerPlugin):
         self.scheduler = scheduler
         scheduler.handlers["taskbfs_placements"] = self.placements
         scheduler.handlers["taskbfs_resources"] = self.resources
+        _add_dashboard_page(scheduler, self)
 
     # ------------------------------------------------------------- scheduler half
     def update_graph(self, scheduler, *, annotations=None, **kwargs) -> None:
@@ -115,9 +122,9 @@ class PlacementPlugin(SchedulerPlugin):
                 ts.resource_restrictions = {GPU_RESOURCE: 1}
             elif cpu_declared:
                 ts.resource_restrictions = {CPU_RESOURCE: 1}
-            self._record(mark.get("program", ""), key, mark, device, now)
+            self._record(mark.get("program", ""), key, mark, device, now, policy)
 
-    def _record(self, program: str, key, mark: dict, device: str, now: float) -> None:
+    def _record(self, program: str, key, mark: dict, device: str, now: float, policy: Policy) -> None:
         log = self.decisions.get(program)
         if log is None:
             log = self.decisions[program] = deque(maxlen=self.max_decisions)
@@ -129,6 +136,8 @@ class PlacementPlugin(SchedulerPlugin):
             "size": mark.get("size"),
             "device": device,
             "time": now,
+            "policy": policy.kind,
+            "lam": policy.lam,
             **mark.get("tags", {}),
         }
         log.append(decision)
@@ -150,6 +159,20 @@ class PlacementPlugin(SchedulerPlugin):
         totals = _resource_totals(self.scheduler)
         totals["workers"] = len(self.scheduler.workers)
         return totals
+
+
+def _add_dashboard_page(scheduler, plugin) -> None:
+    """Serve the live page (``/taskbfs`` on the scheduler's dashboard), fed by ``plugin.listeners``.
+
+    The page lives outside the runtime room (:mod:`taskbfs.dashboard`); a scheduler
+    without Bokeh or without a dashboard simply has no page: this never fails.
+    """
+    try:
+        from taskbfs.dashboard import install
+
+        install(scheduler, plugin)
+    except Exception:
+        logger.warning("taskbfs: the /taskbfs dashboard page could not be added", exc_info=True)
 
 
 def _shorten_stream_intervals(scheduler) -> None:

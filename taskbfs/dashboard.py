@@ -1,0 +1,377 @@
+"""The live taskbfs page of the Dask dashboard: ``/taskbfs`` (and its data, ``/taskbfs/data.json``).
+
+Returns
+    Nothing to call by hand: the placement plugin (:mod:`taskbfs.runtime.plugin`) calls
+    :func:`install` when it starts on a scheduler — the embedded one or one started
+    separately with ``dask scheduler`` (taskbfs must be installed there). The page then
+    refreshes while searches run and shows, for the latest search: the current level and
+    direction, the work (frontier vertices, or unvisited vertices on bottom-up levels) of
+    each task of that level coloured by the device the plugin chose, against the threshold
+    λ; the tasks per device per level; the frontier per level; vertices and edges visited
+    and TEPS so far.
+Approach
+    Scheduler half only, and cheap: :class:`LiveRuns` is one of the plugin's
+    ``listeners``, called in the scheduler's thread with every placement decision (key,
+    task, size, device, time, the policy's λ, and the task's tags). The BFS tags its tasks
+    (step: level, task, size, direction; barrier: level, frontier, frontier_edges; first
+    task: vertices, directed; last task: done), so no message is added to the run. The
+    Bokeh page and the JSON handler read :class:`LiveRuns` on the scheduler's event loop
+    (the same thread): no locks.
+TEPS so far
+    Graph500's count: the edges of the visited vertices (their degree sum, halved for an
+    undirected graph) over the time from the search's first task to the placement of the
+    latest level (or to its last task, once done), on the scheduler's clock. When a search
+    is done this is its ``traversed_edges`` over about its ``elapsed``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import weakref
+from collections import OrderedDict
+
+logger = logging.getLogger(__name__)
+
+#: Path of the page (under the dashboard's prefix) and of its data.
+PAGE = "/taskbfs"
+DATA = "/taskbfs/data.json"
+#: Refresh period of the page (ms).
+REFRESH_MS = 250
+#: Searches remembered per scheduler (oldest dropped first).
+MAX_RUNS = 8
+DEVICE_LABELS = {"smp": "CPU", "cuda": "GPU"}
+DEVICE_COLORS = {"CPU": "#4c72b0", "GPU": "#2ca02c"}
+
+_boards: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _Level:
+    __slots__ = ("direction", "tasks", "sizes", "devices", "frontier", "frontier_edges", "placed")
+
+    def __init__(self, placed: float):
+        self.direction = None
+        self.tasks: list[int] = []
+        self.sizes: list[int] = []
+        self.devices: list[str] = []
+        self.frontier = None
+        self.frontier_edges = None
+        self.placed = placed
+
+
+class _Run:
+    """What the page knows of one search (one runtime program)."""
+
+    def __init__(self, program: str, now: float):
+        self.program = program
+        self.started = now
+        self.updated = now
+        self.finished: float | None = None
+        self.policy = None
+        self.lam = None
+        self.vertices = None
+        self.directed = False
+        self.is_bfs = False
+        self.levels: dict[int, _Level] = {}
+        self.level = -1
+        self.visited = 0
+        self.degree_sum = 0
+        self.last_level_placed = now
+        self.placed = 0
+        self.version = 0
+
+    @property
+    def edges(self) -> int:
+        return self.degree_sum if self.directed else self.degree_sum // 2
+
+    @property
+    def elapsed(self) -> float:
+        end = self.finished if self.finished is not None else self.last_level_placed
+        return max(end - self.started, 0.0)
+
+
+class LiveRuns:
+    """Placement listener that keeps, per search, what the page shows.
+
+    Called as ``board(program, decision)`` by the placement plugin for every task it
+    places; keeps the :data:`MAX_RUNS` latest programs.
+    """
+
+    def __init__(self, max_runs: int = MAX_RUNS):
+        self.max_runs = max_runs
+        self.runs: OrderedDict[str, _Run] = OrderedDict()
+
+    # ------------------------------------------------------------ the listener (hot path)
+    def __call__(self, program: str, decision: dict) -> None:
+        now = decision.get("time") or time.time()
+        run = self.runs.get(program)
+        if run is None:
+            run = self.runs[program] = _Run(program, now)
+            while len(self.runs) > self.max_runs:
+                self.runs.popitem(last=False)
+        run.updated = now
+        run.placed += 1
+        run.version += 1
+        if decision.get("lam") is not None:
+            run.lam = decision["lam"]
+            run.policy = decision.get("policy")
+        if "vertices" in decision:  # the search's first task
+            run.is_bfs = True
+            run.vertices = decision["vertices"]
+            run.directed = bool(decision.get("directed"))
+        if decision.get("done"):
+            run.finished = now
+            return
+        level = decision.get("level")
+        if level is None:
+            return
+        run.is_bfs = True
+        lv = run.levels.get(level)
+        if lv is None:
+            lv = run.levels[level] = _Level(now)
+            run.level = max(run.level, level)
+        if decision.get("task") is not None:  # a step task of the level
+            lv.tasks.append(decision["task"])
+            lv.sizes.append(decision.get("size") or 0)
+            lv.devices.append(DEVICE_LABELS.get(decision.get("device"), decision.get("device")))
+            lv.direction = decision.get("direction", lv.direction)
+        elif "frontier" in decision:  # the level's barrier: the frontier it started from
+            lv.frontier = decision["frontier"]
+            lv.frontier_edges = decision.get("frontier_edges") or 0
+            run.visited += lv.frontier
+            run.degree_sum += lv.frontier_edges
+            run.last_level_placed = now
+
+    # ------------------------------------------------------------ readers
+    def latest(self, program: str | None = None) -> _Run | None:
+        """The search ``program``, or the most recently active one."""
+        if program is not None:
+            return self.runs.get(program)
+        searches = [r for r in self.runs.values() if r.is_bfs]
+        return max(searches, key=lambda r: r.updated, default=None)
+
+    def snapshot(self, program: str | None = None) -> dict:
+        """Plain-data view of one search (the latest by default), as the page shows it.
+
+        Keys: ``program``, ``programs`` (known ids), ``state`` (``"idle"``, ``"running"``,
+        ``"done"``), ``policy``, ``lam``, ``level``, ``direction``, ``visited``, ``edges``,
+        ``elapsed``, ``teps``, ``placed``, ``tasks`` (the step tasks of the current level —
+        of the level with the most work once the search is done —: ``level``, and per task
+        ``task``, ``size``, ``device``) and ``levels`` (per level: ``level``,
+        ``direction``, ``frontier``, ``cpu``, ``gpu``).
+        """
+        run = self.latest(program)
+        out = {"program": None, "programs": [p for p, r in self.runs.items() if r.is_bfs],
+               "state": "idle", "policy": None, "lam": None, "level": None, "direction": None,
+               "vertices": None, "visited": 0, "edges": 0, "elapsed": 0.0, "teps": 0.0, "placed": 0,
+               "tasks": {"level": None, "task": [], "size": [], "device": []},
+               "levels": {"level": [], "direction": [], "frontier": [], "cpu": [], "gpu": []}}
+        if run is None:
+            return out
+        current = run.levels.get(run.level)
+        shown = run.level
+        if run.finished is not None and run.levels:  # done: show the level with the most work
+            shown = max(run.levels, key=lambda n: (sum(run.levels[n].sizes), -n))
+        elapsed = run.elapsed
+        levels = out["levels"]
+        for number in sorted(run.levels):
+            lv = run.levels[number]
+            levels["level"].append(int(number))
+            levels["direction"].append(lv.direction or "")
+            levels["frontier"].append(int(lv.frontier if lv.frontier is not None else sum(lv.sizes)))
+            levels["cpu"].append(sum(d == "CPU" for d in lv.devices))
+            levels["gpu"].append(sum(d == "GPU" for d in lv.devices))
+        out.update(
+            program=run.program,
+            state="done" if run.finished is not None else "running",
+            policy=run.policy,
+            lam=None if run.lam is None else float(run.lam),
+            level=None if current is None else int(run.level),
+            direction=None if current is None else current.direction,
+            vertices=run.vertices,
+            visited=int(run.visited),
+            edges=int(run.edges),
+            elapsed=float(elapsed),
+            teps=float(run.edges / elapsed) if elapsed > 0 else 0.0,
+            placed=int(run.placed),
+        )
+        if shown in run.levels:
+            lv = run.levels[shown]
+            out["tasks"] = {"level": int(shown), "task": [int(t) for t in lv.tasks],
+                            "size": [int(s) for s in lv.sizes], "device": list(lv.devices)}
+        return out
+
+
+# ----------------------------------------------------------------------------- installation
+def install(scheduler, plugin) -> LiveRuns:
+    """Feed a :class:`LiveRuns` from ``plugin`` and serve the page on ``scheduler``'s dashboard.
+
+    Idempotent per scheduler (a re-registered plugin gets the same board). Without an
+    HTTP server only the board is kept; without Bokeh (or with the dashboard off) only the
+    JSON data route is served.
+    """
+    board = _boards.get(scheduler)
+    fresh = board is None
+    if fresh:
+        board = _boards[scheduler] = LiveRuns()
+    if board not in plugin.listeners:
+        plugin.listeners.append(board)
+    if not fresh:
+        return board
+    http = getattr(scheduler, "http_application", None)
+    if http is None:
+        return board
+    prefix = _dashboard_prefix(http)
+    from tornado.web import RequestHandler
+
+    class DataHandler(RequestHandler):
+        def get(self):
+            self.set_header("Content-Type", "application/json")
+            self.set_header("Cache-Control", "no-store")
+            self.write(json.dumps(board.snapshot(self.get_argument("program", None))))
+
+    http.add_handlers(r".*", [(prefix + DATA.replace(".", r"\."), DataHandler)])
+    if prefix is not None and _has_bokeh_dashboard(http):
+        _add_bokeh_page(scheduler, http, prefix)
+    return board
+
+
+def _dashboard_prefix(http) -> str:
+    """The dashboard's URL prefix ("" or "/something"), read from its Bokeh app."""
+    for app in getattr(http, "applications", ()):
+        prefix = getattr(app, "prefix", None)
+        if isinstance(prefix, str):
+            return prefix.rstrip("/")
+    return ""
+
+
+def _has_bokeh_dashboard(http) -> bool:
+    return any(type(app).__name__.endswith("BokehTornado") for app in getattr(http, "applications", ()))
+
+
+def _add_bokeh_page(scheduler, http, prefix: str) -> None:
+    from distributed.dashboard.core import BokehApplication
+    from tornado.ioloop import IOLoop
+
+    variables = {}
+    try:
+        from distributed.dashboard.scheduler import template_variables
+
+        variables = template_variables(scheduler)
+        if PAGE.strip("/") not in variables["pages"]:
+            variables["pages"].append(PAGE.strip("/"))  # a link in the dashboard's top bar
+    except Exception:  # the navigation bar is a nicety
+        logger.debug("taskbfs: dashboard navigation not extended", exc_info=True)
+    app = BokehApplication({PAGE: taskbfs_doc}, scheduler, prefix=prefix, template_variables=variables)
+    http.add_application(app)
+    app.initialize(IOLoop.current())
+    app.start()
+
+
+# ----------------------------------------------------------------------------- the page
+def taskbfs_doc(scheduler, extra, doc) -> None:
+    """Build the Bokeh document of ``/taskbfs`` (called by Bokeh for every browser session)."""
+    board = _boards.get(scheduler) or LiveRuns()
+    page = _Page(board)
+    doc.title = "taskbfs: live BFS"
+    doc.add_root(page.root)
+    doc.add_periodic_callback(page.update, REFRESH_MS)
+    page.update()
+    try:
+        from distributed.dashboard.components.scheduler import BOKEH_THEME, env
+
+        doc.template = env.get_template("simple.html")
+        doc.template_variables.update(extra)
+        doc.theme = BOKEH_THEME
+    except Exception:  # plain page without distributed's frame
+        logger.debug("taskbfs: dashboard template unavailable", exc_info=True)
+
+
+class _Page:
+    """The Bokeh models of the page and their refresh."""
+
+    def __init__(self, board: LiveRuns):
+        from bokeh.layouts import column, row
+        from bokeh.models import ColumnDataSource, DataRange1d, Div, HoverTool
+        from bokeh.plotting import figure
+
+        self.board = board
+        self.seen = None
+        self.header = Div(text=_header({"state": "idle"}), name="taskbfs-header",
+                          sizing_mode="stretch_width")
+        self.tasks = ColumnDataSource({"task": [], "size": [], "device": [], "color": []}, name="taskbfs-tasks")
+        self.lam = ColumnDataSource({"x": [], "y": []}, name="taskbfs-lambda")
+        self.levels = ColumnDataSource({"level": [], "direction": [], "frontier": [], "cpu": [], "gpu": []},
+                                       name="taskbfs-levels")
+        common = {"height": 320, "sizing_mode": "stretch_width", "tools": "pan,wheel_zoom,box_zoom,reset,save"}
+
+        work = figure(title="Work per task against λ (dashed)",
+                      y_axis_type="log", y_range=DataRange1d(start=0.5), name="taskbfs-work", **common)
+        work.vbar(x="task", top="size", bottom=0.5, width=0.8, color="color", legend_field="device",
+                  source=self.tasks)
+        work.line(x="x", y="y", source=self.lam, color="#d62728", line_dash="dashed", line_width=2)
+        work.xaxis.axis_label = "task"
+        work.yaxis.axis_label = "frontier vertices (unvisited, bottom-up)"
+        work.add_tools(HoverTool(tooltips=[("task", "@task"), ("size", "@size"), ("device", "@device")]))
+        work.legend.location = "top_left"
+
+        devices = figure(title="Tasks per device per level", name="taskbfs-devices", **common)
+        devices.vbar_stack(["cpu", "gpu"], x="level", width=0.8, source=self.levels,
+                           fill_color=[DEVICE_COLORS["CPU"], DEVICE_COLORS["GPU"]], line_color=None,
+                           legend_label=["CPU", "GPU"])
+        devices.xaxis.axis_label = "level"
+        devices.yaxis.axis_label = "tasks"
+        devices.legend.location = "top_left"
+
+        frontier = figure(title="Frontier per level", y_axis_type="log", y_range=DataRange1d(start=0.5),
+                          name="taskbfs-frontier", **common)
+        frontier.vbar(x="level", top="frontier", bottom=0.5, width=0.8, source=self.levels, color="#ffcc00")
+        frontier.xaxis.axis_label = "level"
+        frontier.yaxis.axis_label = "vertices"
+        frontier.add_tools(HoverTool(tooltips=[("level", "@level"), ("direction", "@direction"),
+                                               ("frontier", "@frontier"), ("CPU tasks", "@cpu"),
+                                               ("GPU tasks", "@gpu")]))
+        self.work = work
+        self.root = column(self.header, row(work, devices, sizing_mode="stretch_width"), frontier,
+                           sizing_mode="stretch_width", name="taskbfs-root")
+
+    def update(self) -> None:
+        snap = self.board.snapshot()
+        run = self.board.latest()
+        stamp = (snap["program"], run.version if run else None, snap["state"])
+        self.header.text = _header(snap)  # elapsed time moves on while running
+        if stamp == self.seen:
+            return
+        self.seen = stamp
+        tasks = snap["tasks"]
+        self.tasks.data = {"task": tasks["task"], "size": tasks["size"], "device": tasks["device"],
+                           "color": [DEVICE_COLORS.get(d, "#999999") for d in tasks["device"]]}
+        which = "current level" if snap["state"] == "running" else "busiest level"
+        self.work.title.text = (f"Work per task at the {which} ({tasks['level']}) against λ (dashed)"
+                                if tasks["level"] is not None else "Work per task against λ (dashed)")
+        lam = snap["lam"]
+        if lam and tasks["task"]:
+            self.lam.data = {"x": [min(tasks["task"]) - 0.5, max(tasks["task"]) + 0.5], "y": [lam, lam]}
+        else:
+            self.lam.data = {"x": [], "y": []}
+        self.levels.data = snap["levels"]
+
+
+def _header(snap: dict) -> str:
+    if snap.get("program") is None:
+        return ("<h2>taskbfs</h2><p>No search yet: run <code>taskbfs.bfs(..., runtime=...)</code> "
+                "on this cluster and this page follows it.</p>")
+    lam = "–" if snap["lam"] is None else f"{snap['lam']:g}"
+    teps = snap["teps"]
+    return (
+        f"<h2>taskbfs: search {snap['program']} — {snap['state']}</h2>"
+        f"<p><b>level {snap['level']}</b> ({snap['direction'] or '–'}) · policy {snap['policy'] or '–'}, "
+        f"λ = {lam} · {len(snap['tasks']['task'])} tasks at level {snap['tasks']['level']} · "
+        f"visited {snap['visited']:,} of {snap['vertices'] or 0:,} vertices, {snap['edges']:,} edges · "
+        f"{snap['elapsed']:.3f} s · <b>{teps / 1e6:,.2f} MTEPS{' so far' if snap['state'] == 'running' else ''}"
+        f"</b> · {snap['placed']:,} tasks placed</p>"
+    )
+
+
+__all__ = ["DATA", "PAGE", "LiveRuns", "install", "taskbfs_doc"]

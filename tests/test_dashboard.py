@@ -1,0 +1,351 @@
+"""The live ``/taskbfs`` dashboard page: its board, over HTTP during real runs, and in Chromium.
+
+* ``LiveRuns`` fed by hand-made placement decisions (no cluster).
+* Over HTTP, while a BFS runs in a thread on the session's embedded runtime: the page
+  serves, and ``/taskbfs/data.json`` follows the run level by level and ends with the
+  run's own numbers (frontiers, tasks per device, visited vertices, traversed edges).
+* On a scheduler started separately (``dask scheduler`` + ``dask worker`` processes): the
+  plugin registered from the client adds the page there.
+* In headless Chromium (Debian's ``chromium``): the page renders, its Bokeh plots are
+  drawn (canvases holding the bar colours). Skipped only where no Chromium binary exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import taskbfs as tb
+from taskbfs.dashboard import DATA, DEVICE_COLORS, PAGE, LiveRuns
+
+START_TIMEOUT = 60
+
+
+def _grid(n: int) -> tb.Graph:
+    """An n × n grid: 2n - 1 levels from a corner, a frontier of up to n vertices."""
+    idx = np.arange(n * n).reshape(n, n)
+    src = np.concatenate([idx[:-1, :].ravel(), idx[:, :-1].ravel()])
+    dst = np.concatenate([idx[1:, :].ravel(), idx[:, 1:].ravel()])
+    return tb.Graph.from_edges(src, dst)
+
+
+def _base(runtime) -> str:
+    link = runtime.dashboard_link
+    assert link, "the runtime serves no dashboard"
+    return link.rsplit("/", 1)[0]  # ".../status" → the dashboard's root
+
+
+def _get(url: str, timeout: float = 10) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.status, response.read().decode()
+
+
+def _data(base: str) -> dict:
+    return json.loads(_get(base + DATA)[1])
+
+
+def _program_of(result) -> str:
+    """The runtime program id of a search, from its placement keys (``name-<program>-<n>``)."""
+    key = result.placements[0]["key"]
+    return key.split("-", 1)[1].rsplit("-", 1)[0]
+
+
+# ----------------------------------------------------------------------------- LiveRuns
+def _decision(**fields):
+    return {"key": "k", "task": None, "size": None, "device": "smp", "time": 100.0,
+            "policy": "hybrid", "lam": 10.0, **fields}
+
+
+def test_live_runs_follows_a_search_from_its_decisions():
+    board = LiveRuns()
+    assert board.snapshot()["state"] == "idle" and board.snapshot()["program"] is None
+    board("p", _decision(vertices=50, directed=False, time=100.0))
+    board("p", _decision(task=0, size=1, level=0, direction="top-down", time=100.5))
+    board("p", _decision(level=0, frontier=1, frontier_edges=4, time=100.5))
+    snap = board.snapshot()
+    assert snap["state"] == "running" and snap["level"] == 0 and snap["visited"] == 1
+    assert snap["edges"] == 2  # undirected: half the degree sum
+    assert snap["elapsed"] == pytest.approx(0.5) and snap["teps"] == pytest.approx(4.0)
+    assert snap["tasks"] == {"level": 0, "task": [0], "size": [1], "device": ["CPU"]}
+    # level 1: two CPU tasks, one GPU task (size above λ)
+    for task, size, device in ((0, 3, "smp"), (1, 25, "cuda"), (2, 2, "smp")):
+        board("p", _decision(task=task, size=size, device=device, level=1, direction="top-down",
+                             time=101.0))
+    board("p", _decision(level=1, frontier=30, frontier_edges=96, time=101.0))
+    snap = board.snapshot()
+    assert snap["level"] == 1 and snap["visited"] == 31 and snap["edges"] == 50
+    assert snap["tasks"]["device"] == ["CPU", "GPU", "CPU"] and snap["lam"] == 10.0
+    assert snap["levels"] == {"level": [0, 1], "direction": ["top-down", "top-down"],
+                              "frontier": [1, 30], "cpu": [1, 2], "gpu": [0, 1]}
+    board("p", _decision(task=0, size=2, level=2, direction="bottom-up", time=101.5))
+    board("p", _decision(done=True, time=102.0))
+    snap = board.snapshot()
+    assert snap["state"] == "done" and snap["elapsed"] == pytest.approx(2.0)
+    assert snap["teps"] == pytest.approx(25.0)
+    assert snap["tasks"]["level"] == 1  # done: the busiest level is shown
+    assert json.loads(json.dumps(snap)) == snap  # plain data
+
+
+def test_live_runs_keeps_the_latest_searches_only():
+    board = LiveRuns(max_runs=3)
+    for i in range(5):
+        board(f"p{i}", _decision(vertices=10, time=100.0 + i))
+    board("other", _decision(time=200.0))  # not a search (no BFS tags): never shown
+    assert board.snapshot()["programs"] == ["p3", "p4"]
+    assert board.snapshot()["program"] == "p4"
+    assert board.snapshot("p3")["program"] == "p3"
+    assert board.latest("p0") is None
+
+
+# ----------------------------------------------------------------------------- over HTTP
+@pytest.fixture(scope="module")
+def base(runtime):
+    return _base(runtime)
+
+
+def test_page_and_data_serve_over_http(base):
+    status, html = _get(base + PAGE)
+    assert status == 200 and "bokeh" in html.lower()
+    status, body = _get(base + DATA)
+    assert status == 200 and set(json.loads(body)) >= {"program", "state", "level", "tasks", "levels", "teps"}
+    _, nav = _get(base + "/status")
+    assert 'href="taskbfs"' in nav  # a link in the dashboard's top bar
+
+
+def test_data_follows_a_running_search(runtime, base):
+    graph = _grid(100)  # 199 levels: a few seconds
+    tb.bfs(graph, 0, tasks=2, runtime=runtime, direction="top-down")  # warm up
+    box = {}
+
+    def search():
+        box["result"] = tb.bfs(graph, 0, tasks=16, lam=7, runtime=runtime, direction="top-down")
+
+    thread = threading.Thread(target=search)
+    thread.start()
+    snapshots = []
+    deadline = time.monotonic() + 120
+    while thread.is_alive() and time.monotonic() < deadline:
+        snapshots.append(_data(base))
+        time.sleep(0.05)
+    thread.join()
+    result = box["result"]
+    program = _program_of(result)
+    final = _data(base)
+    live = [s for s in snapshots if s["program"] == program and s["state"] == "running"]
+    assert len(live) >= 3, f"only {len(live)} snapshots while the search ran"
+    levels = [s["level"] for s in live]
+    assert levels == sorted(levels) and levels[-1] > levels[0]  # it moved on while we watched
+    trace = result.trace
+    for snap in live:  # each snapshot's tasks are those the search ran at that level
+        if snap["tasks"]["level"] is None:
+            continue
+        ran = trace[trace["level"] == snap["tasks"]["level"]]
+        shown = sorted(zip(snap["tasks"]["task"], snap["tasks"]["size"], strict=True))
+        assert set(shown) <= set(zip(ran["task"], ran["size"], strict=True))
+        assert snap["lam"] == 7.0 and snap["policy"] == "hybrid"
+        assert set(snap["tasks"]["device"]) <= {"CPU"}
+    assert final["program"] == program and final["state"] == "done"
+    assert final["levels"]["level"] == result.levels["level"].tolist()
+    assert final["levels"]["frontier"] == result.levels["frontier_size"].tolist()
+    assert final["levels"]["cpu"] == result.levels["tasks_cpu"].tolist()
+    assert final["levels"]["gpu"] == result.levels["tasks_gpu"].tolist() == [0] * len(result.levels)
+    assert final["visited"] == result.reached == graph.num_vertices
+    assert final["edges"] == result.traversed_edges
+    assert 0.25 < final["teps"] / result.teps < 4  # the scheduler's clock, not the client's
+    assert final["level"] == result.levels["level"].iloc[-1]
+
+
+# ----------------------------------------------------------------------------- a separate scheduler
+@pytest.fixture(scope="module")
+def cli_scheduler(tmp_path_factory):
+    """``dask scheduler`` with a dashboard and one ``CPU=2`` ``dask worker``, as processes."""
+    tmp = tmp_path_factory.mktemp("dash-cluster")
+    dask = [sys.executable, "-m", "dask"]
+    procs, logs = [], []
+
+    def spawn(name, args):
+        log = open(tmp / f"{name}.log", "wb")  # noqa: SIM115 (closed in finally)
+        logs.append(log)
+        procs.append(subprocess.Popen(dask + args, stdout=log, stderr=subprocess.STDOUT))
+
+    try:
+        spawn("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address",
+                            "127.0.0.1:0", "--scheduler-file", str(tmp / "scheduler.json")])
+        deadline = time.monotonic() + START_TIMEOUT
+        while not ((tmp / "scheduler.json").exists() and (tmp / "scheduler.json").stat().st_size):
+            assert procs[0].poll() is None, "dask scheduler exited"
+            assert time.monotonic() < deadline, "dask scheduler did not start"
+            time.sleep(0.1)
+        address = json.loads((tmp / "scheduler.json").read_text())["address"]
+        spawn("worker", ["worker", address, "--nthreads", "2", "--resources", "CPU=2"])
+        yield address
+    except BaseException:
+        for log in logs:
+            log.flush()
+            print(Path(log.name).read_text()[-3000:], file=sys.stderr)
+        raise
+    finally:
+        for p in reversed(procs):  # the worker first
+            p.terminate()
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for log in logs:
+            log.close()
+
+
+@pytest.mark.slow
+def test_page_on_a_separately_started_scheduler(cli_scheduler):
+    with tb.Runtime(cli_scheduler) as rt:
+        rt.client.wait_for_workers(1, timeout=START_TIMEOUT)
+        base = _base(rt)
+        assert _data(base)["state"] == "idle"
+        graph = tb.kronecker(9, seed=1)
+        result = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=1)[0]), tasks=4, lam=3, runtime=rt)
+        snap = _data(base)
+        assert snap["program"] == _program_of(result) and snap["state"] == "done"
+        assert snap["visited"] == result.reached and snap["edges"] == result.traversed_edges
+        assert snap["lam"] == 3.0
+        status, html = _get(base + PAGE)
+        assert status == 200 and "bokeh" in html.lower()
+
+
+# ----------------------------------------------------------------------------- headless Chromium
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--remote-allow-origins=*", "--window-size=1400,1000"]
+
+#: Walks the page and its shadow roots (Bokeh 3 renders into them): text, and for every
+#: canvas of a plot how many pixels carry each of the given colours.
+PROBE = r"""
+((colors) => {
+  const out = {text: "", canvases: 0, pixels: Object.fromEntries(colors.map(c => [c, 0])),
+               bokeh: typeof Bokeh === "undefined" ? 0 : Bokeh.documents.length};
+  const rgb = colors.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
+  function walk(root) {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.shadowRoot) { out.text += " " + el.shadowRoot.textContent; walk(el.shadowRoot); }
+      if (el.tagName !== "CANVAS" || el.width < 100 || el.height < 100) continue;
+      out.canvases += 1;
+      const data = el.getContext("2d").getImageData(0, 0, el.width, el.height).data;
+      for (let i = 0; i < data.length; i += 4) {
+        rgb.forEach((c, k) => {
+          if (Math.abs(data[i] - c[0]) + Math.abs(data[i + 1] - c[1]) + Math.abs(data[i + 2] - c[2]) < 12)
+            out.pixels[colors[k]] += 1;
+        });
+      }
+    }
+  }
+  out.text += document.body ? document.body.textContent : "";
+  walk(document);
+  return out;
+})(%s)
+"""
+
+
+def _chromium() -> str | None:
+    explicit = os.environ.get("TASKBFS_CHROMIUM")
+    if explicit:
+        return explicit
+    for name in CHROMIUM_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+async def _probe_page(chromium: str, url: str, until, timeout: float, screenshot: Path):
+    """Open ``url`` in headless Chromium; evaluate PROBE until ``until(result)``; screenshot."""
+    from tornado.websocket import websocket_connect
+
+    profile = tempfile.mkdtemp(prefix="taskbfs-chromium-")
+    proc = subprocess.Popen([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                             "--remote-debugging-port=0", url],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        port_file = Path(profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + timeout
+        while not (port_file.exists() and port_file.read_text().strip()):
+            assert proc.poll() is None, f"chromium exited: {proc.stderr.read().decode()[-2000:]}"
+            assert time.monotonic() < deadline, "chromium did not open its DevTools port"
+            await asyncio.sleep(0.1)
+        port = port_file.read_text().split()[0]
+        pages = []
+        while not pages:
+            targets = json.loads(_get(f"http://127.0.0.1:{port}/json/list")[1])
+            pages = [t for t in targets if t.get("type") == "page" and t.get("url", "").startswith(url)]
+            assert time.monotonic() < deadline, f"chromium shows no page at {url}: {targets}"
+            await asyncio.sleep(0.1)
+        ws = await websocket_connect(pages[0]["webSocketDebuggerUrl"], max_message_size=64 << 20)
+        ids = iter(range(1, 1 << 30))
+
+        async def call(method, **params):
+            n = next(ids)
+            await ws.write_message(json.dumps({"id": n, "method": method, "params": params}))
+            while True:
+                message = json.loads(await ws.read_message())
+                if message.get("id") == n:
+                    assert "error" not in message, message
+                    return message["result"]
+
+        expression = PROBE % json.dumps([DEVICE_COLORS["CPU"], "#ffcc00"])
+        result = None
+        while time.monotonic() < deadline:
+            reply = await call("Runtime.evaluate", expression=expression, returnByValue=True)
+            result = reply["result"].get("value")
+            if result and until(result):
+                break
+            await asyncio.sleep(0.25)
+        shot = await call("Page.captureScreenshot", format="png")
+        screenshot.write_bytes(base64.b64decode(shot["data"]))
+        ws.close()
+        return result
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no Chromium binary found (looked for " + ", ".join(CHROMIUM_NAMES) +
+                    " on PATH and $TASKBFS_CHROMIUM): install Debian's chromium package")
+    graph = tb.kronecker(10, seed=5)
+    result = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=3)[0]), tasks=8, runtime=runtime)
+    program = _program_of(result)
+
+    def drawn(r):
+        return (program in r["text"] and r["canvases"] >= 3
+                and all(count > 100 for count in r["pixels"].values()))
+
+    shot = tmp_path / "taskbfs-page.png"
+    probe = asyncio.run(_probe_page(chromium, base + PAGE, drawn, 60, shot))
+    if os.environ.get("TASKBFS_SCREENSHOT_DIR"):  # keep it for a human to look at
+        shutil.copy(shot, Path(os.environ["TASKBFS_SCREENSHOT_DIR"]) / shot.name)
+    assert probe is not None and probe["bokeh"] >= 1, probe
+    assert program in probe["text"] and "done" in probe["text"], probe["text"][:500]
+    assert probe["canvases"] >= 3, probe  # the three plots
+    assert probe["pixels"][DEVICE_COLORS["CPU"]] > 100, probe  # CPU task bars
+    assert probe["pixels"]["#ffcc00"] > 100, probe  # frontier bars
+    assert shot.stat().st_size > 10_000
