@@ -50,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--validate", action="store_true", help="check each result with the Graph500 rules")
     run.add_argument("--progress", action="store_true", default=None,
                      help="show per-level progress (default: when stderr is a terminal)")
+    run.add_argument("--trace", metavar="FILE", default=None,
+                     help="write the task trace of every search: FILE.parquet or FILE.csv")
+    run.add_argument("--timeline", metavar="FILE.png", default=None,
+                     help="draw the last search's execution timeline (needs matplotlib)")
     run.set_defaults(func=cmd_run)
     from taskbfs import graph500_cli
 
@@ -94,6 +98,7 @@ def cmd_run(args) -> int:
     """``taskbfs run``."""
     import taskbfs as tb
 
+    _check_reports(args)
     graph, origin = load_graph(args)
     print(f"graph: {origin}")
     print(f"       {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
@@ -107,11 +112,13 @@ def cmd_run(args) -> int:
         if not sources:
             raise tb.InvalidParameterError("the graph has no vertex of degree >= 1 to start from")
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
+    results = []
     with tb.Runtime(args.scheduler) as rt:
         print(f"cluster: {rt.resources()}  dashboard: {rt.dashboard_link}")
         failures = 0
         for source in sources:
             result = _run_one(tb, graph, source, args, rt, show_progress)
+            results.append(result)
             verdict = ""
             if args.validate:
                 try:
@@ -123,7 +130,34 @@ def cmd_run(args) -> int:
             print(f"source {source}: reached {result.reached:,} vertices in {result.num_levels} levels, "
                   f"{result.traversed_edges:,} edges, {result.elapsed:.4f} s, "
                   f"{result.mteps:,.1f} MTEPS{verdict}")
+    _write_reports(args, results)
     return 1 if failures else 0
+
+
+def _check_reports(args) -> None:
+    """Refuse a bad ``--trace`` / ``--timeline`` before any search runs."""
+    from taskbfs import trace
+
+    if args.trace:
+        trace.check_trace_path(args.trace)
+    if args.timeline:
+        trace.check_plotting("--timeline")
+
+
+def _write_reports(args, results) -> None:
+    """``--trace`` and ``--timeline``."""
+    from taskbfs import trace
+
+    if args.trace:
+        path = trace.write_trace(results, args.trace)
+        print(f"trace: {path} ({sum(len(r.trace) for r in results):,} tasks)")
+    if args.timeline and results:
+        import matplotlib
+
+        matplotlib.use("Agg")  # a file, never a window
+        ax = trace.plot_timeline(results[-1])
+        ax.figure.savefig(args.timeline, dpi=120, bbox_inches="tight")
+        print(f"timeline: {args.timeline}")
 
 
 def _run_one(tb, graph, source, args, rt, show_progress):

@@ -391,6 +391,13 @@ def plot_task_times(result, ax=None, lam: float | None = None):
 def write_trace(result, path) -> Path:
     """Write :func:`task_table` to ``path``: Parquet (``.parquet``, ``.pq``) or CSV (``.csv``).
 
+    Parameters
+    ----------
+    result : BFSResult or list of BFSResult
+        Several searches are written as one table with two leading columns, ``search``
+        (0, 1, …) and ``source``.
+    path : str or Path
+
     Raises
     ------
     InvalidParameterError
@@ -398,20 +405,45 @@ def write_trace(result, path) -> Path:
     MissingDependencyError
         Parquet without pyarrow.
     """
-    path = Path(path)
-    suffix = path.suffix.lower()
-    table = task_table(result)
-    if suffix in (".parquet", ".pq"):
-        if _find_spec("pyarrow") is None:
-            raise MissingDependencyError(
-                f"writing {path} needs pyarrow (pip install pyarrow), or use a .csv file")
-        table.to_parquet(path, index=False)
-    elif suffix == ".csv":
+    path = check_trace_path(path)
+    if isinstance(result, (list, tuple)):
+        tables = [task_table(r).assign(search=i, source=int(r.source)) for i, r in enumerate(result)]
+        table = pd.concat(tables, ignore_index=True) if tables else _empty_task_table()
+        table = table[["search", "source"] + [c for c in table.columns if c not in ("search", "source")]]
+    else:
+        table = task_table(result)
+    if path.suffix.lower() == ".csv":
         table.to_csv(path, index=False)
     else:
+        table.to_parquet(path, index=False)
+    return path
+
+
+def _empty_task_table() -> pd.DataFrame:
+    """An empty :func:`task_table` (its columns, no rows)."""
+    return pd.DataFrame(columns=["search", "source", *_TASK_COLUMNS])
+
+
+def check_trace_path(path) -> Path:
+    """``path`` as a Path if :func:`write_trace` can write it, else a clear error (nothing runs)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv"):
         raise InvalidParameterError(
             f"trace file {str(path)!r}: unknown suffix {suffix or '(none)'!r}; use .parquet or .csv")
+    if suffix != ".csv" and _find_spec("pyarrow") is None:
+        raise MissingDependencyError(
+            f"writing {path} needs pyarrow (pip install pyarrow), or use a .csv file")
+    if not path.parent.is_dir():
+        raise InvalidParameterError(f"trace file {str(path)!r}: no directory {str(path.parent)!r}")
     return path
+
+
+def check_plotting(what: str = "plotting") -> None:
+    """Raise :class:`MissingDependencyError` now if matplotlib is not installed."""
+    if _find_spec("matplotlib") is None:
+        raise MissingDependencyError(
+            f"{what} needs matplotlib: pip install matplotlib (or \"taskbfs[notebooks]\")")
 
 
 def to_paraver(result, basename) -> tuple[Path, Path, Path]:
@@ -627,5 +659,7 @@ __all__ = [
     "thread_table",
     "to_chrome_trace",
     "to_paraver",
+    "check_plotting",
+    "check_trace_path",
     "write_trace",
 ]

@@ -311,3 +311,36 @@ def test_write_trace_by_suffix(auto_run, tmp_path, monkeypatch):
     monkeypatch.setattr(trace, "_find_spec", lambda name: None)  # as if pyarrow were not installed
     with pytest.raises(MissingDependencyError, match="needs pyarrow"):
         trace.write_trace(auto_run, tmp_path / "u.parquet")
+
+
+# ----------------------------------------------------------------------------- the CLI
+def test_cli_run_writes_trace_and_timeline(runtime, tmp_path, capsys):
+    from taskbfs import cli
+
+    address = runtime.client.scheduler.address  # the session's cluster, not a new one
+    csv, png = tmp_path / "trace.csv", tmp_path / "timeline.png"
+    status = cli.main(["run", "--scale", "9", "--keys", "2", "--tasks", "4", "--scheduler", address,
+                       "--trace", str(csv), "--timeline", str(png)])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert f"trace: {csv}" in out and f"timeline: {png}" in out
+    table = pd.read_csv(csv)
+    assert list(table.columns[:4]) == ["search", "source", "level", "task"]
+    assert set(table["search"]) == {0, 1} and table["source"].nunique() == 2
+    sources = [int(line.split()[1].rstrip(":")) for line in out.splitlines() if line.startswith("source ")]
+    assert sorted(set(table["source"])) == sorted(sources)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5_000
+    parquet = tmp_path / "trace.parquet"
+    assert cli.main(["run", "--scale", "8", "--tasks", "2", "--scheduler", address, "--trace", str(parquet)]) == 0
+    assert set(pd.read_parquet(parquet)["search"]) == {0}
+
+
+def test_cli_refuses_a_bad_trace_file_before_running(tmp_path, capsys):
+    from taskbfs import cli
+
+    assert cli.main(["run", "--scale", "8", "--trace", str(tmp_path / "trace.txt")]) == 2
+    captured = capsys.readouterr()
+    assert "trace.txt" in captured.err and "use .parquet or .csv" in captured.err
+    assert "graph:" not in captured.out  # refused before generating the graph
+    assert cli.main(["run", "--scale", "8", "--trace", str(tmp_path / "no" / "dir" / "t.csv")]) == 2
+    assert "no directory" in capsys.readouterr().err
