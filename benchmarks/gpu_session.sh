@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# gpu_session.sh — one device-machine session for issue 3: the whole test suite on a real
+# GPU, the λ crossover (benchmarks/lambda_crossover.py) and the strategy table
+# (benchmarks/gpu_strategies.py), logs and CSVs written under $OUT.
+#
+# Usage (repo root, on the GPU machine):  STEPS="env tests lambda strategies" bash benchmarks/gpu_session.sh
+# Steps (run in the order given):
+#   env         GPU, driver, versions, launch config                      -> $OUT/env.log
+#   tests       python -m pytest -x -q (no simulator; TESTS_ARGS appended) -> $OUT/tests.log
+#   lambda      lambda_crossover.py (LAMBDA_ARGS)      -> $OUT/lambda.log, $OUT/lambda_crossover.csv
+#   strategies  gpu_strategies.py (STRATEGY_ARGS)      -> $OUT/strategies.log, $OUT/gpu_strategies.csv
+# Environment: OUT (default ./out), PYTHON (python3), TESTS_TIMEOUT (seconds, 420),
+# STRATEGY_TIMEOUT (seconds, 540).
+#
+# The device image has no dask/distributed: carry them as wheels in .whl/ (see the device
+# tool's README) — they are installed into /tmp/site here. Its numpy (2.5) lacks aliases that
+# numba-cuda 0.30 overloads (np.row_stack): a sitecustomize.py on PYTHONPATH gives each missing
+# name a stand-in in every Python process (pytest's subprocesses too), as in
+# benchmarks/gpu_device_check.sh.
+set -u -o pipefail
+OUT=${OUT:-./out}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+STEPS=${STEPS:-env tests lambda strategies}
+unset NUMBA_ENABLE_CUDASIM
+export PYTHONUNBUFFERED=1
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+fi
+mkdir -p /tmp/shim
+"$PY" - <<'EOF' > /tmp/shim/sitecustomize.py
+import importlib.util, pathlib, re
+import numpy as np
+names = set()
+spec = importlib.util.find_spec("numba_cuda")
+if spec is not None and spec.origin:
+    for f in pathlib.Path(spec.origin).parent.rglob("*.py"):
+        names.update(re.findall(r"(?:overload|infer_global|lower_builtin|lower)\(np\.([a-z_]\w*)",
+                                f.read_text(errors="ignore")))
+missing = []
+for n in sorted(names):
+    try:
+        getattr(np, n)
+    except AttributeError:
+        missing.append(n)
+print("# numpy stand-ins for names numba-cuda overloads but this numpy lacks (gpu_session.sh)")
+print("import numpy as _np")
+print(f"for _n in {missing!r}:")
+print("    if not hasattr(_np, _n):")
+print("        setattr(_np, _n, _np.vstack if _n == 'row_stack' else (lambda *a, **k: None))")
+EOF
+export PYTHONPATH="/tmp/shim:/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+for step in $STEPS; do
+  case $step in
+  env)
+    {
+      echo "== $(date -u +%FT%TZ) $(hostname), $(nproc) cores"
+      nvidia-smi --query-gpu=name,memory.total,memory.free,driver_version --format=csv || true
+      cat /tmp/shim/sitecustomize.py
+      "$PY" -c "
+import dask, distributed, numba, numpy, scipy, pandas
+from numba import cuda
+print('python', __import__('sys').version.split()[0], 'dask', dask.__version__, 'distributed', distributed.__version__,
+      'numba', numba.__version__, 'numpy', numpy.__version__, 'scipy', scipy.__version__, 'pandas', pandas.__version__)
+import numba_cuda; print('numba-cuda', numba_cuda.__version__)
+from taskbfs.kernels.gpu import launch_config; print(launch_config())
+from taskbfs.runtime.cluster import detect_gpus; print('detect_gpus', detect_gpus())
+"
+    } 2>&1 | tee "$OUT/env.log"
+    ;;
+  tests)
+    timeout "${TESTS_TIMEOUT:-420}" "$PY" -m pytest -x -q -p no:cacheprovider --durations=15 ${TESTS_ARGS:-} \
+      2>&1 | tee "$OUT/tests.log"
+    echo "tests exit status: ${PIPESTATUS[0]}" | tee -a "$OUT/tests.log"
+    ;;
+  lambda)
+    "$PY" benchmarks/lambda_crossover.py --out "$OUT/lambda_crossover.csv" ${LAMBDA_ARGS:-} 2>&1 \
+      | tee "$OUT/lambda.log"
+    ;;
+  strategies)
+    timeout "${STRATEGY_TIMEOUT:-540}" "$PY" benchmarks/gpu_strategies.py --out "$OUT/gpu_strategies.csv" \
+      ${STRATEGY_ARGS:-} 2>&1 | tee "$OUT/strategies.log"
+    ;;
+  *) echo "unknown step $step" ;;
+  esac
+done
