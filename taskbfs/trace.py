@@ -309,9 +309,11 @@ def plot_timeline(result, ax=None, legend: bool = True):
     states = state_table(result)
     for state, group in states.groupby("state"):
         color = _mpl_color(STATE_COLORS[state])
+        # busy states get an outline of their own colour, so that a task of a few µs still shows
+        outline = {"edgecolor": "none"} if state == "idle" else {"edgecolor": color, "linewidth": 0.5}
         for row, spans in group.groupby("row"):
             ax.broken_barh(list(zip(spans["start"], spans["stop"] - spans["start"], strict=True)),
-                           (row - 0.4, 0.8), facecolors=color, edgecolor="none")
+                           (row - 0.4, 0.8), facecolors=color, **outline)
     ax.set_yticks(threads["row"].tolist(), threads["label"].tolist())
     ax.set_ylim(len(threads) - 0.5, -0.5)
     ax.set_xlim(*_span(result))
