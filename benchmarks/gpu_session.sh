@@ -6,11 +6,13 @@
 # Usage (repo root, on the GPU machine):  STEPS="env tests lambda strategies" bash benchmarks/gpu_session.sh
 # Steps (run in the order given):
 #   env         GPU, driver, versions, launch config                      -> $OUT/env.log
-#   tests       python -m pytest -x -q (no simulator; TESTS_ARGS appended) -> $OUT/tests.log
+#   tests       python -m pytest -x -q (no simulator; PYTEST_FLAGS replaces "-x -q") -> $OUT/tests.log
 #   lambda      lambda_crossover.py (LAMBDA_ARGS)      -> $OUT/lambda.log, $OUT/lambda_crossover.csv
 #   strategies  gpu_strategies.py (STRATEGY_ARGS)      -> $OUT/strategies.log, $OUT/gpu_strategies.csv
-# Environment: OUT (default ./out), PYTHON (python3), TESTS_TIMEOUT (seconds, 420),
-# STRATEGY_TIMEOUT (seconds, 540).
+# Environment: OUT (default ./out), PYTHON (python3), SESSION_SECONDS (the time the whole
+# session may take, 570: each step's timeout is what is left of it, and gpu_strategies.py
+# starts no new T in its last 60 s), STRATEGY_LAM=crossover (pass the λ that the lambda
+# step just measured to gpu_strategies.py).
 #
 # The device image has no dask/distributed: carry them as wheels in .whl/ (see the device
 # tool's README) — they are installed into /tmp/site here. Its numpy (2.5) lacks aliases that
@@ -18,12 +20,14 @@
 # name a stand-in in every Python process (pytest's subprocesses too), as in
 # benchmarks/gpu_device_check.sh.
 set -u -o pipefail
+START=$SECONDS
+left() { echo $(( ${SESSION_SECONDS:-570} - (SECONDS - START) )); }
 OUT=${OUT:-./out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 STEPS=${STEPS:-env tests lambda strategies}
 unset NUMBA_ENABLE_CUDASIM
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=0
 
 if ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -72,17 +76,21 @@ from taskbfs.runtime.cluster import detect_gpus; print('detect_gpus', detect_gpu
     } 2>&1 | tee "$OUT/env.log"
     ;;
   tests)
-    timeout "${TESTS_TIMEOUT:-420}" "$PY" -m pytest -x -q -p no:cacheprovider --durations=15 ${TESTS_ARGS:-} \
+    timeout "$(left)" "$PY" -m pytest ${PYTEST_FLAGS:--x -q} -p no:cacheprovider --durations=15 \
       2>&1 | tee "$OUT/tests.log"
     echo "tests exit status: ${PIPESTATUS[0]}" | tee -a "$OUT/tests.log"
     ;;
   lambda)
-    "$PY" benchmarks/lambda_crossover.py --out "$OUT/lambda_crossover.csv" ${LAMBDA_ARGS:-} 2>&1 \
-      | tee "$OUT/lambda.log"
+    timeout "$(left)" "$PY" benchmarks/lambda_crossover.py --out "$OUT/lambda_crossover.csv" ${LAMBDA_ARGS:-} \
+      2>&1 | tee "$OUT/lambda.log"
     ;;
   strategies)
-    timeout "${STRATEGY_TIMEOUT:-540}" "$PY" benchmarks/gpu_strategies.py --out "$OUT/gpu_strategies.csv" \
-      ${STRATEGY_ARGS:-} 2>&1 | tee "$OUT/strategies.log"
+    LAM_ARG=""
+    if [ "${STRATEGY_LAM:-}" = crossover ] && grep -q "(lambda = " "$OUT/lambda.log" 2>/dev/null; then
+      LAM_ARG="--lam $(sed -n 's/.*(lambda = \([0-9]*\)).*/\1/p' "$OUT/lambda.log")"
+    fi
+    timeout "$(left)" "$PY" benchmarks/gpu_strategies.py --out "$OUT/gpu_strategies.csv" \
+      --deadline "$(( $(left) - 60 ))" $LAM_ARG ${STRATEGY_ARGS:-} 2>&1 | tee "$OUT/strategies.log"
     ;;
   *) echo "unknown step $step" ;;
   esac

@@ -118,6 +118,7 @@ class DeviceCache:
         from taskbfs.kernels.gpu import launch_config
 
         if self._config is None:
+            _quiet_occupancy_warnings()
             self._config = launch_config()
         return self._config
 
@@ -219,6 +220,22 @@ class DeviceCache:
         view = buf[: host.size]
         view.copy_to_device(host)
         return view
+
+
+def _quiet_occupancy_warnings() -> None:
+    """Turn off numba-cuda's "grid size N will likely result in GPU under-utilization" warning.
+
+    Small tasks launch small grids on purpose (a task near λ has a few thousand edges), and
+    the warning is formatted and printed on every such launch, several per step: host
+    time on the critical path of every small GPU task.
+    """
+    import importlib
+
+    for name in ("numba.cuda.core.config", "numba.core.config"):
+        try:
+            importlib.import_module(name).CUDA_LOW_OCCUPANCY_WARNINGS = 0
+        except Exception:  # noqa: BLE001 - the module differs across numba-cuda versions
+            pass
 
 
 def _default_budget() -> int:
