@@ -44,10 +44,13 @@ def test_notebook_is_well_formed(path):
         f"{path.name} is stored with outputs; clear them"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path, monkeypatch):
-    monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's inline backend: figures as PNG
+def _execute(path: Path, parameters: str = ""):
+    """Run the notebook (with ``parameters`` injected after its parameter cell, as papermill
+    does); return it with its outputs."""
     nb = nbformat.read(path, as_version=4)
+    if parameters:
+        at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(parameters))
     client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     try:
@@ -56,5 +59,32 @@ def test_notebook_runs(path, monkeypatch):
         pytest.fail(f"{path.name} failed:\n{exc}", pytrace=False)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors
+    return nb
+
+
+def _text(nb) -> str:
+    return "\n".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", [])
+                     if o.get("output_type") == "stream")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path, monkeypatch):
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's inline backend: figures as PNG
+    nb = _execute(path)
     images = sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
     assert images >= 2, f"{path.name} drew {images} figure(s)"
+
+
+def test_lambda_notebook_reads_a_recorded_crossover(tmp_path, monkeypatch):
+    # a made-up measurement file, only to drive the notebook's "file present" branch: the GPU
+    # wins from 1000 vertices on (and not at 100, where it loses)
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    csv = tmp_path / "lambda_crossover.csv"
+    csv.write_text("frontier_size,cpu_seconds,gpu_seconds,device\n"
+                   "1,1e-5,2e-4,test fixture\n100,5e-5,2e-4,test fixture\n"
+                   "1000,3e-4,2e-4,test fixture\n10000,3e-3,3e-4,test fixture\n")
+    path = next(p for p in NOTEBOOKS if p.stem == "lambda_and_devices")
+    nb = _execute(path, f"SCALE = 9\nKEYS = 1\nLAMBDAS = [0, 1000]\nCROSSOVER_CSV = {str(csv)!r}")
+    text = _text(nb)
+    assert "recorded on: test fixture; crossover (λ for that machine): 1000" in text, text
+    assert "does not exist" not in text
