@@ -1,0 +1,526 @@
+"""taskbfs side by side with the tools people would otherwise use, same graph, same keys.
+
+One Graph500 Kronecker graph, one set of search keys (degree >= 1), then on every key:
+
+- taskbfs (embedded default cluster or ``--scheduler``) for each T of ``--tasks`` (a small
+  sweep); the table shows the default T and the best T;
+- the same CPU kernels in a plain Python level loop without Dask (``plain_loop.py``) at
+  every T of the sweep, on a thread pool (as many threads as the embedded cluster's worker)
+  and serially at taskbfs's best T;
+- scipy ``breadth_first_order``, python-graphblas (masked ``vxm`` with ``any_secondi``),
+  igraph ``Graph.bfs``, and networkx ``bfs_predecessors`` (scale <= 16 by default).
+
+Every peer's distances (from its levels, or the depths of its parent tree) must equal
+taskbfs's for every key. MTEPS = Graph500 traversed edges (those of the key's component)
+/ search seconds, harmonic mean over the keys; "x taskbfs" = peer MTEPS / taskbfs MTEPS
+at its best T. Each peer gets one untimed warm-up search first. Building a peer's own
+graph structure is not timed (reported in the notes). Peers that are not installed are
+reported as such.
+
+Memory: peak resident set size (RSS) of this process while a peer runs, by a thread that
+samples ``psutil.Process().memory_info().rss`` every 5 ms, combined with
+``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (kernel's exact lifetime peak, which counts
+when the peer sets a new process-wide high). The embedded cluster runs in this process
+(threads), so its workers' numba allocations and partition copies are included;
+tracemalloc would miss them. taskbfs runs first, so its increase is measured from a
+baseline that holds only the graph; later peers may reuse memory freed before them.
+
+    python benchmarks/peers.py --scale 16 --keys 16 --tasks 4 8 16 32 [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from plain_loop import Slices, plain_bfs  # noqa: E402
+
+import taskbfs as tb  # noqa: E402
+from taskbfs import config  # noqa: E402
+
+MB = 1 << 20
+
+
+# ------------------------------------------------------------------ measurements
+@dataclass
+class Row:
+    """One line of the table: a peer's per-key seconds and what went with them."""
+
+    name: str
+    seconds: list = field(default_factory=list)
+    edges: list = field(default_factory=list)
+    status: str = "ok"  # ok | not installed | skipped (...) | DISAGREES (...)
+    note: str = ""
+    peak_mb: float = float("nan")  # RSS increase over the start of the peer's run
+    mismatches: int = 0
+
+    @property
+    def mteps(self) -> float:
+        if not self.seconds:
+            return float("nan")
+        teps = np.asarray(self.edges, float) / np.asarray(self.seconds, float)
+        return len(teps) / np.sum(1.0 / teps) / 1e6
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.seconds)) if self.seconds else float("nan")
+
+
+class PeakRSS:
+    """Peak RSS of this process over a ``with`` block (see the module docstring)."""
+
+    def __init__(self, interval: float = 0.005):
+        self.interval = interval
+        self.start = self.peak = self._rss()
+        self._stop = threading.Event()
+        self._thread = None
+
+    @staticmethod
+    def _rss() -> int:
+        try:
+            import psutil
+
+            return psutil.Process().memory_info().rss
+        except ImportError:  # fall back to ru_maxrss alone (Linux: KiB)
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def _sample(self):
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, self._rss())
+
+    def __enter__(self):
+        self.start = self.peak = self._rss()
+        self._maxrss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._rss())
+        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        if maxrss > self._maxrss0:  # a new lifetime high was set inside the block
+            self.peak = max(self.peak, maxrss)
+
+    @property
+    def increase_mb(self) -> float:
+        return (self.peak - self.start) / MB
+
+
+@njit(cache=True)
+def tree_depths(parents, source):  # pragma: no cover - numba
+    """Depth of every vertex in a parent tree (-1 unreached); all -2 if the tree is broken.
+
+    Each vertex is pushed once (-3 marks the chain being walked, so a cycle is caught).
+    """
+    n = parents.size
+    depth = np.full(n, -1, np.int64)
+    depth[source] = 0
+    stack = np.empty(n, np.int64)
+    for v in range(n):
+        if parents[v] < 0 or depth[v] >= 0:
+            continue
+        top = 0
+        u = v
+        while depth[u] == -1:
+            if parents[u] < 0 or parents[u] == u:
+                return np.full(n, -2, np.int64)
+            depth[u] = -3
+            stack[top] = u
+            top += 1
+            u = parents[u]
+        if depth[u] == -3:
+            return np.full(n, -2, np.int64)
+        d = depth[u]
+        while top > 0:
+            top -= 1
+            d += 1
+            depth[stack[top]] = d
+    return depth
+
+
+class Reference:
+    """taskbfs's distances per key (1 byte per vertex when levels fit), and its edges."""
+
+    def __init__(self):
+        self.distances: dict[int, np.ndarray] = {}
+        self.edges: dict[int, int] = {}
+
+    def add(self, key, distances, edges):
+        small = np.int8 if distances.max() < 127 else np.int32
+        self.distances[key] = distances.astype(small)
+        self.edges[key] = int(edges)
+
+    def check(self, row: Row, key, distances) -> None:
+        ref = self.distances[key]
+        bad = int(np.count_nonzero(ref.astype(np.int64) != distances))
+        if bad:
+            row.mismatches += 1
+            row.status = f"DISAGREES ({row.mismatches} keys; key {key}: {bad} vertices differ)"
+
+
+# ------------------------------------------------------------------ peers
+def run_taskbfs(graph, keys, task_counts, ref, scheduler):
+    """taskbfs at every T (memory: whole run incl. runtime start, and searches alone)."""
+    rows = {}
+    with PeakRSS() as mem, tb.Runtime(scheduler) as rt:
+        workers = rt.resources()
+        t0 = time.perf_counter()
+        tb.bfs(graph, keys[0], tasks=task_counts[0], runtime=rt)  # warm-up: JIT, placement
+        warm = time.perf_counter() - t0
+        for tasks in task_counts[1:]:
+            tb.bfs(graph, keys[0], tasks=tasks, runtime=rt)  # place every T's partitions
+        with PeakRSS() as searching:
+            _sweep(graph, keys, task_counts, ref, rt, rows)
+    for row in rows.values():
+        row.peak_mb = searching.increase_mb
+    return rows, mem, searching, workers, warm
+
+
+def _sweep(graph, keys, task_counts, ref, rt, rows):
+    """Every key at every T; the first T's results are validated and become the reference."""
+    for i, tasks in enumerate(task_counts):
+        row = Row(f"taskbfs T={tasks}")
+        for key in keys:
+            r = tb.bfs(graph, key, tasks=tasks, runtime=rt)
+            if i == 0:
+                tb.validate(graph, key, r.parents, levels=r.distances)
+                ref.add(key, r.distances, r.traversed_edges)
+            else:
+                ref.check(row, key, r.distances)
+            row.seconds.append(r.elapsed)
+            row.edges.append(ref.edges[key])
+        rows[tasks] = row
+
+
+def run_plain(graph, keys, tasks, threads, ref, pool):
+    row = Row(f"plain loop T={tasks}, {threads} thread{'s' if threads > 1 else ''}")
+    slices = Slices(graph, tasks)
+    plain_bfs(graph, keys[0], slices=slices, threads=threads, pool=pool)  # warm-up
+    with PeakRSS() as mem:
+        for key in keys:
+            r = plain_bfs(graph, key, slices=slices, threads=threads, pool=pool)
+            ref.check(row, key, r.distances)
+            row.seconds.append(r.elapsed)
+            row.edges.append(ref.edges[key])
+    row.peak_mb = mem.increase_mb
+    return row
+
+
+def timed_peer(row: Row, keys, ref, search, build=None):
+    """Build the peer's structure (untimed), warm up, then time ``search(key)`` per key.
+
+    ``search`` returns ``(seconds, distances)``.
+    """
+    if build is not None:
+        t0 = time.perf_counter()
+        build()
+        row.note = f"build {time.perf_counter() - t0:.1f} s (untimed)"
+    search(keys[0])
+    with PeakRSS() as mem:
+        for key in keys:
+            seconds, distances = search(key)
+            ref.check(row, key, distances)
+            row.seconds.append(seconds)
+            row.edges.append(ref.edges[key])
+    row.peak_mb = mem.increase_mb
+    return row
+
+
+def parents_to_depths(parents, source):
+    p = np.asarray(parents, dtype=np.int64)
+    p[p < 0] = -1
+    p[source] = source
+    return tree_depths(p, source)
+
+
+def run_scipy(graph, keys, ref):
+    from scipy.sparse.csgraph import breadth_first_order
+
+    row = Row("scipy breadth_first_order")
+    holder = {}
+
+    def build():
+        holder["A"] = graph.to_scipy()
+
+    def search(key):
+        t0 = time.perf_counter()
+        # The CSR already holds both arcs of every edge, so directed=True is the same
+        # search without scipy symmetrising the matrix on every call.
+        _, pred = breadth_first_order(holder["A"], key, directed=True, return_predecessors=True)
+        seconds = time.perf_counter() - t0
+        return seconds, parents_to_depths(pred, key)
+
+    timed_peer(row, keys, ref, search, build)
+    row.note = "directed=True on the symmetric CSR, predecessors; " + row.note
+    return row
+
+
+def run_graphblas(graph, keys, ref):
+    try:
+        import graphblas as gb
+        from graphblas import Matrix, Vector, semiring
+    except ImportError:
+        return Row("python-graphblas", status="not installed")
+    row = Row("python-graphblas vxm any_secondi")
+    n = graph.num_vertices
+    holder = {}
+
+    def build():
+        holder["A"] = Matrix.from_csr(graph.indptr, graph.indices, values=True, dtype=bool,
+                                      nrows=n, ncols=n)
+
+    any_secondi = semiring.ss.any_secondi[gb.dtypes.INT64]
+
+    def search(key):
+        A = holder["A"]
+        t0 = time.perf_counter()
+        frontier = Vector(gb.dtypes.INT64, n)
+        parents = Vector(gb.dtypes.INT64, n)
+        frontier[key] = key
+        parents[key] = key
+        while frontier.nvals:
+            # frontier<!parents, replace> = frontier any.secondi A: each unvisited
+            # neighbour gets the id of one frontier vertex (its parent).
+            frontier(~parents.S, replace=True) << any_secondi(frontier @ A)
+            parents(frontier.S) << frontier
+        seconds = time.perf_counter() - t0
+        return seconds, parents_to_depths(parents.to_dense(fill_value=-1), key)
+
+    timed_peer(row, keys, ref, search, build)
+    row.note = f"{gb.ss.config['nthreads']} threads; " + row.note
+    return row
+
+
+def run_igraph(graph, keys, ref):
+    try:
+        import igraph as ig
+    except ImportError:
+        return Row("igraph", status="not installed")
+    row = Row("igraph Graph.bfs")
+    holder = {}
+
+    def build():
+        src = np.repeat(np.arange(graph.num_vertices), np.diff(graph.indptr))
+        keep = src < graph.indices
+        s, d = src[keep], graph.indices[keep]
+        del src, keep
+        g = ig.Graph(n=graph.num_vertices)
+        chunk = 1 << 23
+        for i in range(0, s.size, chunk):
+            g.add_edges(list(zip(s[i : i + chunk].tolist(), d[i : i + chunk].tolist(), strict=True)))
+        holder["G"] = g
+
+    def search(key):
+        g = holder["G"]
+        t0 = time.perf_counter()
+        vids, layers, _parents = g.bfs(key)
+        seconds = time.perf_counter() - t0
+        vids = np.asarray(vids, dtype=np.int64)
+        layers = np.asarray(layers, dtype=np.int64)
+        distances = np.full(graph.num_vertices, -1, dtype=np.int64)
+        distances[vids] = np.repeat(np.arange(layers.size - 1), np.diff(layers))
+        return seconds, distances
+
+    timed_peer(row, keys, ref, search, build)
+    return row
+
+
+def run_networkx(graph, keys, ref, scale, max_scale):
+    try:
+        import networkx as nx
+    except ImportError:
+        return Row("networkx", status="not installed")
+    row = Row("networkx bfs_predecessors")
+    if scale > max_scale:
+        row.status = f"skipped (scale > {max_scale})"
+        return row
+    holder = {}
+
+    def build():
+        src = np.repeat(np.arange(graph.num_vertices), np.diff(graph.indptr))
+        keep = src < graph.indices
+        g = nx.Graph()
+        g.add_nodes_from(range(graph.num_vertices))
+        g.add_edges_from(zip(src[keep].tolist(), graph.indices[keep].tolist(), strict=True))
+        holder["G"] = g
+
+    def search(key):
+        t0 = time.perf_counter()
+        pred = dict(nx.bfs_predecessors(holder["G"], key))
+        seconds = time.perf_counter() - t0
+        parents = np.full(graph.num_vertices, -1, dtype=np.int64)
+        if pred:
+            parents[np.fromiter(pred.keys(), np.int64)] = np.fromiter(pred.values(), np.int64)
+        return seconds, parents_to_depths(parents, key)
+
+    timed_peer(row, keys, ref, search, build)
+    return row
+
+
+# ------------------------------------------------------------------ report
+def machine_line() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        model = next(line.split(":", 1)[1].strip() for line in out.splitlines()
+                     if line.startswith("Model name"))
+    except Exception:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 30)
+    return f"{model}, {os.cpu_count()} cores, {mem:.0f} GiB"
+
+
+def versions() -> str:
+    out = []
+    for mod in ("numpy", "numba", "scipy", "dask", "distributed", "graphblas", "igraph", "networkx"):
+        try:
+            out.append(f"{mod} {__import__(mod).__version__}")
+        except Exception:
+            out.append(f"{mod} -")
+    return ", ".join(out)
+
+
+def fmt(x, spec) -> str:
+    return "" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, spec)
+
+
+def print_table(rows, base: float, markdown: bool) -> None:
+    head = ["peer", "MTEPS", "median s", "x taskbfs", "peak RSS +MB", "status / notes"]
+    lines = []
+    for r in rows:
+        ok = r.status == "ok" or r.status.startswith("DISAGREES")
+        cells = [r.name,
+                 fmt(r.mteps, ".1f") if ok else "",
+                 fmt(r.median, ".4f") if ok else "",
+                 fmt(r.mteps / base, ".2f") if ok else "",
+                 fmt(r.peak_mb, ".0f") if ok else "",
+                 r.status if r.status != "ok" else r.note]
+        lines.append(cells)
+    if markdown:
+        print("| " + " | ".join(head) + " |")
+        print("| " + " | ".join("---" for _ in head) + " |")
+        for cells in lines:
+            print("| " + " | ".join(cells) + " |")
+        return
+    widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
+    print("  ".join(h.ljust(w) if i in (0, 5) else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths, strict=True))))
+    for cells in lines:
+        print("  ".join(c.ljust(w) if i in (0, 5) else c.rjust(w)
+                        for i, (c, w) in enumerate(zip(cells, widths, strict=True))))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=16)
+    parser.add_argument("--edgefactor", type=int, default=16)
+    parser.add_argument("--keys", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tasks", type=int, nargs="+", default=[4, 8, 16, 32],
+                        help="T sweep for taskbfs and the plain loop (the default T is added)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="plain-loop threads (default: os.cpu_count(), as the embedded cluster)")
+    parser.add_argument("--scheduler", default=None, help="Dask scheduler (default: embedded cluster)")
+    parser.add_argument("--networkx-max-scale", type=int, default=16)
+    parser.add_argument("--skip", nargs="*", default=[], choices=["scipy", "graphblas", "igraph", "networkx"])
+    parser.add_argument("--markdown", action="store_true", help="print the tables as markdown")
+    args = parser.parse_args(argv)
+    threads = args.threads or os.cpu_count() or 1
+    task_counts = sorted({config.DEFAULT_TASKS, *args.tasks})
+
+    print(f"machine: {machine_line()}; date {time.strftime('%Y-%m-%d %H:%M')}; "
+          f"load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"versions: {versions()}")
+    t0 = time.perf_counter()
+    graph = tb.kronecker(args.scale, edgefactor=args.edgefactor, seed=args.seed)
+    keys = [int(k) for k in tb.search_keys(graph, args.keys, seed=args.seed)]
+    graph_mb = (graph.indptr.nbytes + graph.indices.nbytes) / MB
+    print(f"graph: Kronecker scale {args.scale}, edgefactor {args.edgefactor}, seed {args.seed}: "
+          f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges, CSR {graph_mb:.0f} MB "
+          f"(generated and built in {time.perf_counter() - t0:.1f} s); {len(keys)} keys")
+
+    ref = Reference()
+    tb_rows, mem, searching, workers, warm = run_taskbfs(graph, keys, task_counts, ref,
+                                                         args.scheduler)
+    best_t = max(tb_rows, key=lambda t: tb_rows[t].mteps)
+    print(f"taskbfs: cluster {workers}; warm-up search {warm:.2f} s (untimed); memory: peak RSS "
+          f"{mem.peak / MB:.0f} MB = {mem.start / MB:.0f} MB before the runtime started (graph "
+          f"and harness) + {mem.increase_mb:.0f} MB (runtime start, placement of {len(task_counts)} "
+          f"partitionings, searches); the searches alone raised the peak by "
+          f"{searching.increase_mb:.0f} MB (the table's column)")
+
+    pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
+    plain_rows = {t: run_plain(graph, keys, t, threads, ref, pool) for t in task_counts}
+    plain_serial = run_plain(graph, keys, best_t, 1, ref, None) if threads > 1 else None
+    if pool is not None:
+        pool.shutdown()
+
+    others = []
+    if "scipy" not in args.skip:
+        others.append(run_scipy(graph, keys, ref))
+    if "graphblas" not in args.skip:
+        others.append(run_graphblas(graph, keys, ref))
+    if "igraph" not in args.skip:
+        others.append(run_igraph(graph, keys, ref))
+    if "networkx" not in args.skip:
+        others.append(run_networkx(graph, keys, ref, args.scale, args.networkx_max_scale))
+
+    default_row = tb_rows[config.DEFAULT_TASKS]
+    default_row.name += " (default)"
+    best_row = tb_rows[best_t]
+    if best_t != config.DEFAULT_TASKS:
+        best_row.name += f" (best of {' '.join(map(str, task_counts))})"
+    else:
+        default_row.name += f", best of {' '.join(map(str, task_counts))}"
+    rows = [default_row] + ([best_row] if best_t != config.DEFAULT_TASKS else [])
+    rows += [plain_rows[best_t]] + ([plain_serial] if plain_serial else []) + others
+    base = best_row.mteps
+
+    print(f"\nload average at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"\nscale {args.scale}, {len(keys)} keys; MTEPS = harmonic mean over keys of Graph500 "
+          f"traversed edges / seconds; x taskbfs = MTEPS / taskbfs T={best_t} MTEPS\n")
+    print_table(rows, base, args.markdown)
+
+    print("\nT sweep (taskbfs on the cluster vs the same kernels in the plain loop, "
+          f"{threads} thread{'s' if threads > 1 else ''}):\n")
+    if args.markdown:
+        print("| T | taskbfs MTEPS | plain loop MTEPS | taskbfs time / plain time |")
+        print("| --- | --- | --- | --- |")
+    else:
+        print(f"{'T':>5s}{'taskbfs MTEPS':>16s}{'plain loop MTEPS':>19s}{'taskbfs / plain':>18s}")
+    for t in task_counts:
+        a, b = tb_rows[t].mteps, plain_rows[t].mteps
+        if args.markdown:
+            print(f"| {t} | {a:.1f} | {b:.1f} | {b / a:.2f} |")
+        else:
+            print(f"{t:5d}{a:16.1f}{b:19.1f}{b / a:18.2f}")
+    ratio = plain_rows[best_t].mteps / best_row.mteps
+    print(f"\ntaskbfs / plain loop at taskbfs's best T={best_t}: {ratio:.2f} (time ratio, harmonic "
+          f"means; issue target <= 1.3)")
+    disagree = [r.name for r in [*tb_rows.values(), *plain_rows.values(), *others]
+                + ([plain_serial] if plain_serial else []) if r.status.startswith("DISAGREES")]
+    if disagree:
+        print(f"DISAGREEMENT with taskbfs's distances: {', '.join(disagree)}")
+        return 1
+    print("distances: every peer agrees with taskbfs on every key "
+          "(taskbfs's reference run also passed Graph500 validation)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
