@@ -76,6 +76,19 @@ class Row:
         return len(teps) / np.sum(1.0 / teps) / 1e6
 
     @property
+    def mteps_median(self) -> float:
+        """Median over the keys of each search's MTEPS (the issue's table)."""
+        if not self.seconds:
+            return float("nan")
+        return float(np.median(np.asarray(self.edges, float) / np.asarray(self.seconds, float))) / 1e6
+
+    def speed_vs(self, base: Row) -> float:
+        """Median over the keys of base seconds / own seconds (> 1: faster than base)."""
+        if not self.seconds or len(self.seconds) != len(base.seconds):
+            return float("nan")
+        return float(np.median(np.asarray(base.seconds) / np.asarray(self.seconds)))
+
+    @property
     def median(self) -> float:
         return float(np.median(self.seconds)) if self.seconds else float("nan")
 
@@ -400,18 +413,28 @@ def fmt(x, spec) -> str:
     return "" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, spec)
 
 
-def print_table(rows, base: float, markdown: bool) -> None:
-    head = ["peer", "MTEPS", "median s", "x taskbfs", "peak RSS +MB", "status / notes"]
+def fmt_mteps(x) -> str:
+    return fmt(x, ".1f" if x >= 10 else ".3g")
+
+
+def print_table(rows, base: Row, markdown: bool) -> None:
+    head = ["peer", "MTEPS hmean", "MTEPS median", "median s", "x taskbfs", "peak RSS +MB",
+            "status / notes"]
     lines = []
     for r in rows:
         ok = r.status == "ok" or r.status.startswith("DISAGREES")
         cells = [r.name,
-                 fmt(r.mteps, ".1f") if ok else "",
+                 fmt_mteps(r.mteps) if ok else "",
+                 fmt_mteps(r.mteps_median) if ok else "",
                  fmt(r.median, ".4f") if ok else "",
-                 fmt(r.mteps / base, ".2f") if ok else "",
+                 fmt(r.speed_vs(base), ".2f") if ok else "",
                  fmt(r.peak_mb, ".0f") if ok else "",
                  r.status if r.status != "ok" else r.note]
         lines.append(cells)
+    print_grid(head, lines, markdown)
+
+
+def print_grid(head, lines, markdown: bool) -> None:
     if markdown:
         print("| " + " | ".join(head) + " |")
         print("| " + " | ".join("---" for _ in head) + " |")
@@ -419,10 +442,10 @@ def print_table(rows, base: float, markdown: bool) -> None:
             print("| " + " | ".join(cells) + " |")
         return
     widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
-    print("  ".join(h.ljust(w) if i in (0, 5) else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths, strict=True))))
-    for cells in lines:
-        print("  ".join(c.ljust(w) if i in (0, 5) else c.rjust(w)
-                        for i, (c, w) in enumerate(zip(cells, widths, strict=True))))
+    left = (0, len(head) - 1)
+    for cells in [head, *lines]:
+        print("  ".join(c.ljust(w) if i in left else c.rjust(w)
+                        for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip())
 
 
 def main(argv=None) -> int:
@@ -457,7 +480,7 @@ def main(argv=None) -> int:
     ref = Reference()
     tb_rows, mem, searching, workers, warm = run_taskbfs(graph, keys, task_counts, ref,
                                                          args.scheduler)
-    best_t = max(tb_rows, key=lambda t: tb_rows[t].mteps)
+    best_t = max(tb_rows, key=lambda t: tb_rows[t].mteps_median)
     print(f"taskbfs: cluster {workers}; warm-up search {warm:.2f} s (untimed); memory: peak RSS "
           f"{mem.peak / MB:.0f} MB = {mem.start / MB:.0f} MB before the runtime started (graph "
           f"and harness) + {mem.increase_mb:.0f} MB (runtime start, placement of {len(task_counts)} "
@@ -489,29 +512,30 @@ def main(argv=None) -> int:
         default_row.name += f", best of {' '.join(map(str, task_counts))}"
     rows = [default_row] + ([best_row] if best_t != config.DEFAULT_TASKS else [])
     rows += [plain_rows[best_t]] + ([plain_serial] if plain_serial else []) + others
-    base = best_row.mteps
 
     print(f"\nload average at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"\nscale {args.scale}, {len(keys)} keys; MTEPS = harmonic mean over keys of Graph500 "
-          f"traversed edges / seconds; x taskbfs = MTEPS / taskbfs T={best_t} MTEPS\n")
-    print_table(rows, base, args.markdown)
+    print(f"\nscale {args.scale}, {len(keys)} keys, edges per key {min(ref.edges.values()):,} .. "
+          f"{max(ref.edges.values()):,}. MTEPS = Graph500 traversed edges / seconds: harmonic mean "
+          f"over the keys (Graph500) and median (the issue's table); x taskbfs = median over the "
+          f"keys of taskbfs T={best_t} seconds / peer seconds (> 1: faster than taskbfs); best T "
+          f"by median MTEPS\n")
+    print_table(rows, best_row, args.markdown)
 
-    print("\nT sweep (taskbfs on the cluster vs the same kernels in the plain loop, "
-          f"{threads} thread{'s' if threads > 1 else ''}):\n")
-    if args.markdown:
-        print("| T | taskbfs MTEPS | plain loop MTEPS | taskbfs time / plain time |")
-        print("| --- | --- | --- | --- |")
-    else:
-        print(f"{'T':>5s}{'taskbfs MTEPS':>16s}{'plain loop MTEPS':>19s}{'taskbfs / plain':>18s}")
+    print("\nT sweep: taskbfs on the cluster vs the same kernels in the plain loop "
+          f"({threads} thread{'s' if threads > 1 else ''}), MTEPS median (hmean); "
+          "taskbfs / plain = median over keys of the time ratio\n")
+    sweep = []
     for t in task_counts:
-        a, b = tb_rows[t].mteps, plain_rows[t].mteps
-        if args.markdown:
-            print(f"| {t} | {a:.1f} | {b:.1f} | {b / a:.2f} |")
-        else:
-            print(f"{t:5d}{a:16.1f}{b:19.1f}{b / a:18.2f}")
-    ratio = plain_rows[best_t].mteps / best_row.mteps
-    print(f"\ntaskbfs / plain loop at taskbfs's best T={best_t}: {ratio:.2f} (time ratio, harmonic "
-          f"means; issue target <= 1.3)")
+        a, b = tb_rows[t], plain_rows[t]
+        sweep.append([str(t), f"{fmt_mteps(a.mteps_median)} ({fmt_mteps(a.mteps)})",
+                      f"{fmt_mteps(b.mteps_median)} ({fmt_mteps(b.mteps)})", f"{b.speed_vs(a):.2f}",
+                      f"{np.median(a.seconds) - np.median(b.seconds):.4f}"])
+    print_grid(["T", "taskbfs", "plain loop", "taskbfs / plain", "median s difference", ""],
+               [[*row, ""] for row in sweep], args.markdown)
+    plain_best = plain_rows[best_t]
+    print(f"\ntaskbfs / plain loop at taskbfs's best T={best_t}: {plain_best.speed_vs(best_row):.2f} "
+          f"(median per-key time ratio; {plain_best.mteps / best_row.mteps:.2f} by harmonic-mean "
+          f"MTEPS; issue target <= 1.3)")
     disagree = [r.name for r in [*tb_rows.values(), *plain_rows.values(), *others]
                 + ([plain_serial] if plain_serial else []) if r.status.startswith("DISAGREES")]
     if disagree:
