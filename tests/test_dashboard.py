@@ -229,7 +229,7 @@ def test_page_on_a_separately_started_scheduler(cli_scheduler):
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--remote-allow-origins=*", "--window-size=1400,1000"]
+                  "--disable-dev-shm-usage", "--remote-allow-origins=*", "--window-size=1400,1000"]
 
 #: Walks the page and its shadow roots (Bokeh 3 renders into them): text, and for every
 #: canvas of a plot how many pixels carry each of the given colours.
