@@ -409,6 +409,17 @@ def versions() -> str:
     return ", ".join(out)
 
 
+def _git_head() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(Path(tb.__file__).parent), "log", "-1", "--format=%h"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(Path(tb.__file__).parent), "status", "--porcelain",
+                                "."], capture_output=True, text=True, check=True).stdout.strip()
+        return f"(commit {out}{' + uncommitted changes' if dirty else ''})"
+    except Exception:
+        return "(not a git checkout)"
+
+
 def fmt(x, spec) -> str:
     return "" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, spec)
 
@@ -434,7 +445,7 @@ def print_table(rows, base: Row, markdown: bool) -> None:
     print_grid(head, lines, markdown)
 
 
-def print_grid(head, lines, markdown: bool) -> None:
+def print_grid(head, lines, markdown: bool, left=(0, -1)) -> None:
     if markdown:
         print("| " + " | ".join(head) + " |")
         print("| " + " | ".join("---" for _ in head) + " |")
@@ -442,7 +453,7 @@ def print_grid(head, lines, markdown: bool) -> None:
             print("| " + " | ".join(cells) + " |")
         return
     widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
-    left = (0, len(head) - 1)
+    left = {i % len(head) for i in left}
     for cells in [head, *lines]:
         print("  ".join(c.ljust(w) if i in left else c.rjust(w)
                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip())
@@ -468,7 +479,7 @@ def main(argv=None) -> int:
 
     print(f"machine: {machine_line()}; date {time.strftime('%Y-%m-%d %H:%M')}; "
           f"load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"versions: {versions()}")
+    print(f"versions: {versions()}; taskbfs from {Path(tb.__file__).parent} {_git_head()}")
     t0 = time.perf_counter()
     graph = tb.kronecker(args.scale, edgefactor=args.edgefactor, seed=args.seed)
     keys = [int(k) for k in tb.search_keys(graph, args.keys, seed=args.seed)]
@@ -530,8 +541,8 @@ def main(argv=None) -> int:
         sweep.append([str(t), f"{fmt_mteps(a.mteps_median)} ({fmt_mteps(a.mteps)})",
                       f"{fmt_mteps(b.mteps_median)} ({fmt_mteps(b.mteps)})", f"{b.speed_vs(a):.2f}",
                       f"{np.median(a.seconds) - np.median(b.seconds):.4f}"])
-    print_grid(["T", "taskbfs", "plain loop", "taskbfs / plain", "median s difference", ""],
-               [[*row, ""] for row in sweep], args.markdown)
+    print_grid(["T", "taskbfs", "plain loop", "taskbfs / plain", "median s difference"], sweep,
+               args.markdown, left=())
     plain_best = plain_rows[best_t]
     print(f"\ntaskbfs / plain loop at taskbfs's best T={best_t}: {plain_best.speed_vs(best_row):.2f} "
           f"(median per-key time ratio; {plain_best.mteps / best_row.mteps:.2f} by harmonic-mean "
