@@ -210,10 +210,21 @@ def _step_counts(df: pd.DataFrame, summaries):
     return examined, found
 
 
+def _devices_per_level(trace: pd.DataFrame) -> dict:
+    """Level → (CPU tasks, GPU tasks), in one pass over the trace."""
+    if not len(trace):
+        return {}
+    counts = pd.crosstab(trace["level"], trace["device"])
+    cpu = counts["smp"] if "smp" in counts else pd.Series(0, index=counts.index)
+    gpu = counts["cuda"] if "cuda" in counts else pd.Series(0, index=counts.index)
+    return {int(level): (int(c), int(g)) for level, c, g in zip(counts.index, cpu, gpu, strict=True)}
+
+
 def _level_table(summaries, trace: pd.DataFrame, wall_start: float) -> pd.DataFrame:
+    devices = _devices_per_level(trace)
     rows = []
     for prev, cur in zip(summaries[:-1], summaries[1:], strict=True):
-        tasks = trace[trace["level"] == prev.level] if len(trace) else trace
+        cpu, gpu = devices.get(prev.level, (0, 0))
         rows.append({
             "level": prev.level,
             "direction": prev.direction,
@@ -221,9 +232,9 @@ def _level_table(summaries, trace: pd.DataFrame, wall_start: float) -> pd.DataFr
             "frontier_edges": prev.frontier_edges,
             "edges_examined": int(cur.edges_examined.sum()),
             "discovered": cur.frontier_size,
-            "tasks": len(tasks),
-            "tasks_cpu": int((tasks["device"] == "smp").sum()) if len(tasks) else 0,
-            "tasks_gpu": int((tasks["device"] == "cuda").sum()) if len(tasks) else 0,
+            "tasks": cpu + gpu,
+            "tasks_cpu": cpu,
+            "tasks_gpu": gpu,
             "start": prev.barrier_stop - wall_start,
             "stop": cur.barrier_stop - wall_start,
             "barrier_seconds": cur.barrier_stop - cur.barrier_start,
