@@ -14,9 +14,14 @@ DEFAULT_TASKS = 8
 DEFAULT_BALANCE = "edges"
 
 #: Workload-aware hybrid threshold λ: a task whose frontier holds more than λ vertices
-#: runs on the GPU. Placeholder from the paper's Fig. 4 crossover (a few thousand vertices)
-#: until benchmarks/lambda_crossover.py measures it on our hardware.
-DEFAULT_LAMBDA = 4096
+#: runs on the GPU. Measured by benchmarks/lambda_crossover.py on an NVIDIA H100 80GB HBM3
+#: (16-core host, numba-cuda 0.30.4), 2026-11-21: one top-down step task over a whole
+#: Kronecker scale-20 graph, slice resident in device memory; the GPU task is faster above
+#: ~11750 frontier vertices (CPU 2.7 ms vs GPU 2.8 ms at 11585, 4.7 vs 2.8 ms at 16384;
+#: benchmarks/results/lambda_crossover.csv). The paper's Fig. 4 found ~7000 (2012 GPU).
+#: A GPU step costs ~1 ms whatever its size (kernel launches from Python, counters read
+#: back, visited bitmap upload), which is what sets the crossover.
+DEFAULT_LAMBDA = 11751
 
 #: Device cache of a GPU worker (taskbfs/bfs/device_cache.py): bytes of GPU memory that the
 #: task slices kept resident there, plus the shared scratch buffers, may take; least

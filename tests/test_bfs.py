@@ -92,10 +92,20 @@ def test_kronecker_scales(runtime, scale):
         assert result.teps > 0
 
 
+@pytest.fixture(scope="module")
+def cpu_runtime(runtime):
+    """A cluster without GPU workers: the default one, or on a GPU machine a CPU-only one."""
+    if not runtime.has_gpu:
+        yield runtime
+        return
+    with tb.Runtime(gpus=0, dashboard_address=None) as rt:
+        yield rt
+
+
 @pytest.mark.parametrize("strategy", ["hybrid", "fixed", "cpu"])
-def test_strategies_on_a_cpu_cluster(runtime, strategy):
+def test_strategies_on_a_cpu_cluster(cpu_runtime, strategy):
     graph = tb.kronecker(10, seed=4)
-    result = tb.bfs(graph, 0, tasks=16, strategy=strategy, lam=10, runtime=runtime)
+    result = tb.bfs(graph, 0, tasks=16, strategy=strategy, lam=10, runtime=cpu_runtime)
     np.testing.assert_array_equal(result.distances, scipy_distances(graph, 0))
     assert set(result.trace["device"]) == {"smp"}  # no GPU worker: everything on the CPU
 
@@ -187,9 +197,9 @@ def test_runs_across_worker_processes():
         ({"strategy": "gpu"}, tb.DeviceUnavailableError, "GPU"),
     ],
 )
-def test_bad_input_is_a_clear_error(runtime, kwargs, error, words):
+def test_bad_input_is_a_clear_error(cpu_runtime, kwargs, error, words):
     graph = tb.Graph.from_edges(np.arange(9), np.arange(1, 10))
-    args = {"source": 0, "runtime": runtime, **kwargs}
+    args = {"source": 0, "runtime": cpu_runtime, **kwargs}
     with pytest.raises(error, match=words):
         tb.bfs(graph, **args)
 
