@@ -3,10 +3,11 @@
 One Graph500 Kronecker graph, one set of search keys (degree >= 1), then on every key:
 
 - taskbfs (embedded default cluster or ``--scheduler``) for each T of ``--tasks`` (a small
-  sweep); the table shows the default T and the best T;
+  sweep); the table shows the default T and the best T (by median MTEPS);
 - the same CPU kernels in a plain Python level loop without Dask (``plain_loop.py``) at
   every T of the sweep, on a thread pool (as many threads as the embedded cluster's worker)
-  and serially at taskbfs's best T;
+  and on one thread. taskbfs and the two plain loops run key by key side by side, so that
+  the ratio the issue targets sees one machine load (the machine is shared and noisy);
 - scipy ``breadth_first_order``, python-graphblas (masked ``vxm`` with ``any_secondi``),
   igraph ``Graph.bfs``, and networkx ``bfs_predecessors`` (scale <= 16 by default).
 
@@ -23,7 +24,9 @@ samples ``psutil.Process().memory_info().rss`` every 5 ms, combined with
 when the peer sets a new process-wide high). The embedded cluster runs in this process
 (threads), so its workers' numba allocations and partition copies are included;
 tracemalloc would miss them. taskbfs runs first, so its increase is measured from a
-baseline that holds only the graph; later peers may reuse memory freed before them.
+baseline that holds only the graph; later peers may reuse memory freed before them. The
+memory column comes from a separate pass at the best T of taskbfs alone and of the plain
+loop alone, which also re-measures both free of the selection of the best T.
 
     python benchmarks/peers.py --scale 16 --keys 16 --tasks 4 8 16 32 [--markdown]
 """
@@ -188,51 +191,86 @@ class Reference:
 
 
 # ------------------------------------------------------------------ peers
-def run_taskbfs(graph, keys, task_counts, ref, scheduler):
-    """taskbfs at every T (memory: whole run incl. runtime start, and searches alone)."""
-    rows = {}
-    with PeakRSS() as mem, tb.Runtime(scheduler) as rt:
-        workers = rt.resources()
-        t0 = time.perf_counter()
-        tb.bfs(graph, keys[0], tasks=task_counts[0], runtime=rt)  # warm-up: JIT, placement
-        warm = time.perf_counter() - t0
-        for tasks in task_counts[1:]:
-            tb.bfs(graph, keys[0], tasks=tasks, runtime=rt)  # place every T's partitions
-        with PeakRSS() as searching:
-            _sweep(graph, keys, task_counts, ref, rt, rows)
-    for row in rows.values():
-        row.peak_mb = searching.increase_mb
-    return rows, mem, searching, workers, warm
+@dataclass
+class CoreRuns:
+    """taskbfs and the plain loop at every T, measured key by key side by side."""
+
+    taskbfs: dict  # T -> Row
+    plain: dict  # T -> Row (thread pool)
+    serial: dict  # T -> Row (one thread)
+    best: int = 0
+    total: PeakRSS | None = None  # runtime start .. end of the taskbfs runs
+    rerun: Row | None = None  # memory pass of taskbfs at the best T
+    rerun_plain: Row | None = None  # memory pass of the plain loop at the best T
+    workers: dict = field(default_factory=dict)
+    warm: float = 0.0
 
 
-def _sweep(graph, keys, task_counts, ref, rt, rows):
-    """Every key at every T; the first T's results are validated and become the reference."""
-    for i, tasks in enumerate(task_counts):
-        row = Row(f"taskbfs T={tasks}")
-        for key in keys:
-            r = tb.bfs(graph, key, tasks=tasks, runtime=rt)
-            if i == 0:
-                tb.validate(graph, key, r.parents, levels=r.distances)
-                ref.add(key, r.distances, r.traversed_edges)
-            else:
-                ref.check(row, key, r.distances)
-            row.seconds.append(r.elapsed)
-            row.edges.append(ref.edges[key])
-        rows[tasks] = row
+def run_core(graph, keys, task_counts, ref, scheduler, threads) -> CoreRuns:
+    """taskbfs (on the cluster) and the plain loop (same kernels, no Dask) at every T.
+
+    For each T and key the three searches (taskbfs, plain loop on ``threads`` threads,
+    plain loop on one) run back to back, so that all three see the same machine load;
+    the first T's taskbfs results are validated and become the reference. Then, at the
+    best T (median MTEPS), one more pass of taskbfs alone and of the plain loop alone,
+    each under :class:`PeakRSS`: the memory column (and a re-measurement free of the
+    selection of the best T).
+    """
+    runs = CoreRuns({}, {}, {})
+    label = f"{threads} thread{'s' if threads > 1 else ''}"
+    slices = {t: Slices(graph, t) for t in task_counts}
+    pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
+    try:
+        with PeakRSS() as total, tb.Runtime(scheduler) as rt:
+            runs.workers = rt.resources()
+            t0 = time.perf_counter()
+            tb.bfs(graph, keys[0], tasks=task_counts[0], runtime=rt)  # warm-up: JIT, placement
+            runs.warm = time.perf_counter() - t0
+            for tasks in task_counts:
+                tb.bfs(graph, keys[0], tasks=tasks, runtime=rt)  # place every T's partitions
+                plain_bfs(graph, keys[0], slices=slices[tasks], threads=threads, pool=pool)
+            for i, tasks in enumerate(task_counts):
+                row = runs.taskbfs[tasks] = Row(f"taskbfs T={tasks}")
+                plain = runs.plain[tasks] = Row(f"plain loop T={tasks}, {label}")
+                serial = runs.serial[tasks] = Row(f"plain loop T={tasks}, 1 thread")
+                for key in keys:
+                    r = tb.bfs(graph, key, tasks=tasks, runtime=rt)
+                    if i == 0:
+                        tb.validate(graph, key, r.parents, levels=r.distances)
+                        ref.add(key, r.distances, r.traversed_edges)
+                    else:
+                        ref.check(row, key, r.distances)
+                    _record(row, key, r.elapsed, ref)
+                    for out, n in ((plain, threads), (serial, 1)):
+                        p = plain_bfs(graph, key, slices=slices[tasks], threads=n, pool=pool)
+                        ref.check(out, key, p.distances)
+                        _record(out, key, p.elapsed, ref)
+            runs.best = max(runs.taskbfs, key=lambda t: runs.taskbfs[t].mteps_median)
+            runs.rerun = Row(f"taskbfs T={runs.best}, memory pass")
+            with PeakRSS() as mem:
+                for key in keys:
+                    r = tb.bfs(graph, key, tasks=runs.best, runtime=rt)
+                    _record(runs.rerun, key, r.elapsed, ref)
+            runs.rerun.peak_mb = mem.increase_mb
+        runs.total = total
+        runs.rerun_plain = Row(f"plain loop T={runs.best}, memory pass")
+        with PeakRSS() as mem:
+            for key in keys:
+                p = plain_bfs(graph, key, slices=slices[runs.best], threads=threads, pool=pool)
+                _record(runs.rerun_plain, key, p.elapsed, ref)
+        runs.rerun_plain.peak_mb = mem.increase_mb
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    for t in task_counts:
+        runs.taskbfs[t].peak_mb = runs.rerun.peak_mb
+        runs.plain[t].peak_mb = runs.serial[t].peak_mb = runs.rerun_plain.peak_mb
+    return runs
 
 
-def run_plain(graph, keys, tasks, threads, ref, pool):
-    row = Row(f"plain loop T={tasks}, {threads} thread{'s' if threads > 1 else ''}")
-    slices = Slices(graph, tasks)
-    plain_bfs(graph, keys[0], slices=slices, threads=threads, pool=pool)  # warm-up
-    with PeakRSS() as mem:
-        for key in keys:
-            r = plain_bfs(graph, key, slices=slices, threads=threads, pool=pool)
-            ref.check(row, key, r.distances)
-            row.seconds.append(r.elapsed)
-            row.edges.append(ref.edges[key])
-    row.peak_mb = mem.increase_mb
-    return row
+def _record(row: Row, key, seconds, ref) -> None:
+    row.seconds.append(seconds)
+    row.edges.append(ref.edges[key])
 
 
 def timed_peer(row: Row, keys, ref, search, build=None):
@@ -489,20 +527,18 @@ def main(argv=None) -> int:
           f"(generated and built in {time.perf_counter() - t0:.1f} s); {len(keys)} keys")
 
     ref = Reference()
-    tb_rows, mem, searching, workers, warm = run_taskbfs(graph, keys, task_counts, ref,
-                                                         args.scheduler)
-    best_t = max(tb_rows, key=lambda t: tb_rows[t].mteps_median)
-    print(f"taskbfs: cluster {workers}; warm-up search {warm:.2f} s (untimed); memory: peak RSS "
-          f"{mem.peak / MB:.0f} MB = {mem.start / MB:.0f} MB before the runtime started (graph "
-          f"and harness) + {mem.increase_mb:.0f} MB (runtime start, placement of {len(task_counts)} "
-          f"partitionings, searches); the searches alone raised the peak by "
-          f"{searching.increase_mb:.0f} MB (the table's column)")
-
-    pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
-    plain_rows = {t: run_plain(graph, keys, t, threads, ref, pool) for t in task_counts}
-    plain_serial = run_plain(graph, keys, best_t, 1, ref, None) if threads > 1 else None
-    if pool is not None:
-        pool.shutdown()
+    core = run_core(graph, keys, task_counts, ref, args.scheduler, threads)
+    tb_rows, best_t, mem = core.taskbfs, core.best, core.total
+    print(f"taskbfs: cluster {core.workers}; warm-up search {core.warm:.2f} s (untimed); memory: "
+          f"peak RSS {mem.peak / MB:.0f} MB = {mem.start / MB:.0f} MB before the runtime started "
+          f"(graph, harness, plain-loop slices) + {mem.increase_mb:.0f} MB (runtime start, "
+          f"placement of {len(task_counts)} partitionings, all searches); a pass of taskbfs alone "
+          f"at T={best_t} raised the peak by {core.rerun.peak_mb:.0f} MB, the plain loop alone by "
+          f"{core.rerun_plain.peak_mb:.0f} MB (the table's column)")
+    print(f"re-measured at T={best_t} (memory pass): taskbfs {fmt_mteps(core.rerun.mteps_median)} "
+          f"MTEPS median, plain loop {fmt_mteps(core.rerun_plain.mteps_median)}")
+    plain_rows = core.plain
+    plain_serial = core.serial[best_t] if threads > 1 else None
 
     others = []
     if "scipy" not in args.skip:
@@ -532,23 +568,28 @@ def main(argv=None) -> int:
           f"by median MTEPS\n")
     print_table(rows, best_row, args.markdown)
 
-    print("\nT sweep: taskbfs on the cluster vs the same kernels in the plain loop "
-          f"({threads} thread{'s' if threads > 1 else ''}), MTEPS median (hmean); "
-          "taskbfs / plain = median over keys of the time ratio\n")
+    print("\nT sweep: taskbfs on the cluster vs the same kernels in the plain loop, run key by "
+          "key side by side; MTEPS median (harmonic mean); taskbfs / plain = median over the "
+          "keys of the time ratio; extra s = median over the keys of the time difference\n")
     sweep = []
     for t in task_counts:
-        a, b = tb_rows[t], plain_rows[t]
+        a, b, c = tb_rows[t], plain_rows[t], core.serial[t]
+        extra = np.median(np.asarray(a.seconds) - np.asarray(b.seconds))
         sweep.append([str(t), f"{fmt_mteps(a.mteps_median)} ({fmt_mteps(a.mteps)})",
-                      f"{fmt_mteps(b.mteps_median)} ({fmt_mteps(b.mteps)})", f"{b.speed_vs(a):.2f}",
-                      f"{np.median(a.seconds) - np.median(b.seconds):.4f}"])
-    print_grid(["T", "taskbfs", "plain loop", "taskbfs / plain", "median s difference"], sweep,
+                      f"{fmt_mteps(b.mteps_median)} ({fmt_mteps(b.mteps)})",
+                      f"{fmt_mteps(c.mteps_median)} ({fmt_mteps(c.mteps)})",
+                      f"{b.speed_vs(a):.2f}", f"{c.speed_vs(a):.2f}", f"{extra:.4f}"])
+    print_grid(["T", "taskbfs", f"plain, {threads} threads", "plain, 1 thread",
+                f"taskbfs / plain {threads} thr", "taskbfs / plain 1 thr", "extra s"], sweep,
                args.markdown, left=())
     plain_best = plain_rows[best_t]
+    serial_best = core.serial[best_t]
     print(f"\ntaskbfs / plain loop at taskbfs's best T={best_t}: {plain_best.speed_vs(best_row):.2f} "
-          f"(median per-key time ratio; {plain_best.mteps / best_row.mteps:.2f} by harmonic-mean "
-          f"MTEPS; issue target <= 1.3)")
-    disagree = [r.name for r in [*tb_rows.values(), *plain_rows.values(), *others]
-                + ([plain_serial] if plain_serial else []) if r.status.startswith("DISAGREES")]
+          f"with {threads} threads, {serial_best.speed_vs(best_row):.2f} with 1 thread (median "
+          f"per-key time ratios; by harmonic-mean MTEPS {plain_best.mteps / best_row.mteps:.2f} and "
+          f"{serial_best.mteps / best_row.mteps:.2f}); issue target <= 1.3")
+    disagree = [r.name for r in [*tb_rows.values(), *plain_rows.values(), *core.serial.values(),
+                                 *others] if r.status.startswith("DISAGREES")]
     if disagree:
         print(f"DISAGREEMENT with taskbfs's distances: {', '.join(disagree)}")
         return 1
