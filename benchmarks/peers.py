@@ -18,15 +18,19 @@ at its best T. Each peer gets one untimed warm-up search first. Building a peer'
 graph structure is not timed (reported in the notes). Peers that are not installed are
 reported as such.
 
-Memory: peak resident set size (RSS) of this process while a peer runs, by a thread that
-samples ``psutil.Process().memory_info().rss`` every 5 ms, combined with
-``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (kernel's exact lifetime peak, which counts
-when the peer sets a new process-wide high). The embedded cluster runs in this process
+Memory: peak resident set size (RSS) of this process, by a thread that samples
+``psutil.Process().memory_info().rss`` every 5 ms, combined with
+``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (the kernel's exact lifetime peak, which
+counts when it rises inside the measured block). The embedded cluster runs in this process
 (threads), so its workers' numba allocations and partition copies are included;
-tracemalloc would miss them. taskbfs runs first, so its increase is measured from a
-baseline that holds only the graph; later peers may reuse memory freed before them. The
-memory column comes from a separate pass at the best T of taskbfs alone and of the plain
-loop alone, which also re-measures both free of the selection of the best T.
+tracemalloc would miss them. The column "peak RSS +MB" is, for each peer, the peak RSS
+during its timed searches minus the RSS before it built its own structures: for taskbfs,
+before the runtime started (so: runtime, placed partitions of every T of the sweep, the
+search state), measured in a pass of taskbfs alone at the best T; for the plain loop,
+before its slices of every T were built; for the others, before their matrix or graph
+object was built (build temporaries that are freed again do not count). Memory that a
+peer frees may stay mapped to the process and be reused by later peers, so increases of
+later peers can be understated; taskbfs runs first.
 
     python benchmarks/peers.py --scale 16 --keys 16 --tasks 4 8 16 32 [--markdown]
 """
@@ -68,7 +72,7 @@ class Row:
     edges: list = field(default_factory=list)
     status: str = "ok"  # ok | not installed | skipped (...) | DISAGREES (...)
     note: str = ""
-    peak_mb: float = float("nan")  # RSS increase over the start of the peer's run
+    peak_mb: float = float("nan")  # peak RSS over the RSS before the peer's structures
     mismatches: int = 0
 
     @property
@@ -99,8 +103,9 @@ class Row:
 class PeakRSS:
     """Peak RSS of this process over a ``with`` block (see the module docstring)."""
 
-    def __init__(self, interval: float = 0.005):
+    def __init__(self, interval: float = 0.005, baseline: int | None = None):
         self.interval = interval
+        self.baseline = baseline  # RSS to measure the increase from (default: at __enter__)
         self.start = self.peak = self._rss()
         self._stop = threading.Event()
         self._thread = None
@@ -119,7 +124,8 @@ class PeakRSS:
             self.peak = max(self.peak, self._rss())
 
     def __enter__(self):
-        self.start = self.peak = self._rss()
+        self.peak = self._rss()
+        self.start = self.peak if self.baseline is None else self.baseline
         self._maxrss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -200,35 +206,52 @@ class CoreRuns:
     serial: dict  # T -> Row (one thread)
     best: int = 0
     total: PeakRSS | None = None  # runtime start .. end of the taskbfs runs
-    rerun: Row | None = None  # memory pass of taskbfs at the best T
-    rerun_plain: Row | None = None  # memory pass of the plain loop at the best T
+    rerun: Row | None = None  # taskbfs alone at the best T (its memory pass)
+    rerun_plain: Row | None = None  # plain loop alone at the best T, before the runtime started
     workers: dict = field(default_factory=dict)
     warm: float = 0.0
+
+
+def warm_kernels() -> None:
+    """Compile (or load from numba's cache) every kernel on a tiny graph, before any
+    memory is measured, so that no peer's memory or time includes compilation."""
+    tiny = tb.kronecker(6, seed=1)
+    for direction in ("top-down", "bottom-up", "auto"):
+        r = plain_bfs(tiny, int(tb.search_keys(tiny, 1)[0]), tasks=2, threads=1, direction=direction)
+    tree_depths(r.parents, r.source)
 
 
 def run_core(graph, keys, task_counts, ref, scheduler, threads) -> CoreRuns:
     """taskbfs (on the cluster) and the plain loop (same kernels, no Dask) at every T.
 
-    For each T and key the three searches (taskbfs, plain loop on ``threads`` threads,
-    plain loop on one) run back to back, so that all three see the same machine load;
-    the first T's taskbfs results are validated and become the reference. Then, at the
-    best T (median MTEPS), one more pass of taskbfs alone and of the plain loop alone,
-    each under :class:`PeakRSS`: the memory column (and a re-measurement free of the
-    selection of the best T).
+    First the plain loop alone at every T, before the runtime exists: its memory column
+    and its speed with no Dask thread in the process. Then, with the runtime up, for each
+    T and key three searches back to back (taskbfs, plain loop on ``threads`` threads,
+    plain loop on one), so that all three see the same machine load; the first T's
+    taskbfs results are validated and become the reference. Last, at the best T (median
+    MTEPS), a pass of taskbfs alone: its memory column, and a re-measurement free of the
+    selection of the best T.
     """
     runs = CoreRuns({}, {}, {})
     label = f"{threads} thread{'s' if threads > 1 else ''}"
+    warm_kernels()
+    before_slices = PeakRSS._rss()
     slices = {t: Slices(graph, t) for t in task_counts}
     pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
+    alone = {}
     try:
+        with PeakRSS(baseline=before_slices) as plain_mem:
+            for tasks in task_counts:
+                plain_bfs(graph, keys[0], slices=slices[tasks], threads=threads, pool=pool)
+                alone[tasks] = [plain_bfs(graph, key, slices=slices[tasks], threads=threads,
+                                          pool=pool).elapsed for key in keys]
         with PeakRSS() as total, tb.Runtime(scheduler) as rt:
             runs.workers = rt.resources()
             t0 = time.perf_counter()
-            tb.bfs(graph, keys[0], tasks=task_counts[0], runtime=rt)  # warm-up: JIT, placement
+            tb.bfs(graph, keys[0], tasks=task_counts[0], runtime=rt)  # warm-up: placement
             runs.warm = time.perf_counter() - t0
             for tasks in task_counts:
                 tb.bfs(graph, keys[0], tasks=tasks, runtime=rt)  # place every T's partitions
-                plain_bfs(graph, keys[0], slices=slices[tasks], threads=threads, pool=pool)
             for i, tasks in enumerate(task_counts):
                 row = runs.taskbfs[tasks] = Row(f"taskbfs T={tasks}")
                 plain = runs.plain[tasks] = Row(f"plain loop T={tasks}, {label}")
@@ -246,25 +269,22 @@ def run_core(graph, keys, task_counts, ref, scheduler, threads) -> CoreRuns:
                         ref.check(out, key, p.distances)
                         _record(out, key, p.elapsed, ref)
             runs.best = max(runs.taskbfs, key=lambda t: runs.taskbfs[t].mteps_median)
-            runs.rerun = Row(f"taskbfs T={runs.best}, memory pass")
-            with PeakRSS() as mem:
+            runs.rerun = Row(f"taskbfs T={runs.best}, alone")
+            with PeakRSS(baseline=total.start) as mem:
                 for key in keys:
                     r = tb.bfs(graph, key, tasks=runs.best, runtime=rt)
                     _record(runs.rerun, key, r.elapsed, ref)
             runs.rerun.peak_mb = mem.increase_mb
         runs.total = total
-        runs.rerun_plain = Row(f"plain loop T={runs.best}, memory pass")
-        with PeakRSS() as mem:
-            for key in keys:
-                p = plain_bfs(graph, key, slices=slices[runs.best], threads=threads, pool=pool)
-                _record(runs.rerun_plain, key, p.elapsed, ref)
-        runs.rerun_plain.peak_mb = mem.increase_mb
     finally:
         if pool is not None:
             pool.shutdown()
+    runs.rerun_plain = Row(f"plain loop T={runs.best}, alone")
+    for key, seconds in zip(keys, alone[runs.best], strict=True):
+        _record(runs.rerun_plain, key, seconds, ref)
     for t in task_counts:
         runs.taskbfs[t].peak_mb = runs.rerun.peak_mb
-        runs.plain[t].peak_mb = runs.serial[t].peak_mb = runs.rerun_plain.peak_mb
+        runs.plain[t].peak_mb = runs.serial[t].peak_mb = plain_mem.increase_mb
     return runs
 
 
@@ -278,12 +298,13 @@ def timed_peer(row: Row, keys, ref, search, build=None):
 
     ``search`` returns ``(seconds, distances)``.
     """
+    before = PeakRSS._rss()
     if build is not None:
         t0 = time.perf_counter()
         build()
         row.note = f"build {time.perf_counter() - t0:.1f} s (untimed)"
     search(keys[0])
-    with PeakRSS() as mem:
+    with PeakRSS(baseline=before) as mem:
         for key in keys:
             seconds, distances = search(key)
             ref.check(row, key, distances)
@@ -532,11 +553,12 @@ def main(argv=None) -> int:
     print(f"taskbfs: cluster {core.workers}; warm-up search {core.warm:.2f} s (untimed); memory: "
           f"peak RSS {mem.peak / MB:.0f} MB = {mem.start / MB:.0f} MB before the runtime started "
           f"(graph, harness, plain-loop slices) + {mem.increase_mb:.0f} MB (runtime start, "
-          f"placement of {len(task_counts)} partitionings, all searches); a pass of taskbfs alone "
-          f"at T={best_t} raised the peak by {core.rerun.peak_mb:.0f} MB, the plain loop alone by "
-          f"{core.rerun_plain.peak_mb:.0f} MB (the table's column)")
-    print(f"re-measured at T={best_t} (memory pass): taskbfs {fmt_mteps(core.rerun.mteps_median)} "
-          f"MTEPS median, plain loop {fmt_mteps(core.rerun_plain.mteps_median)}")
+          f"placement of {len(task_counts)} partitionings, all searches of the sweep); in a pass "
+          f"of taskbfs alone at T={best_t} the peak was {core.rerun.peak_mb:.0f} MB over the RSS "
+          f"before the runtime started (the table's column)")
+    print(f"measured alone at T={best_t}: taskbfs {fmt_mteps(core.rerun.mteps_median)} MTEPS median "
+          f"(after the sweep), plain loop {fmt_mteps(core.rerun_plain.mteps_median)} (before the "
+          f"runtime started); ratio {core.rerun_plain.speed_vs(core.rerun):.2f}")
     plain_rows = core.plain
     plain_serial = core.serial[best_t] if threads > 1 else None
 
