@@ -171,15 +171,15 @@ class LiveRuns:
             return out
         current = run.levels.get(run.level)
         shown = run.level
-        if run.finished is not None and run.levels:  # done: show the level with the most work
-            shown = max(run.levels, key=lambda n: (sum(run.levels[n].sizes), -n))
+        if run.finished is not None and run.levels:  # done: show the level with the largest frontier
+            shown = max(run.levels, key=lambda n: (_frontier(run.levels[n]), -n))
         elapsed = run.elapsed
         levels = out["levels"]
         for number in sorted(run.levels):
             lv = run.levels[number]
             levels["level"].append(int(number))
             levels["direction"].append(lv.direction or "")
-            levels["frontier"].append(int(lv.frontier if lv.frontier is not None else sum(lv.sizes)))
+            levels["frontier"].append(_frontier(lv))
             levels["cpu"].append(sum(d == "CPU" for d in lv.devices))
             levels["gpu"].append(sum(d == "GPU" for d in lv.devices))
         out.update(
@@ -201,6 +201,13 @@ class LiveRuns:
             out["tasks"] = {"level": int(shown), "task": [int(t) for t in lv.tasks],
                             "size": [int(s) for s in lv.sizes], "device": list(lv.devices)}
         return out
+
+
+def _frontier(lv: _Level) -> int:
+    """Frontier vertices of a level: from its barrier's tag, else (not placed yet) its steps'."""
+    if lv.frontier is not None:
+        return int(lv.frontier)
+    return int(sum(lv.sizes)) if lv.direction != "bottom-up" else 0
 
 
 # ----------------------------------------------------------------------------- installation
@@ -293,7 +300,7 @@ class _Page:
 
     def __init__(self, board: LiveRuns):
         from bokeh.layouts import column, row
-        from bokeh.models import ColumnDataSource, DataRange1d, Div, HoverTool
+        from bokeh.models import BasicTicker, ColumnDataSource, DataRange1d, Div, HoverTool
         from bokeh.plotting import figure
 
         self.board = board
@@ -315,6 +322,7 @@ class _Page:
         work.yaxis.axis_label = "frontier vertices (unvisited, bottom-up)"
         work.add_tools(HoverTool(tooltips=[("task", "@task"), ("size", "@size"), ("device", "@device")]))
         work.legend.location = "top_left"
+        work.legend.background_fill_alpha = 0.6
 
         devices = figure(title="Tasks per device per level", name="taskbfs-devices", **common)
         devices.vbar_stack(["cpu", "gpu"], x="level", width=0.8, source=self.levels,
@@ -332,6 +340,8 @@ class _Page:
         frontier.add_tools(HoverTool(tooltips=[("level", "@level"), ("direction", "@direction"),
                                                ("frontier", "@frontier"), ("CPU tasks", "@cpu"),
                                                ("GPU tasks", "@gpu")]))
+        for fig in (work, devices, frontier):  # task ids and levels are integers
+            fig.xaxis.ticker = BasicTicker(min_interval=1)
         self.work = work
         self.root = column(self.header, row(work, devices, sizing_mode="stretch_width"), frontier,
                            sizing_mode="stretch_width", name="taskbfs-root")
@@ -347,7 +357,7 @@ class _Page:
         tasks = snap["tasks"]
         self.tasks.data = {"task": tasks["task"], "size": tasks["size"], "device": tasks["device"],
                            "color": [DEVICE_COLORS.get(d, "#999999") for d in tasks["device"]]}
-        which = "current level" if snap["state"] == "running" else "busiest level"
+        which = "current level" if snap["state"] == "running" else "largest level"
         self.work.title.text = (f"Work per task at the {which} ({tasks['level']}) against λ (dashed)"
                                 if tasks["level"] is not None else "Work per task against λ (dashed)")
         lam = snap["lam"]
@@ -364,9 +374,13 @@ def _header(snap: dict) -> str:
                 "on this cluster and this page follows it.</p>")
     lam = "–" if snap["lam"] is None else f"{snap['lam']:g}"
     teps = snap["teps"]
+    if snap["state"] == "running":
+        where = f"<b>level {snap['level']}</b> ({snap['direction'] or 'barrier only'})"
+    else:
+        where = f"<b>{len(snap['levels']['level'])} levels</b>"
     return (
         f"<h2>taskbfs: search {snap['program']} — {snap['state']}</h2>"
-        f"<p><b>level {snap['level']}</b> ({snap['direction'] or '–'}) · policy {snap['policy'] or '–'}, "
+        f"<p>{where} · policy {snap['policy'] or '–'}, "
         f"λ = {lam} · {len(snap['tasks']['task'])} tasks at level {snap['tasks']['level']} · "
         f"visited {snap['visited']:,} of {snap['vertices'] or 0:,} vertices, {snap['edges']:,} edges · "
         f"{snap['elapsed']:.3f} s · <b>{teps / 1e6:,.2f} MTEPS{' so far' if snap['state'] == 'running' else ''}"

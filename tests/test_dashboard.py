@@ -234,7 +234,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 #: Walks the page and its shadow roots (Bokeh 3 renders into them): text, and for every
 #: canvas of a plot how many pixels carry each of the given colours.
 PROBE = r"""
-((colors) => {
+((colors, withPixels) => {
   const out = {text: "", canvases: 0, pixels: Object.fromEntries(colors.map(c => [c, 0])),
                bokeh: typeof Bokeh === "undefined" ? 0 : Bokeh.documents.length};
   const rgb = colors.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
@@ -243,6 +243,7 @@ PROBE = r"""
       if (el.shadowRoot) { out.text += " " + el.shadowRoot.textContent; walk(el.shadowRoot); }
       if (el.tagName !== "CANVAS" || el.width < 100 || el.height < 100) continue;
       out.canvases += 1;
+      if (!withPixels) continue;
       const data = el.getContext("2d").getImageData(0, 0, el.width, el.height).data;
       for (let i = 0; i < data.length; i += 4) {
         rgb.forEach((c, k) => {
@@ -255,7 +256,7 @@ PROBE = r"""
   out.text += document.body ? document.body.textContent : "";
   walk(document);
   return out;
-})(%s)
+})(%s, %s)
 """
 
 
@@ -270,8 +271,11 @@ def _chromium() -> str | None:
     return None
 
 
-async def _probe_page(chromium: str, url: str, until, timeout: float, screenshot: Path):
-    """Open ``url`` in headless Chromium; evaluate PROBE until ``until(result)``; screenshot."""
+async def _probe_page(chromium: str, url: str, until, timeout: float, screenshot: Path,
+                      ready=None, start=None, seen=None, pixels=lambda: True):
+    """Open ``url`` in headless Chromium and evaluate PROBE every 0.1 s (counting pixels only
+    when ``pixels()``): once ``ready(result)``, call ``start()``; stop when ``until(result)``;
+    append every result to ``seen``; screenshot."""
     from tornado.websocket import websocket_connect
 
     profile = tempfile.mkdtemp(prefix="taskbfs-chromium-")
@@ -304,14 +308,21 @@ async def _probe_page(chromium: str, url: str, until, timeout: float, screenshot
                     assert "error" not in message, message
                     return message["result"]
 
-        expression = PROBE % json.dumps([DEVICE_COLORS["CPU"], "#ffcc00"])
+        colors = json.dumps([DEVICE_COLORS["CPU"], "#ffcc00"])
         result = None
+        started = start is None
         while time.monotonic() < deadline:
+            expression = PROBE % (colors, "true" if pixels() else "false")
             reply = await call("Runtime.evaluate", expression=expression, returnByValue=True)
             result = reply["result"].get("value")
-            if result and until(result):
+            if result and seen is not None:
+                seen.append(result)
+            if result and not started and ready(result):
+                start()
+                started = True
+            elif result and started and until(result):
                 break
-            await asyncio.sleep(0.25)
+            await asyncio.sleep(0.1)
         shot = await call("Page.captureScreenshot", format="png")
         screenshot.write_bytes(base64.b64decode(shot["data"]))
         ws.close()
@@ -332,15 +343,32 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
         pytest.skip("no Chromium binary found (looked for " + ", ".join(CHROMIUM_NAMES) +
                     " on PATH and $TASKBFS_CHROMIUM): install Debian's chromium package")
     graph = tb.kronecker(10, seed=5)
-    result = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=3)[0]), tasks=8, runtime=runtime)
-    program = _program_of(result)
+    tb.bfs(graph, int(tb.search_keys(graph, 1, seed=3)[0]), tasks=8, runtime=runtime)  # something to show
+    grid = _grid(80)  # 159 levels: the page must follow it while it runs
+    tb.bfs(grid, 0, tasks=2, runtime=runtime)  # warm-up
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(result=tb.bfs(grid, 0, tasks=8, runtime=runtime)))
 
     def drawn(r):
-        return (program in r["text"] and r["canvases"] >= 3
-                and all(count > 100 for count in r["pixels"].values()))
+        return r["canvases"] >= 3 and all(count > 100 for count in r["pixels"].values())
 
-    shot = tmp_path / "taskbfs-page.png"
-    probe = asyncio.run(_probe_page(chromium, base + PAGE, drawn, 60, shot))
+    def done(r):
+        return "result" in box and _program_of(box["result"]) in r["text"] and " done" in r["text"] and drawn(r)
+
+    shot, seen = tmp_path / "taskbfs-page.png", []
+    try:  # pixels are counted before the search (ready) and after it (done), not while it runs
+        probe = asyncio.run(_probe_page(chromium, base + PAGE, done, 90, shot, ready=drawn,
+                                        start=thread.start, seen=seen,
+                                        pixels=lambda: thread.ident is None or "result" in box))
+    finally:
+        if thread.is_alive() or thread.ident is not None:
+            thread.join()
+    result = box["result"]
+    program = _program_of(result)
+    # while the search ran, the page showed it running, and its level moved on
+    running = [r["text"] for r in seen if program in r["text"] and "— running" in r["text"]]
+    levels = {int(t.split("level ", 1)[1].split()[0]) for t in running}
+    assert len(levels) >= 2, f"the page showed {len(running)} running states, levels {sorted(levels)}"
     if os.environ.get("TASKBFS_SCREENSHOT_DIR"):  # keep it for a human to look at
         shutil.copy(shot, Path(os.environ["TASKBFS_SCREENSHOT_DIR"]) / shot.name)
     assert probe is not None and probe["bokeh"] >= 1, probe
