@@ -86,5 +86,16 @@ def test_lambda_notebook_reads_a_recorded_crossover(tmp_path, monkeypatch):
     path = next(p for p in NOTEBOOKS if p.stem == "lambda_and_devices")
     nb = _execute(path, f"SCALE = 9\nKEYS = 1\nLAMBDAS = [0, 1000]\nCROSSOVER_CSV = {str(csv)!r}")
     text = _text(nb)
-    assert "recorded on: test fixture; crossover (λ for that machine): 1000" in text, text
+    # log-log interpolation between 100 (CPU wins 4x) and 1000 (GPU wins 1.5x): 100 * 10**0.774
+    assert "recorded on: test fixture; crossover (λ for that machine): 594 frontier vertices" in text, text
     assert "does not exist" not in text
+
+
+def test_lambda_notebook_without_a_recorded_crossover(tmp_path, monkeypatch):
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    path = next(p for p in NOTEBOOKS if p.stem == "lambda_and_devices")
+    missing = tmp_path / "lambda_crossover.csv"
+    nb = _execute(path, f"SCALE = 9\nKEYS = 1\nLAMBDAS = [0, 1000]\nCROSSOVER_CSV = {str(missing)!r}")
+    text = _text(nb)
+    assert f"No GPU measurement recorded: {missing} does not exist (yet)." in text, text
+    assert "recorded on:" not in text
