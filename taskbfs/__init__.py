@@ -16,6 +16,7 @@ Contents
 ``validate``               Graph500 validation rules (raises ``ValidationError``)
 ``search_keys``            Graph500 search keys; ``teps_statistics``
 ``Runtime``                the cluster: address, Client, or embedded default
+``trace``                  trace tables, timeline / frontier plots, Paraver and Chrome export
 ``TaskBFSError``           base of every error taskbfs raises on purpose
 =========================  ===================================================
 
@@ -48,6 +49,7 @@ from taskbfs.graph import (
     save_graph,
 )
 from taskbfs.graph500 import search_keys, teps_statistics, traversed_edges, validate
+from taskbfs import trace
 from taskbfs.runtime import Runtime
 
 __version__ = "0.1.0"
@@ -73,6 +75,7 @@ __all__ = [
     "save_graph",
     "search_keys",
     "teps_statistics",
+    "trace",
     "traversed_edges",
     "validate",
 ]
