@@ -254,3 +254,23 @@ def test_cache_evicts_least_recently_used_under_its_budget():
     assert cache.used_bytes <= cache.budget
     cache.clear()
     assert len(cache) == 0
+
+
+@needs_gpu
+def test_large_frontier_counts_edges_on_the_device_and_returns_the_cpu_dtype(monkeypatch):
+    from taskbfs.bfs import device_cache as dc
+
+    monkeypatch.setattr(dc, "HOST_EDGE_COUNT_LIMIT", 0)  # every frontier takes the device path
+    g = _kron()
+    bounds = [0, 64, g.num_vertices]
+    parts = _slices(g, bounds, "large-frontier-test")
+    cache = dc.DeviceCache(budget=1 << 30)
+    for frontier in (_frontier(g, bounds, TOP_DOWN, [1, 2, 70, 100], [1, 2, 70, 100]),
+                     _frontier(g, bounds, TOP_DOWN, [3], [3, 5])):
+        for p in parts:
+            d = dc.run_step_on_gpu(p, frontier, cache=cache)
+            cpu = step_smp(p, frontier)
+            assert d.vertices.dtype == cpu.vertices.dtype == p.indices.dtype
+            assert set(d.vertices.tolist()) == set(cpu.vertices.tolist())
+            assert d.vertices.size == np.unique(d.vertices).size
+            assert d.edges_examined == cpu.edges_examined

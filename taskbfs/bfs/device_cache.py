@@ -340,21 +340,31 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
         return _top_down(part, dev, cache, frontier, d_visited, h2d)
 
 
+#: Top-down frontiers up to this many vertices have their edge count summed on the host
+#: (no device round trip); larger ones let the device's degree scan give it (one 8-byte
+#: read-back), since gathering millions of degrees on the host costs milliseconds.
+HOST_EDGE_COUNT_LIMIT = 1 << 14
+
+
 def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
     from taskbfs.kernels.gpu import gpu_top_down_step
 
-    mine = np.ascontiguousarray(frontier.of_task(part.task), dtype=np.int64)
-    local = mine - dev.lo
-    total = int((dev.indptr_host[local + 1] - dev.indptr_host[local]).sum()) if mine.size else 0
-    if total == 0:
-        empty = np.empty(0, dtype=np.int64)
-        return Discoveries(part.task, empty, empty.copy(), 0, h2d_bytes=h2d)
+    mine = frontier.of_task(part.task)
+    total = None
+    if mine.size <= HOST_EDGE_COUNT_LIMIT:
+        local = mine - dev.lo
+        total = int((dev.indptr_host[local + 1] - dev.indptr_host[local]).sum()) if mine.size else 0
+        if total == 0:
+            empty = np.empty(0, dtype=part.indices.dtype)
+            return Discoveries(part.task, empty, empty.copy(), 0, h2d_bytes=h2d)
+    mine = np.ascontiguousarray(mine, dtype=np.int64)
     d_frontier = cache.buffer("frontier", mine.size, np.int64)[: mine.size]
     d_frontier.copy_to_device(mine)
     h2d += mine.nbytes
-    capacity = min(total, dev.num_vertices)
-    out_v = cache.buffer("out_vertices", capacity, np.int64)
-    out_u = cache.buffer("out_parents", capacity, np.int64)
+    # With dedupe each vertex is reported at most once per step: n slots always suffice,
+    # so one pair of buffers serves every task and level (no regrowth).
+    out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
+    out_u = cache.buffer("out_parents", dev.num_vertices, np.int64)
     mask = cache.mask_bits(dev.num_vertices)
     config = cache.launch_config()
     with _DeviceTimer(config.simulated) as timer:
@@ -362,32 +372,49 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
             dev.indptr, dev.indices, dev.lo, d_frontier, d_visited, out_v, out_u,
             mask_bits=mask, dedupe=True, config=config, workspace=cache.buffer,
             total_edges=total)
-    vertices, parents = _download(out_v, out_u, n_found)
+        out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
+    vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
+    read_back = _COUNTER_BYTES + (8 if total is None else 0)
     return Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
-                       d2h_bytes=_COUNTER_BYTES + vertices.nbytes + parents.nbytes,
+                       d2h_bytes=read_back + vertices.nbytes + parents.nbytes,
                        kernel_seconds=timer.seconds)
 
 
 def _bottom_up(part, dev, cache, d_visited, d_bits, h2d) -> Discoveries:
     from taskbfs.kernels.gpu import gpu_bottom_up_step
 
-    num_own = dev.hi - dev.lo
-    out_v = cache.buffer("out_vertices", num_own, np.int64)
-    out_u = cache.buffer("out_parents", num_own, np.int64)
+    out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
+    out_u = cache.buffer("out_parents", dev.num_vertices, np.int64)
     config = cache.launch_config()
     with _DeviceTimer(config.simulated) as timer:
         n_found, edges = gpu_bottom_up_step(
             dev.indptr, dev.indices, dev.lo, dev.hi, d_visited, d_bits, out_v, out_u,
             config=config, workspace=cache.buffer)
-    vertices, parents = _download(out_v, out_u, n_found)
+        out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
+    vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
     return Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
                        d2h_bytes=_COUNTER_BYTES + vertices.nbytes + parents.nbytes,
                        kernel_seconds=timer.seconds)
 
 
-def _download(out_v, out_u, n: int):
+def _narrow(cache, out_v, out_u, n: int, dtype):
+    """The device buffers to copy back: int64 as written, or narrowed to int32 on the device
+    when the slice's indices are int32 (what the CPU step then returns): half the bytes."""
+    if n == 0 or np.dtype(dtype) != np.int32:
+        return out_v, out_u
+    from taskbfs.kernels._gpu_narrow import narrow
+
+    config = cache.launch_config()
+    small_v = cache.buffer("out_vertices32", n, np.int32)
+    small_u = cache.buffer("out_parents32", n, np.int32)
+    narrow[config.blocks_for(n), config.block_size](out_v, out_u, n, small_v, small_u)
+    return small_v, small_u
+
+
+def _download(out_v, out_u, n: int, dtype):
+    """The first ``n`` pairs on the host."""
     if n == 0:
-        empty = np.empty(0, dtype=np.int64)
+        empty = np.empty(0, dtype=np.dtype(dtype))
         return empty, empty.copy()
     return out_v[:n].copy_to_host(), out_u[:n].copy_to_host()
 
