@@ -414,14 +414,14 @@ def run_igraph(graph, keys, ref):
 
 
 def run_networkx(graph, keys, ref, scale, max_scale):
-    try:
-        import networkx as nx
-    except ImportError:
-        return Row("networkx", status="not installed")
     row = Row("networkx bfs_predecessors")
     if scale > max_scale:
         row.status = f"skipped (scale > {max_scale})"
         return row
+    try:
+        import networkx as nx
+    except ImportError:
+        return Row("networkx", status="not installed")
     holder = {}
 
     def build():
