@@ -15,6 +15,7 @@ Approach
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -316,17 +317,19 @@ def _runtime(runtime):
     return _wrapped_runtime(runtime)
 
 
-_wrapped: dict = {}
+_wrapped_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_wrapped_addresses: dict = {}
 
 
 def _wrapped_runtime(client_or_address):
-    """A Runtime around a Client or address given to bfs(), kept for reuse across calls."""
+    """A Runtime around a Client or address given to bfs(), kept for reuse across calls
+    (its placed partitions with it); dropped with the Client."""
     from taskbfs.runtime import Runtime
 
-    key = id(client_or_address) if not isinstance(client_or_address, str) else client_or_address
-    rt = _wrapped.get(key)
-    if rt is None:
-        rt = _wrapped[key] = Runtime(client_or_address)
+    cache = _wrapped_addresses if isinstance(client_or_address, str) else _wrapped_clients
+    rt = cache.get(client_or_address)
+    if rt is None or rt.client.status not in ("running", "connecting"):
+        rt = cache[client_or_address] = Runtime(client_or_address)
     return rt
 
 
