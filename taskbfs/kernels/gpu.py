@@ -194,7 +194,51 @@ def launch_config(device=None, block_size: int | None = None,
 def _kernels(config: LaunchConfig):
     from taskbfs.kernels._gpu_kernels import kernels
 
+    if simulator_enabled():
+        _make_simulator_shared_arrays_thread_safe()
     return kernels(config.block_size, config.items_per_thread)
+
+
+_simulator_patched = False
+
+
+def _make_simulator_shared_arrays_thread_safe() -> None:
+    """Work around a race in numba-cuda's simulator (seen with 0.30.4).
+
+    The simulator runs each CUDA thread as a Python thread and looks a block's shared
+    arrays up in a dict with an unlocked check-then-insert: two threads can each create
+    their own "shared" array, after which one thread's writes are invisible to the other
+    (we saw a thread read ``tile_base`` that thread 0 had written, uninitialised, about
+    one launch in 600). Real GPUs are unaffected; this only serialises that lookup.
+    """
+    global _simulator_patched
+    if _simulator_patched:
+        return
+    import sys
+    import threading
+
+    from numba.core import types
+    from numba.cuda.simulator.kernelapi import FakeCUDAShared
+    from numba.np import numpy_support
+
+    original = FakeCUDAShared.array
+    lock = threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None or shape == 0:  # the original's own paths: no lookup
+            return original(self, shape, dtype, alignment)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        caller = sys._getframe(1)  # allocations are identified by their source line
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        with lock:
+            found = self._allocations.get(key)
+            if found is None:
+                found = self._allocations[key] = np.empty(shape, dtype)
+        return found
+
+    FakeCUDAShared.array = array
+    _simulator_patched = True
 
 
 def _is_device_array(array) -> bool:
