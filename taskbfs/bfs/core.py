@@ -58,8 +58,9 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     source : int
         Start vertex.
     tasks : int, optional
-        Number T of vertex-range tasks (1 … num_vertices); default
-        ``min(config.DEFAULT_TASKS, num_vertices)``.
+        Number T of vertex-range tasks, any number >= 1 (a task owns at least one vertex,
+        so T above the vertex count runs one task per vertex: ``result.num_tasks`` says
+        how many ran); default ``config.DEFAULT_TASKS``.
     strategy : {"hybrid", "fixed", "cpu", "gpu"}
         hybrid: a task goes to the GPU when its frontier exceeds λ (paper Sec. V.A);
         fixed: the first ``gpu_share`` of the tasks always run on the GPU (Sec. V.B);
@@ -294,11 +295,10 @@ def _check_tasks(tasks, num_vertices: int) -> int:
         return min(config.DEFAULT_TASKS, num_vertices)
     if isinstance(tasks, bool) or not isinstance(tasks, (int, np.integer)):
         raise InvalidParameterError(f"tasks must be an integer, got {tasks!r}")
-    if not 1 <= tasks <= num_vertices:
-        raise InvalidParameterError(
-            f"tasks must be between 1 and the number of vertices ({num_vertices}), got {tasks}"
-        )
-    return int(tasks)
+    if tasks < 1:
+        raise InvalidParameterError(f"tasks must be >= 1, got {tasks}")
+    # A task owns at least one vertex: more tasks than vertices means one task per vertex.
+    return int(min(tasks, num_vertices))
 
 
 def _check_choice(name: str, value, choices) -> str:
