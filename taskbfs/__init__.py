@@ -28,6 +28,7 @@ Examples
 >>> tb.validate(g, 0, r.parents)                            # doctest: +SKIP
 """
 
+from taskbfs import trace
 from taskbfs.bfs import BFSResult, bfs
 from taskbfs.errors import (
     DeviceUnavailableError,
@@ -49,7 +50,6 @@ from taskbfs.graph import (
     save_graph,
 )
 from taskbfs.graph500 import search_keys, teps_statistics, traversed_edges, validate
-from taskbfs import trace
 from taskbfs.runtime import Runtime
 
 __version__ = "0.1.0"

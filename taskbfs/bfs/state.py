@@ -23,7 +23,7 @@ import numpy as np
 
 from taskbfs import config
 from taskbfs.kernels.bitmap import empty_bitmap
-from taskbfs.kernels.merge import frontier_bitmap, merge_discoveries
+from taskbfs.kernels.merge import accept_owned, frontier_bitmap, merge_discoveries
 from taskbfs.runtime import publish
 
 TOP_DOWN = "top-down"
@@ -187,15 +187,11 @@ def _advance(state: BFSState, discoveries, level: int, direction: str, start: fl
         [(d.task, d.h2d_bytes, d.d2h_bytes, round(d.kernel_seconds * 1e9)) for d in discoveries
          if d.task >= 0 and (d.h2d_bytes or d.d2h_bytes or d.kernel_seconds)],
         dtype=np.int64).reshape(-1, 4)
-    cand_v = _concat([d.vertices for d in discoveries])
-    cand_p = _concat([d.parents for d in discoveries])
-    new_frontier = np.empty(cand_v.size, dtype=np.int64)
-    offsets = np.empty(num_tasks + 1, dtype=np.int64)
-    task_edges = np.empty(num_tasks, dtype=np.int64)
-    n_new = merge_discoveries(cand_v, cand_p, level, state.visited_bits, state.parents,
-                              state.distances, state.bounds, state.degrees,
-                              new_frontier, offsets, task_edges)
-    new_frontier = new_frontier[:n_new]
+    if direction == BOTTOM_UP and all(d.task >= 0 for d in discoveries):
+        new_frontier, offsets, task_edges = _accept_bottom_up(state, discoveries, level)
+    else:
+        new_frontier, offsets, task_edges = _merge_top_down(state, discoveries, level)
+    n_new = new_frontier.size
     counts = np.diff(offsets)
     state.unvisited_per_task -= counts
     frontier_edges = int(task_edges.sum())
@@ -224,6 +220,37 @@ def _advance(state: BFSState, discoveries, level: int, direction: str, start: fl
         device_stats=device_stats,
     )
     return frontier, summary
+
+
+def _merge_top_down(state: BFSState, discoveries, level: int):
+    """Deduplicate (first seen wins) and bucket by owner: top-down discoveries may name a
+    vertex several times and belong to any task."""
+    cand_v = _concat([d.vertices for d in discoveries])
+    cand_p = _concat([d.parents for d in discoveries])
+    new_frontier = np.empty(cand_v.size, dtype=np.int64)
+    offsets = np.empty(state.num_tasks + 1, dtype=np.int64)
+    task_edges = np.empty(state.num_tasks, dtype=np.int64)
+    n_new = merge_discoveries(cand_v, cand_p, level, state.visited_bits, state.parents,
+                              state.distances, state.bounds, state.degrees,
+                              new_frontier, offsets, task_edges)
+    return new_frontier[:n_new], offsets, task_edges
+
+
+def _accept_bottom_up(state: BFSState, discoveries, level: int):
+    """Bottom-up discoveries are unique and owned by the task that found them: record them
+    as they are, task by task (no deduplication, no bucketing)."""
+    sizes = np.zeros(state.num_tasks, dtype=np.int64)
+    for d in discoveries:
+        sizes[d.task] = d.vertices.size
+    offsets = np.zeros(state.num_tasks + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    ordered = sorted(discoveries, key=lambda d: d.task)
+    new_frontier = _concat([d.vertices for d in ordered]).astype(np.int64, copy=False)
+    parents_of = _concat([d.parents for d in ordered])
+    task_edges = np.empty(state.num_tasks, dtype=np.int64)
+    accept_owned(new_frontier, parents_of, offsets, level, state.visited_bits, state.parents,
+                 state.distances, state.degrees, task_edges)
+    return new_frontier, offsets, task_edges
 
 
 def _next_direction(state: BFSState, current: str, frontier_size: int, frontier_edges: int) -> str:

@@ -119,3 +119,34 @@ def unvisited_per_task(visited_bits, bounds):
                 count += 1
         out[t] = count
     return out
+
+
+@njit(nogil=True, cache=True)
+def accept_owned(vertices, parents_of, offsets, level, visited_bits, parents, distances,
+                 degrees, out_edges):
+    """Record discoveries that are already unique and grouped by owning task.
+
+    Bottom-up steps report each of their own unvisited vertices at most once, so the
+    barrier needs no first-seen check and no bucketing: this only marks them visited,
+    sets parent and level, and sums each task's frontier edges.
+
+    Parameters
+    ----------
+    vertices, parents_of : ndarray of int
+        Discoveries, task by task (task t's at ``offsets[t]:offsets[t + 1]``).
+    offsets : ndarray of int64
+        T + 1 offsets.
+    level, visited_bits, parents, distances, degrees
+        As in :func:`merge_discoveries`.
+    out_edges : ndarray of int64
+        T entries: edges leaving each task's new frontier.
+    """
+    for t in range(offsets.size - 1):
+        edges = 0
+        for i in range(offsets[t], offsets[t + 1]):
+            v = vertices[i]
+            visited_bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+            parents[v] = parents_of[i]
+            distances[v] = level
+            edges += degrees[v]
+        out_edges[t] = edges
