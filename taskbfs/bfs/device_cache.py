@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections import OrderedDict
 
 import numpy as np
@@ -277,29 +276,12 @@ def device_cache(worker=None) -> DeviceCache:
     return cache
 
 
-class _DeviceTimer:
-    """Device seconds between two CUDA events (host clock under the simulator)."""
+def _stopwatch(simulated: bool):
+    from numba import cuda
 
-    def __init__(self, simulated: bool):
-        from numba import cuda
+    from taskbfs.kernels.gpu import Stopwatch
 
-        self._events = None if simulated else (cuda.event(), cuda.event())
-        self.seconds = 0.0
-
-    def __enter__(self):
-        if self._events:
-            self._events[0].record()
-        self._t0 = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc):
-        if self._events:
-            self._events[1].record()
-            self._events[1].synchronize()
-            self.seconds = self._events[0].elapsed_time(self._events[1]) / 1000.0
-        else:
-            self.seconds = time.perf_counter() - self._t0
-        return False
+    return Stopwatch(cuda, simulated)
 
 
 def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) -> Discoveries:
@@ -367,7 +349,7 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
     out_u = cache.buffer("out_parents", dev.num_vertices, np.int64)
     mask = cache.mask_bits(dev.num_vertices)
     config = cache.launch_config()
-    with _DeviceTimer(config.simulated) as timer:
+    with _stopwatch(config.simulated) as timer:
         n_found, edges = gpu_top_down_step(
             dev.indptr, dev.indices, dev.lo, d_frontier, d_visited, out_v, out_u,
             mask_bits=mask, dedupe=True, config=config, workspace=cache.buffer,
@@ -386,7 +368,7 @@ def _bottom_up(part, dev, cache, d_visited, d_bits, h2d) -> Discoveries:
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
     out_u = cache.buffer("out_parents", dev.num_vertices, np.int64)
     config = cache.launch_config()
-    with _DeviceTimer(config.simulated) as timer:
+    with _stopwatch(config.simulated) as timer:
         n_found, edges = gpu_bottom_up_step(
             dev.indptr, dev.indices, dev.lo, dev.hi, d_visited, d_bits, out_v, out_u,
             config=config, workspace=cache.buffer)

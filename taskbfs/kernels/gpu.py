@@ -525,8 +525,11 @@ def _words_for(num_vertices: int) -> int:
     return words_for(num_vertices)
 
 
-class _Stopwatch:
-    """Kernel time: CUDA events on a device, the host clock under the simulator."""
+class Stopwatch:
+    """Kernel time: CUDA events on a device, the host clock under the simulator.
+
+    ``with Stopwatch(cuda, simulated) as watch: ...`` then ``watch.seconds``.
+    """
 
     def __init__(self, cuda, simulated: bool):
         self._cuda = cuda
@@ -600,7 +603,7 @@ def run_top_down(partition: DevicePartition, frontier, visited_bits, *, dedupe: 
     out_v = part.buffer("out_vertices", capacity, np.int64)
     out_u = part.buffer("out_parents", capacity, np.int64)
     mask = part.mask_bits() if dedupe else part.buffer("no_mask", 1, np.uint64)
-    with _Stopwatch(cuda, part.config.simulated) as watch:
+    with Stopwatch(cuda, part.config.simulated) as watch:
         n_found, edges = gpu_top_down_step(
             part.indptr, part.indices, part.lo, d_frontier, d_visited, out_v, out_u,
             mask_bits=mask, dedupe=dedupe, config=part.config, workspace=part.buffer,
@@ -633,7 +636,7 @@ def run_bottom_up(partition: DevicePartition, visited_bits, frontier_bits):
     d_frontier, b2 = part.upload(frontier_bits, np.uint64)
     out_v = part.buffer("out_vertices", num_own, np.int64)
     out_u = part.buffer("out_parents", num_own, np.int64)
-    with _Stopwatch(cuda, part.config.simulated) as watch:
+    with Stopwatch(cuda, part.config.simulated) as watch:
         n_found, edges = gpu_bottom_up_step(
             part.indptr, part.indices, part.lo, part.hi, d_visited, d_frontier, out_v, out_u,
             config=part.config, workspace=part.buffer)
