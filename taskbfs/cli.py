@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--source", type=int, default=None,
                      help="start vertex (default: a random vertex of degree >= 1)")
     run.add_argument("--keys", type=int, default=1, help="number of searches from random keys")
-    _cluster_options(run)
+    cluster_options(run)
     run.add_argument("--validate", action="store_true", help="check each result with the Graph500 rules")
     run.add_argument("--progress", action="store_true", default=None,
                      help="show per-level progress (default: when stderr is a terminal)")
@@ -70,7 +70,8 @@ def _graph_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=1, help="generator and key seed (default 1)")
 
 
-def _cluster_options(p: argparse.ArgumentParser) -> None:
+def cluster_options(p: argparse.ArgumentParser) -> None:
+    """The task and cluster options every command shares (--tasks, --strategy, --lam, ...)."""
     c = p.add_argument_group("tasks and cluster")
     c.add_argument("--tasks", type=int, default=None, help=f"number of tasks T (default {config.DEFAULT_TASKS})")
     c.add_argument("--strategy", default="hybrid", choices=["hybrid", "fixed", "cpu", "gpu"])

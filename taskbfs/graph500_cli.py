@@ -42,13 +42,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=1, help="generator and search-key seed (default 1)")
     g.add_argument("--keys", type=int, default=config.GRAPH500_KEYS,
                    help=f"number of search keys, i.e. searches (default {config.GRAPH500_KEYS})")
-    c = p.add_argument_group("tasks and cluster")
-    c.add_argument("--tasks", type=int, default=None, help=f"number of tasks T (default {config.DEFAULT_TASKS})")
-    c.add_argument("--strategy", default="hybrid", choices=["hybrid", "fixed", "cpu", "gpu"])
-    c.add_argument("--lam", type=float, default=None, help=f"hybrid threshold λ (default {config.DEFAULT_LAMBDA})")
-    c.add_argument("--direction", default="auto", choices=["auto", "top-down", "bottom-up"])
-    c.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="Dask scheduler address (default: start the embedded cluster)")
+    from taskbfs.cli import cluster_options  # cli imports this module only to call add_parser
+
+    cluster_options(p)
     p.add_argument("--no-validate", dest="validate", action="store_false",
                    help="skip the validation of each search (the specification requires it)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
