@@ -115,7 +115,8 @@ def publish(message) -> None:
     For the few numbers a client needs to decide its next submissions (e.g. a level's
     frontier counts): the message travels worker → scheduler → client as a Dask event,
     with no extra task and no gather round trip. ``message`` must be msgpack-serialisable
-    (dicts, lists, str, int, float). Outside a worker it is dropped.
+    (dicts, lists, str, int, float); Dask adds a ``"worker"`` entry (the sender's address)
+    to a dict message. Outside a worker it is dropped.
     """
     program = getattr(_running, "program", None)
     worker = _current_worker()
