@@ -19,8 +19,8 @@ Approach
     idle           0     nothing of this search runs on the thread
     top-down       1     a top-down step task runs on it
     bottom-up      2     a bottom-up step task runs on it
-    barrier        3     the level's barrier task merges the discoveries (one thread runs
-                         it; every other thread waits for it)
+    barrier        3     the level's barrier task merges the discoveries, drawn on the
+                         thread that ran it (on every row when that thread is unknown)
     =============  ====  ==================================================================
 Encoding
     Times are seconds since the search started (``result.trace``'s clock); Paraver files
@@ -256,12 +256,11 @@ def state_table(result) -> pd.DataFrame:
                                                   tasks["direction"], tasks["level"], strict=True):
         state = direction if direction in STATES else "top-down"
         intervals[int(row)].append((float(start), float(stop), state, int(level)))
-    barriers = [(float(s - b), float(s), int(lv)) for s, b, lv in
-                zip(result.levels.get("stop", ()), result.levels.get("barrier_seconds", ()),
-                    result.levels.get("level", ()), strict=True)]
+    barriers = _barrier_rows(result, threads, list(intervals))
     out = []
     for row, spans in intervals.items():
-        spans = sorted(spans) + [(b0, b1, "barrier", lv) for b0, b1, lv in barriers]
+        spans = sorted(spans) + [(b0, b1, "barrier", lv) for b0, b1, lv, rows in barriers
+                                 if row in rows]
         spans.sort(key=lambda s: (s[0], s[2] == "barrier"))
         t = origin
         for start, stop, state, level in spans:
@@ -276,6 +275,23 @@ def state_table(result) -> pd.DataFrame:
         if t < end:
             out.append((row, "idle", t, end, -1))
     return pd.DataFrame(out, columns=["row", "state", "start", "stop", "level"])
+
+
+def _barrier_rows(result, threads: pd.DataFrame, all_rows: list) -> list:
+    """``(start, stop, level, rows)`` per barrier: the row of the thread that ran it, or
+    every row when that thread is unknown or ran no step task."""
+    levels = result.levels
+    row_of = {(w, t): int(r) for w, t, r in
+              zip(threads["worker"], threads["thread"], threads["row"], strict=True)}
+    places = zip(levels.get("barrier_worker", [None] * len(levels)),
+                 levels.get("barrier_thread", [None] * len(levels)), strict=True)
+    out = []
+    for stop, seconds, level, place in zip(levels.get("stop", ()), levels.get("barrier_seconds", ()),
+                                           levels.get("level", ()), places, strict=True):
+        row = row_of.get(place)
+        out.append((float(stop - seconds), float(stop), int(level),
+                    [row] if row is not None else all_rows))
+    return out
 
 
 # ----------------------------------------------------------------------------- plots

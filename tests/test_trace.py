@@ -344,3 +344,19 @@ def test_cli_refuses_a_bad_trace_file_before_running(tmp_path, capsys):
     assert "graph:" not in captured.out  # refused before generating the graph
     assert cli.main(["run", "--scale", "8", "--trace", str(tmp_path / "no" / "dir" / "t.csv")]) == 2
     assert "no directory" in capsys.readouterr().err
+
+
+def test_each_barrier_is_drawn_on_the_thread_that_ran_it(runtime):
+    graph = tb.kronecker(11, seed=3)
+    result = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=2)[0]), tasks=4, runtime=runtime)
+    threads = tb.trace.thread_table(result)
+    row_of = {(w, t): r for w, t, r in zip(threads["worker"], threads["thread"], threads["row"],
+                                           strict=True)}
+    states = tb.trace.state_table(result)
+    barriers = states[states["state"] == "barrier"]
+    assert len(barriers) >= 1
+    for level in result.levels.itertuples():
+        expected = row_of.get((level.barrier_worker, level.barrier_thread))
+        rows = set(barriers.loc[barriers["level"] == level.level, "row"])
+        if expected is not None and rows:
+            assert rows == {expected}

@@ -146,7 +146,7 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress) -
         distances=distances,
         parents=parents,
         trace=trace,
-        levels=_level_table(summaries, trace, wall_start),
+        levels=_level_table(summaries, trace, wall_start, _barrier_places(records)),
         elapsed=elapsed,
         traversed_edges=traversed_edges(graph, parents),
         strategy=strategy,
@@ -222,8 +222,16 @@ def _devices_per_level(trace: pd.DataFrame) -> dict:
     return {int(level): (int(c), int(g)) for level, c, g in zip(counts.index, cpu, gpu, strict=True)}
 
 
-def _level_table(summaries, trace: pd.DataFrame, wall_start: float) -> pd.DataFrame:
+def _barrier_places(records) -> dict:
+    """Level → (worker, thread) of the barrier that merged that level's steps."""
+    return {r["level"]: (r["worker"], r["thread"]) for r in records
+            if r.get("name") == BARRIER.name and "level" in r}
+
+
+def _level_table(summaries, trace: pd.DataFrame, wall_start: float,
+                 barrier_places: dict | None = None) -> pd.DataFrame:
     devices = _devices_per_level(trace)
+    barrier_places = barrier_places or {}
     rows = []
     for prev, cur in zip(summaries[:-1], summaries[1:], strict=True):
         cpu, gpu = devices.get(prev.level, (0, 0))
@@ -240,6 +248,8 @@ def _level_table(summaries, trace: pd.DataFrame, wall_start: float) -> pd.DataFr
             "start": prev.barrier_stop - wall_start,
             "stop": cur.barrier_stop - wall_start,
             "barrier_seconds": cur.barrier_stop - cur.barrier_start,
+            "barrier_worker": barrier_places.get(prev.level, (None, None))[0],
+            "barrier_thread": barrier_places.get(prev.level, (None, None))[1],
             **_device_totals(cur),
         })
     return pd.DataFrame(rows)
