@@ -35,22 +35,8 @@ def set_bits(bits, vertices):
         bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
 
 
-@njit(nogil=True, cache=True)
-def clear_bits(bits, vertices):
-    """Clear every vertex of ``vertices`` in ``bits`` (in place)."""
-    for i in range(vertices.size):
-        v = vertices[i]
-        bits[v >> 6] &= ~(np.uint64(1) << np.uint64(v & 63))
-
-
 def bitmap_from_vertices(vertices, num_vertices: int) -> np.ndarray:
     """A new bitmap with exactly ``vertices`` set."""
     bits = empty_bitmap(num_vertices)
     set_bits(bits, np.asarray(vertices, dtype=np.int64))
     return bits
-
-
-def vertices_from_bitmap(bits: np.ndarray, num_vertices: int) -> np.ndarray:
-    """The sorted int64 ids of the vertices set in ``bits``."""
-    flags = np.unpackbits(bits.view(np.uint8), bitorder="little")[:num_vertices]
-    return np.flatnonzero(flags).astype(np.int64)

@@ -16,8 +16,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from taskbfs.kernels.bitmap import test_bit
-
 
 @njit(nogil=True, cache=True)
 def _owner(bounds, v):
@@ -105,20 +103,6 @@ def frontier_bitmap(frontier, bits):
     for i in range(frontier.size):
         v = frontier[i]
         bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
-
-
-@njit(nogil=True, cache=True)
-def unvisited_per_task(visited_bits, bounds):
-    """Number of unvisited vertices in each task's range (a full scan; bottom-up levels only)."""
-    num_tasks = bounds.size - 1
-    out = np.zeros(num_tasks, dtype=np.int64)
-    for t in range(num_tasks):
-        count = 0
-        for v in range(bounds[t], bounds[t + 1]):
-            if not test_bit(visited_bits, v):
-                count += 1
-        out[t] = count
-    return out
 
 
 @njit(nogil=True, cache=True)
