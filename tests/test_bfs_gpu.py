@@ -17,14 +17,9 @@ Expectations
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from gpu_support import run_module_under_simulator
 from reference import scipy_distances
 
 import taskbfs as tb
@@ -33,7 +28,6 @@ from taskbfs.bfs.steps import STEP, GraphSlice, step_smp
 from taskbfs.kernels.bitmap import bitmap_from_vertices, empty_bitmap
 from taskbfs.kernels.gpu import gpu_available
 
-REPO = Path(__file__).resolve().parents[1]
 IN_PROCESS = gpu_available()
 needs_gpu = pytest.mark.skipif(
     not IN_PROCESS,
@@ -47,18 +41,7 @@ DEVICE_COLUMNS = ("h2d_bytes", "d2h_bytes", "kernel_seconds")
 @pytest.mark.gpu
 @pytest.mark.skipif(IN_PROCESS, reason="the GPU tests run in this process")
 def test_gpu_bfs_in_simulator_subprocess():
-    if importlib.util.find_spec("numba.cuda") is None:
-        pytest.skip("numba.cuda is not installed (pip install numba-cuda): no simulator either")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-    )
-    report = proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert proc.returncode == 0, report
-    assert " passed" in proc.stdout, report
-    assert "not usable in this process" not in proc.stdout, "the simulator did not start:\n" + report
+    run_module_under_simulator(__file__, timeout=600)
 
 
 # --------------------------------------------------------------------------- without a GPU

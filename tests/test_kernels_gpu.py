@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_support import run_module_under_simulator
 from scipy.sparse.csgraph import breadth_first_order
 
 from taskbfs.errors import InvalidParameterError, InvalidVertexError
@@ -55,18 +56,7 @@ BU_THREAD_EDGES = 4
 # --------------------------------------------------------------------------- the driver
 @pytest.mark.skipif(IN_PROCESS, reason="the GPU kernels run in this process")
 def test_gpu_kernels_in_simulator_subprocess():
-    if importlib.util.find_spec("numba.cuda") is None:
-        pytest.skip("numba.cuda is not installed (pip install numba-cuda): no simulator either")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
-    )
-    report = proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert proc.returncode == 0, report
-    assert " passed" in proc.stdout, report
-    assert "not usable in this process" not in proc.stdout, "the simulator did not start:\n" + report
+    run_module_under_simulator(__file__, timeout=900)
 
 
 def test_import_without_cuda():
