@@ -12,7 +12,7 @@ Approach
     ``ThreadPoolExecutor`` (the kernels release the GIL, as on the embedded cluster's
     worker threads), then ``taskbfs.kernels.merge.merge_discoveries`` merges the
     discoveries in task order and Beamer's switch rule (α, β from ``taskbfs.config``)
-    picks the next level's direction exactly as ``state._next_direction`` does. What is
+    picks the next level's direction exactly as ``taskbfs.kernels.direction.switch_direction`` does. What is
     left between this loop and ``taskbfs.bfs`` is the runtime: task submission,
     scheduling, messages, futures, the trace.
 Encoding
@@ -40,11 +40,8 @@ from taskbfs import config
 from taskbfs.graph import partition
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.cpu import bottom_up_step, frontier_edge_count, top_down_step
+from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
 from taskbfs.kernels.merge import frontier_bitmap, merge_discoveries
-
-TOP_DOWN = "top-down"
-BOTTOM_UP = "bottom-up"
-AUTO = "auto"
 
 
 @dataclass
@@ -148,8 +145,8 @@ def _run(s: Slices, source: int, mode: str, pool, alpha: float, beta: float) -> 
     directions = []
     while True:
         # ---- the barrier (state._advance)
-        cand_v = _concat([f[0] for f in found])
-        cand_p = _concat([f[1] for f in found])
+        cand_v = concat([f[0] for f in found])
+        cand_p = concat([f[1] for f in found])
         frontier = np.empty(cand_v.size, dtype=np.int64)
         offsets = np.empty(num_tasks + 1, dtype=np.int64)
         task_edges = np.empty(num_tasks, dtype=np.int64)
@@ -162,7 +159,7 @@ def _run(s: Slices, source: int, mode: str, pool, alpha: float, beta: float) -> 
         unvisited -= counts
         frontier_edges = int(task_edges.sum())
         unexplored -= frontier_edges
-        direction = _next_direction(mode, direction, n_new, frontier_edges, unexplored, n,
+        direction = switch_direction(mode, direction, n_new, frontier_edges, unexplored, n,
                                     alpha, beta)
         directions.append(direction)
         # ---- the level's steps (one per range with work)
@@ -193,21 +190,3 @@ def _run(s: Slices, source: int, mode: str, pool, alpha: float, beta: float) -> 
         level += 1
     elapsed = time.perf_counter() - start
     return PlainResult(source, distances, parents, elapsed, directions)
-
-
-def _next_direction(mode, current, frontier_size, frontier_edges, unexplored, n, alpha, beta):
-    """Beamer's switch rule, as ``taskbfs.bfs.state._next_direction``."""
-    if mode != AUTO:
-        return mode
-    if current == TOP_DOWN:
-        return BOTTOM_UP if frontier_edges > unexplored / alpha else TOP_DOWN
-    return TOP_DOWN if frontier_size < n / beta else BOTTOM_UP
-
-
-def _concat(arrays) -> np.ndarray:
-    arrays = [a for a in arrays if a.size]
-    if not arrays:
-        return np.empty(0, dtype=np.int64)
-    if len(arrays) == 1:
-        return arrays[0]
-    return np.concatenate(arrays)

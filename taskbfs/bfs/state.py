@@ -23,12 +23,10 @@ import numpy as np
 
 from taskbfs import config
 from taskbfs.kernels.bitmap import empty_bitmap
+from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
 from taskbfs.kernels.merge import accept_owned, frontier_bitmap, merge_discoveries
 from taskbfs.runtime import publish
 
-TOP_DOWN = "top-down"
-BOTTOM_UP = "bottom-up"
-AUTO = "auto"
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
 
 
@@ -225,8 +223,8 @@ def _advance(state: BFSState, discoveries, level: int, direction: str, start: fl
 def _merge_top_down(state: BFSState, discoveries, level: int):
     """Deduplicate (first seen wins) and bucket by owner: top-down discoveries may name a
     vertex several times and belong to any task."""
-    cand_v = _concat([d.vertices for d in discoveries])
-    cand_p = _concat([d.parents for d in discoveries])
+    cand_v = concat([d.vertices for d in discoveries])
+    cand_p = concat([d.parents for d in discoveries])
     new_frontier = np.empty(cand_v.size, dtype=np.int64)
     offsets = np.empty(state.num_tasks + 1, dtype=np.int64)
     task_edges = np.empty(state.num_tasks, dtype=np.int64)
@@ -245,8 +243,8 @@ def _accept_bottom_up(state: BFSState, discoveries, level: int):
     offsets = np.zeros(state.num_tasks + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     ordered = sorted(discoveries, key=lambda d: d.task)
-    new_frontier = _concat([d.vertices for d in ordered]).astype(np.int64, copy=False)
-    parents_of = _concat([d.parents for d in ordered])
+    new_frontier = concat([d.vertices for d in ordered]).astype(np.int64, copy=False)
+    parents_of = concat([d.parents for d in ordered])
     task_edges = np.empty(state.num_tasks, dtype=np.int64)
     accept_owned(new_frontier, parents_of, offsets, level, state.visited_bits, state.parents,
                  state.distances, state.degrees, task_edges)
@@ -255,24 +253,8 @@ def _accept_bottom_up(state: BFSState, discoveries, level: int):
 
 def _next_direction(state: BFSState, current: str, frontier_size: int, frontier_edges: int) -> str:
     """Beamer's switch rule (or the fixed direction the caller asked for)."""
-    if state.direction_mode != AUTO:
-        return state.direction_mode
-    if current == TOP_DOWN:
-        if frontier_edges > state.unexplored_edges / state.alpha:
-            return BOTTOM_UP
-        return TOP_DOWN
-    if frontier_size < state.num_vertices / state.beta:
-        return TOP_DOWN
-    return BOTTOM_UP
-
-
-def _concat(arrays) -> np.ndarray:
-    arrays = [a for a in arrays if a.size]
-    if not arrays:
-        return np.empty(0, dtype=np.int64)
-    if len(arrays) == 1:
-        return arrays[0]
-    return np.concatenate(arrays)
+    return switch_direction(state.direction_mode, current, frontier_size, frontier_edges,
+                            state.unexplored_edges, state.num_vertices, state.alpha, state.beta)
 
 
 def final_arrays(state: BFSState):
