@@ -3,8 +3,8 @@
 Returns (prints, and writes ``benchmarks/results/lambda_crossover.csv`` with the columns
 ``frontier_size, cpu_seconds, gpu_seconds, device``): the median time of one BFS step task
 covering a whole Graph500 Kronecker graph, for frontiers of 1 … 2^18 vertices, on the
-CPU (the numba kernel, one thread: the task's ``smp`` implementation ``step_smp``) and on
-the GPU (the task's ``cuda`` implementation, ``run_step_on_gpu``, with the slice already
+CPU (the numba kernel, one thread: the task's ``smp`` implementation ``step_smp``, which buckets its output by owner as every step does) and on
+the GPU (the task's ``cuda`` implementation: ``run_step_on_gpu`` then ``for_barrier``, with the slice already
 resident in device memory, as on every level after the first), and the crossover: the
 frontier size above which the GPU task is faster at every measured size. That is the
 threshold λ of the workload-aware hybrid strategy (frontier > λ → GPU).
@@ -32,7 +32,7 @@ import numpy as np
 import taskbfs as tb
 from taskbfs.bfs.device_cache import DeviceCache, run_step_on_gpu
 from taskbfs.bfs.state import TOP_DOWN, Frontier
-from taskbfs.bfs.steps import GraphSlice, step_smp
+from taskbfs.bfs.steps import GraphSlice, for_barrier, step_smp
 from taskbfs.kernels.bitmap import bitmap_from_vertices
 from taskbfs.kernels.gpu import gpu_available, simulator_enabled
 
@@ -125,7 +125,7 @@ def main():
             frontier = Frontier(frontier.level, frontier.direction, frontier.vertices,
                                 frontier.offsets, None, frontier.visited_bits)  # a new level
             t = time.perf_counter()
-            g = run_step_on_gpu(part, frontier, cache=cache)
+            g = for_barrier(part, frontier, run_step_on_gpu(part, frontier, cache=cache))
             gpu_t.append(time.perf_counter() - t)
             assert g.edges_examined == c.edges_examined
             assert np.array_equal(np.unique(g.vertices), np.unique(c.vertices))

@@ -1,23 +1,22 @@
-"""taskbfs's CPU kernels in a plain Python level loop, without Dask: the "no runtime" peer.
+"""taskbfs's step and barrier code in a plain Python level loop, without Dask: the "no runtime" peer.
 
 Returns
     :func:`plain_bfs` → :class:`PlainResult` (distances, parents, elapsed seconds, levels),
-    the same arrays :func:`taskbfs.bfs` returns, from the same kernels.
+    the same arrays :func:`taskbfs.bfs` returns, from the same code.
 Approach
-    The level loop of ``taskbfs/bfs/core.py`` and the barrier of ``taskbfs/bfs/state.py``
-    with the Dask runtime taken out: the graph is cut into the same T vertex ranges
-    (``taskbfs.graph.partition``, same balance), each level calls
-    ``taskbfs.kernels.top_down_step`` / ``bottom_up_step`` once per range with work (with
-    the same per-step output buffers as ``taskbfs/bfs/steps.py``), serially or on a
+    The level loop of ``taskbfs/bfs/core.py`` with the Dask runtime taken out: the graph is
+    cut into the same T vertex ranges (``taskbfs.graph.partition``, same balance) and the
+    same slices (``GraphSlice``), each level calls the step tasks' CPU implementation
+    (``taskbfs.bfs.steps.step_smp``) once per range with work, serially or on a
     ``ThreadPoolExecutor`` (the kernels release the GIL, as on the embedded cluster's
-    worker threads), then ``taskbfs.kernels.merge.merge_discoveries`` merges the
-    discoveries in task order and Beamer's switch rule (α, β from ``taskbfs.config``)
-    picks the next level's direction exactly as ``taskbfs.kernels.direction.switch_direction`` does. What is
-    left between this loop and ``taskbfs.bfs`` is the runtime: task submission,
-    scheduling, messages, futures, the trace.
+    worker threads), then the barrier's own function (``taskbfs.bfs.state.advance``:
+    visited set, next frontier, Beamer's switch rule), and at the end the result
+    assembly (``taskbfs.bfs.state.assemble_range``) once per group of ranges on the same
+    pool. What is left between this loop and ``taskbfs.bfs`` is the runtime: task
+    submission, scheduling, messages, futures, the trace.
 Encoding
-    As in the kernels: uint64 bitmaps, per-task frontiers grouped by owner with T + 1
-    offsets, ``parents[source] == source``, ``-1`` unreached.
+    As in ``taskbfs.bfs.state``: uint64 bitmaps, per-task frontiers grouped by owner with
+    T + 1 offsets, ``parents[source] == source``, ``-1`` unreached.
 
 This module never imports Dask itself (importing any ``taskbfs`` submodule runs the package
 ``__init__``, which loads it, but nothing here submits to it).
@@ -37,11 +36,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from taskbfs import config
+from taskbfs.bfs.placement import _slices
+from taskbfs.bfs.state import advance, assemble_range, first_frontier
+from taskbfs.bfs.steps import step_smp
 from taskbfs.graph import partition
-from taskbfs.kernels.bitmap import empty_bitmap
-from taskbfs.kernels.cpu import bottom_up_step, frontier_edge_count, top_down_step
-from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
-from taskbfs.kernels.merge import frontier_bitmap, merge_discoveries
+from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN
 
 
 @dataclass
@@ -64,10 +63,10 @@ class PlainResult:
 
 
 class Slices:
-    """The T per-task CSR slices of a graph (what ``place_graph`` scatters), built once.
+    """The T per-task slices of a graph (what ``place_graph`` scatters), built once.
 
-    ``indptr`` is local (starts at 0), ``indices`` a view of global neighbour ids;
-    ``tindices``/``tindptr`` the transpose's slices for bottom-up steps of a directed graph.
+    ``out`` are the out-adjacency slices (top-down steps), ``inn`` the transpose's
+    (bottom-up steps of a directed graph; the same slices when undirected).
     """
 
     def __init__(self, graph, tasks: int, balance: str = config.DEFAULT_BALANCE):
@@ -76,24 +75,15 @@ class Slices:
         self.num_tasks = parts.num_tasks
         self.num_vertices = graph.num_vertices
         self.degrees = graph.degrees()
-        self.index_dtype = graph.indices.dtype
-        self.out = _cut(graph, self.bounds)
-        self.inn = _cut(graph.transpose(), self.bounds) if graph.directed else self.out
-
-
-def _cut(graph, bounds):
-    out = []
-    for t in range(bounds.size - 1):
-        lo, hi = int(bounds[t]), int(bounds[t + 1])
-        start, stop = graph.indptr[lo], graph.indptr[hi]
-        out.append((lo, hi, graph.indptr[lo : hi + 1] - start, graph.indices[start:stop]))
-    return out
+        self.out = _slices(graph, parts, graph.token)
+        self.inn = (_slices(graph.transpose(), parts, graph.token + "/T", out=graph)
+                    if graph.directed else self.out)
 
 
 def plain_bfs(graph, source: int, tasks: int = config.DEFAULT_TASKS, threads: int | None = None,
               direction: str = AUTO, slices: Slices | None = None, pool=None,
               alpha: float = config.DO_ALPHA, beta: float = config.DO_BETA) -> PlainResult:
-    """BFS from ``source`` with taskbfs's kernels over T slices, in a plain loop.
+    """BFS from ``source`` with taskbfs's step and barrier code over T slices, in a plain loop.
 
     Parameters
     ----------
@@ -113,8 +103,8 @@ def plain_bfs(graph, source: int, tasks: int = config.DEFAULT_TASKS, threads: in
     Returns
     -------
     PlainResult
-        ``elapsed`` covers the state allocation, every level and every merge (as
-        ``BFSResult.elapsed`` does), not the slicing or the pool start.
+        ``elapsed`` covers the state allocation, every level, every barrier and the result
+        assembly (as ``BFSResult.elapsed`` does), not the slicing or the pool start.
     """
     source = graph.check_vertex(source, "source")
     if direction not in (AUTO, TOP_DOWN, BOTTOM_UP):
@@ -125,68 +115,42 @@ def plain_bfs(graph, source: int, tasks: int = config.DEFAULT_TASKS, threads: in
     if own_pool:
         pool = ThreadPoolExecutor(max_workers=threads)
     try:
-        return _run(s, source, direction, pool if threads > 1 else None, alpha, beta)
+        return _run(s, source, direction, pool if threads > 1 else None, threads, alpha, beta)
     finally:
         if own_pool:
             pool.shutdown()
 
 
-def _run(s: Slices, source: int, mode: str, pool, alpha: float, beta: float) -> PlainResult:
+def _run(s: Slices, source: int, mode: str, pool, threads: int, alpha: float,
+         beta: float) -> PlainResult:
+    def run_all(calls):
+        return list(pool.map(lambda c: c(), calls)) if pool is not None else [c() for c in calls]
+
     start = time.perf_counter()
-    n, num_tasks, bounds, degrees = s.num_vertices, s.num_tasks, s.bounds, s.degrees
-    visited = empty_bitmap(n)
-    parents = np.full(n, -1, dtype=np.int64)
-    distances = np.full(n, -1, dtype=np.int64)
-    unvisited = np.diff(bounds).astype(np.int64)
-    unexplored = int(degrees.sum())
-    src = np.array([source], dtype=np.int64)
-    found = [(src, src.copy())]
-    level, direction = 0, TOP_DOWN
+    frontier, summary = first_frontier(s.degrees, s.bounds, source, mode, alpha, beta)
+    logs = []  # (level, discoveries)
     directions = []
-    while True:
-        # ---- the barrier (state._advance)
-        cand_v = concat([f[0] for f in found])
-        cand_p = concat([f[1] for f in found])
-        frontier = np.empty(cand_v.size, dtype=np.int64)
-        offsets = np.empty(num_tasks + 1, dtype=np.int64)
-        task_edges = np.empty(num_tasks, dtype=np.int64)
-        n_new = merge_discoveries(cand_v, cand_p, level, visited, parents, distances, bounds,
-                                  degrees, frontier, offsets, task_edges)
-        if n_new == 0:
-            break
-        frontier = frontier[:n_new]
-        counts = np.diff(offsets)
-        unvisited -= counts
-        frontier_edges = int(task_edges.sum())
-        unexplored -= frontier_edges
-        direction = switch_direction(mode, direction, n_new, frontier_edges, unexplored, n,
-                                    alpha, beta)
-        directions.append(direction)
-        # ---- the level's steps (one per range with work)
-        if direction == BOTTOM_UP:
-            bits = empty_bitmap(n)
-            frontier_bitmap(frontier, bits)
-            active = np.flatnonzero(unvisited).tolist()
-
-            def step(t, bits=bits):
-                lo, hi, indptr, indices = s.inn[t]
-                out_v = np.empty(hi - lo, dtype=indices.dtype)
-                out_p = np.empty(hi - lo, dtype=indices.dtype)
-                k, _ = bottom_up_step(indptr, indices, lo, hi, visited, bits, out_v, out_p)
-                return out_v[:k], out_p[:k]
-        else:
-            active = np.flatnonzero(counts).tolist()
-
-            def step(t, frontier=frontier, offsets=offsets):
-                lo, _, indptr, indices = s.out[t]
-                mine = frontier[offsets[t] : offsets[t + 1]]
-                size = frontier_edge_count(indptr, lo, mine)
-                out_v = np.empty(size, dtype=indices.dtype)
-                out_p = np.empty(size, dtype=indices.dtype)
-                k, _ = top_down_step(indptr, indices, lo, mine, visited, out_v, out_p)
-                return out_v[:k], out_p[:k]
-
-        found = list(pool.map(step, active)) if pool is not None else [step(t) for t in active]
-        level += 1
+    while summary.frontier_size > 0:
+        directions.append(frontier.direction)
+        slices = s.inn if frontier.direction == BOTTOM_UP else s.out
+        active = np.flatnonzero(summary.frontier_counts).tolist()
+        found = run_all([lambda p=slices[t], f=frontier: step_smp(p, f) for t in active])
+        logs += [(frontier.level, d) for d in found]
+        frontier, summary = advance(frontier, found, s.degrees)
+    groups = np.linspace(0, s.num_tasks, min(s.num_tasks, threads,
+                                             config.MAX_ASSEMBLY_TASKS) + 1).round().astype(int)
+    pieces = run_all([lambda a=a, b=b: _assemble(s, source, logs, a, b)
+                      for a, b in zip(groups[:-1], groups[1:], strict=True)])
     elapsed = time.perf_counter() - start
+    distances = np.concatenate([d for d, _ in pieces])
+    parents = np.concatenate([p for _, p in pieces])
     return PlainResult(source, distances, parents, elapsed, directions)
+
+
+def _assemble(s: Slices, source: int, logs, first: int, stop: int):
+    mine = [(level, d) for level, d in logs
+            if d.offsets is not None or first <= d.task < stop]
+    return assemble_range(*[d for _, d in mine], source=source, lo=int(s.bounds[first]),
+                          hi=int(s.bounds[stop]), first_task=int(first), stop_task=int(stop),
+                          levels=[level for level, _ in mine])
+

@@ -68,3 +68,9 @@ CLIENT_BATCH_INTERVAL = 0.0
 #: 25 ms with the defaults and 8.7 ms with 0 (embedded cluster, 2-core dev machine).
 SCHEDULER_STREAM_INTERVAL = 0.0
 WORKER_STREAM_INTERVAL = 0.0
+
+#: At the end of a search, parents and distances are written by one task per group of
+#: vertex ranges, one group per CPU slot of the cluster (CPU resource), at most this many:
+#: each depends on every top-down step's output (it reads only its own bucket, but across
+#: worker processes the whole output would travel), so more groups cost more dependencies.
+MAX_ASSEMBLY_TASKS = 16

@@ -52,10 +52,23 @@ def test_plain_loop_on_a_directed_graph_follows_out_arcs():
 
 
 def test_plain_loop_module_does_not_use_dask():
+    """The peer reuses the steps', barrier's and assembly's own functions, but nothing that
+    submits: no dask, no runtime, not the level loop of bfs/core.py."""
     text = (Path(peers.__file__).parent / "plain_loop.py").read_text()
     code = [line for line in text.splitlines() if line.startswith(("import ", "from "))]
-    assert not any("dask" in line or "distributed" in line or "taskbfs.bfs" in line
-                   or "taskbfs.runtime" in line for line in code)
+    assert not any("dask" in line or "distributed" in line or "taskbfs.bfs.core" in line
+                   or "taskbfs.runtime" in line or line.strip() == "import taskbfs"
+                   for line in code)
+
+
+def test_plain_loop_publishes_nothing(monkeypatch):
+    from taskbfs.bfs import state
+
+    sent = []
+    monkeypatch.setattr(state, "publish", sent.append)
+    graph = tb.kronecker(8, seed=2)
+    plain_bfs(graph, int(tb.search_keys(graph, 1)[0]), tasks=3, threads=2)
+    assert sent == []
 
 
 def test_tree_depths_match_scipy_and_catch_broken_trees():

@@ -5,17 +5,20 @@ Returns
 Approach
     Per level, one step task per vertex range with work to do (top-down: a non-empty
     frontier; bottom-up: unvisited vertices), each placed on a CPU or GPU worker by the
-    scheduler plugin from its size and the strategy; then one barrier task that merges
-    their discoveries into the state and yields the next frontier. All of a level's tasks
-    reach the scheduler as one batch; the client only reads the level's small summary.
-    Partitions are placed once per graph and reused; frontiers and the visited state stay
-    on the workers.
+    scheduler plugin from its size and the strategy; then one barrier task that folds
+    their discoveries into the visited set and yields the next frontier (its only output:
+    T + 1 tasks per level). All of a level's tasks reach the scheduler as one batch; the
+    client only reads the level's small summary. The steps' outputs stay on the workers
+    until the frontier is empty; then one task per group of ranges writes that group's
+    parents and distances from them, in parallel. Partitions are placed once per graph
+    and reused; frontiers and the visited set stay on the workers.
 """
 
 from __future__ import annotations
 
 import time
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -29,8 +32,8 @@ from taskbfs.bfs.state import (
     DIRECTIONS,
     TOP_DOWN,
     LevelSummary,
+    assemble_range,
     barrier,
-    final_arrays,
     init_state,
 )
 from taskbfs.bfs.steps import STEP
@@ -43,7 +46,7 @@ STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
 
 INIT = Task("bfs_init", smp=init_state)
 BARRIER = Task("bfs_barrier", smp=barrier)
-FINISH = Task("bfs_result", smp=final_arrays)
+FINISH = Task("bfs_result", smp=assemble_range)
 
 
 def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hybrid",
@@ -119,23 +122,26 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress) -
             program.put_future(f"tpart/{t}", placed.transposed[t])
     program.put_future("degrees", placed.degrees)
 
+    assembly_tasks = _assembly_task_count(program.runtime, num_tasks)
     start = time.perf_counter()
     wall_start = time.time()
-    program.submit(INIT, ins=["degrees"], outs=["frontier", "state"],
+    program.submit(INIT, ins=["degrees"], outs=["frontier"],
                    kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction},
                    tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
     summary = _next_summary(program)
     summaries = [summary]
+    logs: list[_Log] = []
     while summary.frontier_size > 0:
-        _submit_level(program, summary)
+        logs += _submit_level(program, summary)
         summary = _next_summary(program)
         summaries.append(summary)
         if progress is not None:
             progress(summary)
+    pieces = _submit_assembly(program, parts, source, logs, assembly_tasks)
+    program.taskwait(pieces)
     elapsed = time.perf_counter() - start
 
-    program.submit(FINISH, ins=["state"], outs=["arrays"], tags={"done": True})
-    distances, parents = program.get("arrays")
+    distances, parents = _joined(program.gather(pieces))
     records = program.records()
     placements = fetch_placements(program.client, program.id)
     from taskbfs.graph500 import traversed_edges
@@ -156,30 +162,78 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress) -
     )
 
 
-def _submit_level(program: Program, summary) -> None:
+@dataclass(frozen=True)
+class _Log:
+    """Where one step's output (its discoveries) lives until the end of the search."""
+
+    name: str
+    level: int
+    task: int
+    direction: str
+
+
+def _submit_level(program: Program, summary) -> list[_Log]:
     """One level: a step task per range with work, then the barrier, as one batch."""
     active = np.flatnonzero(summary.frontier_counts)
     slice_name = "tpart" if summary.direction == BOTTOM_UP else "part"
-    found = []
+    logs = []
     with program.batch():
         for t in active.tolist():
-            name = f"found/{t}"
+            name = f"found/{summary.level}/{t}"
             size = int(summary.frontier_counts[t])
             program.submit(STEP, ins=[f"{slice_name}/{t}", "frontier"], outs=[name], size=size,
                            task_id=t, tags={"level": summary.level, "task": t, "size": size,
                                             "direction": summary.direction})
-            found.append(name)
-        program.submit(BARRIER, ins=found, inouts=["state"], outs=["frontier"],
+            logs.append(_Log(name, summary.level, t, summary.direction))
+        program.submit(BARRIER, ins=[log.name for log in logs] + ["degrees"], inouts=["frontier"],
                        in_place=True, kwargs={"level": summary.level, "direction": summary.direction},
                        tags={"level": summary.level, "frontier": summary.frontier_size,
                              "frontier_edges": summary.frontier_edges})
-    for name in found:
-        program.forget(name)
+    return logs
+
+
+def _submit_assembly(program: Program, parts, source: int, logs: list[_Log],
+                     count: int) -> list[str]:
+    """``count`` tasks, one per group of ranges, write the group's distances and parents
+    from the steps' outputs: every top-down step's (bucketed by owner) and the group's own
+    bottom-up steps'. Returns the names of the pieces, in vertex order."""
+    groups = np.linspace(0, parts.num_tasks, count + 1).round().astype(int).tolist()
+    names = []
+    with program.batch():
+        for g, (first, stop) in enumerate(zip(groups[:-1], groups[1:], strict=True)):
+            mine = [log for log in logs
+                    if log.direction != BOTTOM_UP or first <= log.task < stop]
+            name = f"result/{g}"
+            program.submit(FINISH, ins=[log.name for log in mine], outs=[name],
+                           kwargs={"source": source, "lo": int(parts.bounds[first]),
+                                   "hi": int(parts.bounds[stop]), "first_task": first,
+                                   "stop_task": stop, "levels": [log.level for log in mine]},
+                           tags={"done": True, "group": g})
+            names.append(name)
+    for log in logs:
+        program.forget(log.name)
+    return names
+
+
+def _assembly_task_count(runtime, num_tasks: int) -> int:
+    """How many tasks write the result: one per CPU slot of the cluster, at most T and at
+    most ``config.MAX_ASSEMBLY_TASKS``."""
+    from taskbfs.runtime.plugin import CPU_RESOURCE
+
+    slots = int(runtime.resources().get(CPU_RESOURCE, 1))
+    return max(1, min(num_tasks, slots, config.MAX_ASSEMBLY_TASKS))
+
+
+def _joined(pieces):
+    """The groups' ``(distances, parents)`` pieces as two whole arrays."""
+    if len(pieces) == 1:
+        return pieces[0]
+    return (np.concatenate([d for d, _ in pieces]), np.concatenate([p for _, p in pieces]))
 
 
 def _next_summary(program: Program) -> LevelSummary:
     """The summary the last barrier (or the init task) published."""
-    return LevelSummary.from_message(program.next_message(watch=["frontier", "state"]))
+    return LevelSummary.from_message(program.next_message(watch=["frontier"]))
 
 
 def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:

@@ -49,21 +49,25 @@ def place_graph(runtime, graph: Graph, parts: Partition, need_transpose: bool) -
         if graph.directed:
             reverse = graph.transpose()
             placed.transposed = runtime.client.scatter(
-                _slices(reverse, parts, graph.token + "/T"), hash=False
+                _slices(reverse, parts, graph.token + "/T", out=graph), hash=False
             )
         else:
             placed.transposed = placed.slices
     return placed
 
 
-def _slices(graph: Graph, parts: Partition, token: str) -> list[GraphSlice]:
-    out = []
+def _slices(graph: Graph, parts: Partition, token: str, out: Graph | None = None) -> list[GraphSlice]:
+    """The T slices of ``graph``; for a transpose, ``out`` is the graph itself, whose local
+    offsets each slice carries too (bottom-up steps sum their discoveries' out-degrees)."""
+    slices = []
     for t in range(parts.num_tasks):
         lo, hi = parts.range(t)
         start, stop = graph.indptr[lo], graph.indptr[hi]
         indptr = graph.indptr[lo : hi + 1] - start
-        out.append(GraphSlice(t, int(lo), int(hi), indptr, graph.indices[start:stop], token))
-    return out
+        out_indptr = None if out is None else out.indptr[lo : hi + 1] - out.indptr[lo]
+        slices.append(GraphSlice(t, int(lo), int(hi), indptr, graph.indices[start:stop], token,
+                                 out_indptr))
+    return slices
 
 
 def _digest(parts: Partition) -> str:

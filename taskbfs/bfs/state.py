@@ -1,14 +1,20 @@
 """BFS state and the level barrier, as they live on the workers.
 
 Returns
-    :class:`BFSState` (visited bitmap, parents, distances: one object, updated in place by
-    the barrier), :class:`Frontier` (what the step tasks of a level read) and
-    :class:`LevelSummary` (the few numbers the client needs per level).
+    :class:`Frontier` (what the step tasks of a level read: the frontier, the visited set
+    and the barrier's small bookkeeping; the one datum a barrier updates), the steps'
+    :class:`Discoveries`, :class:`LevelSummary` (the few numbers the client needs per
+    level) and, at the end, each vertex range's parents and distances
+    (:func:`assemble_range`).
 Approach
     The level barrier of the paper's Algorithm 2, plus the direction-optimizing switch
     rule of Beamer et al. (TOTEM paper, Sec. 2.2) decided here from counts the kernels
     return: go bottom-up when the frontier's edges m_f exceed m_u / α (m_u: edges of
     unvisited vertices); back to top-down when the frontier falls below n / β vertices.
+    Each task owns the state of its vertex range (DESIGN.md): the barrier only updates
+    the visited bitmap and builds the next frontier (see :mod:`taskbfs.kernels.merge` for
+    what is left serial and why); parents and distances are written once per range at
+    the end from the records the steps returned, by parallel tasks.
 Encoding
     Frontiers are per-task vertex lists (top-down) or one bitmap (bottom-up), whichever
     the next level's direction reads; see :mod:`taskbfs.kernels.bitmap`.
@@ -17,22 +23,39 @@ Encoding
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
 from taskbfs import config
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
-from taskbfs.kernels.merge import accept_owned, frontier_bitmap, merge_discoveries
+from taskbfs.kernels.merge import (
+    accept_candidates,
+    bucket_by_owner,
+    frontier_bitmap,
+    record_pairs,
+    word_span,
+)
 from taskbfs.runtime import publish
 
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
 
 
 @dataclass
+class Progress:
+    """The barrier's bookkeeping between levels (T numbers and a few scalars)."""
+
+    unvisited_per_task: np.ndarray
+    unexplored_edges: int
+    direction_mode: str
+    alpha: float
+    beta: float
+
+
+@dataclass
 class Frontier:
-    """The frontier of one level, as the step tasks read it.
+    """The frontier of one level, as the step tasks read it and the barrier updates it.
 
     Attributes
     ----------
@@ -40,14 +63,19 @@ class Frontier:
         Distance of the frontier's vertices from the source.
     direction : str
         ``"top-down"`` or ``"bottom-up"``: how the next step runs.
-    vertices : ndarray of int64
-        Frontier grouped by owning task (top-down levels).
+    vertices : ndarray of int
+        Frontier grouped by owning task (top-down levels; empty on bottom-up ones).
     offsets : ndarray of int64
         T + 1 offsets into ``vertices``.
     bits : ndarray of uint64 or None
         The frontier as a bitmap (bottom-up levels only).
     visited_bits : ndarray of uint64
-        Visited set at the start of the level (read-only for the tasks).
+        Visited set at the start of the level (read-only for the steps; the barrier
+        updates it in place once they are done).
+    bounds : ndarray of int64, optional
+        The task ranges (T + 1); None means one range (a step run on its own).
+    progress : Progress, optional
+        The barrier's bookkeeping (None outside a traversal).
     """
 
     level: int
@@ -56,10 +84,18 @@ class Frontier:
     offsets: np.ndarray
     bits: np.ndarray | None
     visited_bits: np.ndarray
+    bounds: np.ndarray | None = None
+    progress: Progress | None = None
 
     def of_task(self, t: int) -> np.ndarray:
         """Task ``t``'s frontier vertices."""
         return self.vertices[self.offsets[t] : self.offsets[t + 1]]
+
+    def task_bounds(self) -> np.ndarray:
+        """``bounds``, or one range over every vertex id of the bitmap when there is none."""
+        if self.bounds is not None:
+            return self.bounds
+        return np.array([0, 64 * self.visited_bits.size], dtype=np.int64)
 
 
 @dataclass
@@ -97,7 +133,14 @@ class LevelSummary:
 
 @dataclass
 class Discoveries:
-    """Output of one step task: (vertex, parent) pairs and what the step read."""
+    """Output of one step task: its (vertex, parent) pairs and what the step read.
+
+    A top-down step's pairs are candidates (a vertex of any task, maybe several times),
+    bucketed by owning task: owner t's are ``[offsets[t], offsets[t + 1])``. A bottom-up
+    step's pairs are its own vertices, each once; ``words`` holds them as bits over the
+    task's words of a bitmap and ``frontier_edges`` sums their out-degrees. The pairs
+    stay on the worker until the end of the search, when they become parents.
+    """
 
     task: int
     vertices: np.ndarray
@@ -108,73 +151,93 @@ class Discoveries:
     h2d_bytes: int = 0
     d2h_bytes: int = 0
     kernel_seconds: float = 0.0
+    offsets: np.ndarray | None = None
+    words: np.ndarray | None = None
+    frontier_edges: int = 0
 
 
-@dataclass
-class BFSState:
-    """The whole traversal state, owned by the barrier."""
+def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
+    """A top-down step's raw pairs, bucketed by owning task (what the barrier reads)."""
+    out_v = np.empty_like(d.vertices)
+    out_p = np.empty_like(d.parents)
+    offsets = np.empty(bounds.size, dtype=np.int64)
+    bucket_by_owner(d.vertices, d.parents, bounds, out_v, out_p, offsets)
+    return replace(d, vertices=out_v, parents=out_p, offsets=offsets)
 
-    bounds: np.ndarray
-    degrees: np.ndarray
-    visited_bits: np.ndarray
-    parents: np.ndarray
-    distances: np.ndarray
-    unvisited_per_task: np.ndarray
-    unexplored_edges: int
-    direction_mode: str
-    alpha: float
-    beta: float
-    num_vertices: int
 
-    @property
-    def num_tasks(self) -> int:
-        return self.bounds.size - 1
+def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Discoveries:
+    """A bottom-up step's own discoveries as bitmap words, with their out-degree sum."""
+    from taskbfs.kernels.merge import owned_bits
+
+    first, stop = word_span(lo, hi)
+    words = np.zeros(stop - first, dtype=np.uint64)
+    edges = owned_bits(d.vertices, lo, out_indptr, words)
+    return replace(d, words=words, frontier_edges=int(edges))
 
 
 def init_state(degrees, *, bounds, source, direction_mode, alpha=config.DO_ALPHA, beta=config.DO_BETA):
-    """Create the state of a BFS from ``source`` (runs on a worker).
+    """The level-0 frontier of a BFS from ``source`` (runs on a worker).
 
-    Returns ``(frontier, state)`` (``outs=["frontier", "state"]``) and publishes the
-    level-0 :class:`LevelSummary` to the client.
+    Returns the :class:`Frontier` (``outs=["frontier"]``) and publishes the level-0
+    :class:`LevelSummary` to the client.
     """
+    frontier, summary = first_frontier(degrees, bounds, source, direction_mode, alpha, beta)
+    publish(summary.to_message())
+    return frontier
+
+
+def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float = config.DO_ALPHA,
+                   beta: float = config.DO_BETA) -> tuple[Frontier, LevelSummary]:
+    """``(level-0 frontier, its summary)``: what :func:`init_state` computes."""
     n = degrees.size
-    state = BFSState(
-        bounds=bounds,
-        degrees=degrees,
-        visited_bits=empty_bitmap(n),
-        parents=np.full(n, -1, dtype=np.int64),
-        distances=np.full(n, -1, dtype=np.int64),
+    bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+    progress = Progress(
         unvisited_per_task=np.diff(bounds).astype(np.int64),
         unexplored_edges=int(degrees.sum()),
         direction_mode=direction_mode,
         alpha=float(alpha),
         beta=float(beta),
-        num_vertices=n,
     )
-    start = time.time()
+    empty = np.empty(0, dtype=np.int64)
+    before = Frontier(-1, TOP_DOWN, empty, np.zeros(bounds.size, np.int64), None, empty_bitmap(n),
+                      bounds, progress)
     src = np.array([source], dtype=np.int64)
-    disc = Discoveries(-1, src, src.copy(), 0)
-    frontier, summary = _advance(state, [disc], level=0, direction=TOP_DOWN, start=start)
-    publish(summary.to_message())
-    return frontier, state
+    seed = bucketed(Discoveries(-1, src, src.copy(), 0), bounds)
+    return _advance(before, [seed], degrees, start=time.time())
 
 
 def barrier(*args, level: int, direction: str):
-    """The level barrier: merge the step tasks' discoveries into the state.
+    """The level barrier: fold the step tasks' discoveries into the visited set.
 
-    Called as ``barrier(*discoveries, state)`` (the data directory passes ``ins`` then
-    the ``inout``); mutates ``state`` in place, returns ``(frontier, state)`` and
-    publishes the level's :class:`LevelSummary` to the client.
+    Called as ``barrier(*discoveries, degrees, frontier)`` (the data directory passes
+    ``ins`` then the ``inout``); updates the frontier's visited bitmap in place, returns
+    the next level's :class:`Frontier` and publishes the level's :class:`LevelSummary`.
+    ``level`` and ``direction`` are those of the steps being merged.
     """
-    *discoveries, state = args
-    frontier, summary = _advance(state, discoveries, level=level + 1, direction=direction,
-                                 start=time.time())
+    *discoveries, degrees, frontier = args
+    if frontier.level != level or frontier.direction != direction:
+        raise RuntimeError(f"barrier of level {level} ({direction}) got the frontier of level "
+                           f"{frontier.level} ({frontier.direction})")
+    nxt, summary = _advance(frontier, discoveries, degrees, start=time.time())
     publish(summary.to_message())
-    return frontier, state
+    return nxt
 
 
-def _advance(state: BFSState, discoveries, level: int, direction: str, start: float):
-    num_tasks = state.num_tasks
+def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSummary]:
+    """The barrier's work without the message: ``(next frontier, summary)``.
+
+    This is what :func:`barrier` runs; the no-Dask peer loop (benchmarks/plain_loop.py)
+    calls it directly.
+    """
+    return _advance(frontier, discoveries, degrees, start=time.time())
+
+
+def _advance(frontier: Frontier, discoveries, degrees, start: float):
+    bounds = frontier.bounds
+    progress = frontier.progress
+    num_tasks = bounds.size - 1
+    n = degrees.size
+    level = frontier.level + 1
     edges_examined = np.zeros(num_tasks, dtype=np.int64)
     found = np.zeros(num_tasks, dtype=np.int64)
     for d in discoveries:
@@ -185,31 +248,38 @@ def _advance(state: BFSState, discoveries, level: int, direction: str, start: fl
         [(d.task, d.h2d_bytes, d.d2h_bytes, round(d.kernel_seconds * 1e9)) for d in discoveries
          if d.task >= 0 and (d.h2d_bytes or d.d2h_bytes or d.kernel_seconds)],
         dtype=np.int64).reshape(-1, 4)
-    if direction == BOTTOM_UP and all(d.task >= 0 for d in discoveries):
-        new_frontier, offsets, task_edges = _accept_bottom_up(state, discoveries, level)
+    visited = frontier.visited_bits
+    if frontier.direction == BOTTOM_UP:
+        new_bits, ordered, counts, task_edges = _fold_bottom_up(bounds, visited, discoveries, n)
+        new_frontier = None
     else:
-        new_frontier, offsets, task_edges = _merge_top_down(state, discoveries, level)
-    n_new = new_frontier.size
-    counts = np.diff(offsets)
-    state.unvisited_per_task -= counts
+        new_frontier, counts, task_edges = _accept_top_down(bounds, visited, discoveries, degrees)
+        new_bits = None
+    n_new = int(counts.sum())
+    unvisited = progress.unvisited_per_task - counts
     frontier_edges = int(task_edges.sum())
-    state.unexplored_edges -= frontier_edges
-    next_direction = _next_direction(state, direction, n_new, frontier_edges)
-    bits = None
-    task_sizes = counts
+    unexplored = progress.unexplored_edges - frontier_edges
+    next_direction = switch_direction(progress.direction_mode, frontier.direction, n_new,
+                                      frontier_edges, unexplored, n, progress.alpha, progress.beta)
+    offsets = np.zeros(num_tasks + 1, dtype=np.int64)
     if next_direction == BOTTOM_UP and n_new:
-        bits = empty_bitmap(state.num_vertices)
-        frontier_bitmap(new_frontier, bits)
-        task_sizes = state.unvisited_per_task.copy()
+        if new_bits is None:
+            new_bits = empty_bitmap(n)
+            frontier_bitmap(new_frontier, new_bits)
         # Bottom-up steps read only the bitmap: ship it alone, not the vertex lists too.
-        new_frontier = new_frontier[:0]
-        offsets = np.zeros_like(offsets)
-    frontier = Frontier(level, next_direction, new_frontier, offsets, bits, state.visited_bits)
+        vertices, bits, task_sizes = np.empty(0, dtype=np.int64), new_bits, unvisited.copy()
+    else:
+        if new_frontier is None:
+            new_frontier = concat([d.vertices for d in ordered])
+        np.cumsum(counts, out=offsets[1:])
+        vertices, bits, task_sizes = new_frontier, None, counts
+    nxt = Frontier(level, next_direction, vertices, offsets, bits, visited, bounds,
+                   replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored))
     summary = LevelSummary(
         level=level,
         direction=next_direction,
         frontier_counts=task_sizes,
-        frontier_size=int(n_new),
+        frontier_size=n_new,
         frontier_edges=frontier_edges,
         edges_examined=edges_examined,
         found=found,
@@ -217,46 +287,78 @@ def _advance(state: BFSState, discoveries, level: int, direction: str, start: fl
         barrier_stop=time.time(),
         device_stats=device_stats,
     )
-    return frontier, summary
+    return nxt, summary
 
 
-def _merge_top_down(state: BFSState, discoveries, level: int):
-    """Deduplicate (first seen wins) and bucket by owner: top-down discoveries may name a
-    vertex several times and belong to any task."""
-    cand_v = concat([d.vertices for d in discoveries])
-    cand_p = concat([d.parents for d in discoveries])
-    new_frontier = np.empty(cand_v.size, dtype=np.int64)
-    offsets = np.empty(state.num_tasks + 1, dtype=np.int64)
-    task_edges = np.empty(state.num_tasks, dtype=np.int64)
-    n_new = merge_discoveries(cand_v, cand_p, level, state.visited_bits, state.parents,
-                              state.distances, state.bounds, state.degrees,
-                              new_frontier, offsets, task_edges)
-    return new_frontier[:n_new], offsets, task_edges
+def _accept_top_down(bounds, visited, discoveries, degrees):
+    """First unvisited occurrence of each candidate wins, owner by owner (serial, O(pairs))."""
+    num_tasks = bounds.size - 1
+    steps = [d for d in discoveries if d.vertices.size]
+    candidates = concat([d.vertices for d in steps])
+    offsets = np.zeros((len(steps), num_tasks + 1), dtype=np.int64)
+    base = 0
+    for s, d in enumerate(steps):
+        offsets[s] = d.offsets + base
+        base += d.vertices.size
+    new_frontier = np.empty(candidates.size, dtype=np.int64)
+    out_offsets = np.empty(num_tasks + 1, dtype=np.int64)
+    task_edges = np.empty(num_tasks, dtype=np.int64)
+    n_new = accept_candidates(candidates, offsets, visited, degrees, new_frontier, out_offsets,
+                              task_edges)
+    return new_frontier[:n_new], np.diff(out_offsets), task_edges
 
 
-def _accept_bottom_up(state: BFSState, discoveries, level: int):
-    """Bottom-up discoveries are unique and owned by the task that found them: record them
-    as they are, task by task (no deduplication, no bucketing)."""
-    sizes = np.zeros(state.num_tasks, dtype=np.int64)
-    for d in discoveries:
-        sizes[d.task] = d.vertices.size
-    offsets = np.zeros(state.num_tasks + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
+def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
+    """OR each step's own words into the visited set and the next frontier's bitmap
+    (O(n / 64): bottom-up discoveries are unique and owned by the task that found them)."""
+    num_tasks = bounds.size - 1
+    counts = np.zeros(num_tasks, dtype=np.int64)
+    task_edges = np.zeros(num_tasks, dtype=np.int64)
+    new_bits = empty_bitmap(num_vertices)
     ordered = sorted(discoveries, key=lambda d: d.task)
-    new_frontier = concat([d.vertices for d in ordered]).astype(np.int64, copy=False)
-    parents_of = concat([d.parents for d in ordered])
-    task_edges = np.empty(state.num_tasks, dtype=np.int64)
-    accept_owned(new_frontier, parents_of, offsets, level, state.visited_bits, state.parents,
-                 state.distances, state.degrees, task_edges)
-    return new_frontier, offsets, task_edges
+    for d in ordered:
+        counts[d.task] = d.vertices.size
+        task_edges[d.task] = d.frontier_edges
+        if d.vertices.size:
+            first, stop = word_span(int(bounds[d.task]), int(bounds[d.task + 1]))
+            new_bits[first:stop] |= d.words
+    visited |= new_bits
+    return new_bits, ordered, counts, task_edges
 
 
-def _next_direction(state: BFSState, current: str, frontier_size: int, frontier_edges: int) -> str:
-    """Beamer's switch rule (or the fixed direction the caller asked for)."""
-    return switch_direction(state.direction_mode, current, frontier_size, frontier_edges,
-                            state.unexplored_edges, state.num_vertices, state.alpha, state.beta)
+def assemble_range(*logs, source: int, lo: int, hi: int, first_task: int, stop_task: int,
+                   levels):
+    """Distances and parents of the vertices ``[lo, hi)`` owned by tasks
+    ``[first_task, stop_task)``, from the steps' records of a whole search (runs on a worker).
 
+    Parameters
+    ----------
+    *logs : Discoveries
+        Step outputs: every top-down step's (bucketed) and the bottom-up steps' of these tasks.
+    source : int
+    lo, hi : int
+        The vertex range (``bounds[first_task]``, ``bounds[stop_task]``).
+    first_task, stop_task : int
+    levels : sequence of int
+        The level each log's step ran at (its discoveries are at ``level + 1``).
 
-def final_arrays(state: BFSState):
-    """``(distances, parents)`` of a finished traversal (runs on a worker)."""
-    return state.distances, state.parents
+    Returns
+    -------
+    (distances, parents) : ndarrays of int64 over ``[lo, hi)``, -1 for unreached.
+    """
+    size = hi - lo
+    distances = np.full(size, -1, dtype=np.int64)
+    parents = np.full(size, -1, dtype=np.int64)
+    for d, level in zip(logs, levels, strict=True):
+        if d.offsets is not None:
+            start, stop = int(d.offsets[first_task]), int(d.offsets[stop_task])
+        elif first_task <= d.task < stop_task:
+            start, stop = 0, d.vertices.size
+        else:
+            continue
+        if stop > start:
+            record_pairs(d.vertices, d.parents, start, stop, lo, level + 1, parents, distances)
+    if lo <= source < hi:
+        distances[source - lo] = 0
+        parents[source - lo] = source
+    return distances, parents

@@ -1,8 +1,11 @@
 """The BFS step tasks: one task's top-down or bottom-up step, CPU and GPU implementations.
 
 Each implementation takes the task's graph slice and the level's :class:`Frontier` and
-returns :class:`Discoveries`. The GPU implementations keep the slice in device memory
-across levels and BFS calls (the OmpSs device cache), see :mod:`taskbfs.bfs.device_cache`.
+returns :class:`Discoveries` in the form the barrier reads: top-down candidates bucketed
+by owning task, bottom-up discoveries with their bitmap words (both done here, in the
+parallel steps, so that the barrier does not have to). The GPU implementations keep the
+slice in device memory across levels and BFS calls (the OmpSs device cache), see
+:mod:`taskbfs.bfs.device_cache`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier
+from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier, bucketed, with_bits
 from taskbfs.kernels.cpu import bottom_up_step, frontier_edge_count, top_down_step
 from taskbfs.runtime import Task
 
@@ -21,7 +24,8 @@ class GraphSlice:
     """One task's share of the graph: vertices ``[lo, hi)`` and their adjacency.
 
     ``indices`` lists out-neighbours (in-neighbours for a transposed slice used by
-    bottom-up steps on directed graphs).
+    bottom-up steps on directed graphs; ``out_indptr`` then holds the range's local
+    out-adjacency offsets, whose differences are the out-degrees the switch rule sums).
     """
 
     task: int
@@ -30,17 +34,30 @@ class GraphSlice:
     indptr: np.ndarray
     indices: np.ndarray
     token: str  # graph identity + orientation, the device cache key
+    out_indptr: np.ndarray | None = None  # None: ``indptr`` is the out-adjacency
 
     @property
     def nbytes(self) -> int:
         return self.indptr.nbytes + self.indices.nbytes
 
+    @property
+    def out_offsets(self) -> np.ndarray:
+        """Local offsets of the range's out-adjacency (its out-degrees as differences)."""
+        return self.indptr if self.out_indptr is None else self.out_indptr
+
 
 def step_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
     """CPU step of one task for the frontier's direction."""
     if frontier.direction == BOTTOM_UP:
-        return _bottom_up_smp(part, frontier)
-    return _top_down_smp(part, frontier)
+        return for_barrier(part, frontier, _bottom_up_smp(part, frontier))
+    return for_barrier(part, frontier, _top_down_smp(part, frontier))
+
+
+def for_barrier(part: GraphSlice, frontier: Frontier, found: Discoveries) -> Discoveries:
+    """A step's raw pairs in the form the barrier reads (see :class:`Discoveries`)."""
+    if frontier.direction == BOTTOM_UP:
+        return with_bits(found, part.lo, part.hi, part.out_offsets)
+    return bucketed(found, frontier.task_bounds())
 
 
 def _top_down_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
@@ -66,7 +83,7 @@ def step_cuda(part: GraphSlice, frontier: Frontier) -> Discoveries:
     """GPU step of one task (the slice stays in device memory between calls)."""
     from taskbfs.bfs.device_cache import run_step_on_gpu
 
-    return run_step_on_gpu(part, frontier)
+    return for_barrier(part, frontier, run_step_on_gpu(part, frontier))
 
 
 STEP = Task("bfs_step", smp=step_smp, cuda=step_cuda)

@@ -1,14 +1,27 @@
-"""Level-barrier kernels: merge the tasks' discoveries into the BFS state.
+"""Level-barrier kernels: what a step hands the barrier, and what the barrier does with it.
 
 Returns
-    The next frontier grouped by owning task, and the counts the direction switch needs.
+    Per step: top-down candidates bucketed by owning task (:func:`bucket_by_owner`);
+    bottom-up discoveries as bits over the task's own bitmap words plus the edges leaving
+    them (:func:`owned_bits`). Per barrier: the next frontier grouped by owner and the
+    counts the direction switch needs (:func:`accept_candidates`). At the end of a
+    search: the parents and distances of a vertex range from the steps' records
+    (:func:`record_pairs`).
 Approach
-    The paper's barrier (Algorithm 2) after each level: a vertex discovered by several
-    tasks is kept once (first come), marked visited, given its parent and level; the new
-    frontier is bucketed by owner with a counting sort over the T contiguous ranges.
+    The paper's barrier (Algorithm 2), cut down to what must be serial. Each task owns
+    the BFS state of its vertex range (DESIGN.md): a bottom-up step discovers only its
+    own vertices, each once, so the barrier just ORs the steps' bitmap words into the
+    visited set (O(n / 64), no per-vertex work). A top-down step may discover any vertex,
+    several times; it buckets its candidates by owner itself (in parallel with the other
+    steps) and the barrier keeps the first of each, owner by owner. Parents and
+    distances are not touched per level: every vertex named at level L (top-down
+    candidates are filtered by the visited set at the level's start) is at distance
+    L + 1 and any of its named parents is valid, so each range's arrays are written once
+    at the end, from the records the steps returned, by one task per group of ranges.
 Encoding
-    ``bounds`` (int64[T+1]) are the task ranges; ``visited_bits`` a uint64 bitmap;
-    ``parents`` / ``distances`` int64 arrays over all vertices (-1 = unreached).
+    ``bounds`` (int64[T+1]) are the task ranges; bitmaps are uint64 words (vertex ``v`` is
+    bit ``v & 63`` of word ``v >> 6``); task ``t``'s words are ``[lo >> 6, (hi - 1 >> 6) + 1)``
+    (neighbouring tasks may share a boundary word, hence OR, never assignment).
 """
 
 from __future__ import annotations
@@ -30,68 +43,120 @@ def _owner(bounds, v):
     return lo
 
 
+def word_span(lo: int, hi: int) -> tuple[int, int]:
+    """The words ``[first, stop)`` of a bitmap that hold vertices ``[lo, hi)`` (hi > lo)."""
+    return lo >> 6, ((hi - 1) >> 6) + 1
+
+
 @njit(nogil=True, cache=True)
-def merge_discoveries(cand_vertices, cand_parents, level, visited_bits, parents, distances,
-                      bounds, degrees, out_frontier, out_offsets, out_edges):
-    """Accept first-seen unvisited candidates; bucket the new frontier by owning task.
+def bucket_by_owner(vertices, parents, bounds, out_vertices, out_parents, out_offsets):
+    """Counting sort of a top-down step's candidate pairs by the task owning the vertex.
 
     Parameters
     ----------
-    cand_vertices, cand_parents : ndarray of int
-        Concatenated discoveries of every task of this level (duplicates allowed).
-    level : int
-        Distance of the vertices discovered at this level.
-    visited_bits : ndarray of uint64
-        Updated in place.
-    parents, distances : ndarray of int64
-        Updated in place for accepted vertices.
+    vertices, parents : ndarray of int
+        The step's candidates (duplicates allowed), in the order found.
     bounds : ndarray of int64
         Task ranges, T + 1 entries.
-    degrees : ndarray of int64
-        Out-degree of every vertex (for the frontier's edge count).
-    out_frontier : ndarray of int64
-        Receives the new frontier grouped by owner; at least ``cand_vertices.size`` long.
+    out_vertices, out_parents : ndarray
+        Same length as ``vertices``: receive the pairs, owner by owner (stable).
     out_offsets : ndarray of int64
-        T + 1 entries; task t's frontier is ``out_frontier[out_offsets[t]:out_offsets[t+1]]``.
+        T + 1 entries; owner t's pairs are ``out_*[out_offsets[t]:out_offsets[t + 1]]``.
+    """
+    num_tasks = bounds.size - 1
+    owners = np.empty(vertices.size, dtype=np.int32)
+    for t in range(num_tasks + 1):
+        out_offsets[t] = 0
+    for i in range(vertices.size):
+        t = _owner(bounds, vertices[i])
+        owners[i] = t
+        out_offsets[t + 1] += 1
+    for t in range(num_tasks):
+        out_offsets[t + 1] += out_offsets[t]
+    fill = out_offsets[:-1].copy()
+    for i in range(vertices.size):
+        t = owners[i]
+        out_vertices[fill[t]] = vertices[i]
+        out_parents[fill[t]] = parents[i]
+        fill[t] += 1
+
+
+@njit(nogil=True, cache=True)
+def owned_bits(vertices, lo, out_indptr, words):
+    """Bits of a bottom-up step's own discoveries, and the edges leaving them.
+
+    Parameters
+    ----------
+    vertices : ndarray of int
+        Vertices the step discovered (all in its range ``[lo, hi)``, each once).
+    lo : int
+        First vertex of the range.
+    out_indptr : ndarray of int64
+        Local offsets of the range's out-adjacency (its degrees, for the switch rule).
+    words : ndarray of uint64
+        The range's words of a bitmap (``word_span(lo, hi)``), zeroed; bits are set here.
+
+    Returns
+    -------
+    int
+        Sum of the out-degrees of ``vertices``.
+    """
+    first = lo >> 6
+    edges = 0
+    for i in range(vertices.size):
+        v = vertices[i]
+        words[(v >> 6) - first] |= np.uint64(1) << np.uint64(v & 63)
+        local = v - lo
+        edges += out_indptr[local + 1] - out_indptr[local]
+    return edges
+
+
+@njit(nogil=True, cache=True)
+def accept_candidates(candidates, offsets, visited_bits, degrees, out_frontier, out_offsets,
+                      out_edges):
+    """Keep the first unvisited occurrence of each candidate, owner by owner.
+
+    Parameters
+    ----------
+    candidates : ndarray of int
+        The level's top-down candidates: S steps' bucketed arrays, joined.
+    offsets : ndarray of int64, shape (S, T + 1)
+        Row s: step s's bucket offsets, shifted to where its array starts in ``candidates``.
+    visited_bits : ndarray of uint64
+        Updated in place: accepted vertices are set.
+    degrees : ndarray of int64
+        Out-degree of every vertex.
+    out_frontier : ndarray of int64
+        At least ``candidates.size`` long: receives the next frontier, grouped by owner.
+    out_offsets : ndarray of int64
+        T + 1 entries: owner t's frontier is ``out_frontier[out_offsets[t]:out_offsets[t+1]]``.
     out_edges : ndarray of int64
-        T entries: edges leaving each task's new frontier.
+        T entries: edges leaving each owner's new frontier.
 
     Returns
     -------
     int
         Size of the new frontier.
     """
-    num_tasks = bounds.size - 1
-    accepted = np.empty(cand_vertices.size, dtype=np.int64)
+    num_steps = offsets.shape[0]
+    num_tasks = offsets.shape[1] - 1
     n_new = 0
-    for i in range(cand_vertices.size):
-        v = cand_vertices[i]
-        word = v >> 6
-        bit = np.uint64(1) << np.uint64(v & 63)
-        if visited_bits[word] & bit:
-            continue
-        visited_bits[word] |= bit
-        parents[v] = cand_parents[i]
-        distances[v] = level
-        accepted[n_new] = v
-        n_new += 1
-    counts = np.zeros(num_tasks, dtype=np.int64)
-    owners = np.empty(n_new, dtype=np.int64)
-    for t in range(num_tasks):
-        out_edges[t] = 0
-    for i in range(n_new):
-        t = _owner(bounds, accepted[i])
-        owners[i] = t
-        counts[t] += 1
-        out_edges[t] += degrees[accepted[i]]
     out_offsets[0] = 0
     for t in range(num_tasks):
-        out_offsets[t + 1] = out_offsets[t] + counts[t]
-    fill = out_offsets[:-1].copy()
-    for i in range(n_new):
-        t = owners[i]
-        out_frontier[fill[t]] = accepted[i]
-        fill[t] += 1
+        edges = 0
+        for s in range(num_steps):
+            for i in range(offsets[s, t], offsets[s, t + 1]):
+                v = candidates[i]
+                word = v >> 6
+                bit = np.uint64(1) << np.uint64(v & 63)
+                if visited_bits[word] & bit:
+                    continue
+                visited_bits[word] |= bit
+                out_frontier[n_new] = v
+                n_new += 1
+                edges += degrees[v]
+        out_offsets[t + 1] = n_new
+        out_edges[t] = edges
     return n_new
 
 
@@ -106,31 +171,14 @@ def frontier_bitmap(frontier, bits):
 
 
 @njit(nogil=True, cache=True)
-def accept_owned(vertices, parents_of, offsets, level, visited_bits, parents, distances,
-                 degrees, out_edges):
-    """Record discoveries that are already unique and grouped by owning task.
+def record_pairs(vertices, parents_of, start, stop, lo, distance, parents, distances):
+    """Write ``(vertices[i], parents_of[i])`` for ``start <= i < stop`` into a range's arrays.
 
-    Bottom-up steps report each of their own unvisited vertices at most once, so the
-    barrier needs no first-seen check and no bucketing: this only marks them visited,
-    sets parent and level, and sums each task's frontier edges.
-
-    Parameters
-    ----------
-    vertices, parents_of : ndarray of int
-        Discoveries, task by task (task t's at ``offsets[t]:offsets[t + 1]``).
-    offsets : ndarray of int64
-        T + 1 offsets.
-    level, visited_bits, parents, distances, degrees
-        As in :func:`merge_discoveries`.
-    out_edges : ndarray of int64
-        T entries: edges leaving each task's new frontier.
+    ``parents`` / ``distances`` cover vertices ``[lo, lo + size)``; every vertex named
+    must lie in that range. A vertex named twice (top-down duplicates) keeps the last
+    parent: all of them are valid, being at ``distance - 1``.
     """
-    for t in range(offsets.size - 1):
-        edges = 0
-        for i in range(offsets[t], offsets[t + 1]):
-            v = vertices[i]
-            visited_bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
-            parents[v] = parents_of[i]
-            distances[v] = level
-            edges += degrees[v]
-        out_edges[t] = edges
+    for i in range(start, stop):
+        local = vertices[i] - lo
+        parents[local] = parents_of[i]
+        distances[local] = distance
