@@ -11,8 +11,9 @@ top-down only: the paper's algorithm). For each: levels, the device decisions pe
 (``t3/4``: a top-down level whose 4 step tasks ran 3 on the GPU; ``b`` bottom-up), and
 the split of a search's wall time into GPU kernels (CUDA events), the rest of the GPU
 tasks (host↔device copies and host work of the GPU step), CPU steps (union of their
-intervals), barriers, and runtime overhead (no step and no barrier running: submission,
-scheduling, messages), with the bytes moved host↔device.
+intervals), barriers, the result assembly at the end, and runtime overhead (no step, no
+barrier and no assembly running: submission, scheduling, messages), with the bytes moved
+host↔device.
 Approach: every search is checked against scipy's reached-vertex count for its key, and
 one search per strategy and scale (T = 16) is validated with the Graph500 rules. A
 warm-up search per (scale, T) places the slices on the workers and in GPU memory and
@@ -77,7 +78,9 @@ def time_split(result) -> dict:
         "gpu_other": float((gpu["stop"] - gpu["start"]).sum()) - kernel,
         "cpu_steps": union_seconds(zip(cpu["start"], cpu["stop"], strict=True)),
         "barrier": float(levels["barrier_seconds"].sum()),
-        "overhead": max(0.0, result.elapsed - union_seconds(steps + barriers)),
+        "assembly": result.assembly_seconds,
+        "overhead": max(0.0, result.elapsed - union_seconds(steps + barriers)
+                        - result.assembly_seconds),
         "h2d_bytes": int(trace["h2d_bytes"].sum()),
         "d2h_bytes": int(trace["d2h_bytes"].sum()),
         "levels": result.num_levels,
@@ -116,7 +119,7 @@ def run_scale(scale, args, runtime, writer, deadline):
     print(f"\n## scale {scale}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges "
           f"(built in {build:.1f} s), {len(keys)} keys, lambda = {args.lam}", flush=True)
     print(f"{'T':>4s} {'strategy':>8s} {'MTEPS':>9s} {'x cpu':>6s} {'levels':>6s} {'ms':>8s} "
-          f"{'kern%':>6s} {'gpuxfer%':>8s} {'cpu%':>5s} {'barr%':>6s} {'ovh%':>5s} "
+          f"{'kern%':>6s} {'gpuxfer%':>8s} {'cpu%':>5s} {'barr%':>6s} {'asm%':>5s} {'ovh%':>5s} "
           f"{'h2d MB':>7s} {'d2h MB':>7s}  decisions (key 0)", flush=True)
     for tasks in args.tasks:
         if time.perf_counter() > deadline:
@@ -155,6 +158,7 @@ def run_scale(scale, args, runtime, writer, deadline):
                 "mteps": mteps, "x_cpu": ratio, "levels": mean["levels"],
                 "elapsed_s": el, "gpu_kernel_s": mean["gpu_kernel"], "gpu_other_s": mean["gpu_other"],
                 "cpu_steps_s": mean["cpu_steps"], "barrier_s": mean["barrier"],
+                "assembly_s": mean["assembly"],
                 "overhead_s": mean["overhead"], "h2d_bytes": mean["h2d_bytes"],
                 "d2h_bytes": mean["d2h_bytes"], "decisions": decisions(first),
                 "keys": len(keys), "device": args.device,
@@ -163,7 +167,8 @@ def run_scale(scale, args, runtime, writer, deadline):
             print(f"{tasks:4d} {label:>8s} {mteps:9.1f} {ratio:6.2f} {mean['levels']:6.1f} "
                   f"{el * 1e3:8.1f} {100 * mean['gpu_kernel'] / el:6.1f} "
                   f"{100 * mean['gpu_other'] / el:8.1f} {100 * mean['cpu_steps'] / el:5.0f} "
-                  f"{100 * mean['barrier'] / el:6.1f} {100 * mean['overhead'] / el:5.0f} "
+                  f"{100 * mean['barrier'] / el:6.1f} {100 * mean['assembly'] / el:5.1f} "
+                  f"{100 * mean['overhead'] / el:5.0f} "
                   f"{mean['h2d_bytes'] / 1e6:7.1f} {mean['d2h_bytes'] / 1e6:7.1f}  {row['decisions']}",
                   flush=True)
 
@@ -186,7 +191,7 @@ def main():
           f"date {time.strftime('%Y-%m-%d')}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fields = ["scale", "tasks", "strategy", "lam", "mteps", "x_cpu", "levels", "elapsed_s",
-              "gpu_kernel_s", "gpu_other_s", "cpu_steps_s", "barrier_s", "overhead_s",
+              "gpu_kernel_s", "gpu_other_s", "cpu_steps_s", "barrier_s", "assembly_s", "overhead_s",
               "h2d_bytes", "d2h_bytes", "decisions", "keys", "device"]
     with tb.Runtime() as rt, open(args.out, "w", newline="") as fh:
         print(f"cluster: {rt.resources()}", flush=True)

@@ -34,6 +34,7 @@ from taskbfs.bfs.state import (
     LevelSummary,
     assemble_range,
     barrier,
+    first_summary,
     init_state,
 )
 from taskbfs.bfs.steps import STEP
@@ -125,12 +126,19 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress) -
     assembly_tasks = _assembly_task_count(program.runtime, num_tasks)
     start = time.perf_counter()
     wall_start = time.time()
-    program.submit(INIT, ins=["degrees"], outs=["frontier"],
-                   kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction},
-                   tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
-    summary = _next_summary(program)
+    # The level-0 summary needs no round trip: INIT and the first level go as one batch.
+    summary = first_summary(parts.bounds, source, graph.degree(source), graph.num_arcs, direction)
     summaries = [summary]
     logs: list[_Log] = []
+    with program.batch():
+        program.submit(INIT, ins=["degrees"], outs=["frontier"],
+                       kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction},
+                       tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
+        logs += _submit_level(program, summary)
+    summary = _next_summary(program)
+    summaries.append(summary)
+    if progress is not None:
+        progress(summary)
     while summary.frontier_size > 0:
         logs += _submit_level(program, summary)
         summary = _next_summary(program)
@@ -159,6 +167,7 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress) -
         direction=direction,
         num_tasks=num_tasks,
         placements=placements,
+        assembly_seconds=_span(records, FINISH.name),
     )
 
 
@@ -274,6 +283,14 @@ def _devices_per_level(trace: pd.DataFrame) -> dict:
     cpu = counts["smp"] if "smp" in counts else pd.Series(0, index=counts.index)
     gpu = counts["cuda"] if "cuda" in counts else pd.Series(0, index=counts.index)
     return {int(level): (int(c), int(g)) for level, c, g in zip(counts.index, cpu, gpu, strict=True)}
+
+
+def _span(records, name: str) -> float:
+    """Seconds from the first start to the last stop of the tasks called ``name``."""
+    mine = [r for r in records if r.get("name") == name]
+    if not mine:
+        return 0.0
+    return max(r["stop"] for r in mine) - min(r["start"] for r in mine)
 
 
 def _barrier_places(records) -> dict:

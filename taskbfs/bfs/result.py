@@ -27,7 +27,11 @@ class BFSResult:
         One row per level: level, direction, frontier_size, frontier_edges,
         edges_examined, tasks, tasks_cpu, tasks_gpu, start, stop, barrier_seconds.
     elapsed : float
-        Seconds from the first task submission to the end of the last barrier.
+        Seconds from the first task submission until every range's distances and parents
+        exist on the workers (the last level's barrier, then the result assembly).
+    assembly_seconds : float
+        Of ``elapsed``, the span of the tasks that wrote distances and parents at the end
+        (first start to last stop).
     traversed_edges : int
         Edges of the traversed component, counted as Graph500 does.
     strategy, direction : str
@@ -47,6 +51,7 @@ class BFSResult:
     direction: str
     num_tasks: int
     placements: list = field(default_factory=list, repr=False)
+    assembly_seconds: float = 0.0
 
     @property
     def teps(self) -> float:

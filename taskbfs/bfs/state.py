@@ -176,14 +176,33 @@ def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Disco
 
 
 def init_state(degrees, *, bounds, source, direction_mode, alpha=config.DO_ALPHA, beta=config.DO_BETA):
-    """The level-0 frontier of a BFS from ``source`` (runs on a worker).
-
-    Returns the :class:`Frontier` (``outs=["frontier"]``) and publishes the level-0
-    :class:`LevelSummary` to the client.
-    """
-    frontier, summary = first_frontier(degrees, bounds, source, direction_mode, alpha, beta)
-    publish(summary.to_message())
+    """The level-0 :class:`Frontier` of a BFS from ``source`` (runs on a worker;
+    ``outs=["frontier"]``). The client knows its summary without asking
+    (:func:`first_summary`), so it submits this task and the first level together."""
+    frontier, _summary = first_frontier(degrees, bounds, source, direction_mode, alpha, beta)
     return frontier
+
+
+def first_summary(bounds, source: int, source_degree: int, total_edges: int, direction_mode: str,
+                  alpha: float = config.DO_ALPHA, beta: float = config.DO_BETA) -> LevelSummary:
+    """The level-0 :class:`LevelSummary`, from what the client has at hand (equal to the one
+    :func:`first_frontier` computes on the worker, timestamps aside)."""
+    bounds = np.asarray(bounds, dtype=np.int64)
+    num_tasks = bounds.size - 1
+    owner = int(np.searchsorted(bounds, source, side="right") - 1)
+    counts = np.zeros(num_tasks, dtype=np.int64)
+    counts[owner] = 1
+    unvisited = np.diff(bounds) - counts
+    unexplored = int(total_edges) - int(source_degree)
+    direction = switch_direction(direction_mode, TOP_DOWN, 1, int(source_degree), unexplored,
+                                 int(bounds[-1]), float(alpha), float(beta))
+    now = time.time()
+    return LevelSummary(level=0, direction=direction,
+                        frontier_counts=unvisited if direction == BOTTOM_UP else counts,
+                        frontier_size=1, frontier_edges=int(source_degree),
+                        edges_examined=np.zeros(num_tasks, dtype=np.int64),
+                        found=np.zeros(num_tasks, dtype=np.int64),
+                        barrier_start=now, barrier_stop=now)
 
 
 def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float = config.DO_ALPHA,

@@ -52,6 +52,7 @@ class _Pending:
     graph: dict = field(default_factory=dict)
     marks: dict = field(default_factory=dict)
     keys: list = field(default_factory=list)
+    names: set = field(default_factory=set)  # data whose version or readers these touch
 
 
 class Program:
@@ -224,7 +225,9 @@ class Program:
 
         for name in ins:
             self._readers[name].append(key)
+        pending.names.update(ins)
         results = outs + inouts
+        pending.names.update(results)
         for i, name in enumerate(results):
             version = key
             if len(results) > 1:
@@ -254,11 +257,14 @@ class Program:
         with dask.annotate(**annotations):
             futures = self.client.get(self._named_graph(pending), pending.keys, sync=False)
         by_key = dict(zip(pending.keys, futures, strict=True))
-        for name, ref in self._current.items():
+        # Only the data this batch touched can hold its keys: no pass over the whole directory.
+        for name in pending.names:
+            ref = self._current.get(name)
             if isinstance(ref, str) and ref in by_key:
                 self._current[name] = by_key[ref]
-        for name, refs in self._readers.items():
-            self._readers[name] = [by_key.get(r, r) if isinstance(r, str) else r for r in refs]
+            refs = self._readers.get(name)
+            if refs:
+                self._readers[name] = [by_key.get(r, r) if isinstance(r, str) else r for r in refs]
 
     def _named_graph(self, pending: _Pending):
         """The batch as a dask expression named by the program, not by a hash of its content.
