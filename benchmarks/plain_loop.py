@@ -37,7 +37,7 @@ import numpy as np
 
 from taskbfs import config
 from taskbfs.bfs.placement import _slices
-from taskbfs.bfs.state import advance, assemble_range, first_frontier
+from taskbfs.bfs.state import advance, assemble_range, assembly_cuts, first_frontier
 from taskbfs.bfs.steps import step_smp
 from taskbfs.graph import partition
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN
@@ -137,20 +137,17 @@ def _run(s: Slices, source: int, mode: str, pool, threads: int, alpha: float,
         found = run_all([lambda p=slices[t], f=frontier: step_smp(p, f) for t in active])
         logs += [(frontier.level, d) for d in found]
         frontier, summary = advance(frontier, found, s.degrees)
-    groups = np.linspace(0, s.num_tasks, min(s.num_tasks, threads,
-                                             config.MAX_ASSEMBLY_TASKS) + 1).round().astype(int)
-    pieces = run_all([lambda a=a, b=b: _assemble(s, source, logs, a, b)
-                      for a, b in zip(groups[:-1], groups[1:], strict=True)])
+    cuts = assembly_cuts(s.num_vertices, min(threads, config.MAX_ASSEMBLY_TASKS))
+    pieces = run_all([lambda lo=lo, hi=hi: _assemble(s, source, logs, lo, hi)
+                      for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)])
     elapsed = time.perf_counter() - start
     distances = np.concatenate([d for d, _ in pieces])
     parents = np.concatenate([p for _, p in pieces])
     return PlainResult(source, distances, parents, elapsed, directions)
 
 
-def _assemble(s: Slices, source: int, logs, first: int, stop: int):
-    mine = [(level, d) for level, d in logs
-            if d.offsets is not None or first <= d.task < stop]
-    return assemble_range(*[d for _, d in mine], source=source, lo=int(s.bounds[first]),
-                          hi=int(s.bounds[stop]), first_task=int(first), stop_task=int(stop),
+def _assemble(s: Slices, source: int, logs, lo: int, hi: int):
+    first, last = np.searchsorted(s.bounds, [lo, hi - 1], side="right") - 1
+    mine = [(level, d) for level, d in logs if d.offsets is not None or first <= d.task <= last]
+    return assemble_range(*[d for _, d in mine], source=source, lo=lo, hi=hi, bounds=s.bounds,
                           levels=[level for level, _ in mine])
-

@@ -69,8 +69,9 @@ CLIENT_BATCH_INTERVAL = 0.0
 SCHEDULER_STREAM_INTERVAL = 0.0
 WORKER_STREAM_INTERVAL = 0.0
 
-#: At the end of a search, parents and distances are written by one task per group of
-#: vertex ranges, one group per CPU slot of the cluster (CPU resource), at most this many:
-#: each depends on every top-down step's output (it reads only its own bucket, but across
-#: worker processes the whole output would travel), so more groups cost more dependencies.
+#: At the end of a search, parents and distances are written by one task per equal slice
+#: of the vertex ids, one slice per CPU slot of the cluster (CPU resource), at most this
+#: many: each depends on every top-down step's output (it reads only the buckets that can
+#: hold its slice, but across worker processes the whole output would travel), so more
+#: slices cost more dependencies.
 MAX_ASSEMBLY_TASKS = 16

@@ -118,11 +118,11 @@ def test_accept_candidates_keeps_first_unvisited_per_owner(bounds):
     assert {v for v in range(200) if is_set(visited, v)} == now_visited
 
 
-def test_record_pairs_writes_only_the_given_slice():
-    vertices = np.array([10, 11, 12, 13], dtype=np.int64)
-    parents_of = np.array([1, 2, 3, 4], dtype=np.int64)
+def test_record_pairs_writes_only_the_given_slice_and_range():
+    vertices = np.array([10, 11, 12, 13, 16], dtype=np.int64)
+    parents_of = np.array([1, 2, 3, 4, 5], dtype=np.int64)
     parents = np.full(5, -1, dtype=np.int64)
     distances = np.full(5, -1, dtype=np.int64)
-    record_pairs(vertices, parents_of, 1, 3, 10, 7, parents, distances)
+    record_pairs(vertices, parents_of, 1, 5, 10, 13, 7, parents, distances)
     assert parents.tolist() == [-1, 2, 3, -1, -1]
     assert distances.tolist() == [-1, 7, 7, -1, -1]

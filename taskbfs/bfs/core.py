@@ -33,6 +33,7 @@ from taskbfs.bfs.state import (
     TOP_DOWN,
     LevelSummary,
     assemble_range,
+    assembly_cuts,
     barrier,
     first_summary,
     init_state,
@@ -123,7 +124,7 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress) -
             program.put_future(f"tpart/{t}", placed.transposed[t])
     program.put_future("degrees", placed.degrees)
 
-    assembly_tasks = _assembly_task_count(program.runtime, num_tasks)
+    assembly_tasks = _assembly_task_count(program.runtime)
     start = time.perf_counter()
     wall_start = time.time()
     # The level-0 summary needs no round trip: INIT and the first level go as one batch.
@@ -203,20 +204,21 @@ def _submit_level(program: Program, summary) -> list[_Log]:
 
 def _submit_assembly(program: Program, parts, source: int, logs: list[_Log],
                      count: int) -> list[str]:
-    """``count`` tasks, one per group of ranges, write the group's distances and parents
-    from the steps' outputs: every top-down step's (bucketed by owner) and the group's own
-    bottom-up steps'. Returns the names of the pieces, in vertex order."""
-    groups = np.linspace(0, parts.num_tasks, count + 1).round().astype(int).tolist()
+    """``count`` tasks, one per equal slice of the vertex ids, write the slice's distances
+    and parents from the steps' outputs: every top-down step's (bucketed by owner) and the
+    bottom-up steps' of the tasks overlapping the slice. Returns the names of the pieces,
+    in vertex order."""
+    cuts = assembly_cuts(int(parts.bounds[-1]), count)
     names = []
     with program.batch():
-        for g, (first, stop) in enumerate(zip(groups[:-1], groups[1:], strict=True)):
+        for g, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+            first, last = np.searchsorted(parts.bounds, [lo, hi - 1], side="right") - 1
             mine = [log for log in logs
-                    if log.direction != BOTTOM_UP or first <= log.task < stop]
+                    if log.direction != BOTTOM_UP or first <= log.task <= last]
             name = f"result/{g}"
             program.submit(FINISH, ins=[log.name for log in mine], outs=[name],
-                           kwargs={"source": source, "lo": int(parts.bounds[first]),
-                                   "hi": int(parts.bounds[stop]), "first_task": first,
-                                   "stop_task": stop, "levels": [log.level for log in mine]},
+                           kwargs={"source": source, "lo": lo, "hi": hi, "bounds": parts.bounds,
+                                   "levels": [log.level for log in mine]},
                            tags={"done": True, "group": g})
             names.append(name)
     for log in logs:
@@ -224,13 +226,13 @@ def _submit_assembly(program: Program, parts, source: int, logs: list[_Log],
     return names
 
 
-def _assembly_task_count(runtime, num_tasks: int) -> int:
-    """How many tasks write the result: one per CPU slot of the cluster, at most T and at
-    most ``config.MAX_ASSEMBLY_TASKS``."""
+def _assembly_task_count(runtime) -> int:
+    """How many tasks write the result: one per CPU slot of the cluster, at most
+    ``config.MAX_ASSEMBLY_TASKS``."""
     from taskbfs.runtime.plugin import CPU_RESOURCE
 
     slots = int(runtime.resources().get(CPU_RESOURCE, 1))
-    return max(1, min(num_tasks, slots, config.MAX_ASSEMBLY_TASKS))
+    return max(1, min(slots, config.MAX_ASSEMBLY_TASKS))
 
 
 def _joined(pieces):

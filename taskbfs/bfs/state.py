@@ -345,19 +345,26 @@ def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
     return new_bits, ordered, counts, task_edges
 
 
-def assemble_range(*logs, source: int, lo: int, hi: int, first_task: int, stop_task: int,
-                   levels):
-    """Distances and parents of the vertices ``[lo, hi)`` owned by tasks
-    ``[first_task, stop_task)``, from the steps' records of a whole search (runs on a worker).
+def assembly_cuts(num_vertices: int, count: int) -> list[int]:
+    """``count`` + 1 vertex ids cutting ``[0, num_vertices)`` into equal, non-empty slices."""
+    count = max(1, min(count, num_vertices))
+    return np.linspace(0, num_vertices, count + 1).round().astype(int).tolist()
+
+
+def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels):
+    """Distances and parents of the vertices ``[lo, hi)``, from the steps' records of a
+    whole search (runs on a worker; any range, not only whole tasks).
 
     Parameters
     ----------
     *logs : Discoveries
-        Step outputs: every top-down step's (bucketed) and the bottom-up steps' of these tasks.
+        Step outputs: every top-down step's (bucketed by owner) and the bottom-up steps'
+        of the tasks whose ranges overlap ``[lo, hi)``.
     source : int
     lo, hi : int
-        The vertex range (``bounds[first_task]``, ``bounds[stop_task]``).
-    first_task, stop_task : int
+        The vertex range.
+    bounds : ndarray of int64
+        The task ranges (T + 1), to find the top-down buckets that can hold the range.
     levels : sequence of int
         The level each log's step ran at (its discoveries are at ``level + 1``).
 
@@ -368,15 +375,14 @@ def assemble_range(*logs, source: int, lo: int, hi: int, first_task: int, stop_t
     size = hi - lo
     distances = np.full(size, -1, dtype=np.int64)
     parents = np.full(size, -1, dtype=np.int64)
+    first_task, last_task = (int(t) for t in np.searchsorted(bounds, [lo, hi - 1], side="right") - 1)
     for d, level in zip(logs, levels, strict=True):
         if d.offsets is not None:
-            start, stop = int(d.offsets[first_task]), int(d.offsets[stop_task])
-        elif first_task <= d.task < stop_task:
-            start, stop = 0, d.vertices.size
+            start, stop = int(d.offsets[first_task]), int(d.offsets[last_task + 1])
         else:
-            continue
+            start, stop = 0, d.vertices.size
         if stop > start:
-            record_pairs(d.vertices, d.parents, start, stop, lo, level + 1, parents, distances)
+            record_pairs(d.vertices, d.parents, start, stop, lo, hi, level + 1, parents, distances)
     if lo <= source < hi:
         distances[source - lo] = 0
         parents[source - lo] = source

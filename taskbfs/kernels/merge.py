@@ -171,14 +171,16 @@ def frontier_bitmap(frontier, bits):
 
 
 @njit(nogil=True, cache=True)
-def record_pairs(vertices, parents_of, start, stop, lo, distance, parents, distances):
-    """Write ``(vertices[i], parents_of[i])`` for ``start <= i < stop`` into a range's arrays.
+def record_pairs(vertices, parents_of, start, stop, lo, hi, distance, parents, distances):
+    """Write the pairs ``(vertices[i], parents_of[i])``, ``start <= i < stop``, whose vertex
+    lies in ``[lo, hi)`` into that range's arrays (``parents`` / ``distances``, indexed
+    ``v - lo``); pairs outside the range are skipped.
 
-    ``parents`` / ``distances`` cover vertices ``[lo, lo + size)``; every vertex named
-    must lie in that range. A vertex named twice (top-down duplicates) keeps the last
-    parent: all of them are valid, being at ``distance - 1``.
+    A vertex named twice (top-down duplicates) keeps the last parent: all of them are
+    valid, being at ``distance - 1``.
     """
     for i in range(start, stop):
-        local = vertices[i] - lo
-        parents[local] = parents_of[i]
-        distances[local] = distance
+        v = vertices[i]
+        if lo <= v < hi:
+            parents[v - lo] = parents_of[i]
+            distances[v - lo] = distance
