@@ -58,7 +58,6 @@ def test_the_installed_command_runs():
         (["run", "--scale", "6", "--lam", "-1"], "λ"),
         (["run", "--scale", "6", "--keys", "0"], "--keys"),
         (["run", "--scale", "0"], "scale"),
-        (["run", "--scale", "6", "--strategy", "gpu"], "GPU"),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(capsys, argv, words, monkeypatch):
@@ -66,6 +65,20 @@ def test_bad_input_exits_2_with_one_clear_line(capsys, argv, words, monkeypatch)
     status, out, err = run(capsys, *argv)
     assert status == 2
     assert err.startswith("taskbfs: error:") and words in err
+    assert "Traceback" not in err
+
+
+def test_gpu_strategy_on_a_cluster_without_gpu_exits_2(capsys):
+    """On a CPU-only cluster (whatever this machine has), asking for the gpu strategy is a
+    clear error, not a wait for a GPU worker that never comes."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, resources={"CPU": 1},
+                      dashboard_address=":0") as cluster:
+        status, _, err = run(capsys, "run", "--scale", "6", "--strategy", "gpu",
+                             "--scheduler", cluster.scheduler_address)
+    assert status == 2
+    assert err.startswith("taskbfs: error:") and "GPU" in err
     assert "Traceback" not in err
 
 
