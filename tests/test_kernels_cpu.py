@@ -100,3 +100,28 @@ def test_wrappers_on_empty_inputs():
     everyone = bitmap_from_vertices([0, 1, 2], 3)
     vs, ps, edges = run_bottom_up(graph.indptr, graph.indices, 0, 3, everyone, everyone)
     assert vs.size == ps.size == edges == 0
+
+
+@pytest.mark.parametrize("case", list(_graphs()), ids=lambda c: c[0])
+def test_unique_top_down_keeps_the_first_pair_of_each_vertex(case):
+    from taskbfs.kernels.cpu import top_down_step_unique
+
+    _, src, dst, n, directed = case
+    graph = Graph.from_edges(src, dst, num_vertices=n, directed=directed)
+    out_adj = _adjacency(src, dst, n, directed)
+    rng = np.random.default_rng(7)
+    visited = set(rng.choice(n, n // 4, replace=False).tolist())
+    frontier = np.array(sorted(rng.choice(sorted(visited), len(visited) // 2, replace=False)),
+                        dtype=np.int64)
+    want, want_edges = _naive_top_down(out_adj, frontier.tolist(), visited)
+    first = {}
+    for v, u in want:
+        first.setdefault(v, u)
+    out_v = np.empty(max(want_edges, 1), dtype=np.int64)
+    out_p = np.empty_like(out_v)
+    seen = bitmap_from_vertices([], n)
+    k, edges = top_down_step_unique(graph.indptr, graph.indices, 0, frontier,
+                                    bitmap_from_vertices(sorted(visited), n), seen, out_v, out_p)
+    assert edges == want_edges
+    assert list(zip(out_v[:k].tolist(), out_p[:k].tolist(), strict=True)) == list(first.items())
+    assert np.array_equal(seen, bitmap_from_vertices(sorted(first), n))

@@ -158,6 +158,8 @@ class Discoveries:
 
 def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
     """A top-down step's raw pairs, bucketed by owning task (what the barrier reads)."""
+    if bounds.size == 2:  # one task owns every vertex: one bucket, nothing to move
+        return replace(d, offsets=np.array([0, d.vertices.size], dtype=np.int64))
     out_v = np.empty_like(d.vertices)
     out_p = np.empty_like(d.parents)
     offsets = np.empty(bounds.size, dtype=np.int64)

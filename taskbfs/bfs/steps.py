@@ -15,7 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier, bucketed, with_bits
-from taskbfs.kernels.cpu import bottom_up_step, frontier_edge_count, top_down_step
+from taskbfs.kernels.cpu import (
+    bottom_up_step,
+    frontier_edge_count,
+    top_down_step,
+    top_down_step_unique,
+)
 from taskbfs.runtime import Task
 
 
@@ -65,8 +70,16 @@ def _top_down_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
     size = frontier_edge_count(part.indptr, part.lo, mine)
     out_v = np.empty(size, dtype=part.indices.dtype)
     out_p = np.empty(size, dtype=part.indices.dtype)
-    n_found, edges = top_down_step(part.indptr, part.indices, part.lo, mine,
-                                   frontier.visited_bits, out_v, out_p)
+    if size > frontier.visited_bits.size:
+        # More edges than bitmap words: a zeroed bitmap that drops this step's duplicate
+        # discoveries costs less than carrying them to the bucketing, the barrier and the
+        # result (a Kronecker hub's level can name each vertex tens of times).
+        seen = np.zeros_like(frontier.visited_bits)
+        n_found, edges = top_down_step_unique(part.indptr, part.indices, part.lo, mine,
+                                              frontier.visited_bits, seen, out_v, out_p)
+    else:
+        n_found, edges = top_down_step(part.indptr, part.indices, part.lo, mine,
+                                       frontier.visited_bits, out_v, out_p)
     return Discoveries(part.task, out_v[:n_found], out_p[:n_found], int(edges))
 
 

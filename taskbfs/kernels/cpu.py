@@ -80,6 +80,37 @@ def top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices, out
 
 
 @njit(nogil=True, cache=True)
+def top_down_step_unique(indptr, indices, lo, frontier, visited_bits, seen_bits, out_vertices,
+                         out_parents):
+    """:func:`top_down_step` reporting each vertex at most once (the CPU twin of the GPU
+    step's vertex mask): ``seen_bits`` (a zeroed bitmap over all vertices, updated here)
+    marks the vertices already reported by this step. Same arguments and returns otherwise;
+    ``n_found`` counts distinct vertices.
+    """
+    n_found = 0
+    edges = 0
+    for i in range(frontier.size):
+        u = frontier[i]
+        local = u - lo
+        start = indptr[local]
+        stop = indptr[local + 1]
+        edges += stop - start
+        for e in range(start, stop):
+            v = indices[e]
+            if test_bit(visited_bits, v):
+                continue
+            word = v >> 6
+            bit = np.uint64(1) << np.uint64(v & 63)
+            if seen_bits[word] & bit:
+                continue
+            seen_bits[word] |= bit
+            out_vertices[n_found] = v
+            out_parents[n_found] = u
+            n_found += 1
+    return n_found, edges
+
+
+@njit(nogil=True, cache=True)
 def bottom_up_step(indptr, indices, lo, hi, visited_bits, frontier_bits, out_vertices, out_parents):
     """Bottom-up step of one task: find a frontier parent for each unvisited own vertex.
 
