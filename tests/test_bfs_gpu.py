@@ -234,6 +234,9 @@ def test_cache_evicts_least_recently_used_under_its_budget():
         d = run_step_on_gpu(p, bu, cache=cache)
         cpu = step_smp(p, bu)
         assert _pairs(d) == _pairs(cpu) and d.edges_examined == cpu.edges_examined
+        # ... and the bits and degree sum the barrier reads, made on the device
+        np.testing.assert_array_equal(d.words, cpu.words)
+        assert d.frontier_edges == cpu.frontier_edges
     assert cache.used_bytes <= cache.budget
     cache.clear()
     assert len(cache) == 0

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 
 import numpy as np
 
@@ -372,11 +373,39 @@ def _bottom_up(part, dev, cache, d_visited, d_bits, h2d) -> Discoveries:
         n_found, edges = gpu_bottom_up_step(
             dev.indptr, dev.indices, dev.lo, dev.hi, d_visited, d_bits, out_v, out_u,
             config=config, workspace=cache.buffer)
+        # The slice's own offsets are its out-degrees unless it is a directed graph's
+        # transpose: only then is the barrier's form left to the host (steps.for_barrier).
+        owned = _owned_bits(cache, dev, out_v, n_found) if part.out_indptr is None else None
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
-    return Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
-                       d2h_bytes=_COUNTER_BYTES + vertices.nbytes + parents.nbytes,
-                       kernel_seconds=timer.seconds)
+    found = Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
+                        d2h_bytes=_COUNTER_BYTES + vertices.nbytes + parents.nbytes,
+                        kernel_seconds=timer.seconds)
+    if owned is None:
+        return found
+    words, frontier_edges = owned[0].copy_to_host(), int(owned[1].copy_to_host()[0])
+    return replace(found, words=words, frontier_edges=frontier_edges,
+                   d2h_bytes=found.d2h_bytes + words.nbytes + 8)
+
+
+def _owned_bits(cache, dev, out_v, n: int):
+    """The step's discoveries as bits over its words, and their degree sum, on the device
+    (device arrays ``(words, edges)``; see :mod:`taskbfs.kernels._gpu_owned`)."""
+    from taskbfs.kernels._gpu_owned import owned_bits
+    from taskbfs.kernels.gpu import _kernels
+    from taskbfs.kernels.merge import word_span
+
+    config = cache.launch_config()
+    first, stop = word_span(dev.lo, dev.hi)
+    words = cache.buffer("owned_words", stop - first, np.uint64)[: stop - first]
+    edges = cache.buffer("owned_edges", 1, np.int64)[:1]
+    fill = _kernels(config).fill
+    fill[config.blocks_for(stop - first), config.block_size](words, 0)
+    fill[1, config.block_size](edges, 0)
+    if n:
+        owned_bits[config.blocks_for(n), config.block_size](out_v, n, dev.lo, first, dev.indptr,
+                                                            words, edges)
+    return words, edges
 
 
 def _narrow(cache, out_v, out_u, n: int, dtype):

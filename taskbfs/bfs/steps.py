@@ -61,6 +61,8 @@ def step_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
 def for_barrier(part: GraphSlice, frontier: Frontier, found: Discoveries) -> Discoveries:
     """A step's raw pairs in the form the barrier reads (see :class:`Discoveries`)."""
     if frontier.direction == BOTTOM_UP:
+        if found.words is not None:  # the GPU step made them on the device
+            return found
         return with_bits(found, part.lo, part.hi, part.out_offsets)
     return bucketed(found, frontier.task_bounds())
 

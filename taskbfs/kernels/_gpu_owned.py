@@ -1,0 +1,35 @@
+"""One small CUDA kernel: a bottom-up step's discoveries as bits over the task's own words.
+
+Returns
+    :data:`owned_bits` ``[blocks, threads](vertices, n, lo, first_word, indptr, words, edges)``
+    ORs bit ``v & 63`` of ``words[(v >> 6) - first_word]`` for each ``v = vertices[i]``,
+    ``i < n``, and adds the sum of their degrees (``indptr[v - lo + 1] - indptr[v - lo]``)
+    to ``edges[0]``: the device twin of :func:`taskbfs.kernels.merge.owned_bits`, run on the
+    step's output before it leaves the device, so that the GPU worker's thread does no
+    per-vertex work for the barrier.
+Approach
+    Grid-stride; ``atomicOr`` because neighbouring vertices share words; each thread adds
+    its partial degree sum with one atomic.
+Encoding
+    Imported lazily, like ``_gpu_narrow``; ``cuda`` is a module global so that
+    ``NUMBA_ENABLE_CUDASIM=1`` can run it. ``words`` must be zeroed by the caller.
+"""
+
+from __future__ import annotations
+
+from numba import cuda, int64, uint64
+
+
+@cuda.jit
+def owned_bits(vertices, n, lo, first_word, indptr, words, edges):
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    total = int64(0)
+    while i < n:
+        v = int64(vertices[i])
+        cuda.atomic.or_(words, (v >> 6) - first_word, uint64(1) << uint64(v & 63))
+        local = v - lo
+        total += indptr[local + 1] - indptr[local]
+        i += stride
+    if total:
+        cuda.atomic.add(edges, 0, total)
