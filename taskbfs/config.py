@@ -15,13 +15,15 @@ DEFAULT_BALANCE = "edges"
 
 #: Workload-aware hybrid threshold λ: a task whose frontier holds more than λ vertices
 #: runs on the GPU. Measured by benchmarks/lambda_crossover.py on an NVIDIA H100 80GB HBM3
-#: (16-core host, numba-cuda 0.30.4), 2026-11-21: one top-down step task over a whole
-#: Kronecker scale-20 graph, slice resident in device memory; the GPU task is faster above
-#: ~11750 frontier vertices (CPU 2.7 ms vs GPU 2.8 ms at 11585, 4.7 vs 2.8 ms at 16384;
-#: benchmarks/results/lambda_crossover.csv). The paper's Fig. 4 found ~7000 (2012 GPU).
-#: A GPU step costs ~1 ms whatever its size (kernel launches from Python, counters read
-#: back, visited bitmap upload), which is what sets the crossover.
-DEFAULT_LAMBDA = 11751
+#: (16-core host, numba-cuda 0.30.4), 2026-11-21 05:36 UTC: one top-down step task over a
+#: whole Kronecker scale-20 graph, slice resident in device memory; the GPU task is faster
+#: above ~3400 frontier vertices (CPU 2.8 ms vs GPU 1.9 ms at 5793; 4.9 vs 2.2 ms at 11585;
+#: benchmarks/results/lambda_crossover.csv). A GPU step costs ~2 ms whatever its size
+#: (kernel launches from Python, counters read back, visited bitmap upload), which is what
+#: sets the crossover. The first measurement (session 1, before the steps returned their
+#: output in the barrier's form) gave 11751; on Kronecker scales 22 and 24 both values
+#: place every step the same way (benchmarks/RESULTS.md). The paper's Fig. 4 found ~7000.
+DEFAULT_LAMBDA = 3405
 
 #: Device cache of a GPU worker (taskbfs/bfs/device_cache.py): bytes of GPU memory that the
 #: task slices kept resident there, plus the shared scratch buffers, may take; least
