@@ -219,11 +219,15 @@ def test_cache_evicts_least_recently_used_under_its_budget():
         run_step_on_gpu(p, first, cache=probe)
     scratch = probe.used_bytes - sum(sizes)
     cache = DeviceCache(budget=scratch + sizes[0] + sizes[1] + max(sizes) // 2)
+    gpu_found, cpu_found = [], []
     for p in parts:
         d = run_step_on_gpu(p, first, cache=cache)
         cpu = step_smp(p, first)
-        assert set(d.vertices.tolist()) == set(cpu.vertices.tolist())  # GPU reports each once
         assert d.edges_examined == cpu.edges_examined
+        gpu_found += d.vertices.tolist()
+        cpu_found += cpu.vertices.tolist()
+    # The level's GPU steps share one vertex mask: each vertex is reported once in all.
+    assert sorted(gpu_found) == sorted(set(cpu_found))
     assert cache.misses == 3 and cache.evictions >= 1
     assert cache.keys()[-1] == ("cache-test", 2, 80, g.num_vertices)
     assert ("cache-test", 0, 0, 40) not in cache  # the least recently used went first
@@ -253,10 +257,12 @@ def test_large_frontier_counts_edges_on_the_device_and_returns_the_cpu_dtype(mon
     cache = dc.DeviceCache(budget=1 << 30)
     for frontier in (_frontier(g, bounds, TOP_DOWN, [1, 2, 70, 100], [1, 2, 70, 100]),
                      _frontier(g, bounds, TOP_DOWN, [3], [3, 5])):
+        gpu_found, cpu_found = [], []
         for p in parts:
             d = dc.run_step_on_gpu(p, frontier, cache=cache)
             cpu = step_smp(p, frontier)
             assert d.vertices.dtype == cpu.vertices.dtype == p.indices.dtype
-            assert set(d.vertices.tolist()) == set(cpu.vertices.tolist())
-            assert d.vertices.size == np.unique(d.vertices).size
             assert d.edges_examined == cpu.edges_examined
+            gpu_found += d.vertices.tolist()
+            cpu_found += cpu.vertices.tolist()
+        assert sorted(gpu_found) == sorted(set(cpu_found))  # once over the level's steps

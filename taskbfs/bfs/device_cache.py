@@ -22,8 +22,9 @@ Approach
     dask-cuda does), and a lock makes that explicit.
 Encoding
     Frontier and bitmaps as in :mod:`taskbfs.bfs.state`; outputs int64 pairs. The top-down
-    step reports each newly reached vertex once (the kernel's vertex mask, ``dedupe=True``);
-    the barrier deduplicates across tasks anyway.
+    step reports each newly reached vertex once, and the top-down steps of one level on
+    this GPU share the vertex mask, so a vertex is reported by one of them only
+    (:meth:`DeviceCache.level_mask`); the barrier deduplicates across all steps anyway.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class DeviceCache:
         self._slice_bytes = 0
         self._buffers: dict = {}
         self._level = None  # (frontier object, device visited bits, device frontier bits)
+        self._mask_level = None  # the frontier whose top-down discoveries the mask holds
         self._config = None
         self.hits = self.misses = self.evictions = 0
         self.uploaded_bytes = 0
@@ -111,6 +113,7 @@ class DeviceCache:
             self._entries.clear()
             self._buffers.clear()
             self._level = None
+            self._mask_level = None
             self._slice_bytes = 0
             _release_device_memory()
 
@@ -177,8 +180,23 @@ class DeviceCache:
             self._buffers[name] = current
         return current
 
+    def level_mask(self, frontier: Frontier, num_vertices: int):
+        """The top-down vertex mask of ``frontier``'s level: zeroed when a level starts, then
+        it keeps every vertex this GPU's top-down steps of the level reported, so that each
+        is reported by one of them only (the barrier still keeps the first occurrence over
+        all steps, CPU ones included; any reported parent is valid)."""
+        from taskbfs.kernels.gpu import _kernels
+
+        mask = self.mask_bits(num_vertices)
+        if self._mask_level is not frontier:
+            config = self.launch_config()
+            words = int(frontier.visited_bits.size)
+            _kernels(config).fill[config.blocks_for(words), config.block_size](mask[:words], 0)
+            self._mask_level = frontier
+        return mask
+
     def mask_bits(self, num_vertices: int):
-        """The top-down vertex mask: all zero on entry and on exit of every step."""
+        """The top-down vertex mask buffer (zeroed when allocated; see :meth:`level_mask`)."""
         from numba import cuda
 
         from taskbfs.kernels.bitmap import words_for
@@ -348,13 +366,13 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
     # so one pair of buffers serves every task and level (no regrowth).
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
     out_u = cache.buffer("out_parents", dev.num_vertices, np.int64)
-    mask = cache.mask_bits(dev.num_vertices)
+    mask = cache.level_mask(frontier, dev.num_vertices)
     config = cache.launch_config()
     with _stopwatch(config.simulated) as timer:
         n_found, edges = gpu_top_down_step(
             dev.indptr, dev.indices, dev.lo, d_frontier, d_visited, out_v, out_u,
             mask_bits=mask, dedupe=True, config=config, workspace=cache.buffer,
-            total_edges=total)
+            total_edges=total, clear_mask=False)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
     read_back = _COUNTER_BYTES + (8 if total is None else 0)

@@ -303,7 +303,7 @@ def _copy_back(device_out, host_out, n_found: int) -> None:
 # ----------------------------------------------------------------------------- step functions
 def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices, out_parents,
                       *, mask_bits=None, dedupe: bool = True, config: LaunchConfig | None = None,
-                      workspace=None, total_edges: int | None = None):
+                      workspace=None, total_edges: int | None = None, clear_mask: bool = True):
     """GPU twin of :func:`taskbfs.kernels.cpu.top_down_step`.
 
     Parameters
@@ -313,8 +313,9 @@ def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices,
         receive the results). Outputs hold at least ``frontier_edge_count`` entries
         (with ``dedupe``, ``min(that, num_vertices)`` is enough).
     mask_bits : device array of uint64, optional
-        The vertex mask, ``len(visited_bits)`` words, all zero; left all zero. Default: a
-        fresh zeroed one per call (O(n); :class:`DevicePartition` keeps one instead).
+        The vertex mask, ``len(visited_bits)`` words: vertices set in it are not reported
+        (as if visited); the ones this call reports are set. Default: a fresh zeroed one
+        per call (O(n); :class:`DevicePartition` keeps one instead).
     dedupe : bool, default True
         Report each newly reached vertex once (any of its frontier in-neighbours as
         parent). False: every (unvisited neighbour, frontier vertex) pair, as the CPU does.
@@ -326,6 +327,10 @@ def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices,
     total_edges : int, optional
         ``frontier_edge_count`` when the caller knows it (the host wrapper does, from its
         copy of ``indptr``); otherwise it is read back from the device (8 bytes, one sync).
+    clear_mask : bool, default True
+        Clear the bits this call set before returning (a zeroed mask stays zeroed). False
+        keeps them, so that later steps of the same level sharing the mask do not report
+        those vertices again (the BFS device cache does that per level).
 
     Returns
     -------
@@ -364,7 +369,7 @@ def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices,
         k.top_down_expand[min(num_tiles, config.grid_size), config.block_size](
             d_indptr, d_indices, lo, d_frontier, offsets, num_frontier, tile_first, num_tiles,
             d_visited, mask_bits, bool(dedupe), d_out_v, d_out_u, counters)
-    if dedupe:
+    if dedupe and clear_mask:
         k.clear_mask[config.blocks_for(total_edges), config.block_size](mask_bits, d_out_v, counters)
     n_found, edges = _read_counters(counters)
     _copy_back(d_out_v, out_vertices if host_v else None, n_found)
