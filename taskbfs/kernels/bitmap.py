@@ -28,6 +28,17 @@ def test_bit(bits, v):
 
 
 @njit(nogil=True, cache=True)
+def test_and_set(bits, v):
+    """True if vertex ``v`` was already set in ``bits``; sets it either way."""
+    word = v >> 6
+    bit = np.uint64(1) << np.uint64(v & 63)
+    if bits[word] & bit:
+        return True
+    bits[word] |= bit
+    return False
+
+
+@njit(nogil=True, cache=True)
 def set_bits(bits, vertices):
     """Set every vertex of ``vertices`` in ``bits`` (in place)."""
     for i in range(vertices.size):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from taskbfs.kernels.bitmap import test_bit
+from taskbfs.kernels.bitmap import test_and_set, test_bit
 
 
 @njit(nogil=True, cache=True)
@@ -62,21 +62,8 @@ def top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices, out
     edges_examined : int
         Number of adjacency entries read.
     """
-    n_found = 0
-    edges = 0
-    for i in range(frontier.size):
-        u = frontier[i]
-        local = u - lo
-        start = indptr[local]
-        stop = indptr[local + 1]
-        edges += stop - start
-        for e in range(start, stop):
-            v = indices[e]
-            if not test_bit(visited_bits, v):
-                out_vertices[n_found] = v
-                out_parents[n_found] = u
-                n_found += 1
-    return n_found, edges
+    return _top_down(indptr, indices, lo, frontier, visited_bits, visited_bits, False,
+                     out_vertices, out_parents)
 
 
 @njit(nogil=True, cache=True)
@@ -87,6 +74,13 @@ def top_down_step_unique(indptr, indices, lo, frontier, visited_bits, seen_bits,
     marks the vertices already reported by this step. Same arguments and returns otherwise;
     ``n_found`` counts distinct vertices.
     """
+    return _top_down(indptr, indices, lo, frontier, visited_bits, seen_bits, True,
+                     out_vertices, out_parents)
+
+
+@njit(nogil=True, cache=True)
+def _top_down(indptr, indices, lo, frontier, visited_bits, seen_bits, unique, out_vertices,
+              out_parents):
     n_found = 0
     edges = 0
     for i in range(frontier.size):
@@ -99,11 +93,8 @@ def top_down_step_unique(indptr, indices, lo, frontier, visited_bits, seen_bits,
             v = indices[e]
             if test_bit(visited_bits, v):
                 continue
-            word = v >> 6
-            bit = np.uint64(1) << np.uint64(v & 63)
-            if seen_bits[word] & bit:
+            if unique and test_and_set(seen_bits, v):
                 continue
-            seen_bits[word] |= bit
             out_vertices[n_found] = v
             out_parents[n_found] = u
             n_found += 1

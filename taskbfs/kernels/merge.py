@@ -29,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from taskbfs.kernels.bitmap import test_and_set
+
 
 @njit(nogil=True, cache=True)
 def _owner(bounds, v):
@@ -147,11 +149,8 @@ def accept_candidates(candidates, offsets, visited_bits, degrees, out_frontier, 
         for s in range(num_steps):
             for i in range(offsets[s, t], offsets[s, t + 1]):
                 v = candidates[i]
-                word = v >> 6
-                bit = np.uint64(1) << np.uint64(v & 63)
-                if visited_bits[word] & bit:
+                if test_and_set(visited_bits, v):
                     continue
-                visited_bits[word] |= bit
                 out_frontier[n_new] = v
                 n_new += 1
                 edges += degrees[v]
