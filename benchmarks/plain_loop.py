@@ -37,7 +37,13 @@ import numpy as np
 
 from taskbfs import config
 from taskbfs.bfs.placement import _slices
-from taskbfs.bfs.state import advance, assemble_range, assembly_cuts, first_frontier
+from taskbfs.bfs.state import (
+    advance,
+    assemble_range,
+    assembly_count,
+    assembly_cuts,
+    first_frontier,
+)
 from taskbfs.bfs.steps import step_smp
 from taskbfs.graph import partition
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN
@@ -137,7 +143,7 @@ def _run(s: Slices, source: int, mode: str, pool, threads: int, alpha: float,
         found = run_all([lambda p=slices[t], f=frontier: step_smp(p, f) for t in active])
         logs += [(frontier.level, d) for d in found]
         frontier, summary = advance(frontier, found, s.degrees)
-    cuts = assembly_cuts(s.num_vertices, min(threads, config.MAX_ASSEMBLY_TASKS))
+    cuts = assembly_cuts(s.num_vertices, assembly_count(s.num_vertices, threads))
     pieces = run_all([lambda lo=lo, hi=hi: _assemble(s, source, logs, lo, hi)
                       for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)])
     elapsed = time.perf_counter() - start

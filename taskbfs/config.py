@@ -72,8 +72,12 @@ SCHEDULER_STREAM_INTERVAL = 0.0
 WORKER_STREAM_INTERVAL = 0.0
 
 #: At the end of a search, parents and distances are written by one task per equal slice
-#: of the vertex ids, one slice per CPU slot of the cluster (CPU resource), at most this
-#: many: each depends on every top-down step's output (it reads only the buckets that can
-#: hold its slice, but across worker processes the whole output would travel), so more
-#: slices cost more dependencies.
+#: of the vertex ids: one slice per CPU slot of the cluster (CPU resource), at most
+#: MAX_ASSEMBLY_TASKS, and none smaller than ASSEMBLY_MIN_VERTICES. Each depends on every
+#: top-down step's output (it reads only the buckets that can hold its slice, but across
+#: worker processes the whole output would travel), so more slices cost more
+#: dependencies; and a task costs the runtime ~1 ms on the H100 host (level_overhead.py),
+#: about what writing 2**20 vertices' parents and distances takes: smaller slices lose.
+#: (16 slices of 2**18 vertices at scale 22 took 14% of a search on the H100.)
 MAX_ASSEMBLY_TASKS = 16
+ASSEMBLY_MIN_VERTICES = 1 << 20

@@ -30,3 +30,38 @@ def test_first_summary_equals_the_workers(mode, bounds):
             np.testing.assert_array_equal(getattr(client, name), getattr(worker, name))
     hub = first_summary(bounds, 0, graph.degree(0), graph.num_arcs, mode, alpha=10.0)
     assert hub.direction == (TOP_DOWN if mode == TOP_DOWN else BOTTOM_UP)  # both branches covered
+
+
+@pytest.mark.parametrize("direction", [AUTO, TOP_DOWN, BOTTOM_UP])
+@pytest.mark.parametrize("directed", [False, True])
+def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direction, directed):
+    """Slices of the result cut across task ranges (5 slices, 3 tasks): every vertex is
+    written once, by the slice that holds it, from the top-down buckets and bottom-up
+    records of whichever tasks overlap it."""
+    from reference import scipy_distances
+
+    from taskbfs.bfs import core
+
+    monkeypatch.setattr(core, "_assembly_task_count", lambda runtime, n: 5)
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 400, 1500), rng.integers(0, 400, 1500)
+    graph = tb.Graph.from_edges(src, dst, num_vertices=420, directed=directed)  # 20 isolated
+    source = int(src[0])
+    r = tb.bfs(graph, source, tasks=3, direction=direction, runtime=runtime)
+    np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
+    tb.validate(graph, source, r.parents, levels=r.distances)
+    assert r.assembly_seconds > 0
+
+
+def test_assembly_count_follows_slots_size_and_cap():
+    from taskbfs import config
+    from taskbfs.bfs.state import assembly_count, assembly_cuts
+
+    big = 64 * config.ASSEMBLY_MIN_VERTICES
+    assert assembly_count(big, 2) == 2
+    assert assembly_count(big, 1000) == config.MAX_ASSEMBLY_TASKS
+    assert assembly_count(3 * config.ASSEMBLY_MIN_VERTICES, 16) == 3
+    assert assembly_count(10, 16) == 1
+    cuts = assembly_cuts(10, 4)
+    assert cuts[0] == 0 and cuts[-1] == 10 and len(cuts) == 5 and np.all(np.diff(cuts) > 0)
+    assert assembly_cuts(2, 5) == [0, 1, 2]

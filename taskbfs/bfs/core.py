@@ -33,6 +33,7 @@ from taskbfs.bfs.state import (
     TOP_DOWN,
     LevelSummary,
     assemble_range,
+    assembly_count,
     assembly_cuts,
     barrier,
     first_summary,
@@ -124,7 +125,7 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress) -
             program.put_future(f"tpart/{t}", placed.transposed[t])
     program.put_future("degrees", placed.degrees)
 
-    assembly_tasks = _assembly_task_count(program.runtime)
+    assembly_tasks = _assembly_task_count(program.runtime, graph.num_vertices)
     start = time.perf_counter()
     wall_start = time.time()
     # The level-0 summary needs no round trip: INIT and the first level go as one batch.
@@ -226,13 +227,12 @@ def _submit_assembly(program: Program, parts, source: int, logs: list[_Log],
     return names
 
 
-def _assembly_task_count(runtime) -> int:
-    """How many tasks write the result: one per CPU slot of the cluster, at most
-    ``config.MAX_ASSEMBLY_TASKS``."""
+def _assembly_task_count(runtime, num_vertices: int) -> int:
+    """How many tasks write the result (:func:`~taskbfs.bfs.state.assembly_count` over the
+    cluster's CPU slots)."""
     from taskbfs.runtime.plugin import CPU_RESOURCE
 
-    slots = int(runtime.resources().get(CPU_RESOURCE, 1))
-    return max(1, min(slots, config.MAX_ASSEMBLY_TASKS))
+    return assembly_count(num_vertices, int(runtime.resources().get(CPU_RESOURCE, 1)))
 
 
 def _joined(pieces):

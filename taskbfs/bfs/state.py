@@ -347,6 +347,13 @@ def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
     return new_bits, ordered, counts, task_edges
 
 
+def assembly_count(num_vertices: int, slots: int) -> int:
+    """How many tasks write a search's result: one per slot, at most
+    ``config.MAX_ASSEMBLY_TASKS``, each with at least ``config.ASSEMBLY_MIN_VERTICES``."""
+    by_size = -(-int(num_vertices) // config.ASSEMBLY_MIN_VERTICES)
+    return max(1, min(int(slots), config.MAX_ASSEMBLY_TASKS, by_size))
+
+
 def assembly_cuts(num_vertices: int, count: int) -> list[int]:
     """``count`` + 1 vertex ids cutting ``[0, num_vertices)`` into equal, non-empty slices."""
     count = max(1, min(count, num_vertices))
