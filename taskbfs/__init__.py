@@ -12,7 +12,7 @@ Contents
 ``read_graph``             .mtx, SNAP edge lists (.txt/.el/.csv), .npz
 ``kronecker``              Graph500 Kronecker generator (``kronecker_edges``)
 ``partition``              T vertex ranges (``Partition``)
-``bfs``                    the task-based BFS → ``BFSResult``
+``bfs``                    the task-based BFS → ``BFSResult`` (``default_tasks``: its T)
 ``validate``               Graph500 validation rules (raises ``ValidationError``)
 ``search_keys``            Graph500 search keys; ``teps_statistics``
 ``Runtime``                the cluster: address, Client, or embedded default
@@ -29,7 +29,7 @@ Examples
 """
 
 from taskbfs import trace
-from taskbfs.bfs import BFSResult, bfs
+from taskbfs.bfs import BFSResult, bfs, default_tasks
 from taskbfs.errors import (
     DeviceUnavailableError,
     EmptyGraphError,
@@ -68,6 +68,7 @@ __all__ = [
     "TaskExecutionError",
     "ValidationError",
     "bfs",
+    "default_tasks",
     "kronecker",
     "kronecker_edges",
     "partition",

@@ -5,8 +5,12 @@ Change a default only with a measurement (say which script and machine in the co
 
 from __future__ import annotations
 
-#: Default number of vertex-range tasks T. The paper (Fig. 9) finds its best MTEPS with
-#: a few tasks per core; 8 keeps per-level Dask overhead low on small machines.
+#: Default number of vertex-range tasks T: one per CPU slot of the cluster, at most this
+#: many (taskbfs.bfs.core.default_tasks). The paper (Fig. 9) finds its best MTEPS with a
+#: few tasks per core; here every task costs the runtime ~0.5 ms per level on 2 cores and
+#: ~1.3 ms on the 16-core H100 host, so fewer win: on 2 cores T = 2 beat T = 8 by 28% at
+#: scale 20 and 12% at scale 22 (benchmarks/peers.py, RESULTS.md); on the H100 host,
+#: cpu-only at scale 24 was best at T = 8.
 DEFAULT_TASKS = 8
 
 #: How the vertex space is cut into tasks: "edges" balances the edge count per task

@@ -97,6 +97,7 @@ def cmd_graph500(args) -> int:
     with tb.Runtime(args.scheduler) as rt:
         resources = rt.resources()
         print(f"cluster: {resources}  dashboard: {rt.dashboard_link}")
+        default_t = tb.default_tasks(rt)
 
         def search(key):
             return tb.bfs(graph, key, tasks=args.tasks, strategy=args.strategy, lam=args.lam,
@@ -109,7 +110,7 @@ def cmd_graph500(args) -> int:
         times, edges, failures, validation = _run_keys(tb, graph, keys, search, args)
 
     print(_validation_line(args.validate, failures, len(keys), validation))
-    print(f"searches: tasks T = {args.tasks or min(config.DEFAULT_TASKS, graph.num_vertices)}, "
+    print(f"searches: tasks T = {min(args.tasks or default_t, graph.num_vertices)}, "
           f"strategy {args.strategy}, direction {args.direction}; "
           f"num_mpi_processes below is the number of Dask workers")
     stats = teps_statistics(times, edges)

@@ -42,7 +42,7 @@ def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direc
 
     from taskbfs.bfs import core
 
-    monkeypatch.setattr(core, "_assembly_task_count", lambda runtime, n: 5)
+    monkeypatch.setattr(core, "assembly_count", lambda num_vertices, slots: 5)
     rng = np.random.default_rng(5)
     src, dst = rng.integers(0, 400, 1500), rng.integers(0, 400, 1500)
     graph = tb.Graph.from_edges(src, dst, num_vertices=420, directed=directed)  # 20 isolated

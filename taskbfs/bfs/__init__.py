@@ -1,13 +1,14 @@
 """The BFS algorithm on the runtime: level loop, strategies, direction switch, results.
 
-=============  ==============================================================
-``bfs``        task-based BFS (hybrid / fixed / cpu / gpu; top-down, bottom-up, auto)
-``BFSResult``  distances, parents, trace, levels, elapsed, traversed edges, TEPS
-=============  ==============================================================
+=================  ==========================================================
+``bfs``            task-based BFS (hybrid / fixed / cpu / gpu; top-down, bottom-up, auto)
+``BFSResult``      distances, parents, trace, levels, elapsed, traversed edges, TEPS
+``default_tasks``  T when none is given: one per CPU slot of the cluster, at most 8
+=================  ==========================================================
 """
 
-from taskbfs.bfs.core import STRATEGIES, bfs
+from taskbfs.bfs.core import STRATEGIES, bfs, default_tasks
 from taskbfs.bfs.result import BFSResult
 from taskbfs.bfs.state import DIRECTIONS
 
-__all__ = ["DIRECTIONS", "STRATEGIES", "BFSResult", "bfs"]
+__all__ = ["DIRECTIONS", "STRATEGIES", "BFSResult", "bfs", "default_tasks"]

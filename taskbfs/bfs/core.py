@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -66,7 +66,8 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     tasks : int, optional
         Number T of vertex-range tasks, any number >= 1 (a task owns at least one vertex,
         so T above the vertex count runs one task per vertex: ``result.num_tasks`` says
-        how many ran); default ``config.DEFAULT_TASKS``.
+        how many ran); default :func:`default_tasks`: one per CPU slot of the cluster, at
+        most ``config.DEFAULT_TASKS``.
     strategy : {"hybrid", "fixed", "cpu", "gpu"}
         hybrid: a task goes to the GPU when its frontier exceeds λ (paper Sec. V.A);
         fixed: the first ``gpu_share`` of the tasks always run on the GPU (Sec. V.B);
@@ -100,11 +101,17 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     if not isinstance(graph, Graph):
         raise InvalidParameterError(f"graph must be a taskbfs.Graph, got {type(graph).__name__}")
     source = graph.check_vertex(source, "source")
-    num_tasks = _check_tasks(tasks, graph.num_vertices)
+    requested = _check_tasks(tasks)
     direction = _check_choice("direction", direction, DIRECTIONS)
     strategy = _check_choice("strategy", strategy, STRATEGIES)
-    policy = _policy(strategy, lam, gpu_share, num_tasks)
+    share = _check_share(gpu_share)
+    policy = Policy(strategy, lam=config.DEFAULT_LAMBDA if lam is None else lam)
     rt = _runtime(runtime)
+    # A task owns at least one vertex: more tasks than vertices means one task per vertex.
+    slots = _cpu_slots(rt)
+    num_tasks = min(requested or _default_tasks(slots), graph.num_vertices)
+    if strategy == "fixed":
+        policy = replace(policy, gpu_tasks=frozenset(range(round(share * num_tasks))))
     if policy.needs_gpu:
         rt.require_gpu("strategy 'gpu'")
 
@@ -112,12 +119,14 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     placed = place_graph(rt, graph, parts, need_transpose=direction != TOP_DOWN)
     program = Program(rt, policy, name="bfs")
     try:
-        return _run(program, graph, parts, placed, source, strategy, direction, progress)
+        return _run(program, graph, parts, placed, source, strategy, direction, progress,
+                    assembly_count(graph.num_vertices, slots))
     finally:
         program.close()
 
 
-def _run(program, graph, parts, placed, source, strategy, direction, progress) -> BFSResult:
+def _run(program, graph, parts, placed, source, strategy, direction, progress,
+         assembly_tasks: int) -> BFSResult:
     num_tasks = parts.num_tasks
     for t in range(num_tasks):
         program.put_future(f"part/{t}", placed.slices[t])
@@ -125,7 +134,6 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress) -
             program.put_future(f"tpart/{t}", placed.transposed[t])
     program.put_future("degrees", placed.degrees)
 
-    assembly_tasks = _assembly_task_count(program.runtime, graph.num_vertices)
     start = time.perf_counter()
     wall_start = time.time()
     # The level-0 summary needs no round trip: INIT and the first level go as one batch.
@@ -225,14 +233,6 @@ def _submit_assembly(program: Program, parts, source: int, logs: list[_Log],
     for log in logs:
         program.forget(log.name)
     return names
-
-
-def _assembly_task_count(runtime, num_vertices: int) -> int:
-    """How many tasks write the result (:func:`~taskbfs.bfs.state.assembly_count` over the
-    cluster's CPU slots)."""
-    from taskbfs.runtime.plugin import CPU_RESOURCE
-
-    return assembly_count(num_vertices, int(runtime.resources().get(CPU_RESOURCE, 1)))
 
 
 def _joined(pieces):
@@ -361,27 +361,48 @@ def _with_device_stats(trace: pd.DataFrame, summaries) -> pd.DataFrame:
     return trace
 
 
-def _policy(strategy: str, lam, gpu_share, num_tasks: int) -> Policy:
-    lam = config.DEFAULT_LAMBDA if lam is None else lam
+def _check_share(gpu_share) -> float:
     try:
         share = float(gpu_share)
     except (TypeError, ValueError):
         raise InvalidParameterError(f"gpu_share must be a number in [0, 1], got {gpu_share!r}") from None
     if not 0.0 <= share <= 1.0:
         raise InvalidParameterError(f"gpu_share must be in [0, 1], got {gpu_share!r}")
-    gpu_tasks = frozenset(range(round(share * num_tasks))) if strategy == "fixed" else frozenset()
-    return Policy(strategy, lam=lam, gpu_tasks=gpu_tasks)
+    return share
 
 
-def _check_tasks(tasks, num_vertices: int) -> int:
+def _check_tasks(tasks) -> int | None:
+    """``tasks`` as given (None: the default, resolved once the cluster is known)."""
     if tasks is None:
-        return min(config.DEFAULT_TASKS, num_vertices)
+        return None
     if isinstance(tasks, bool) or not isinstance(tasks, (int, np.integer)):
         raise InvalidParameterError(f"tasks must be an integer, got {tasks!r}")
     if tasks < 1:
         raise InvalidParameterError(f"tasks must be >= 1, got {tasks}")
-    # A task owns at least one vertex: more tasks than vertices means one task per vertex.
-    return int(min(tasks, num_vertices))
+    return int(tasks)
+
+
+def default_tasks(runtime=None) -> int:
+    """T when ``bfs`` is not given ``tasks``: one task per CPU slot of the cluster, at most
+    ``config.DEFAULT_TASKS`` (see there for the measurements behind it).
+
+    Parameters
+    ----------
+    runtime : Runtime, distributed.Client, str or None
+        As for :func:`bfs` (None: the embedded default cluster).
+    """
+    return _default_tasks(_cpu_slots(_runtime(runtime)))
+
+
+def _default_tasks(slots: int) -> int:
+    return max(1, min(config.DEFAULT_TASKS, slots or config.DEFAULT_TASKS))
+
+
+def _cpu_slots(runtime) -> int:
+    """The cluster's CPU slots (its workers' ``CPU`` resource; 0 when none advertise it)."""
+    from taskbfs.runtime.plugin import CPU_RESOURCE
+
+    return int(runtime.resources().get(CPU_RESOURCE, 0))
 
 
 def _check_choice(name: str, value, choices) -> str:
@@ -416,4 +437,4 @@ def _wrapped_runtime(client_or_address):
     return rt
 
 
-__all__ = ["STRATEGIES", "bfs", "TOP_DOWN", "BOTTOM_UP", "AUTO"]
+__all__ = ["STRATEGIES", "bfs", "default_tasks", "TOP_DOWN", "BOTTOM_UP", "AUTO"]
