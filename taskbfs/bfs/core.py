@@ -243,7 +243,7 @@ def _joined(pieces):
 
 
 def _next_summary(program: Program) -> LevelSummary:
-    """The summary the last barrier (or the init task) published."""
+    """The summary the last barrier published."""
     return LevelSummary.from_message(program.next_message(watch=["frontier"]))
 
 

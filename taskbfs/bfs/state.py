@@ -34,6 +34,7 @@ from taskbfs.kernels.merge import (
     accept_candidates,
     bucket_by_owner,
     frontier_bitmap,
+    owned_bits,
     record_pairs,
     word_span,
 )
@@ -169,8 +170,6 @@ def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
 
 def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Discoveries:
     """A bottom-up step's own discoveries as bitmap words, with their out-degree sum."""
-    from taskbfs.kernels.merge import owned_bits
-
     first, stop = word_span(lo, hi)
     words = np.zeros(stop - first, dtype=np.uint64)
     edges = owned_bits(d.vertices, lo, out_indptr, words)
