@@ -43,6 +43,7 @@ from taskbfs.bfs.state import (
     assembly_count,
     assembly_cuts,
     first_frontier,
+    tasks_overlapping,
 )
 from taskbfs.bfs.steps import step_smp
 from taskbfs.graph import partition
@@ -153,7 +154,7 @@ def _run(s: Slices, source: int, mode: str, pool, threads: int, alpha: float,
 
 
 def _assemble(s: Slices, source: int, logs, lo: int, hi: int):
-    first, last = np.searchsorted(s.bounds, [lo, hi - 1], side="right") - 1
-    mine = [(level, d) for level, d in logs if d.offsets is not None or first <= d.task <= last]
+    tasks = tasks_overlapping(s.bounds, lo, hi)
+    mine = [(level, d) for level, d in logs if d.offsets is not None or d.task in tasks]
     return assemble_range(*[d for _, d in mine], source=source, lo=lo, hi=hi, bounds=s.bounds,
                           levels=[level for level, _ in mine])

@@ -38,6 +38,7 @@ from taskbfs.bfs.state import (
     barrier,
     first_summary,
     init_state,
+    tasks_overlapping,
 )
 from taskbfs.bfs.steps import STEP
 from taskbfs.errors import InvalidParameterError
@@ -107,8 +108,8 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     share = _check_share(gpu_share)
     policy = Policy(strategy, lam=config.DEFAULT_LAMBDA if lam is None else lam)
     rt = _runtime(runtime)
-    # A task owns at least one vertex: more tasks than vertices means one task per vertex.
     slots = _cpu_slots(rt)
+    # A task owns at least one vertex: more tasks than vertices means one task per vertex.
     num_tasks = min(requested or _default_tasks(slots), graph.num_vertices)
     if strategy == "fixed":
         policy = replace(policy, gpu_tasks=frozenset(range(round(share * num_tasks))))
@@ -145,16 +146,14 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
                        kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction},
                        tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
         logs += _submit_level(program, summary)
-    summary = _next_summary(program)
-    summaries.append(summary)
-    if progress is not None:
-        progress(summary)
-    while summary.frontier_size > 0:
-        logs += _submit_level(program, summary)
+    while True:
         summary = _next_summary(program)
         summaries.append(summary)
         if progress is not None:
             progress(summary)
+        if summary.frontier_size == 0:
+            break
+        logs += _submit_level(program, summary)
     pieces = _submit_assembly(program, parts, source, logs, assembly_tasks)
     program.taskwait(pieces)
     elapsed = time.perf_counter() - start
@@ -221,9 +220,8 @@ def _submit_assembly(program: Program, parts, source: int, logs: list[_Log],
     names = []
     with program.batch():
         for g, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
-            first, last = np.searchsorted(parts.bounds, [lo, hi - 1], side="right") - 1
-            mine = [log for log in logs
-                    if log.direction != BOTTOM_UP or first <= log.task <= last]
+            tasks = tasks_overlapping(parts.bounds, lo, hi)
+            mine = [log for log in logs if log.direction != BOTTOM_UP or log.task in tasks]
             name = f"result/{g}"
             program.submit(FINISH, ins=[log.name for log in mine], outs=[name],
                            kwargs={"source": source, "lo": lo, "hi": hi, "bounds": parts.bounds,

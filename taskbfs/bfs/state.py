@@ -359,6 +359,14 @@ def assembly_cuts(num_vertices: int, count: int) -> list[int]:
     return np.linspace(0, num_vertices, count + 1).round().astype(int).tolist()
 
 
+def tasks_overlapping(bounds, lo: int, hi: int) -> range:
+    """The tasks whose vertex ranges overlap ``[lo, hi)``: the bottom-up steps whose
+    outputs a result slice reads (it reads every top-down step's, whose buckets may hold
+    any vertex)."""
+    first, last = (int(t) for t in np.searchsorted(bounds, [lo, hi - 1], side="right") - 1)
+    return range(first, last + 1)
+
+
 def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels):
     """Distances and parents of the vertices ``[lo, hi)``, from the steps' records of a
     whole search (runs on a worker; any range, not only whole tasks).
@@ -383,10 +391,10 @@ def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels):
     size = hi - lo
     distances = np.full(size, -1, dtype=np.int64)
     parents = np.full(size, -1, dtype=np.int64)
-    first_task, last_task = (int(t) for t in np.searchsorted(bounds, [lo, hi - 1], side="right") - 1)
+    tasks = tasks_overlapping(bounds, lo, hi)
     for d, level in zip(logs, levels, strict=True):
         if d.offsets is not None:
-            start, stop = int(d.offsets[first_task]), int(d.offsets[last_task + 1])
+            start, stop = int(d.offsets[tasks.start]), int(d.offsets[tasks.stop])
         else:
             start, stop = 0, d.vertices.size
         if stop > start:
