@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from plain_loop import Slices, plain_bfs  # noqa: E402
 
 import taskbfs as tb  # noqa: E402
-from taskbfs import config  # noqa: E402
+from taskbfs.bfs.core import tasks_for_slots  # noqa: E402
 
 MB = 1 << 20
 
@@ -535,7 +535,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     threads = args.threads or os.cpu_count() or 1
     # the T bfs() picks by default on the embedded cluster (one CPU slot per core)
-    default_t = max(1, min(config.DEFAULT_TASKS, threads))
+    default_t = tasks_for_slots(threads)
     task_counts = sorted({default_t, *args.tasks})
 
     print(f"machine: {machine_line()}; date {time.strftime('%Y-%m-%d %H:%M')}; "

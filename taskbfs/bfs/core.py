@@ -110,7 +110,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     rt = _runtime(runtime)
     slots = _cpu_slots(rt)
     # A task owns at least one vertex: more tasks than vertices means one task per vertex.
-    num_tasks = min(requested or _default_tasks(slots), graph.num_vertices)
+    num_tasks = min(requested or tasks_for_slots(slots), graph.num_vertices)
     if strategy == "fixed":
         policy = replace(policy, gpu_tasks=frozenset(range(round(share * num_tasks))))
     if policy.needs_gpu:
@@ -389,10 +389,11 @@ def default_tasks(runtime=None) -> int:
     runtime : Runtime, distributed.Client, str or None
         As for :func:`bfs` (None: the embedded default cluster).
     """
-    return _default_tasks(_cpu_slots(_runtime(runtime)))
+    return tasks_for_slots(_cpu_slots(_runtime(runtime)))
 
 
-def _default_tasks(slots: int) -> int:
+def tasks_for_slots(slots: int) -> int:
+    """The default T for a cluster of ``slots`` CPU slots (0: unknown)."""
     return max(1, min(config.DEFAULT_TASKS, slots or config.DEFAULT_TASKS))
 
 

@@ -223,7 +223,7 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
                       bounds, progress)
     src = np.array([source], dtype=np.int64)
     seed = bucketed(Discoveries(-1, src, src.copy(), 0), bounds)
-    return _advance(before, [seed], degrees, start=time.time())
+    return advance(before, [seed], degrees)
 
 
 def barrier(*args, level: int, direction: str):
@@ -238,7 +238,7 @@ def barrier(*args, level: int, direction: str):
     if frontier.level != level or frontier.direction != direction:
         raise RuntimeError(f"barrier of level {level} ({direction}) got the frontier of level "
                            f"{frontier.level} ({frontier.direction})")
-    nxt, summary = _advance(frontier, discoveries, degrees, start=time.time())
+    nxt, summary = advance(frontier, discoveries, degrees)
     publish(summary.to_message())
     return nxt
 
@@ -249,10 +249,7 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
     This is what :func:`barrier` runs; the no-Dask peer loop (benchmarks/plain_loop.py)
     calls it directly.
     """
-    return _advance(frontier, discoveries, degrees, start=time.time())
-
-
-def _advance(frontier: Frontier, discoveries, degrees, start: float):
+    start = time.time()
     bounds = frontier.bounds
     progress = frontier.progress
     num_tasks = bounds.size - 1

@@ -20,6 +20,7 @@ message, one plugin call); outside a batch each submission is sent at once.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
 import operator
 import queue
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 
 import dask
 from dask.utils import apply
-from distributed import Future, wait
+from distributed import Client, Future, wait
 
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime.plugin import placement_annotations
@@ -44,6 +45,9 @@ try:
     from distributed.spans import SpanMetadata as _SpanMetadata
 except ImportError:  # pragma: no cover - older distributed
     _SpanMetadata = None
+#: Whether this distributed's client takes a graph's priorities with it (see Program._submit_graph).
+_ORDERED_SUBMIT = _SpanMetadata is not None and {"span_metadata", "internal_priority"} <= set(
+    inspect.signature(Client._graph_to_futures).parameters)
 
 #: Seconds between checks for failed tasks while waiting for a published message.
 MESSAGE_POLL_SECONDS = 0.05
@@ -281,16 +285,13 @@ class Program:
         and the scheduler orders it as usual.
         """
         graph = self._named_graph(pending)
-        if _SpanMetadata is not None and _LLGExpr is not None:
-            try:
-                futures = self.client._graph_to_futures(
-                    graph, set(pending.keys),
-                    span_metadata=_SpanMetadata(collections=[{"type": "low-level-graph"}]),
-                    internal_priority={key: i for i, key in enumerate(pending.keys)},
-                    fifo_timeout="60s")
-                return {key: futures[key] for key in pending.keys}
-            except TypeError:  # another distributed: fall back to the public path
-                pass
+        if _ORDERED_SUBMIT and _LLGExpr is not None:
+            futures = self.client._graph_to_futures(
+                graph, set(pending.keys),
+                span_metadata=_SpanMetadata(collections=[{"type": "low-level-graph"}]),
+                internal_priority={key: i for i, key in enumerate(pending.keys)},
+                fifo_timeout="60s")
+            return {key: futures[key] for key in pending.keys}
         futures = self.client.get(graph, pending.keys, sync=False)
         return dict(zip(pending.keys, futures, strict=True))
 
