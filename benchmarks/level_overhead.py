@@ -46,6 +46,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, nargs="+", default=[1, 8, 32, 128])
     parser.add_argument("--length", type=int, default=200)
+    parser.add_argument("--lookahead", type=int, default=None,
+                        help="levels submitted ahead (default: bfs's default)")
     parser.add_argument("--scheduler", default=None)
     args = parser.parse_args()
     with tb.Runtime(args.scheduler) as rt:
@@ -54,7 +56,8 @@ def main():
         base = None
         for tasks in args.tasks:
             graph = comb(tasks, args.length)
-            run = dict(tasks=tasks, runtime=rt, direction="top-down", balance="vertices")
+            run = dict(tasks=tasks, runtime=rt, direction="top-down", balance="vertices",
+                       lookahead=args.lookahead)
             tb.bfs(graph, 0, **run)  # warm-up: compilation, placement
             result = tb.bfs(graph, 0, **run)
             per_level = result.elapsed / result.num_levels * 1e3

@@ -85,3 +85,14 @@ WORKER_STREAM_INTERVAL = 0.0
 #: (16 slices of 2**18 vertices at scale 22 took 14% of a search on the H100.)
 MAX_ASSEMBLY_TASKS = 16
 ASSEMBLY_MIN_VERTICES = 1 << 20
+
+#: BFS levels submitted ahead of the level summaries (``bfs(..., lookahead=)``). With 0 the
+#: client submits level L + 1 once level L's summary has reached it, so every level waits
+#: for a round trip through the client; with k >= 1 the steps of a level are already on
+#: the scheduler, waiting on their barrier, when it finishes (their sizes reach the
+#: placement plugin with the barrier's summary), and the client keeps k levels queued.
+#: A search then ends with k levels of idle steps.
+DEFAULT_LOOKAHEAD = 1
+#: Levels are submitted ahead only while at least this share of the tasks had work in the
+#: latest level known (a level submitted ahead runs a step, maybe idle, for every task).
+LOOKAHEAD_MIN_ACTIVE = 0.5

@@ -78,6 +78,28 @@ def test_directions_agree(runtime, prefix, direction):
         check_result(graph, shape, source, result)
 
 
+@pytest.mark.parametrize("lookahead", [0, 3])
+@pytest.mark.parametrize("prefix", ["grid", "directed_dag", "components", "kronecker_like", "star",
+                                    "directed_cycle", "random_directed", "isolated"])
+def test_levels_submitted_ahead_or_not_agree(runtime, prefix, lookahead):
+    """Levels submitted before their barrier ran (every task gets a step, idle ones return
+    at once) give the same search as levels submitted from their summary."""
+    shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))
+    graph = build(shape)
+    tasks = min(4, graph.num_vertices)
+    for direction in ("auto", "top-down", "bottom-up"):
+        source = shape.sources[0]
+        result = tb.bfs(graph, source, tasks=tasks, direction=direction, lookahead=lookahead,
+                        runtime=runtime)
+        check_result(graph, shape, source, result)
+        other = tb.bfs(graph, source, tasks=tasks, direction=direction, lookahead=1, runtime=runtime)
+        columns = ["level", "direction", "frontier_size", "discovered", "tasks"]
+        assert result.levels[columns].equals(other.levels[columns])
+        # the trace lists the steps that had work only, with their sizes from the summaries
+        assert result.trace[["level", "task", "size"]].equals(other.trace[["level", "task", "size"]])
+        assert (result.trace["size"] > 0).all()
+
+
 @pytest.mark.parametrize("scale", [8, 10, 12, 14, 16])
 def test_kronecker_scales(runtime, scale):
     graph = tb.kronecker(scale, edgefactor=16, seed=scale)
@@ -123,7 +145,9 @@ def test_random_graphs(runtime, data):
     source = data.draw(st.integers(0, n - 1), label="source")
     tasks = data.draw(st.integers(1, n), label="tasks")
     direction = data.draw(st.sampled_from(["auto", "top-down", "bottom-up"]), label="direction")
-    result = tb.bfs(graph, source, tasks=tasks, direction=direction, runtime=runtime)
+    lookahead = data.draw(st.integers(0, 2), label="lookahead")
+    result = tb.bfs(graph, source, tasks=tasks, direction=direction, lookahead=lookahead,
+                    runtime=runtime)
     np.testing.assert_array_equal(result.distances, naive_bfs(src, dst, n, source, directed))
     tb.validate(graph, source, result.parents)
 
@@ -194,6 +218,8 @@ def test_runs_across_worker_processes():
         ({"lam": float("nan")}, tb.InvalidParameterError, "λ"),
         ({"strategy": "quantum"}, tb.InvalidParameterError, "strategy"),
         ({"direction": "sideways"}, tb.InvalidParameterError, "direction"),
+        ({"lookahead": -1}, tb.InvalidParameterError, "lookahead"),
+        ({"lookahead": 1.5}, tb.InvalidParameterError, "lookahead"),
         ({"strategy": "gpu"}, tb.DeviceUnavailableError, "GPU"),
     ],
 )

@@ -158,11 +158,13 @@ def test_device_cache_reuses_slices_across_levels_and_calls(runtime):
 
 
 @needs_gpu
+@pytest.mark.parametrize("lookahead", [0, 1])
 @pytest.mark.parametrize("lam, expect", [(0, "all"), (10**9, "none"), (6, "size")])
-def test_hybrid_lambda_places_by_frontier_size(runtime, lam, expect):
+def test_hybrid_lambda_places_by_frontier_size(runtime, lam, expect, lookahead):
+    # lookahead 1: the plugin places each step when the barrier before it publishes sizes
     g = _kron()
     source = _hub_source(g)
-    r = tb.bfs(g, source, tasks=3, strategy="hybrid", lam=lam, runtime=runtime)
+    r = tb.bfs(g, source, tasks=3, strategy="hybrid", lam=lam, runtime=runtime, lookahead=lookahead)
     _check(g, source, r)
     size = r.trace["size"].to_numpy()
     cuda = {"all": np.ones(size.size, bool), "none": np.zeros(size.size, bool),

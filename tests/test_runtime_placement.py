@@ -10,13 +10,14 @@ The GPU is fake: a task's ``cuda`` implementation is plain Python that returns
 from __future__ import annotations
 
 import logging
+import time
 
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster, Scheduler, SpecCluster, Worker
 
-from taskbfs.errors import DeviceUnavailableError
-from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task, fetch_placements
+from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
+from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task, fetch_placements, publish
 from taskbfs.runtime.examples import cholesky
 
 
@@ -147,6 +148,58 @@ def test_multi_output_tasks_are_placed(hetero, addresses):
     assert decided == {small: SMP, big: CUDA}
     workers = {r["key"]: r["worker"] for r in p.records()}
     assert workers == {small: addresses[SMP], big: addresses[CUDA]}
+
+
+def _publish_sizes(v, *, label, sizes, delay=0.0):
+    time.sleep(delay)  # the tasks it sizes are on the scheduler, waiting, meanwhile
+    publish({"sized": label}, sizes=(label, sizes))
+    return v
+
+
+SIZER = Task("sizer", smp=_publish_sizes)
+
+
+@pytest.mark.parametrize("sizes_first", [False, True], ids=["submitted-ahead", "sizes-known"])
+def test_sizes_published_later_place_tasks_submitted_ahead(hetero, addresses, sizes_first):
+    # Tasks submitted with size_from wait for a task they depend on to publish their sizes
+    # (a BFS level submitted before the barrier that sizes it); the plugin then applies
+    # the policy with the real sizes, whether they arrive after the tasks (provisional
+    # placement overridden) or before.
+    lam = 10
+    sizes = [0, 50, 5, 1000, 11]
+    expected = [CUDA if s > lam else SMP for s in sizes]
+    assert expected == [SMP, CUDA, SMP, CUDA, CUDA]
+    p = Program(hetero, Policy("hybrid", lam=lam))
+    p.put("x", 7)
+    with p.batch():
+        p.submit(SIZER, ins=["x"], outs=["sized"],
+                 kwargs={"label": "level/3", "sizes": sizes, "delay": 0.0 if sizes_first else 0.3})
+        if sizes_first:
+            p.flush()
+    if sizes_first:
+        assert p.next_message(watch=["sized"], timeout=30)["sized"] == "level/3"
+    keys = []
+    with p.batch():
+        for t in range(len(sizes)):
+            keys.append(p.submit(PROBE, ins=["sized"], outs=[f"y{t}"], task_id=t,
+                                 size_from="level/3", tags={"case": t}))
+    results = p.gather([f"y{t}" for t in range(len(sizes))])
+    assert [marker for marker, _ in results] == expected
+    decided = {d["key"]: d for d in fetch_placements(hetero.client, p.id)}
+    records = {r["key"]: r for r in p.records()}
+    for t, key in enumerate(keys):
+        assert (decided[key]["size"], decided[key]["device"]) == (sizes[t], expected[t])
+        assert (records[key]["device"], records[key]["worker"]) == (expected[t], addresses[expected[t]])
+    if not sizes_first:
+        assert p.next_message(timeout=30)["sized"] == "level/3"
+    p.close()
+
+
+def test_size_from_needs_a_task_id(hetero):
+    p = Program(hetero)
+    p.put("x", 1)
+    with pytest.raises(InvalidParameterError, match="size_from needs a task_id"):
+        p.submit(PROBE, ins=["x"], outs=["y"], size_from="level/1")
 
 
 def test_cholesky_example_split_by_lambda(hetero, addresses):

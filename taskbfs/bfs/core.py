@@ -38,6 +38,7 @@ from taskbfs.bfs.state import (
     barrier,
     first_summary,
     init_state,
+    size_label,
     tasks_overlapping,
 )
 from taskbfs.bfs.steps import STEP
@@ -56,7 +57,7 @@ FINISH = Task("bfs_result", smp=assemble_range)
 def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hybrid",
         lam: float | None = None, runtime=None, direction: str = AUTO,
         balance: str = config.DEFAULT_BALANCE, gpu_share: float = config.DEFAULT_GPU_SHARE,
-        progress=None) -> BFSResult:
+        progress=None, lookahead: int | None = None) -> BFSResult:
     """Breadth-first search from ``source`` as a program of tasks on a Dask cluster.
 
     Parameters
@@ -86,6 +87,12 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         Share of the tasks bound to the GPU by the fixed strategy.
     progress : callable, optional
         Called as ``progress(summary)`` after every level (the CLI's progress display).
+    lookahead : int, optional
+        Levels submitted before the barrier that sizes them has run (default
+        ``config.DEFAULT_LOOKAHEAD``): their steps wait on the scheduler and start as soon
+        as the barrier ends, with no round trip through the client; the scheduler plugin
+        places them when the barrier's counts arrive. 0 submits each level after its
+        summary has reached the client, with steps only for the tasks that have work.
 
     Returns
     -------
@@ -106,6 +113,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     direction = _check_choice("direction", direction, DIRECTIONS)
     strategy = _check_choice("strategy", strategy, STRATEGIES)
     share = _check_share(gpu_share)
+    ahead = _check_lookahead(lookahead)
     policy = Policy(strategy, lam=config.DEFAULT_LAMBDA if lam is None else lam)
     rt = _runtime(runtime)
     slots = _cpu_slots(rt)
@@ -121,18 +129,15 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     program = Program(rt, policy, name="bfs")
     try:
         return _run(program, graph, parts, placed, source, strategy, direction, progress,
-                    assembly_count(graph.num_vertices, slots))
+                    assembly_count(graph.num_vertices, slots), ahead)
     finally:
         program.close()
 
 
 def _run(program, graph, parts, placed, source, strategy, direction, progress,
-         assembly_tasks: int) -> BFSResult:
+         assembly_tasks: int, lookahead: int) -> BFSResult:
     num_tasks = parts.num_tasks
-    for t in range(num_tasks):
-        program.put_future(f"part/{t}", placed.slices[t])
-        if placed.transposed is not None:
-            program.put_future(f"tpart/{t}", placed.transposed[t])
+    slices = _slice_names(program, placed, num_tasks)
     program.put_future("degrees", placed.degrees)
 
     start = time.perf_counter()
@@ -145,7 +150,7 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
         program.submit(INIT, ins=["degrees"], outs=["frontier"],
                        kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction},
                        tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
-        logs += _submit_level(program, summary)
+        submitted = _submit_after(program, slices, summary, -1, lookahead, logs)
     while True:
         summary = _next_summary(program)
         summaries.append(summary)
@@ -153,8 +158,8 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
             progress(summary)
         if summary.frontier_size == 0:
             break
-        logs += _submit_level(program, summary)
-    pieces = _submit_assembly(program, parts, source, logs, assembly_tasks)
+        submitted = _submit_after(program, slices, summary, submitted, lookahead, logs)
+    pieces = _submit_assembly(program, parts, source, _ran(logs, summaries), assembly_tasks)
     program.taskwait(pieces)
     elapsed = time.perf_counter() - start
 
@@ -180,6 +185,43 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
     )
 
 
+def _submit_after(program: Program, slices, summary: LevelSummary, submitted: int,
+                  lookahead: int, logs: list) -> int:
+    """What to submit once ``summary`` (a non-empty level) is known, as one batch: that
+    level from its summary unless it was submitted ahead, then the levels up to
+    ``lookahead`` after it when that is worth it. Appends to ``logs``; returns the last
+    level submitted.
+
+    A level submitted ahead has a step for every task, so it pays off only when most tasks
+    have work: at least ``config.LOOKAHEAD_MIN_ACTIVE`` of them in the latest level known
+    (a path searched with one task per vertex would otherwise run T idle steps per level).
+    """
+    active = int(np.count_nonzero(summary.frontier_counts))
+    with program.batch():
+        if submitted < summary.level:
+            logs += _submit_level(program, slices, summary.level, summary)
+            submitted = summary.level
+        if active >= config.LOOKAHEAD_MIN_ACTIVE * len(slices):
+            while submitted < summary.level + lookahead:
+                submitted += 1
+                logs += _submit_level(program, slices, submitted)
+    return submitted
+
+
+def _slice_names(program: Program, placed, num_tasks: int) -> list[list[str]]:
+    """Per task, the data names of the slices a step reads: its slice, and the transposed
+    one when the graph has a distinct one (a directed graph searched bottom-up)."""
+    distinct = placed.transposed is not None and placed.transposed is not placed.slices
+    names = []
+    for t in range(num_tasks):
+        program.put_future(f"part/{t}", placed.slices[t])
+        names.append([f"part/{t}"])
+        if distinct:
+            program.put_future(f"tpart/{t}", placed.transposed[t])
+            names[t].append(f"tpart/{t}")
+    return names
+
+
 @dataclass(frozen=True)
 class _Log:
     """Where one step's output (its discoveries) lives until the end of the search."""
@@ -187,30 +229,44 @@ class _Log:
     name: str
     level: int
     task: int
-    direction: str
 
 
-def _submit_level(program: Program, summary) -> list[_Log]:
-    """One level: a step task per range with work, then the barrier, as one batch."""
-    active = np.flatnonzero(summary.frontier_counts)
-    slice_name = "tpart" if summary.direction == BOTTOM_UP else "part"
+def _submit_level(program: Program, slices, level: int, summary: LevelSummary | None = None
+                  ) -> list[_Log]:
+    """One level: step tasks, then the barrier, as one batch.
+
+    With the level's ``summary`` at hand, a step per task with work, placed by its size.
+    Without (submitted ahead), a step per task: each reads its direction and its work
+    from the frontier (an idle one returns at once), and the plugin places it when the
+    barrier before it publishes the sizes.
+    """
+    if summary is None:
+        active = range(len(slices))
+    else:
+        active = np.flatnonzero(summary.frontier_counts).tolist()
     logs = []
     with program.batch():
-        for t in active.tolist():
-            name = f"found/{summary.level}/{t}"
-            size = int(summary.frontier_counts[t])
-            program.submit(STEP, ins=[f"{slice_name}/{t}", "frontier"], outs=[name], size=size,
-                           task_id=t, tags={"level": summary.level, "task": t, "size": size,
-                                            "direction": summary.direction})
-            logs.append(_Log(name, summary.level, t, summary.direction))
+        for t in active:
+            name = f"found/{level}/{t}"
+            placement = ({"size_from": size_label(level)} if summary is None
+                         else {"size": int(summary.frontier_counts[t])})
+            program.submit(STEP, ins=[*slices[t], "frontier"], outs=[name], task_id=t,
+                           tags={"level": level, "task": t}, **placement)
+            logs.append(_Log(name, level, t))
         program.submit(BARRIER, ins=[log.name for log in logs] + ["degrees"], inouts=["frontier"],
-                       in_place=True, kwargs={"level": summary.level, "direction": summary.direction},
-                       tags={"level": summary.level, "frontier": summary.frontier_size,
-                             "frontier_edges": summary.frontier_edges})
+                       in_place=True, kwargs={"level": level}, tags={"level": level})
     return logs
 
 
-def _submit_assembly(program: Program, parts, source: int, logs: list[_Log],
+def _ran(logs: list[_Log], summaries: list[LevelSummary]) -> list[tuple[_Log, str]]:
+    """The steps that had work, each with its direction: levels before the last summary,
+    tasks with a non-zero count in their level's summary (levels submitted ahead have a
+    step for every task)."""
+    return [(log, summaries[log.level].direction) for log in logs
+            if log.level < len(summaries) - 1 and summaries[log.level].frontier_counts[log.task] > 0]
+
+
+def _submit_assembly(program: Program, parts, source: int, ran: list[tuple[_Log, str]],
                      count: int) -> list[str]:
     """``count`` tasks, one per equal slice of the vertex ids, write the slice's distances
     and parents from the steps' outputs: every top-down step's (bucketed by owner) and the
@@ -221,14 +277,14 @@ def _submit_assembly(program: Program, parts, source: int, logs: list[_Log],
     with program.batch():
         for g, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
             tasks = tasks_overlapping(parts.bounds, lo, hi)
-            mine = [log for log in logs if log.direction != BOTTOM_UP or log.task in tasks]
+            mine = [log for log, direction in ran if direction != BOTTOM_UP or log.task in tasks]
             name = f"result/{g}"
             program.submit(FINISH, ins=[log.name for log in mine], outs=[name],
                            kwargs={"source": source, "lo": lo, "hi": hi, "bounds": parts.bounds,
                                    "levels": [log.level for log in mine]},
                            tags={"done": True, "group": g})
             names.append(name)
-    for log in logs:
+    for log, _direction in ran:
         program.forget(log.name)
     return names
 
@@ -248,16 +304,24 @@ def _next_summary(program: Program) -> LevelSummary:
 def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
     columns = ["level", "task", "lo", "hi", "direction", "size", "edges_examined", "found",
                "device", "worker", "thread", "start", "stop", "name"]
-    rows = [r for r in records if r.get("name") == STEP.name]
+    rows = [r for r in records if r.get("name") == STEP.name and _had_work(r, summaries)]
     if not rows:
         return pd.DataFrame(columns=columns)
     df = pd.DataFrame(rows)
+    df["size"] = [int(summaries[r["level"]].frontier_counts[r["task"]]) for r in rows]
+    df["direction"] = [summaries[r["level"]].direction for r in rows]
     df["lo"] = parts.bounds[df["task"].to_numpy()]
     df["hi"] = parts.bounds[df["task"].to_numpy() + 1]
     df["edges_examined"], df["found"] = _step_counts(df, summaries)
     df["start"] -= wall_start
     df["stop"] -= wall_start
     return df[columns].sort_values(["level", "task"]).reset_index(drop=True)
+
+
+def _had_work(record: dict, summaries) -> bool:
+    """Whether a step's record is of a step with work (see :func:`_ran`)."""
+    level = record["level"]
+    return level < len(summaries) - 1 and summaries[level].frontier_counts[record["task"]] > 0
 
 
 def _step_counts(df: pd.DataFrame, summaries):
@@ -367,6 +431,14 @@ def _check_share(gpu_share) -> float:
     if not 0.0 <= share <= 1.0:
         raise InvalidParameterError(f"gpu_share must be in [0, 1], got {gpu_share!r}")
     return share
+
+
+def _check_lookahead(lookahead) -> int:
+    if lookahead is None:
+        return config.DEFAULT_LOOKAHEAD
+    if isinstance(lookahead, bool) or not isinstance(lookahead, (int, np.integer)) or lookahead < 0:
+        raise InvalidParameterError(f"lookahead must be an integer >= 0, got {lookahead!r}")
+    return int(lookahead)
 
 
 def _check_tasks(tasks) -> int | None:

@@ -92,6 +92,14 @@ class Frontier:
         """Task ``t``'s frontier vertices."""
         return self.vertices[self.offsets[t] : self.offsets[t + 1]]
 
+    def has_work(self, t: int) -> bool:
+        """Whether task ``t`` has anything to do at this level: frontier vertices
+        (top-down) or unvisited vertices (bottom-up)."""
+        if self.direction == BOTTOM_UP:
+            unvisited = self.progress is None or self.progress.unvisited_per_task[t] > 0
+            return self.bits is not None and bool(unvisited)
+        return bool(self.offsets[t + 1] > self.offsets[t])
+
     def task_bounds(self) -> np.ndarray:
         """``bounds``, or one range over every vertex id of the bitmap when there is none."""
         if self.bounds is not None:
@@ -226,21 +234,26 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
     return advance(before, [seed], degrees)
 
 
-def barrier(*args, level: int, direction: str):
+def barrier(*args, level: int):
     """The level barrier: fold the step tasks' discoveries into the visited set.
 
     Called as ``barrier(*discoveries, degrees, frontier)`` (the data directory passes
     ``ins`` then the ``inout``); updates the frontier's visited bitmap in place, returns
-    the next level's :class:`Frontier` and publishes the level's :class:`LevelSummary`.
-    ``level`` and ``direction`` are those of the steps being merged.
+    the next level's :class:`Frontier` and publishes the level's :class:`LevelSummary`,
+    whose per-task counts are also the sizes the placement plugin gives the next level's
+    steps (label :func:`size_label`). ``level`` is that of the steps being merged.
     """
     *discoveries, degrees, frontier = args
-    if frontier.level != level or frontier.direction != direction:
-        raise RuntimeError(f"barrier of level {level} ({direction}) got the frontier of level "
-                           f"{frontier.level} ({frontier.direction})")
+    if frontier.level != level:
+        raise RuntimeError(f"barrier of level {level} got the frontier of level {frontier.level}")
     nxt, summary = advance(frontier, discoveries, degrees)
-    publish(summary.to_message())
+    publish(summary.to_message(), sizes=(size_label(summary.level), summary.frontier_counts))
     return nxt
+
+
+def size_label(level: int) -> str:
+    """The label under which the steps of ``level`` get their sizes (see ``Program.submit``)."""
+    return f"level/{level}"
 
 
 def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSummary]:

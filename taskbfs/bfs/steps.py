@@ -53,6 +53,8 @@ class GraphSlice:
 
 def step_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
     """CPU step of one task for the frontier's direction."""
+    if not frontier.has_work(part.task):
+        return idle(part)
     if frontier.direction == BOTTOM_UP:
         return for_barrier(part, frontier, _bottom_up_smp(part, frontier))
     return for_barrier(part, frontier, _top_down_smp(part, frontier))
@@ -96,9 +98,36 @@ def _bottom_up_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
 
 def step_cuda(part: GraphSlice, frontier: Frontier) -> Discoveries:
     """GPU step of one task (the slice stays in device memory between calls)."""
+    if not frontier.has_work(part.task):
+        return idle(part)
     from taskbfs.bfs.device_cache import run_step_on_gpu
 
     return for_barrier(part, frontier, run_step_on_gpu(part, frontier))
 
 
-STEP = Task("bfs_step", smp=step_smp, cuda=step_cuda)
+def idle(part: GraphSlice) -> Discoveries:
+    """What a step with nothing to do at this level returns (a level submitted before its
+    frontier was known has a step for every task)."""
+    empty = np.empty(0, dtype=part.indices.dtype)
+    return Discoveries(part.task, empty, empty, 0)
+
+
+def _slice_for(slices, frontier: Frontier) -> GraphSlice:
+    """The slice a step reads: ``(part,)`` or ``(part, transposed part)``; a bottom-up
+    step reads in-neighbours, so the transposed one when the graph has one."""
+    return slices[-1] if frontier.direction == BOTTOM_UP else slices[0]
+
+
+def _step_task_smp(*args) -> Discoveries:
+    *slices, frontier = args
+    return step_smp(_slice_for(slices, frontier), frontier)
+
+
+def _step_task_cuda(*args) -> Discoveries:
+    *slices, frontier = args
+    return step_cuda(_slice_for(slices, frontier), frontier)
+
+
+#: The step task: ``ins = [part, (transposed part,) frontier]``; its direction is the
+#: frontier's, so a level can be submitted before the barrier that decides it has run.
+STEP = Task("bfs_step", smp=_step_task_smp, cuda=_step_task_cuda)

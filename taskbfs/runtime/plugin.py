@@ -28,6 +28,7 @@ from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError
 from taskbfs.runtime.policy import Policy
 from taskbfs.runtime.task import CUDA, SMP
+from taskbfs.runtime.worker import SIZES_KEY, program_of_topic
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,8 @@ POLICY_ANNOTATION = "taskbfs_policy"
 #: Resource names the workers advertise.
 GPU_RESOURCE = "GPU"
 CPU_RESOURCE = "CPU"
+#: Size labels kept per program (a BFS keeps one per level; only the latest few matter).
+MAX_SIZE_LABELS = 16
 
 
 def policy_to_dict(policy: Policy) -> dict:
@@ -81,6 +84,8 @@ class PlacementPlugin(SchedulerPlugin):
         self.decisions: OrderedDict[str, deque] = OrderedDict()
         self.listeners: list = []
         self.scheduler = None
+        self._sizes: OrderedDict[str, OrderedDict] = OrderedDict()  # program -> label -> sizes
+        self._deferred: OrderedDict[str, dict] = OrderedDict()  # program -> label -> tasks
 
     async def start(self, scheduler) -> None:
         self.scheduler = scheduler
@@ -95,10 +100,7 @@ class PlacementPlugin(SchedulerPlugin):
             return
         _shorten_stream_intervals(scheduler)
         totals = _resource_totals(scheduler)
-        gpu_present = totals.get(GPU_RESOURCE, 0) > 0
-        cpu_declared = totals.get(CPU_RESOURCE, 0) > 0
         policies: dict[int, Policy] = {}
-        now = time.time()
         for key, mark in marks.items():
             ts = scheduler.tasks.get(key)
             if ts is None or not mark:
@@ -109,20 +111,68 @@ class PlacementPlugin(SchedulerPlugin):
             policy = policies.get(id(policy_data))
             if policy is None:
                 policy = policies[id(policy_data)] = policy_from_dict(policy_data)
-            try:
-                device = policy.decide(
-                    size=mark.get("size"),
-                    impls=tuple(mark.get("impls", (SMP, CUDA))),
-                    gpu_present=gpu_present,
-                    task_id=mark.get("task"),
-                )
-            except DeviceUnavailableError:
-                device = CUDA  # waits for a GPU worker; the client checks before submitting
-            if device == CUDA:
-                ts.resource_restrictions = {GPU_RESOURCE: 1}
-            elif cpu_declared:
-                ts.resource_restrictions = {CPU_RESOURCE: 1}
-            self._record(mark.get("program", ""), key, mark, device, now, policy)
+            label = mark.get("size_from")
+            if label is None:
+                self._place(ts, mark, policy, mark.get("size"), totals)
+                continue
+            program = mark.get("program", "")
+            sizes = self._sizes.get(program, {}).get(label)
+            if sizes is not None:
+                self._place(ts, mark, policy, _size_of(sizes, mark), totals)
+                continue
+            # Its size is not known yet: a provisional placement (as if size 0) holds
+            # until the sizes arrive, which they do before the task can start.
+            self._restrict(ts, self._decide(policy, mark, None, totals), totals)
+            waiting = self._deferred.setdefault(program, {}).setdefault(label, [])
+            waiting.append((key, mark, policy))
+            _bound(self._deferred, self.max_programs)
+
+    def log_event(self, topic, msg) -> None:
+        """Place the tasks that waited for sizes a task published (see :func:`publish`)."""
+        program = program_of_topic(topic) if isinstance(topic, str) else None
+        if program is None or not isinstance(msg, dict) or SIZES_KEY not in msg:
+            return
+        label, sizes = msg[SIZES_KEY]["label"], msg[SIZES_KEY]["sizes"]
+        known = self._sizes.setdefault(program, OrderedDict())
+        known[label] = sizes
+        _bound(known, MAX_SIZE_LABELS)
+        _bound(self._sizes, self.max_programs)
+        waiting = self._deferred.get(program, {}).pop(label, ())
+        if not waiting or self.scheduler is None:
+            return
+        totals = _resource_totals(self.scheduler)
+        for key, mark, policy in waiting:
+            ts = self.scheduler.tasks.get(key)
+            if ts is not None and ts.state in ("released", "waiting", "no-worker"):
+                self._place(ts, mark, policy, _size_of(sizes, mark), totals)
+
+    def _place(self, ts, mark: dict, policy: Policy, size, totals: dict) -> None:
+        """Decide one task's device from its size, restrict it there and log it."""
+        device = self._decide(policy, mark, size, totals)
+        self._restrict(ts, device, totals)
+        self._record(mark.get("program", ""), ts.key, dict(mark, size=size), device, time.time(),
+                     policy)
+
+    @staticmethod
+    def _decide(policy: Policy, mark: dict, size, totals: dict) -> str:
+        try:
+            return policy.decide(
+                size=size,
+                impls=tuple(mark.get("impls", (SMP, CUDA))),
+                gpu_present=totals.get(GPU_RESOURCE, 0) > 0,
+                task_id=mark.get("task"),
+            )
+        except DeviceUnavailableError:
+            return CUDA  # waits for a GPU worker; the client checks before submitting
+
+    @staticmethod
+    def _restrict(ts, device: str, totals: dict) -> None:
+        if device == CUDA:
+            ts.resource_restrictions = {GPU_RESOURCE: 1}
+        elif totals.get(CPU_RESOURCE, 0) > 0:
+            ts.resource_restrictions = {CPU_RESOURCE: 1}
+        elif ts.resource_restrictions == {GPU_RESOURCE: 1}:  # a provisional GPU placement
+            ts.resource_restrictions = None  # a plain Dask cluster: any worker runs CPU tasks
 
     def _record(self, program: str, key, mark: dict, device: str, now: float, policy: Policy) -> None:
         log = self.decisions.get(program)
@@ -198,6 +248,18 @@ class LatencyPlugin(WorkerPlugin):
         stream = getattr(worker, "batched_stream", None)
         if stream is not None and hasattr(stream, "interval"):
             stream.interval = config.WORKER_STREAM_INTERVAL
+
+
+def _size_of(sizes: list, mark: dict):
+    """A deferred task's size: its entry (by task id) in the sizes its label named."""
+    task = mark.get("task")
+    return int(sizes[task]) if task is not None and 0 <= task < len(sizes) else None
+
+
+def _bound(mapping: OrderedDict, limit: int) -> None:
+    """Drop the oldest entries beyond ``limit``."""
+    while len(mapping) > limit:
+        mapping.popitem(last=False)
 
 
 def _resource_totals(scheduler) -> dict:

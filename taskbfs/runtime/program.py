@@ -182,6 +182,7 @@ class Program:
         task_id: int | None = None,
         tags: dict | None = None,
         in_place: bool = False,
+        size_from: str | None = None,
     ) -> str:
         """Create one task instance.
 
@@ -202,6 +203,12 @@ class Program:
             Copied into the trace record and the placement log.
         in_place : bool
             The implementation mutates its ``inouts`` in place: wait for their readers.
+        size_from : str, optional
+            The size is not known yet: an earlier task that this one depends on will
+            send it with ``publish(..., sizes=(size_from, sizes))``, indexed by
+            ``task_id``, and the scheduler plugin places this task when it arrives (before
+            the task can start). Lets a program submit work ahead of the results that
+            size it.
 
         Returns
         -------
@@ -210,6 +217,10 @@ class Program:
         """
         ins, outs, inouts = list(ins), list(outs), list(inouts)
         _check_directions(task, ins, outs, inouts)
+        if size_from is not None and task_id is None:
+            raise InvalidParameterError(
+                f"task {task.name!r}: size_from needs a task_id (the published sizes are "
+                f"indexed by task id)")
         if SMP not in task.impls:
             self._require_gpu(f"task {task.name!r} (it has only a cuda implementation)")
         for name in ins + inouts:
@@ -223,12 +234,15 @@ class Program:
         args = [self._current[n] for n in ins + inouts]
         func, head = execute, [task, meta]
         if in_place:
-            after = [r for n in inouts for r in self._readers.get(n, [])]
+            after = _unfinished([r for n in inouts for r in self._readers.get(n, [])])
             if after:  # positional: Dask resolves refs in args, not in the kwargs dict
                 func, head = execute_after, [after, task, meta]
         pending = self._pending or _Pending()
         pending.graph[key] = (apply, func, [*head, *args], dict(kwargs or {}))
-        pending.marks[key] = {"size": size, "impls": list(task.impls), "task": task_id, "tags": meta["tags"]}
+        pending.marks[key] = {"size": size, "impls": list(task.impls), "task": task_id,
+                              "tags": meta["tags"]}
+        if size_from is not None:
+            pending.marks[key]["size_from"] = str(size_from)
         pending.keys.append(key)
 
         for name in ins:
@@ -271,7 +285,8 @@ class Program:
                 self._current[name] = by_key[ref]
             refs = self._readers.get(name)
             if refs:
-                self._readers[name] = [by_key.get(r, r) if isinstance(r, str) else r for r in refs]
+                self._readers[name] = _unfinished([by_key.get(r, r) if isinstance(r, str) else r
+                                                   for r in refs])
 
     def _submit_graph(self, pending: _Pending) -> dict:
         """Send the batch; ``{key: Future}``.
@@ -366,6 +381,13 @@ class Program:
             self.client.unsubscribe_topic(self._topic)
         except Exception:  # the client may be closing already
             pass
+
+
+def _unfinished(refs: list) -> list:
+    """The readers an in-place write must still wait for: finished ones are dropped, so
+    that a datum read at every level (a BFS's degree array) does not collect a list that
+    grows with the levels and keeps each reader's result alive."""
+    return [r for r in refs if not (isinstance(r, Future) and r.status == "finished")]
 
 
 def _check_directions(task: Task, ins, outs, inouts) -> None:

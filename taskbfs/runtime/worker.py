@@ -104,12 +104,23 @@ def execute_after(after: list, task: Task, meta: dict, *args, **kwargs):
     return execute(task, meta, *args, **kwargs)
 
 
+#: Prefix of the Dask event topics that carry programs' published messages.
+TOPIC_PREFIX = "taskbfs-messages-"
+#: Entry of a published dict message that carries sizes for the placement plugin.
+SIZES_KEY = "taskbfs_sizes"
+
+
 def message_topic(program: str) -> str:
     """The Dask event topic that carries a program's published messages."""
-    return f"taskbfs-messages-{program}"
+    return TOPIC_PREFIX + program
 
 
-def publish(message) -> None:
+def program_of_topic(topic: str) -> str | None:
+    """Inverse of :func:`message_topic` (None for other topics)."""
+    return topic[len(TOPIC_PREFIX):] if topic.startswith(TOPIC_PREFIX) else None
+
+
+def publish(message, sizes: tuple[str, list] | None = None) -> None:
     """Send a small message from the running task straight to its program's client.
 
     For the few numbers a client needs to decide its next submissions (e.g. a level's
@@ -117,11 +128,26 @@ def publish(message) -> None:
     with no extra task and no gather round trip. ``message`` must be msgpack-serialisable
     (dicts, lists, str, int, float); Dask adds a ``"worker"`` entry (the sender's address)
     to a dict message. Outside a worker it is dropped.
+
+    Parameters
+    ----------
+    message : dict or plain value
+    sizes : (label, list of int), optional
+        Workload sizes, by task id, of tasks already submitted with ``size_from=label``
+        (see :meth:`~taskbfs.runtime.Program.submit`): the scheduler plugin reads them on
+        the way and places those tasks, which must depend on the publishing task (the
+        message reaches the scheduler before the task's completion does). ``message``
+        must then be a dict; the sizes travel in it under ``SIZES_KEY``.
     """
     program = getattr(_running, "program", None)
     worker = _current_worker()
     if program is None or worker is None:
         return
+    if sizes is not None:
+        if not isinstance(message, dict):
+            raise TypeError("publish(..., sizes=...) needs a dict message")
+        label, values = sizes
+        message = {**message, SIZES_KEY: {"label": str(label), "sizes": [int(v) for v in values]}}
     worker.log_event(message_topic(program), message)
 
 
