@@ -7,6 +7,7 @@
 # Steps (run in the order given):
 #   env         GPU, driver, versions, launch config                      -> $OUT/env.log
 #   tests       python -m pytest -x -q (no simulator; PYTEST_FLAGS replaces "-x -q") -> $OUT/tests.log
+#   overhead    level_overhead.py (OVERHEAD_ARGS)      -> $OUT/overhead.log
 #   lambda      lambda_crossover.py (LAMBDA_ARGS)      -> $OUT/lambda.log, $OUT/lambda_crossover.csv
 #   strategies  gpu_strategies.py (STRATEGY_ARGS)      -> $OUT/strategies.log, $OUT/gpu_strategies.csv
 # Environment: OUT (default ./out), PYTHON (python3), SESSION_SECONDS (the time the whole
@@ -79,6 +80,9 @@ from taskbfs.runtime.cluster import detect_gpus; print('detect_gpus', detect_gpu
     timeout "$(left)" "$PY" -m pytest ${PYTEST_FLAGS:--x -q} -p no:cacheprovider --durations=15 \
       2>&1 | tee "$OUT/tests.log"
     echo "tests exit status: ${PIPESTATUS[0]}" | tee -a "$OUT/tests.log"
+    ;;
+  overhead)
+    timeout "$(left)" "$PY" benchmarks/level_overhead.py ${OVERHEAD_ARGS:-} 2>&1 | tee -a "$OUT/overhead.log"
     ;;
   lambda)
     timeout "$(left)" "$PY" benchmarks/lambda_crossover.py --out "$OUT/lambda_crossover.csv" ${LAMBDA_ARGS:-} \

@@ -117,8 +117,9 @@ def run_scale(scale, args, runtime, writer, deadline):
     reached = {k: breadth_first_order(matrix, k, directed=False, return_predecessors=False).size
                for k in keys}
     print(f"\n## scale {scale}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges "
-          f"(built in {build:.1f} s), {len(keys)} keys, lambda = {args.lam}", flush=True)
-    print(f"{'T':>4s} {'strategy':>8s} {'MTEPS':>9s} {'x cpu':>6s} {'levels':>6s} {'ms':>8s} "
+          f"(built in {build:.1f} s), {len(keys)} keys, lambda = {args.lam}, "
+          f"lookahead {args.lookahead}", flush=True)
+    print(f"{'T':>4s} {'strategy':>8s} {'la':>3s} {'MTEPS':>9s} {'x cpu':>6s} {'levels':>6s} {'ms':>8s} "
           f"{'kern%':>6s} {'gpuxfer%':>8s} {'cpu%':>5s} {'barr%':>6s} {'asm%':>5s} {'ovh%':>5s} "
           f"{'h2d MB':>7s} {'d2h MB':>7s}  decisions (key 0)", flush=True)
     for tasks in args.tasks:
@@ -129,48 +130,60 @@ def run_scale(scale, args, runtime, writer, deadline):
         if runtime.has_gpu:
             tb.bfs(graph, keys[0], tasks=tasks, strategy="gpu", runtime=runtime)
         tb.bfs(graph, keys[0], tasks=tasks, strategy="cpu", runtime=runtime)
-        cpu_mteps = None
+        cpu_mteps = {}
         for label in args.strategies:
             strategy, direction = CONFIGS[label]
             if strategy != "cpu" and not runtime.has_gpu:
                 continue
-            teps, splits, first = [], [], None
-            for key in keys:
-                r = tb.bfs(graph, key, tasks=tasks, strategy=strategy, direction=direction,
-                           lam=args.lam, runtime=runtime)
-                if r.reached != reached[key]:
-                    raise SystemExit(f"wrong result: scale {scale} T {tasks} {label} key {key}: "
-                                     f"reached {r.reached}, scipy {reached[key]}")
-                if first is None:
-                    first = r
-                    if tasks == 16:
-                        tb.validate(graph, key, r.parents)
-                teps.append(r.teps)
-                splits.append(time_split(r))
-            mean = {k: float(np.mean([s[k] for s in splits])) for k in splits[0]}
-            mteps = harmonic_mean(teps) / 1e6
-            if label == "cpu":
-                cpu_mteps = mteps
-            ratio = mteps / cpu_mteps if cpu_mteps else float("nan")
-            el = mean["elapsed"]
-            row = {
-                "scale": scale, "tasks": tasks, "strategy": label, "lam": args.lam,
-                "mteps": mteps, "x_cpu": ratio, "levels": mean["levels"],
-                "elapsed_s": el, "gpu_kernel_s": mean["gpu_kernel"], "gpu_other_s": mean["gpu_other"],
-                "cpu_steps_s": mean["cpu_steps"], "barrier_s": mean["barrier"],
-                "assembly_s": mean["assembly"],
-                "overhead_s": mean["overhead"], "h2d_bytes": mean["h2d_bytes"],
-                "d2h_bytes": mean["d2h_bytes"], "decisions": decisions(first),
-                "keys": len(keys), "device": args.device,
-            }
-            writer.writerow(row)
-            print(f"{tasks:4d} {label:>8s} {mteps:9.1f} {ratio:6.2f} {mean['levels']:6.1f} "
-                  f"{el * 1e3:8.1f} {100 * mean['gpu_kernel'] / el:6.1f} "
-                  f"{100 * mean['gpu_other'] / el:8.1f} {100 * mean['cpu_steps'] / el:5.0f} "
-                  f"{100 * mean['barrier'] / el:6.1f} {100 * mean['assembly'] / el:5.1f} "
-                  f"{100 * mean['overhead'] / el:5.0f} "
-                  f"{mean['h2d_bytes'] / 1e6:7.1f} {mean['d2h_bytes'] / 1e6:7.1f}  {row['decisions']}",
-                  flush=True)
+            for lookahead in args.lookahead:
+                run_config(graph, keys, reached, scale, tasks, label, lookahead, args, runtime,
+                           writer, cpu_mteps)
+
+
+def run_config(graph, keys, reached, scale, tasks, label, lookahead, args, runtime, writer,
+               cpu_mteps):
+    """Search every key with one strategy and lookahead; print and write its row."""
+    strategy, direction = CONFIGS[label]
+    teps, splits, first = [], [], None
+    for key in keys:
+        r = tb.bfs(graph, key, tasks=tasks, strategy=strategy, direction=direction,
+                   lam=args.lam, runtime=runtime, lookahead=lookahead)
+        if r.reached != reached[key]:
+            raise SystemExit(f"wrong result: scale {scale} T {tasks} {label} key {key}: "
+                             f"reached {r.reached}, scipy {reached[key]}")
+        if first is None:
+            first = r
+            if tasks == 16:
+                tb.validate(graph, key, r.parents)
+        teps.append(r.teps)
+        splits.append(time_split(r))
+    mean = {k: float(np.mean([s[k] for s in splits])) for k in splits[0]}
+    mteps = harmonic_mean(teps) / 1e6
+    if label == "cpu":
+        cpu_mteps[lookahead] = mteps
+    ratio = mteps / cpu_mteps[lookahead] if lookahead in cpu_mteps else float("nan")
+    el = mean["elapsed"]
+    row = {
+        "scale": scale, "tasks": tasks, "strategy": label, "lam": args.lam,
+        "mteps": mteps, "x_cpu": ratio, "levels": mean["levels"],
+        "elapsed_s": el, "gpu_kernel_s": mean["gpu_kernel"], "gpu_other_s": mean["gpu_other"],
+        "cpu_steps_s": mean["cpu_steps"], "barrier_s": mean["barrier"],
+        "assembly_s": mean["assembly"],
+        "overhead_s": mean["overhead"], "h2d_bytes": mean["h2d_bytes"],
+        "d2h_bytes": mean["d2h_bytes"], "decisions": decisions(first),
+        "keys": len(keys), "device": args.device,
+        "lookahead": lookahead,
+    }
+    writer.writerow(row)
+    print(f"{tasks:4d} {label:>8s} {lookahead:3d} {mteps:9.1f} {ratio:6.2f} {mean['levels']:6.1f} "
+          f"{el * 1e3:8.1f} {100 * mean['gpu_kernel'] / el:6.1f} "
+          f"{100 * mean['gpu_other'] / el:8.1f} {100 * mean['cpu_steps'] / el:5.0f} "
+          f"{100 * mean['barrier'] / el:6.1f} {100 * mean['assembly'] / el:5.1f} "
+          f"{100 * mean['overhead'] / el:5.0f} "
+          f"{mean['h2d_bytes'] / 1e6:7.1f} {mean['d2h_bytes'] / 1e6:7.1f}  {row['decisions']}",
+          flush=True)
+
+
 
 
 def main():
@@ -181,6 +194,8 @@ def main():
     parser.add_argument("--keys", type=int, default=8)
     parser.add_argument("--lam", type=float, default=config.DEFAULT_LAMBDA)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--lookahead", type=int, nargs="+", default=[config.DEFAULT_LOOKAHEAD],
+                        help="levels submitted ahead; each value gets its own rows")
     parser.add_argument("--deadline", type=float, default=float("inf"),
                         help="seconds after which no new T is started (partial table)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -192,7 +207,7 @@ def main():
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fields = ["scale", "tasks", "strategy", "lam", "mteps", "x_cpu", "levels", "elapsed_s",
               "gpu_kernel_s", "gpu_other_s", "cpu_steps_s", "barrier_s", "assembly_s", "overhead_s",
-              "h2d_bytes", "d2h_bytes", "decisions", "keys", "device"]
+              "h2d_bytes", "d2h_bytes", "decisions", "keys", "device", "lookahead"]
     with tb.Runtime() as rt, open(args.out, "w", newline="") as fh:
         print(f"cluster: {rt.resources()}", flush=True)
         writer = csv.DictWriter(fh, fieldnames=fields)
