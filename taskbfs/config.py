@@ -92,7 +92,7 @@ ASSEMBLY_MIN_VERTICES = 1 << 20
 #: the scheduler, waiting on their barrier, when it finishes (their sizes reach the
 #: placement plugin with the barrier's summary), and the client keeps k levels queued.
 #: A search then ends with k levels of idle steps.
-DEFAULT_LOOKAHEAD = 1
+DEFAULT_LOOKAHEAD = 0
 #: Levels are submitted ahead only while at least this share of the tasks had work in the
 #: latest level known (a level submitted ahead runs a step, maybe idle, for every task).
 LOOKAHEAD_MIN_ACTIVE = 0.5

@@ -19,6 +19,10 @@ def test_first_summary_equals_the_workers(mode, bounds):
     graph = tb.Graph.from_edges(np.r_[np.zeros(250, int), np.arange(1, 299)],
                                 np.r_[np.arange(1, 251), np.arange(2, 300)])
     degrees = graph.degrees()
+    # the client sends num_arcs to the init task as the degrees' sum (directed: out-degrees)
+    assert degrees.sum() == graph.num_arcs
+    directed = tb.Graph.from_edges([0, 0, 1, 2, 2], [1, 2, 2, 0, 2], directed=True)
+    assert directed.degrees().sum() == directed.num_arcs == 4
     bounds = np.array(bounds, dtype=np.int64)
     # a hub (switches to bottom-up under auto), a low-degree vertex, the last vertex
     for source in (0, 1, 299):

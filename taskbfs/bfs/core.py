@@ -148,7 +148,8 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
     logs: list[_Log] = []
     with program.batch():
         program.submit(INIT, ins=["degrees"], outs=["frontier"],
-                       kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction},
+                       kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction,
+                               "total_edges": graph.num_arcs},
                        tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
         submitted = _submit_after(program, slices, summary, -1, lookahead, logs)
     while True:

@@ -184,11 +184,15 @@ def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Disco
     return replace(d, words=words, frontier_edges=int(edges))
 
 
-def init_state(degrees, *, bounds, source, direction_mode, alpha=config.DO_ALPHA, beta=config.DO_BETA):
+def init_state(degrees, *, bounds, source, direction_mode, total_edges=None, alpha=config.DO_ALPHA,
+               beta=config.DO_BETA):
     """The level-0 :class:`Frontier` of a BFS from ``source`` (runs on a worker;
     ``outs=["frontier"]``). The client knows its summary without asking
-    (:func:`first_summary`), so it submits this task and the first level together."""
-    frontier, _summary = first_frontier(degrees, bounds, source, direction_mode, alpha, beta)
+    (:func:`first_summary`), so it submits this task and the first level together; it
+    also knows the degree sum (``total_edges``), which spares this task a pass over the
+    degrees on the way to the first step."""
+    frontier, _summary = first_frontier(degrees, bounds, source, direction_mode, alpha, beta,
+                                        total_edges)
     return frontier
 
 
@@ -215,13 +219,15 @@ def first_summary(bounds, source: int, source_degree: int, total_edges: int, dir
 
 
 def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float = config.DO_ALPHA,
-                   beta: float = config.DO_BETA) -> tuple[Frontier, LevelSummary]:
-    """``(level-0 frontier, its summary)``: what :func:`init_state` computes."""
+                   beta: float = config.DO_BETA, total_edges: int | None = None
+                   ) -> tuple[Frontier, LevelSummary]:
+    """``(level-0 frontier, its summary)``: what :func:`init_state` computes
+    (``total_edges``: the degrees' sum, when the caller knows it)."""
     n = degrees.size
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
     progress = Progress(
         unvisited_per_task=np.diff(bounds).astype(np.int64),
-        unexplored_edges=int(degrees.sum()),
+        unexplored_edges=int(degrees.sum()) if total_edges is None else int(total_edges),
         direction_mode=direction_mode,
         alpha=float(alpha),
         beta=float(beta),
