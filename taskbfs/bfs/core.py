@@ -249,13 +249,20 @@ def _submit_level(program: Program, slices, level: int, summary: LevelSummary | 
     with program.batch():
         for t in active:
             name = f"found/{level}/{t}"
-            placement = ({"size_from": size_label(level)} if summary is None
-                         else {"size": int(summary.frontier_counts[t])})
-            program.submit(STEP, ins=[*slices[t], "frontier"], outs=[name], task_id=t,
-                           tags={"level": level, "task": t}, **placement)
+            tags = {"level": level, "task": t}
+            if summary is None:
+                placement = {"size_from": size_label(level)}
+            else:  # the live page (taskbfs.dashboard) reads these tags as they are placed
+                placement = {"size": int(summary.frontier_counts[t])}
+                tags.update(size=placement["size"], direction=summary.direction)
+            program.submit(STEP, ins=[*slices[t], "frontier"], outs=[name], task_id=t, tags=tags,
+                           **placement)
             logs.append(_Log(name, level, t))
+        tags = {"level": level}
+        if summary is not None:
+            tags.update(frontier=summary.frontier_size, frontier_edges=summary.frontier_edges)
         program.submit(BARRIER, ins=[log.name for log in logs] + ["degrees"], inouts=["frontier"],
-                       in_place=True, kwargs={"level": level}, tags={"level": level})
+                       in_place=True, kwargs={"level": level}, tags=tags)
     return logs
 
 
