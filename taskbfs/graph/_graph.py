@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
 
@@ -250,28 +251,70 @@ def _check_fits_in_memory(num_vertices: int) -> None:
 
 def _edges_to_csr(src: np.ndarray, dst: np.ndarray, n: int, directed: bool):
     """Sort, deduplicate and drop self-loops; return (indptr int64, indices)."""
+    if n > (1 << 31):  # (src, dst) does not fit one int64 key: sort the pairs
+        return _pairs_to_csr(src, dst, n, directed)
+    # One sort on a combined key orders by (src, dst); a compiled pass builds the key
+    # (self-loops out, both directions when undirected) and another turns the sorted keys
+    # into CSR, skipping repeats: scale 22 built in 14.3 s with numpy passes, 2-core machine.
+    keys = np.empty(src.size * (1 if directed else 2), dtype=np.int64)
+    keys = keys[: _arc_keys(src, dst, np.int64(n), directed, keys)]
+    keys.sort()
+    keys = keys[: _drop_repeats(keys)]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    indices = np.empty(keys.size, dtype=index_dtype(n))
+    _keys_to_csr(keys, np.int64(n), indptr, indices)
+    return indptr, indices
+
+
+@njit(nogil=True, cache=True)
+def _arc_keys(src, dst, n, directed, keys):  # pragma: no cover - numba
+    """``u * n + v`` for every arc u→v that is not a self-loop (both ways when undirected)."""
+    m = 0
+    for i in range(src.size):
+        u, v = src[i], dst[i]
+        if u == v:
+            continue
+        keys[m] = u * n + v
+        m += 1
+        if not directed:
+            keys[m] = v * n + u
+            m += 1
+    return m
+
+
+@njit(nogil=True, cache=True)
+def _drop_repeats(keys):  # pragma: no cover - numba
+    """Move the distinct values of sorted ``keys`` to its front; returns their number."""
+    m = 0
+    for i in range(keys.size):
+        if i == 0 or keys[i] != keys[m - 1]:
+            keys[m] = keys[i]
+            m += 1
+    return m
+
+
+@njit(nogil=True, cache=True)
+def _keys_to_csr(keys, n, indptr, indices):  # pragma: no cover - numba
+    """Sorted, distinct arc keys ``u * n + v`` to CSR (``indptr`` zeroed on entry)."""
+    for i in range(keys.size):
+        u = keys[i] // n
+        indices[i] = keys[i] - u * n
+        indptr[u + 1] += 1
+    for u in range(n):
+        indptr[u + 1] += indptr[u]
+
+
+def _pairs_to_csr(src: np.ndarray, dst: np.ndarray, n: int, directed: bool):
+    """:func:`_edges_to_csr` for vertex counts whose (src, dst) keys overflow int64."""
     keep = src != dst
     src, dst = src[keep], dst[keep]
     if not directed:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-    # One sort on a combined key orders by (src, dst); unique then removes duplicates.
-    key = src * np.int64(n) + dst if n <= (1 << 31) else None
-    if key is not None:
-        # sort + neighbour mask rather than np.unique: measured 100x faster on 32M int64
-        # keys with numpy 2.4 (0.4 s against 48 s on the 2-core dev machine).
-        key.sort()
-        if key.size:
-            first = np.empty(key.size, dtype=bool)
-            first[0] = True
-            np.not_equal(key[1:], key[:-1], out=first[1:])
-            key = key[first]
-        src, dst = key // n, key % n
-    else:
-        order = np.lexsort((dst, src))
-        src, dst = src[order], dst[order]
-        first = np.ones(src.size, dtype=bool)
-        first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
-        src, dst = src[first], dst[first]
+    order = np.lexsort((dst, src))
+    src, dst = src[order], dst[order]
+    first = np.ones(src.size, dtype=bool)
+    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+    src, dst = src[first], dst[first]
     counts = np.bincount(src, minlength=n)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
