@@ -96,3 +96,7 @@ DEFAULT_LOOKAHEAD = 0
 #: Levels are submitted ahead only while at least this share of the tasks had work in the
 #: latest level known (a level submitted ahead runs a step, maybe idle, for every task).
 LOOKAHEAD_MIN_ACTIVE = 0.5
+
+#: A top-down barrier with at least this many candidates keeps their first occurrences
+#: owner by owner on several threads (each owner's part is independent).
+PARALLEL_ACCEPT_MIN = 1 << 18

@@ -69,3 +69,36 @@ def test_assembly_count_follows_slots_size_and_cap():
     cuts = assembly_cuts(10, 4)
     assert cuts[0] == 0 and cuts[-1] == 10 and len(cuts) == 5 and np.all(np.diff(cuts) > 0)
     assert assembly_cuts(2, 5) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("bounds", [[0, 1000], [0, 70, 130, 131, 600, 1000], [0, 64, 128, 999, 1000]])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, seed):
+    """Owners accepted on several threads (each on a copy of its visited words, ORed back:
+    neighbours share boundary words here) give the serial barrier's frontier, counts,
+    edges and visited set exactly."""
+    from taskbfs.bfs import state
+    from taskbfs.bfs.state import Discoveries, bucketed
+
+    rng = np.random.default_rng(seed)
+    n = bounds[-1]
+    bounds = np.array(bounds, dtype=np.int64)
+    degrees = rng.integers(0, 50, n)
+    visited = np.zeros((n + 63) // 64, dtype=np.uint64)
+    for v in rng.choice(n, 300, replace=False):  # some vertices visited before this level
+        visited[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+    steps = []
+    for s in range(3):  # three steps naming overlapping candidates, with repeats
+        found = rng.integers(0, n, 2000)
+        steps.append(bucketed(Discoveries(s, found, found.copy(), 0), bounds))
+    monkeypatch.setattr(state, "_threads", lambda: 4)
+    results = {}
+    for mode, minimum in (("serial", 1 << 60), ("threads", 0)):
+        monkeypatch.setattr(state.config, "PARALLEL_ACCEPT_MIN", minimum)
+        mine = visited.copy()
+        frontier, counts, edges = state._accept_top_down(bounds, mine, steps, degrees)
+        results[mode] = (frontier, counts, edges, mine)
+    for want, got in zip(results["serial"], results["threads"], strict=True):
+        np.testing.assert_array_equal(got, want)
+    frontier = results["serial"][0]
+    assert frontier.size == np.unique(frontier).size > 0  # each new vertex once

@@ -22,7 +22,9 @@ Encoding
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
@@ -32,6 +34,7 @@ from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
 from taskbfs.kernels.merge import (
     accept_candidates,
+    accept_owner,
     bucket_by_owner,
     frontier_bitmap,
     owned_bits,
@@ -327,7 +330,8 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
 
 
 def _accept_top_down(bounds, visited, discoveries, degrees):
-    """First unvisited occurrence of each candidate wins, owner by owner (serial, O(pairs))."""
+    """First unvisited occurrence of each candidate wins, owner by owner (O(pairs)); owners
+    are independent, so a large level runs them on several threads."""
     num_tasks = bounds.size - 1
     steps = [d for d in discoveries if d.vertices.size]
     candidates = concat([d.vertices for d in steps])
@@ -336,12 +340,54 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     for s, d in enumerate(steps):
         offsets[s] = d.offsets + base
         base += d.vertices.size
+    if candidates.size >= config.PARALLEL_ACCEPT_MIN and _threads() > 1 and num_tasks > 1:
+        return _accept_by_owner(bounds, visited, candidates, offsets, degrees)
     new_frontier = np.empty(candidates.size, dtype=np.int64)
     out_offsets = np.empty(num_tasks + 1, dtype=np.int64)
     task_edges = np.empty(num_tasks, dtype=np.int64)
     n_new = accept_candidates(candidates, offsets, visited, degrees, new_frontier, out_offsets,
                               task_edges)
     return new_frontier[:n_new], np.diff(out_offsets), task_edges
+
+
+def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
+    """:func:`_accept_top_down` with the owners spread over a thread pool (the kernel
+    releases the GIL): each owner works on a copy of its visited words, ORed back after."""
+    num_tasks = bounds.size - 1
+    capacity = (offsets[:, 1:] - offsets[:, :-1]).sum(axis=0)  # candidates per owner
+    starts = np.concatenate([[0], np.cumsum(capacity)[:-1]])
+    out = np.empty(candidates.size, dtype=np.int64)
+    spans = [word_span(int(bounds[t]), int(bounds[t + 1])) for t in range(num_tasks)]
+    own = [visited[first:stop].copy() for first, stop in spans]
+
+    def one(t):
+        if capacity[t] == 0:
+            return 0, 0
+        return accept_owner(candidates, offsets, t, own[t], spans[t][0], degrees, out,
+                            int(starts[t]))
+
+    results = list(_pool().map(one, range(num_tasks)))
+    counts = np.array([n for n, _ in results], dtype=np.int64)
+    task_edges = np.array([e for _, e in results], dtype=np.int64)
+    for (first, stop), words in zip(spans, own, strict=True):
+        visited[first:stop] |= words
+    new_frontier = concat([out[starts[t] : starts[t] + counts[t]] for t in range(num_tasks)])
+    return new_frontier, counts, task_edges
+
+
+_thread_pool: ThreadPoolExecutor | None = None
+
+
+def _threads() -> int:
+    return os.cpu_count() or 1
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's pool for the barrier's parallel part (one thread per core)."""
+    global _thread_pool
+    if _thread_pool is None:
+        _thread_pool = ThreadPoolExecutor(_threads(), thread_name_prefix="taskbfs-barrier")
+    return _thread_pool
 
 
 def _fold_bottom_up(bounds, visited, discoveries, num_vertices):

@@ -160,6 +160,46 @@ def accept_candidates(candidates, offsets, visited_bits, degrees, out_frontier, 
 
 
 @njit(nogil=True, cache=True)
+def accept_owner(candidates, offsets, t, own_words, first_word, degrees, out_frontier, out_start):
+    """Owner ``t``'s share of :func:`accept_candidates`, against a private copy of its
+    visited words, so that owners can run at once (neighbours share a boundary word: the
+    caller ORs the copies back). Writes from ``out_frontier[out_start]``.
+
+    Parameters
+    ----------
+    candidates, offsets, degrees :
+        As for :func:`accept_candidates`.
+    t : int
+        The owner.
+    own_words : ndarray of uint64
+        Owner t's words of the visited bitmap (``word_span``), copied; updated in place.
+    first_word : int
+        Index of ``own_words[0]`` in the whole bitmap.
+    out_frontier : ndarray of int64
+        Receives the accepted vertices from ``out_start`` on (room for all of t's candidates).
+
+    Returns
+    -------
+    (int, int)
+        Vertices accepted, and the edges leaving them.
+    """
+    n = 0
+    edges = 0
+    for s in range(offsets.shape[0]):
+        for i in range(offsets[s, t], offsets[s, t + 1]):
+            v = candidates[i]
+            w = (v >> 6) - first_word
+            bit = np.uint64(1) << np.uint64(v & 63)
+            if own_words[w] & bit:
+                continue
+            own_words[w] |= bit
+            out_frontier[out_start + n] = v
+            n += 1
+            edges += degrees[v]
+    return n, edges
+
+
+@njit(nogil=True, cache=True)
 def frontier_bitmap(frontier, bits):
     """Clear ``bits`` and set exactly the vertices of ``frontier``."""
     for i in range(bits.size):
