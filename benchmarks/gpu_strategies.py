@@ -26,6 +26,7 @@ Paper: Munguía, Bader & Ayguadé, HiPC 2012, Sec. V (the two hybrid schemes) an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import platform
@@ -45,7 +46,9 @@ CONFIGS = {
     "hybrid": ("hybrid", "auto"),
     "fixed": ("fixed", "auto"),
     "gpu-td": ("gpu", "top-down"),
+    "cpu-td": ("cpu", "top-down"),  # the CPU twin of gpu-td (not in the default set)
 }
+DEFAULT_CONFIGS = ["cpu", "gpu", "hybrid", "fixed", "gpu-td"]
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "gpu_strategies.csv"
 
 
@@ -119,7 +122,7 @@ def run_scale(scale, args, runtime, writer, deadline):
     print(f"\n## scale {scale}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges "
           f"(built in {build:.1f} s), {len(keys)} keys, lambda = {args.lam}, "
           f"lookahead {args.lookahead}", flush=True)
-    print(f"{'T':>4s} {'strategy':>8s} {'la':>3s} {'MTEPS':>9s} {'x cpu':>6s} {'levels':>6s} {'ms':>8s} "
+    print(f"{'T':>4s} {'strategy':>11s} {'la':>3s} {'MTEPS':>9s} {'x cpu':>6s} {'levels':>6s} {'ms':>8s} "
           f"{'kern%':>6s} {'gpuxfer%':>8s} {'cpu%':>5s} {'barr%':>6s} {'asm%':>5s} {'ovh%':>5s} "
           f"{'h2d MB':>7s} {'d2h MB':>7s}  decisions (key 0)", flush=True)
     for tasks in args.tasks:
@@ -142,33 +145,50 @@ def run_config(graph, keys, reached, scale, tasks, label, args, runtime, writer,
     """Search every key with one strategy, for each lookahead (interleaved key by key, so
     that a noisy host's drift falls on all of them alike); print and write one row each."""
     strategy, direction = CONFIGS[label]
-    runs = {lookahead: ([], []) for lookahead in args.lookahead}  # teps, splits
+    runs = {(lookahead, merge): ([], []) for lookahead in args.lookahead for merge in args.merge}
     first = {}
     for key in keys:
-        for lookahead, (teps, splits) in runs.items():
-            r = tb.bfs(graph, key, tasks=tasks, strategy=strategy, direction=direction,
-                       lam=args.lam, runtime=runtime, lookahead=lookahead)
+        for (lookahead, merge), (teps, splits) in runs.items():
+            with merge_mode(merge):
+                r = tb.bfs(graph, key, tasks=tasks, strategy=strategy, direction=direction,
+                           lam=args.lam, runtime=runtime, lookahead=lookahead)
             if r.reached != reached[key]:
                 raise SystemExit(f"wrong result: scale {scale} T {tasks} {label} key {key}: "
                                  f"reached {r.reached}, scipy {reached[key]}")
-            if lookahead not in first:
-                first[lookahead] = r
+            if (lookahead, merge) not in first:
+                first[lookahead, merge] = r
                 if tasks == 16:
                     tb.validate(graph, key, r.parents)
             teps.append(r.teps)
             splits.append(time_split(r))
-    for lookahead, (teps, splits) in runs.items():
-        report(scale, tasks, label, lookahead, teps, splits, first[lookahead], len(keys), args,
-               writer, cpu_mteps)
+    for (lookahead, merge), (teps, splits) in runs.items():
+        name = label if len(args.merge) == 1 else f"{label}/{merge[:3]}"
+        report(scale, tasks, name, lookahead, teps, splits, first[lookahead, merge], len(keys),
+               args, writer, cpu_mteps)
+
+
+@contextlib.contextmanager
+def merge_mode(mode: str):
+    """``threads``: the barrier and GPU steps spread large merges over threads (default);
+    ``serial``: every merge on one thread (what taskbfs did before). The embedded cluster
+    runs in this process, so the setting reaches its workers."""
+    saved = config.PARALLEL_ACCEPT_MIN, config.PARALLEL_BUCKET_PART
+    if mode == "serial":
+        config.PARALLEL_ACCEPT_MIN = config.PARALLEL_BUCKET_PART = 1 << 62
+    try:
+        yield
+    finally:
+        config.PARALLEL_ACCEPT_MIN, config.PARALLEL_BUCKET_PART = saved
 
 
 def report(scale, tasks, label, lookahead, teps, splits, first, num_keys, args, writer, cpu_mteps):
     """Print one row of the table and write it to the CSV."""
     mean = {k: float(np.mean([s[k] for s in splits])) for k in splits[0]}
     mteps = harmonic_mean(teps) / 1e6
-    if label == "cpu":
-        cpu_mteps[lookahead] = mteps
-    ratio = mteps / cpu_mteps[lookahead] if lookahead in cpu_mteps else float("nan")
+    variant = (lookahead, label.partition("/")[2])
+    if label.partition("/")[0] == "cpu":
+        cpu_mteps[variant] = mteps
+    ratio = mteps / cpu_mteps[variant] if variant in cpu_mteps else float("nan")
     el = mean["elapsed"]
     row = {
         "scale": scale, "tasks": tasks, "strategy": label, "lam": args.lam,
@@ -181,7 +201,7 @@ def report(scale, tasks, label, lookahead, teps, splits, first, num_keys, args, 
         "keys": num_keys, "device": args.device, "lookahead": lookahead,
     }
     writer.writerow(row)
-    print(f"{tasks:4d} {label:>8s} {lookahead:3d} {mteps:9.1f} {ratio:6.2f} {mean['levels']:6.1f} "
+    print(f"{tasks:4d} {label:>11s} {lookahead:3d} {mteps:9.1f} {ratio:6.2f} {mean['levels']:6.1f} "
           f"{el * 1e3:8.1f} {100 * mean['gpu_kernel'] / el:6.1f} "
           f"{100 * mean['gpu_other'] / el:8.1f} {100 * mean['cpu_steps'] / el:5.0f} "
           f"{100 * mean['barrier'] / el:6.1f} {100 * mean['assembly'] / el:5.1f} "
@@ -194,12 +214,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", type=int, nargs="+", default=[20, 22, 24])
     parser.add_argument("--tasks", type=int, nargs="+", default=[4, 16, 64, 256])
-    parser.add_argument("--strategies", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--strategies", nargs="+", default=DEFAULT_CONFIGS, choices=list(CONFIGS))
     parser.add_argument("--keys", type=int, default=8)
     parser.add_argument("--lam", type=float, default=config.DEFAULT_LAMBDA)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--lookahead", type=int, nargs="+", default=[config.DEFAULT_LOOKAHEAD],
                         help="levels submitted ahead; each value gets its own rows")
+    parser.add_argument("--merge", nargs="+", default=["threads"], choices=["threads", "serial"],
+                        help="large merges on threads (default) or serial; each gets its rows")
     parser.add_argument("--deadline", type=float, default=float("inf"),
                         help="seconds after which no new T is started (partial table)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
