@@ -66,6 +66,7 @@ def main():
     parser.add_argument("--tasks", type=int, nargs="+", default=[4])
     parser.add_argument("--strategies", nargs="+", default=["gpu", "hybrid"])
     parser.add_argument("--keys", type=int, default=3)
+    parser.add_argument("--direction", default="auto", choices=["auto", "top-down", "bottom-up"])
     args = parser.parse_args()
     instrument()
     with tb.Runtime() as rt:
@@ -74,16 +75,18 @@ def main():
             keys = [int(k) for k in tb.search_keys(graph, args.keys, seed=1)]
             for tasks in args.tasks:
                 for strategy in args.strategies:
-                    tb.bfs(graph, keys[0], tasks=tasks, strategy=strategy, runtime=rt)  # warm
+                    tb.bfs(graph, keys[0], tasks=tasks, strategy=strategy, runtime=rt,
+                           direction=args.direction)  # warm
                     TOTALS.clear()
                     elapsed, step_s = [], []
                     for key in keys:
-                        r = tb.bfs(graph, key, tasks=tasks, strategy=strategy, runtime=rt)
+                        r = tb.bfs(graph, key, tasks=tasks, strategy=strategy, runtime=rt,
+                                   direction=args.direction)
                         elapsed.append(r.elapsed)
                         gpu = r.trace[r.trace["device"] == "cuda"]
                         step_s.append(float((gpu["stop"] - gpu["start"]).sum()))
                     per = {k: 1e3 * v / len(keys) for k, v in TOTALS.items()}
-                    print(f"scale {scale} T {tasks} {strategy}: search {1e3 * np.mean(elapsed):.1f} ms, "
+                    print(f"scale {scale} T {tasks} {strategy} {args.direction}: search {1e3 * np.mean(elapsed):.1f} ms, "
                           f"GPU step tasks {1e3 * np.mean(step_s):.1f} ms; per search: "
                           + ", ".join(f"{k} {v:.1f}" for k, v in sorted(per.items())), flush=True)
 
