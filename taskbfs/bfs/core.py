@@ -267,11 +267,10 @@ def _submit_level(program: Program, slices, level: int, summary: LevelSummary | 
 
 
 def _ran(logs: list[_Log], summaries: list[LevelSummary]) -> list[tuple[_Log, str]]:
-    """The steps that had work, each with its direction: levels before the last summary,
-    tasks with a non-zero count in their level's summary (levels submitted ahead have a
-    step for every task)."""
+    """The steps that had work (:func:`_had_work`; levels submitted ahead have a step for
+    every task), each with its direction."""
     return [(log, summaries[log.level].direction) for log in logs
-            if log.level < len(summaries) - 1 and summaries[log.level].frontier_counts[log.task] > 0]
+            if _had_work(log.level, log.task, summaries)]
 
 
 def _submit_assembly(program: Program, parts, source: int, ran: list[tuple[_Log, str]],
@@ -312,7 +311,8 @@ def _next_summary(program: Program) -> LevelSummary:
 def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
     columns = ["level", "task", "lo", "hi", "direction", "size", "edges_examined", "found",
                "device", "worker", "thread", "start", "stop", "name"]
-    rows = [r for r in records if r.get("name") == STEP.name and _had_work(r, summaries)]
+    rows = [r for r in records
+            if r.get("name") == STEP.name and _had_work(r["level"], r["task"], summaries)]
     if not rows:
         return pd.DataFrame(columns=columns)
     df = pd.DataFrame(rows)
@@ -326,10 +326,10 @@ def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
     return df[columns].sort_values(["level", "task"]).reset_index(drop=True)
 
 
-def _had_work(record: dict, summaries) -> bool:
-    """Whether a step's record is of a step with work (see :func:`_ran`)."""
-    level = record["level"]
-    return level < len(summaries) - 1 and summaries[level].frontier_counts[record["task"]] > 0
+def _had_work(level: int, task: int, summaries) -> bool:
+    """Whether the step of ``task`` at ``level`` had work: a level before the last summary
+    (the one with an empty frontier) and a non-zero count in its level's summary."""
+    return level < len(summaries) - 1 and summaries[level].frontier_counts[task] > 0
 
 
 def _step_counts(df: pd.DataFrame, summaries):
