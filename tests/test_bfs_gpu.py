@@ -268,3 +268,54 @@ def test_large_frontier_counts_edges_on_the_device_and_returns_the_cpu_dtype(mon
             gpu_found += d.vertices.tolist()
             cpu_found += cpu.vertices.tolist()
         assert sorted(gpu_found) == sorted(set(cpu_found))  # once over the level's steps
+
+
+@needs_gpu
+@pytest.mark.parametrize("cuts", [[40, 80], [1, 2, 127], [64]])
+def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
+    """A top-down GPU step groups its candidates by owner on the device: the same buckets
+    (as sets of pairs; the order inside one is free) as the host's counting sort."""
+    from dataclasses import replace
+
+    from taskbfs.bfs import device_cache as dc
+    from taskbfs.bfs.state import bucketed
+    from taskbfs.bfs.steps import for_barrier
+
+    monkeypatch.setattr(dc.config, "DEVICE_BUCKET_MIN", 0)
+    g = _kron()
+    bounds = np.array([0, *cuts, g.num_vertices], dtype=np.int64)
+    parts = _slices(g, bounds.tolist(), "device-bucket-test")
+    frontier = replace(_frontier(g, bounds, TOP_DOWN, [1, 50, 100, 127], [1, 50, 100, 127]),
+                       bounds=bounds)
+    cache = dc.DeviceCache(budget=1 << 30)
+    found, on_device = [], 0
+    for p in parts:
+        raw = dc.run_step_on_gpu(p, frontier, cache=cache)
+        on_device += raw.offsets is not None  # bucketed before it left the device
+        assert raw.offsets is not None or raw.vertices.size == 0
+        ready = for_barrier(p, frontier, raw)
+        host = bucketed(replace(raw, offsets=None), bounds)
+        np.testing.assert_array_equal(ready.offsets, host.offsets)
+        for t in range(bounds.size - 1):
+            lo, hi = ready.offsets[t], ready.offsets[t + 1]
+            mine = set(zip(ready.vertices[lo:hi].tolist(), ready.parents[lo:hi].tolist(), strict=True))
+            theirs = set(zip(host.vertices[lo:hi].tolist(), host.parents[lo:hi].tolist(), strict=True))
+            assert mine == theirs
+            assert all(bounds[t] <= v < bounds[t + 1] for v, _ in mine)
+        assert ready.vertices.dtype == p.indices.dtype
+        found += ready.vertices.tolist()
+    assert on_device
+    cpu = [step_smp(p, frontier).vertices.tolist() for p in parts]
+    assert sorted(found) == sorted({v for vs in cpu for v in vs})
+
+
+@needs_gpu
+def test_gpu_top_down_search_with_device_buckets(runtime, monkeypatch):
+    from taskbfs.bfs import device_cache as dc
+
+    monkeypatch.setattr(dc.config, "DEVICE_BUCKET_MIN", 0)
+    g = _kron()
+    source = _hub_source(g)
+    r = tb.bfs(g, source, tasks=3, strategy="gpu", direction="top-down", runtime=runtime)
+    _check(g, source, r)
+    assert (r.trace["device"] == "cuda").all()

@@ -368,17 +368,56 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
     out_u = cache.buffer("out_parents", dev.num_vertices, np.int64)
     mask = cache.level_mask(frontier, dev.num_vertices)
     config = cache.launch_config()
+    bounds = frontier.task_bounds()
+    offsets = None
     with _stopwatch(config.simulated) as timer:
         n_found, edges = gpu_top_down_step(
             dev.indptr, dev.indices, dev.lo, d_frontier, d_visited, out_v, out_u,
             mask_bits=mask, dedupe=True, config=config, workspace=cache.buffer,
             total_edges=total, clear_mask=False)
+        if _bucket_on_device(bounds, n_found):
+            out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, bounds)
+            h2d += 2 * bounds.nbytes  # the bounds and the buckets' start offsets
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
-    read_back = _COUNTER_BYTES + (8 if total is None else 0)
+    read_back = _COUNTER_BYTES + (8 if total is None else 0) + (0 if offsets is None else bounds.nbytes)
     return Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
                        d2h_bytes=read_back + vertices.nbytes + parents.nbytes,
-                       kernel_seconds=timer.seconds)
+                       kernel_seconds=timer.seconds, offsets=offsets)
+
+
+def _bucket_on_device(bounds: np.ndarray, n_found: int) -> bool:
+    """Whether a top-down step's candidates are bucketed by owner on the device: several
+    owners (at most what the kernel's histogram holds) and enough candidates to pay for
+    the launches (fewer are bucketed on the host by ``steps.for_barrier``)."""
+    from taskbfs.kernels._gpu_bucket import MAX_OWNERS
+
+    return 2 <= bounds.size - 1 <= MAX_OWNERS and n_found >= config.DEVICE_BUCKET_MIN
+
+
+def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):
+    """The step's ``n`` pairs grouped by owning task, on the device (see
+    :mod:`taskbfs.kernels._gpu_bucket`): ``(vertices, parents, offsets)``, device buffers
+    and the host offsets (T + 1)."""
+    from taskbfs.kernels._gpu_bucket import count_owners, scatter_by_owner
+    from taskbfs.kernels.gpu import _kernels
+
+    config = cache.launch_config()
+    num_tasks = bounds.size - 1
+    d_bounds = cache._upload_into("bucket_bounds", np.ascontiguousarray(bounds, dtype=np.int64))
+    owners = cache.buffer("bucket_owners", n, np.int32)
+    counts = cache.buffer("bucket_counts", num_tasks, np.int64)[:num_tasks]
+    _kernels(config).fill[config.blocks_for(num_tasks), config.block_size](counts, 0)
+    count_owners[config.blocks_for(n), config.block_size](out_v, n, d_bounds, num_tasks, owners,
+                                                          counts)
+    offsets = np.zeros(num_tasks + 1, dtype=np.int64)
+    np.cumsum(counts.copy_to_host(), out=offsets[1:])
+    cursor = cache._upload_into("bucket_cursor", offsets[:-1].copy())
+    dest_v = cache.buffer("bucket_vertices", out_v.size, np.int64)
+    dest_u = cache.buffer("bucket_parents", out_u.size, np.int64)
+    scatter_by_owner[config.blocks_for(n), config.block_size](out_v, out_u, owners, n, cursor,
+                                                              dest_v, dest_u)
+    return dest_v, dest_u, offsets
 
 
 def _bottom_up(part, dev, cache, d_visited, d_bits, h2d) -> Discoveries:

@@ -68,6 +68,8 @@ def for_barrier(part: GraphSlice, frontier: Frontier, found: Discoveries,
         if found.words is not None:  # the GPU step made them on the device
             return found
         return with_bits(found, part.lo, part.hi, part.out_offsets)
+    if found.offsets is not None:  # the GPU step bucketed them on the device
+        return found
     return bucketed(found, frontier.task_bounds(), threads=threads)
 
 
