@@ -169,16 +169,16 @@ def run_config(graph, keys, reached, scale, tasks, label, args, runtime, writer,
 
 @contextlib.contextmanager
 def merge_mode(mode: str):
-    """``threads``: the barrier and GPU steps spread large merges over threads (default);
-    ``serial``: every merge on one thread (what taskbfs did before). The embedded cluster
-    runs in this process, so the setting reaches its workers."""
-    saved = config.PARALLEL_ACCEPT_MIN, config.PARALLEL_BUCKET_PART
+    """``threads``: the top-down barrier spreads a large level's owners over threads
+    (default); ``serial``: one thread (what taskbfs did before). The embedded cluster runs
+    in this process, so the setting reaches its workers."""
+    saved = config.PARALLEL_ACCEPT_MIN
     if mode == "serial":
-        config.PARALLEL_ACCEPT_MIN = config.PARALLEL_BUCKET_PART = 1 << 62
+        config.PARALLEL_ACCEPT_MIN = 1 << 62
     try:
         yield
     finally:
-        config.PARALLEL_ACCEPT_MIN, config.PARALLEL_BUCKET_PART = saved
+        config.PARALLEL_ACCEPT_MIN = saved
 
 
 def report(scale, tasks, label, lookahead, teps, splits, first, num_keys, args, writer, cpu_mteps):

@@ -100,9 +100,6 @@ LOOKAHEAD_MIN_ACTIVE = 0.5
 #: A top-down barrier with at least this many candidates keeps their first occurrences
 #: owner by owner on several threads (each owner's part is independent).
 PARALLEL_ACCEPT_MIN = 1 << 18
-#: A GPU top-down step's candidates are bucketed by owner on several threads, in pieces
-#: of at least this many (the GPU worker's own thread would otherwise do it alone).
-PARALLEL_BUCKET_PART = 1 << 17
 #: A top-down GPU step with at least this many candidates buckets them by owner on the
 #: device before copying them back (fewer are bucketed on the host).
 DEVICE_BUCKET_MIN = 1 << 14

@@ -102,24 +102,3 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, 
         np.testing.assert_array_equal(got, want)
     frontier = results["serial"][0]
     assert frontier.size == np.unique(frontier).size > 0  # each new vertex once
-
-
-@pytest.mark.parametrize("bounds", [[0, 5000], [0, 1, 2, 4999, 5000], [0, 700, 1300, 5000]])
-def test_bucketing_on_threads_equals_the_serial_one(monkeypatch, bounds):
-    """A GPU step's candidates bucketed in pieces on the thread pool come out exactly as
-    the serial counting sort puts them (owner by owner, in the order found)."""
-    from taskbfs.bfs import state
-    from taskbfs.bfs.state import Discoveries, bucketed
-
-    rng = np.random.default_rng(7)
-    bounds = np.array(bounds, dtype=np.int64)
-    vertices = rng.integers(0, 5000, 10_001)
-    found = Discoveries(0, vertices, rng.integers(0, 5000, vertices.size), 0)
-    monkeypatch.setattr(state, "_threads", lambda: 4)
-    monkeypatch.setattr(state.config, "PARALLEL_BUCKET_PART", 1000)
-    serial = bucketed(found, bounds)
-    threaded = bucketed(found, bounds, threads=True)
-    for name in ("vertices", "parents", "offsets"):
-        np.testing.assert_array_equal(getattr(threaded, name), getattr(serial, name))
-    owners = np.searchsorted(bounds, serial.vertices, side="right") - 1
-    assert (np.diff(owners) >= 0).all()  # grouped by owner

@@ -37,11 +37,9 @@ from taskbfs.kernels.merge import (
     accept_candidates,
     accept_owner,
     bucket_by_owner,
-    count_owners,
     frontier_bitmap,
     owned_bits,
     record_pairs,
-    scatter_by_owner,
     word_span,
 )
 from taskbfs.runtime import publish
@@ -171,39 +169,15 @@ class Discoveries:
     frontier_edges: int = 0
 
 
-def bucketed(d: Discoveries, bounds: np.ndarray, threads: bool = False) -> Discoveries:
-    """A top-down step's raw pairs, bucketed by owning task (what the barrier reads).
-
-    ``threads``: a large set is bucketed on the thread pool (a GPU step's host part runs
-    on the GPU worker's one thread, while the cores of the machine wait).
-    """
+def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
+    """A top-down step's raw pairs, bucketed by owning task (what the barrier reads)."""
     if bounds.size == 2:  # one task owns every vertex: one bucket, nothing to move
         return replace(d, offsets=np.array([0, d.vertices.size], dtype=np.int64))
     out_v = np.empty_like(d.vertices)
     out_p = np.empty_like(d.parents)
     offsets = np.empty(bounds.size, dtype=np.int64)
-    parts = min(_threads(), d.vertices.size // config.PARALLEL_BUCKET_PART) if threads else 1
-    if parts > 1:
-        _bucket_on_threads(d.vertices, d.parents, bounds, out_v, out_p, offsets, parts)
-    else:
-        bucket_by_owner(d.vertices, d.parents, bounds, out_v, out_p, offsets)
+    bucket_by_owner(d.vertices, d.parents, bounds, out_v, out_p, offsets)
     return replace(d, vertices=out_v, parents=out_p, offsets=offsets)
-
-
-def _bucket_on_threads(vertices, parents, bounds, out_v, out_p, offsets, parts: int) -> None:
-    """:func:`bucket_by_owner` in ``parts`` pieces on the thread pool, with the same result
-    (a two-pass counting sort: count per piece and owner, then scatter)."""
-    cuts = np.linspace(0, vertices.size, parts + 1).astype(np.int64)
-    owners = np.empty(vertices.size, dtype=np.int32)
-    counts = np.zeros((parts, bounds.size - 1), dtype=np.int64)
-    list(_pool().map(lambda p: count_owners(vertices, cuts[p], cuts[p + 1], bounds, owners,
-                                            counts[p]), range(parts)))
-    offsets[0] = 0
-    np.cumsum(counts.sum(axis=0), out=offsets[1:])
-    # piece p's share of owner t starts after pieces 0..p-1's share of t
-    fills = offsets[:-1] + np.cumsum(counts, axis=0) - counts
-    list(_pool().map(lambda p: scatter_by_owner(vertices, parents, cuts[p], cuts[p + 1], owners,
-                                                fills[p], out_v, out_p), range(parts)))
 
 
 def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Discoveries:
@@ -411,11 +385,11 @@ def _threads() -> int:
 
 
 def _pool() -> ThreadPoolExecutor:
-    """The process's pool for the merge work done on threads (one thread per core)."""
+    """The process's pool for the barrier's work on threads (one thread per core)."""
     global _thread_pool
     with _pool_lock:
         if _thread_pool is None:
-            _thread_pool = ThreadPoolExecutor(_threads(), thread_name_prefix="taskbfs-merge")
+            _thread_pool = ThreadPoolExecutor(_threads(), thread_name_prefix="taskbfs-barrier")
         return _thread_pool
 
 

@@ -60,17 +60,15 @@ def step_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
     return for_barrier(part, frontier, _top_down_smp(part, frontier))
 
 
-def for_barrier(part: GraphSlice, frontier: Frontier, found: Discoveries,
-                threads: bool = False) -> Discoveries:
-    """A step's raw pairs in the form the barrier reads (see :class:`Discoveries`);
-    ``threads``: bucket a large top-down set on the thread pool (a GPU step's host part)."""
+def for_barrier(part: GraphSlice, frontier: Frontier, found: Discoveries) -> Discoveries:
+    """A step's raw pairs in the form the barrier reads (see :class:`Discoveries`)."""
     if frontier.direction == BOTTOM_UP:
         if found.words is not None:  # the GPU step made them on the device
             return found
         return with_bits(found, part.lo, part.hi, part.out_offsets)
     if found.offsets is not None:  # the GPU step bucketed them on the device
         return found
-    return bucketed(found, frontier.task_bounds(), threads=threads)
+    return bucketed(found, frontier.task_bounds())
 
 
 def _top_down_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
@@ -106,7 +104,7 @@ def step_cuda(part: GraphSlice, frontier: Frontier) -> Discoveries:
         return idle(part)
     from taskbfs.bfs.device_cache import run_step_on_gpu
 
-    return for_barrier(part, frontier, run_step_on_gpu(part, frontier), threads=True)
+    return for_barrier(part, frontier, run_step_on_gpu(part, frontier))
 
 
 def idle(part: GraphSlice) -> Discoveries:

@@ -84,27 +84,6 @@ def bucket_by_owner(vertices, parents, bounds, out_vertices, out_parents, out_of
 
 
 @njit(nogil=True, cache=True)
-def count_owners(vertices, start, stop, bounds, owners, counts):
-    """First pass of a parallel :func:`bucket_by_owner` over ``vertices[start:stop]``:
-    each vertex's owner into ``owners``, and how many each owner got into ``counts`` (T)."""
-    for i in range(start, stop):
-        t = _owner(bounds, vertices[i])
-        owners[i] = t
-        counts[t] += 1
-
-
-@njit(nogil=True, cache=True)
-def scatter_by_owner(vertices, parents, start, stop, owners, fill, out_vertices, out_parents):
-    """Second pass: the pairs ``[start, stop)`` to their owners' places, from ``fill[t]`` on
-    (where this part of owner t's bucket starts), in order."""
-    for i in range(start, stop):
-        t = owners[i]
-        out_vertices[fill[t]] = vertices[i]
-        out_parents[fill[t]] = parents[i]
-        fill[t] += 1
-
-
-@njit(nogil=True, cache=True)
 def owned_bits(vertices, lo, out_indptr, words):
     """Bits of a bottom-up step's own discoveries, and the edges leaving them.
 
