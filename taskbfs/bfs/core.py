@@ -236,7 +236,8 @@ def _submit_level(program: Program, slices, level: int, summary: LevelSummary | 
                   ) -> list[_Log]:
     """One level: step tasks, then the barrier, as one batch.
 
-    With the level's ``summary`` at hand, a step per task with work, placed by its size.
+    With the level's ``summary`` at hand, a step per task with work, placed by its size,
+    reading the one slice its direction needs.
     Without (submitted ahead), a step per task: each reads its direction and its work
     from the frontier (an idle one returns at once), and the plugin places it when the
     barrier before it publishes the sizes.
@@ -250,12 +251,14 @@ def _submit_level(program: Program, slices, level: int, summary: LevelSummary | 
         for t in active:
             name = f"found/{level}/{t}"
             tags = {"level": level, "task": t}
+            reads = slices[t]  # the step picks by the frontier's direction
             if summary is None:
                 placement = {"size_from": size_label(level)}
             else:  # the live page (taskbfs.dashboard) reads these tags as they are placed
                 placement = {"size": int(summary.frontier_counts[t])}
                 tags.update(size=placement["size"], direction=summary.direction)
-            program.submit(STEP, ins=[*slices[t], "frontier"], outs=[name], task_id=t, tags=tags,
+                reads = reads[-1:] if summary.direction == BOTTOM_UP else reads[:1]
+            program.submit(STEP, ins=[*reads, "frontier"], outs=[name], task_id=t, tags=tags,
                            **placement)
             logs.append(_Log(name, level, t))
         tags = {"level": level}
