@@ -12,7 +12,8 @@ Returns
     except that the order inside a bucket is not the order found (the barrier needs none:
     a GPU step's candidates are distinct, and any named parent is valid).
 Approach
-    Grid-stride; owners by binary search over ``bounds``; counts in a per-block shared
+    Grid-stride; owners by binary search over ``bounds`` (the device twin of
+    ``merge._owner``: a CUDA kernel cannot call a CPU-compiled function); counts in a per-block shared
     histogram (one global atomic per block and owner), hence at most
     :data:`MAX_OWNERS` tasks (the caller buckets on the host beyond that).
 Encoding
