@@ -13,7 +13,7 @@ Returns
     a GPU step's candidates are distinct, and any named parent is valid).
 Approach
     Grid-stride; owners by binary search over ``bounds`` (the device twin of
-    ``merge._owner``: a CUDA kernel cannot call a CPU-compiled function); counts in a per-block shared
+    ``merge._owner``, compiled for the device); counts in a per-block shared
     histogram (one global atomic per block and owner), hence at most
     :data:`MAX_OWNERS` tasks (the caller buckets on the host beyond that).
 Encoding
