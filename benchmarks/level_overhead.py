@@ -12,6 +12,7 @@ Also prints where one level's time goes for T = 1 (the hops of the level chain).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -48,16 +49,26 @@ def main():
     parser.add_argument("--length", type=int, default=200)
     parser.add_argument("--lookahead", type=int, default=None,
                         help="levels submitted ahead (default: bfs's default)")
+    parser.add_argument("--strategy", default="hybrid", choices=("hybrid", "fixed", "cpu", "gpu"),
+                        help="placement strategy (gpu: every step on the GPU worker)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="embedded cluster only: CPU worker threads (default: all cores)")
+    parser.add_argument("--switch-interval", type=float, default=None,
+                        help="Python's GIL switch interval in ms (default: Python's, 5 ms)")
     parser.add_argument("--scheduler", default=None)
     args = parser.parse_args()
-    with tb.Runtime(args.scheduler) as rt:
-        print(f"cluster: {rt.resources()}; {time.strftime('%Y-%m-%d %H:%M')}")
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval / 1e3)
+    runtime = (tb.Runtime(args.scheduler) if args.scheduler else tb.Runtime(threads=args.threads))
+    with runtime as rt:
+        print(f"cluster: {rt.resources()}; strategy {args.strategy}; GIL switch interval "
+              f"{sys.getswitchinterval() * 1e3:g} ms; {time.strftime('%Y-%m-%d %H:%M')}")
         print(f"{'T':>5s}{'ms / level':>12s}{'ms / task':>11s}")
         base = None
         for tasks in args.tasks:
             graph = comb(tasks, args.length)
             run = dict(tasks=tasks, runtime=rt, direction="top-down", balance="vertices",
-                       lookahead=args.lookahead)
+                       lookahead=args.lookahead, strategy=args.strategy)
             tb.bfs(graph, 0, **run)  # warm-up: compilation, placement
             result = tb.bfs(graph, 0, **run)
             per_level = result.elapsed / result.num_levels * 1e3
