@@ -145,40 +145,51 @@ def run_config(graph, keys, reached, scale, tasks, label, args, runtime, writer,
     """Search every key with one strategy, for each lookahead (interleaved key by key, so
     that a noisy host's drift falls on all of them alike); print and write one row each."""
     strategy, direction = CONFIGS[label]
-    runs = {(lookahead, merge): ([], []) for lookahead in args.lookahead for merge in args.merge}
+    runs = {(lookahead, variant): ([], []) for lookahead in args.lookahead
+            for variant in args.variant}
     first = {}
     for key in keys:
-        for (lookahead, merge), (teps, splits) in runs.items():
-            with merge_mode(merge):
+        for (lookahead, variant), (teps, splits) in runs.items():
+            with runtime_variant(variant):
                 r = tb.bfs(graph, key, tasks=tasks, strategy=strategy, direction=direction,
                            lam=args.lam, runtime=runtime, lookahead=lookahead)
             if r.reached != reached[key]:
                 raise SystemExit(f"wrong result: scale {scale} T {tasks} {label} key {key}: "
                                  f"reached {r.reached}, scipy {reached[key]}")
-            if (lookahead, merge) not in first:
-                first[lookahead, merge] = r
+            if (lookahead, variant) not in first:
+                first[lookahead, variant] = r
                 if tasks == 16:
                     tb.validate(graph, key, r.parents)
             teps.append(r.teps)
             splits.append(time_split(r))
-    for (lookahead, merge), (teps, splits) in runs.items():
-        name = label if len(args.merge) == 1 else f"{label}/{merge[:3]}"
-        report(scale, tasks, name, lookahead, teps, splits, first[lookahead, merge], len(keys),
+    for (lookahead, variant), (teps, splits) in runs.items():
+        name = label if len(args.variant) == 1 else f"{label}/{variant}"
+        report(scale, tasks, name, lookahead, teps, splits, first[lookahead, variant], len(keys),
                args, writer, cpu_mteps)
 
 
+#: Runtime variants compared with ``--variant`` (config settings; the embedded cluster runs
+#: in this process, so they reach its workers).
+VARIANTS = {
+    "default": {},
+    # the top-down barrier's large merges on one thread (what taskbfs did before threads)
+    "serial": {"PARALLEL_ACCEPT_MIN": 1 << 62},
+    # every barrier on the CPU worker, even after a level whose steps all ran on the GPU
+    "cpubar": {"BARRIER_FOLLOWS_GPU_STEPS": False},
+}
+
+
 @contextlib.contextmanager
-def merge_mode(mode: str):
-    """``threads``: the top-down barrier spreads a large level's owners over threads
-    (default); ``serial``: one thread (what taskbfs did before). The embedded cluster runs
-    in this process, so the setting reaches its workers."""
-    saved = config.PARALLEL_ACCEPT_MIN
-    if mode == "serial":
-        config.PARALLEL_ACCEPT_MIN = 1 << 62
+def runtime_variant(name: str):
+    """Apply one of :data:`VARIANTS` for the duration of a search."""
+    saved = {key: getattr(config, key) for key in VARIANTS[name]}
+    for key, value in VARIANTS[name].items():
+        setattr(config, key, value)
     try:
         yield
     finally:
-        config.PARALLEL_ACCEPT_MIN = saved
+        for key, value in saved.items():
+            setattr(config, key, value)
 
 
 def report(scale, tasks, label, lookahead, teps, splits, first, num_keys, args, writer, cpu_mteps):
@@ -220,8 +231,9 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--lookahead", type=int, nargs="+", default=[config.DEFAULT_LOOKAHEAD],
                         help="levels submitted ahead; each value gets its own rows")
-    parser.add_argument("--merge", nargs="+", default=["threads"], choices=["threads", "serial"],
-                        help="large merges on threads (default) or serial; each gets its rows")
+    parser.add_argument("--variant", nargs="+", default=["default"], choices=list(VARIANTS),
+                        help="runtime variants (see VARIANTS), interleaved key by key; each "
+                             "gets its rows")
     parser.add_argument("--deadline", type=float, default=float("inf"),
                         help="seconds after which no new T is started (partial table)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)

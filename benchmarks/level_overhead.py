@@ -55,13 +55,18 @@ def main():
                         help="embedded cluster only: CPU worker threads (default: all cores)")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="Python's GIL switch interval in ms (default: Python's, 5 ms)")
+    parser.add_argument("--cpu-barrier", action="store_true",
+                        help="keep every barrier on the CPU worker (config.BARRIER_FOLLOWS_GPU_STEPS)")
     parser.add_argument("--scheduler", default=None)
     args = parser.parse_args()
+    if args.cpu_barrier:
+        tb.config.BARRIER_FOLLOWS_GPU_STEPS = False
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval / 1e3)
     runtime = (tb.Runtime(args.scheduler) if args.scheduler else tb.Runtime(threads=args.threads))
     with runtime as rt:
-        print(f"cluster: {rt.resources()}; strategy {args.strategy}; GIL switch interval "
+        print(f"cluster: {rt.resources()}; strategy {args.strategy}; barrier follows GPU steps: "
+              f"{tb.config.BARRIER_FOLLOWS_GPU_STEPS}; GIL switch interval "
               f"{sys.getswitchinterval() * 1e3:g} ms; {time.strftime('%Y-%m-%d %H:%M')}")
         print(f"{'T':>5s}{'ms / level':>12s}{'ms / task':>11s}")
         base = None

@@ -103,3 +103,9 @@ PARALLEL_ACCEPT_MIN = 1 << 18
 #: A top-down GPU step with at least this many candidates buckets them by owner on the
 #: device before copying them back (fewer are bucketed on the host).
 DEVICE_BUCKET_MIN = 1 << 14
+
+#: A level's barrier runs on the GPU worker when every step of the level ran there
+#: (``Program.submit(..., follow=...)``): the steps' outputs and the frontier then stay on
+#: that worker instead of moving to the CPU worker and back every level. False keeps every
+#: barrier on the CPU workers (for comparison: ``benchmarks/gpu_strategies.py --variant``).
+BARRIER_FOLLOWS_GPU_STEPS = True

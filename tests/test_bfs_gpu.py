@@ -91,8 +91,10 @@ def _check(g, source, r):
     assert r.parents[source] == source
 
 
-def _check_devices(r, gpu_worker, expect_cuda):
-    """``expect_cuda``: boolean per trace row (where the step must have run)."""
+def _check_devices(r, gpu_worker, expect_cuda, barriers_follow=True):
+    """``expect_cuda``: boolean per trace row (where the step must have run).
+    ``barriers_follow``: a level's barrier runs on the GPU worker exactly when all the
+    level's steps did (levels submitted from their summary, i.e. lookahead 0)."""
     trace = r.trace
     expect_cuda = np.asarray(expect_cuda, dtype=bool)
     np.testing.assert_array_equal(trace["device"].to_numpy() == "cuda", expect_cuda)
@@ -105,6 +107,9 @@ def _check_devices(r, gpu_worker, expect_cuda):
     levels = r.levels
     assert levels["tasks_gpu"].sum() == expect_cuda.sum()
     assert levels["h2d_bytes"].sum() == trace["h2d_bytes"].sum()
+    if barriers_follow:
+        all_gpu = (levels["tasks_gpu"] == levels["tasks"]) & (levels["tasks"] > 0)
+        np.testing.assert_array_equal(levels["barrier_worker"] == gpu_worker, all_gpu)
 
 
 def _gpu_cache_stats(runtime):
@@ -169,7 +174,7 @@ def test_hybrid_lambda_places_by_frontier_size(runtime, lam, expect, lookahead):
     size = r.trace["size"].to_numpy()
     cuda = {"all": np.ones(size.size, bool), "none": np.zeros(size.size, bool),
             "size": size > lam}[expect]
-    _check_devices(r, _gpu_worker(runtime), cuda)
+    _check_devices(r, _gpu_worker(runtime), cuda, barriers_follow=lookahead == 0)
     if expect == "size":
         assert cuda.any() and not cuda.all(), r.trace[["level", "task", "size", "device"]]
 

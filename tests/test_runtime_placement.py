@@ -195,6 +195,49 @@ def test_sizes_published_later_place_tasks_submitted_ahead(hetero, addresses, si
     p.close()
 
 
+def _merge(*values):
+    return (SMP, [v for _marker, v in values])
+
+
+MERGE = Task("merge", smp=_merge)  # a host task: no cuda implementation
+
+
+@pytest.mark.parametrize("sizes, want", [([50, 60, 70], CUDA), ([50, 0, 70], SMP), ([1, 2], SMP)],
+                         ids=["all-on-gpu", "mixed", "all-on-cpu"])
+def test_a_merge_follows_its_inputs_to_the_gpu_worker(hetero, addresses, sizes, want):
+    # follow=: a host task reading GPU tasks' outputs runs on the GPU worker (its smp
+    # implementation, on that worker's thread) when all of them were placed there
+    p = Program(hetero, Policy("hybrid", lam=10))
+    p.put("x", 7)
+    with p.batch():
+        keys = [p.submit(PROBE, ins=["x"], outs=[f"y{i}"], size=s, task_id=i)
+                for i, s in enumerate(sizes)]
+        merge = p.submit(MERGE, ins=[f"y{i}" for i in range(len(sizes))], outs=["m"], follow=keys)
+    assert p.get("m") == (SMP, [7] * len(sizes))  # its only implementation ran
+    decided = {d["key"]: d for d in fetch_placements(hetero.client, p.id)}
+    records = {r["key"]: r for r in p.records()}
+    assert decided[merge]["device"] == want and decided[merge].get("followed", False) == (want == CUDA)
+    assert records[merge]["worker"] == addresses[want] and records[merge]["device"] == SMP
+    p.close()
+
+
+def test_a_merge_does_not_follow_tasks_still_waiting_for_their_sizes(hetero, addresses):
+    # their placement is provisional until the sizes arrive: the merge stays on the CPU
+    p = Program(hetero, Policy("hybrid", lam=10))
+    p.put("x", 7)
+    with p.batch():
+        p.submit(SIZER, ins=["x"], outs=["sized"],
+                 kwargs={"label": "level/1", "sizes": [50, 60], "delay": 0.2})
+        keys = [p.submit(PROBE, ins=["sized"], outs=[f"y{t}"], task_id=t, size_from="level/1")
+                for t in range(2)]
+        merge = p.submit(MERGE, ins=["y0", "y1"], outs=["m"], follow=keys)
+    assert p.get("m") == (SMP, [7, 7])
+    records = {r["key"]: r for r in p.records()}
+    assert [records[k]["worker"] for k in keys] == [addresses[CUDA]] * 2  # sized later: GPU
+    assert records[merge]["worker"] == addresses[SMP]
+    p.close()
+
+
 def test_size_from_needs_a_task_id(hetero):
     p = Program(hetero)
     p.put("x", 1)

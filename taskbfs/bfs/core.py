@@ -246,7 +246,7 @@ def _submit_level(program: Program, slices, level: int, summary: LevelSummary | 
         active = range(len(slices))
     else:
         active = np.flatnonzero(summary.frontier_counts).tolist()
-    logs = []
+    logs, step_keys = [], []
     with program.batch():
         for t in active:
             name = f"found/{level}/{t}"
@@ -258,14 +258,17 @@ def _submit_level(program: Program, slices, level: int, summary: LevelSummary | 
                 placement = {"size": int(summary.frontier_counts[t])}
                 tags.update(size=placement["size"], direction=summary.direction)
                 reads = reads[-1:] if summary.direction == BOTTOM_UP else reads[:1]
-            program.submit(STEP, ins=[*reads, "frontier"], outs=[name], task_id=t, tags=tags,
-                           **placement)
+            step_keys.append(program.submit(STEP, ins=[*reads, "frontier"], outs=[name], task_id=t,
+                                            tags=tags, **placement))
             logs.append(_Log(name, level, t))
         tags = {"level": level}
+        follow = ()
         if summary is not None:
             tags.update(frontier=summary.frontier_size, frontier_edges=summary.frontier_edges)
+            if config.BARRIER_FOLLOWS_GPU_STEPS:
+                follow = step_keys  # all on the GPU: merge there, where their outputs are
         program.submit(BARRIER, ins=[log.name for log in logs] + ["degrees"], inouts=["frontier"],
-                       in_place=True, kwargs={"level": level}, tags=tags)
+                       in_place=True, kwargs={"level": level}, tags=tags, follow=follow)
     return logs
 
 

@@ -6,8 +6,11 @@ Scheduler half
     ``taskbfs`` annotation (program, size, implementations, task id) and the batch's
     ``taskbfs_policy`` annotation, asks :meth:`Policy.decide`, and sets the task's
     ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``. The worker then runs the
-    matching implementation (see :mod:`taskbfs.runtime.worker`). Every decision is logged
-    (bounded) so that traces and the dashboard can show it.
+    matching implementation (see :mod:`taskbfs.runtime.worker`). A task submitted with
+    ``follow`` (keys of tasks whose outputs it reads, e.g. a BFS level's barrier) goes to
+    the GPU worker when all of those were placed there for good, so that their outputs stay
+    where they are; otherwise the policy decides. Every decision is logged (bounded) so
+    that traces and the dashboard can show it.
 Client half
     :func:`placement_annotations` builds those annotations, and the small functions below
     query the plugin through scheduler handlers.
@@ -101,6 +104,7 @@ class PlacementPlugin(SchedulerPlugin):
         _shorten_stream_intervals(scheduler)
         totals = _resource_totals(scheduler)
         policies: dict[int, Policy] = {}
+        followers = []
         for key, mark in marks.items():
             ts = scheduler.tasks.get(key)
             if ts is None or not mark:
@@ -113,7 +117,10 @@ class PlacementPlugin(SchedulerPlugin):
                 policy = policies[id(policy_data)] = policy_from_dict(policy_data)
             label = mark.get("size_from")
             if label is None:
-                self._place(ts, mark, policy, mark.get("size"), totals)
+                if mark.get("follow"):
+                    followers.append((ts, mark, policy))  # once the tasks it follows are placed
+                else:
+                    self._place(ts, mark, policy, mark.get("size"), totals)
                 continue
             program = mark.get("program", "")
             sizes = self._sizes.get(program, {}).get(label)
@@ -126,6 +133,8 @@ class PlacementPlugin(SchedulerPlugin):
             waiting = self._deferred.setdefault(program, {}).setdefault(label, [])
             waiting.append((key, mark, policy))
             _bound(self._deferred, self.max_programs)
+        for ts, mark, policy in followers:
+            self._place_follower(ts, mark, policy, totals)
 
     def log_event(self, topic, msg) -> None:
         """Place the tasks that waited for sizes a task published (see :func:`publish`)."""
@@ -152,6 +161,27 @@ class PlacementPlugin(SchedulerPlugin):
         self._restrict(ts, device, totals)
         self._record(mark.get("program", ""), ts.key, dict(mark, size=size), device, time.time(),
                      policy)
+
+    def _place_follower(self, ts, mark: dict, policy: Policy, totals: dict) -> None:
+        """A task submitted with ``follow``: on the GPU worker when every task it follows
+        is placed there for good, by the policy otherwise."""
+        if not self._all_on_gpu(mark["follow"], mark.get("program", "")):
+            self._place(ts, mark, policy, mark.get("size"), totals)
+            return
+        self._restrict(ts, CUDA, totals)
+        tags = {**mark.get("tags", {}), "followed": True}
+        self._record(mark.get("program", ""), ts.key, dict(mark, tags=tags), CUDA, time.time(),
+                     policy)
+
+    def _all_on_gpu(self, keys, program: str) -> bool:
+        """Whether every task in ``keys`` is placed on the GPU for good (one placed
+        provisionally, still waiting for its size, does not count: it may move)."""
+        waiting = {key for tasks in self._deferred.get(program, {}).values() for key, *_ in tasks}
+        for key in keys:
+            ts = self.scheduler.tasks.get(key) if self.scheduler is not None else None
+            if ts is None or key in waiting or ts.resource_restrictions != {GPU_RESOURCE: 1}:
+                return False
+        return True
 
     @staticmethod
     def _decide(policy: Policy, mark: dict, size, totals: dict) -> str:

@@ -183,6 +183,7 @@ class Program:
         tags: dict | None = None,
         in_place: bool = False,
         size_from: str | None = None,
+        follow=(),
     ) -> str:
         """Create one task instance.
 
@@ -209,6 +210,13 @@ class Program:
             ``task_id``, and the scheduler plugin places this task when it arrives (before
             the task can start). Lets a program submit work ahead of the results that
             size it.
+        follow : sequence of str, optional
+            Keys of earlier tasks (returned by :meth:`submit`) whose outputs this task
+            reads. When the plugin placed every one of them on the GPU, this task runs on
+            the GPU worker too (with its ``cuda`` implementation, or its ``smp`` one on
+            that worker's host thread), so that their outputs do not move between
+            workers; otherwise the policy decides as usual. For a merge of GPU tasks'
+            results (a BFS level's barrier).
 
         Returns
         -------
@@ -243,6 +251,8 @@ class Program:
                               "tags": meta["tags"]}
         if size_from is not None:
             pending.marks[key]["size_from"] = str(size_from)
+        if follow:
+            pending.marks[key]["follow"] = [str(k) for k in follow]
         pending.keys.append(key)
 
         for name in ins:

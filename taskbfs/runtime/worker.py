@@ -62,7 +62,9 @@ def execute(task: Task, meta: dict, *args, **kwargs):
 
     worker = _current_worker()
     device = current_device(worker)
-    impl = task.implementation(device) or task.smp
+    impl = task.implementation(device)
+    if impl is None:  # a host task placed on the GPU worker (``submit(..., follow=...)``)
+        impl, device = task.smp, SMP
     start = time.time()
     _running.program = meta["program"]
     try:
