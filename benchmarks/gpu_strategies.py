@@ -142,14 +142,17 @@ def run_scale(scale, args, runtime, writer, deadline):
 
 
 def run_config(graph, keys, reached, scale, tasks, label, args, runtime, writer, cpu_mteps):
-    """Search every key with one strategy, for each lookahead (interleaved key by key, so
-    that a noisy host's drift falls on all of them alike); print and write one row each."""
+    """Search every key with one strategy, for each lookahead and runtime variant
+    (interleaved key by key, in alternating order, so that a noisy host's drift and the
+    first search after another strategy fall on all of them alike); print and write one
+    row each."""
     strategy, direction = CONFIGS[label]
     runs = {(lookahead, variant): ([], []) for lookahead in args.lookahead
             for variant in args.variant}
     first = {}
-    for key in keys:
-        for (lookahead, variant), (teps, splits) in runs.items():
+    for i, key in enumerate(keys):
+        order = list(runs.items())  # alternated: the first search after a change is slower
+        for (lookahead, variant), (teps, splits) in (order if i % 2 == 0 else order[::-1]):
             with runtime_variant(variant):
                 r = tb.bfs(graph, key, tasks=tasks, strategy=strategy, direction=direction,
                            lam=args.lam, runtime=runtime, lookahead=lookahead)
