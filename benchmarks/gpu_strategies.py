@@ -179,6 +179,8 @@ VARIANTS = {
     "serial": {"PARALLEL_ACCEPT_MIN": 1 << 62},
     # every barrier on the CPU worker, even after a level whose steps all ran on the GPU
     "cpubar": {"BARRIER_FOLLOWS_GPU_STEPS": False},
+    # a level's barrier on the GPU worker when all of its steps ran there
+    "gpubar": {"BARRIER_FOLLOWS_GPU_STEPS": True},
 }
 
 

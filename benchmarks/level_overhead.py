@@ -55,12 +55,13 @@ def main():
                         help="embedded cluster only: CPU worker threads (default: all cores)")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="Python's GIL switch interval in ms (default: Python's, 5 ms)")
-    parser.add_argument("--cpu-barrier", action="store_true",
-                        help="keep every barrier on the CPU worker (config.BARRIER_FOLLOWS_GPU_STEPS)")
+    parser.add_argument("--gpu-barrier", action="store_true",
+                        help="a level's barrier on the GPU worker when all of its steps ran "
+                             "there (config.BARRIER_FOLLOWS_GPU_STEPS)")
     parser.add_argument("--scheduler", default=None)
     args = parser.parse_args()
-    if args.cpu_barrier:
-        tb.config.BARRIER_FOLLOWS_GPU_STEPS = False
+    if args.gpu_barrier:
+        tb.config.BARRIER_FOLLOWS_GPU_STEPS = True
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval / 1e3)
     runtime = (tb.Runtime(args.scheduler) if args.scheduler else tb.Runtime(threads=args.threads))

@@ -104,8 +104,13 @@ PARALLEL_ACCEPT_MIN = 1 << 18
 #: device before copying them back (fewer are bucketed on the host).
 DEVICE_BUCKET_MIN = 1 << 14
 
-#: A level's barrier runs on the GPU worker when every step of the level ran there
-#: (``Program.submit(..., follow=...)``): the steps' outputs and the frontier then stay on
-#: that worker instead of moving to the CPU worker and back every level. False keeps every
-#: barrier on the CPU workers (for comparison: ``benchmarks/gpu_strategies.py --variant``).
-BARRIER_FOLLOWS_GPU_STEPS = True
+#: True: a level's barrier runs on the GPU worker when every step of the level ran there
+#: (``Program.submit(..., follow=...)``), so that the steps' outputs and the frontier stay on
+#: that worker instead of moving to the CPU worker every level. Off by default: on the H100
+#: host it changed nothing beyond the host's noise (comb levels, and scale 22/24 searches
+#: at T = 4 with both settings interleaved: -10%..+20% by strategy and run, of no
+#: consistent sign; benchmarks/RESULTS.md) — the moves it saves per level come back at the
+#: end, when the result assembly reads every step's output from the GPU worker, and the
+#: barrier then waits behind the GPU worker's one thread. Compare with
+#: ``benchmarks/gpu_strategies.py --variant default cpubar``.
+BARRIER_FOLLOWS_GPU_STEPS = False

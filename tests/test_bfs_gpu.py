@@ -91,10 +91,13 @@ def _check(g, source, r):
     assert r.parents[source] == source
 
 
-def _check_devices(r, gpu_worker, expect_cuda, barriers_follow=True):
+def _check_devices(r, gpu_worker, expect_cuda, barriers_follow=None):
     """``expect_cuda``: boolean per trace row (where the step must have run).
     ``barriers_follow``: a level's barrier runs on the GPU worker exactly when all the
-    level's steps did (levels submitted from their summary, i.e. lookahead 0)."""
+    level's steps did (``config.BARRIER_FOLLOWS_GPU_STEPS``, levels submitted from their
+    summary, i.e. lookahead 0), or never (False); default: as the config says."""
+    if barriers_follow is None:
+        barriers_follow = tb.config.BARRIER_FOLLOWS_GPU_STEPS
     trace = r.trace
     expect_cuda = np.asarray(expect_cuda, dtype=bool)
     np.testing.assert_array_equal(trace["device"].to_numpy() == "cuda", expect_cuda)
@@ -110,6 +113,8 @@ def _check_devices(r, gpu_worker, expect_cuda, barriers_follow=True):
     if barriers_follow:
         all_gpu = (levels["tasks_gpu"] == levels["tasks"]) & (levels["tasks"] > 0)
         np.testing.assert_array_equal(levels["barrier_worker"] == gpu_worker, all_gpu)
+    else:
+        assert (levels["barrier_worker"] != gpu_worker).all()
 
 
 def _gpu_cache_stats(runtime):
@@ -132,7 +137,8 @@ def _gpu_cache_stats(runtime):
     (_directed, "bottom-up", 2),
     (_directed, "top-down", 3),
 ])
-def test_gpu_strategy_matches_scipy(runtime, graph, direction, tasks):
+def test_gpu_strategy_matches_scipy(runtime, graph, direction, tasks, monkeypatch):
+    monkeypatch.setattr(tb.config, "BARRIER_FOLLOWS_GPU_STEPS", True)
     g = graph()
     source = _hub_source(g)
     r = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction=direction, runtime=runtime)
@@ -174,7 +180,8 @@ def test_hybrid_lambda_places_by_frontier_size(runtime, lam, expect, lookahead):
     size = r.trace["size"].to_numpy()
     cuda = {"all": np.ones(size.size, bool), "none": np.zeros(size.size, bool),
             "size": size > lam}[expect]
-    _check_devices(r, _gpu_worker(runtime), cuda, barriers_follow=lookahead == 0)
+    _check_devices(r, _gpu_worker(runtime), cuda,
+                   barriers_follow=tb.config.BARRIER_FOLLOWS_GPU_STEPS and lookahead == 0)
     if expect == "size":
         assert cuda.any() and not cuda.all(), r.trace[["level", "task", "size", "device"]]
 
