@@ -12,6 +12,16 @@ from __future__ import annotations
 #: scale 20 and 12% at scale 22 (benchmarks/peers.py, RESULTS.md); on the H100 host,
 #: cpu-only at scale 24 was best at T = 8.
 DEFAULT_TASKS = 8
+#: Default T for the hybrid and gpu strategies on a cluster with GPU workers: this many
+#: tasks per GPU worker. A GPU worker runs its tasks one at a time and each GPU task costs
+#: the runtime ~2.5 ms per level on the H100 host (against ~0.8 ms for a CPU task:
+#: benchmarks/level_overhead.py --strategy gpu), so one task per GPU won: hybrid at
+#: T = 1 / 2 / 4 / 16 ran at 382 / 287 / 192 / 99 MTEPS at scale 20, 794 / 798 / 616 / 279
+#: at scale 22 and 1656 / 1618 / 1255 / 867 at scale 24 (H100, 12 keys,
+#: benchmarks/results/gpu_small_t_h100_run2.log); at T = 8, the CPU rule's choice there,
+#: 449 at scale 22 (run1). The fixed strategy needs several tasks to split between the
+#: devices and keeps the CPU rule.
+DEFAULT_TASKS_PER_GPU = 1
 
 #: How the vertex space is cut into tasks: "edges" balances the edge count per task
 #: (Kronecker degrees are highly skewed, so equal vertex counts give unequal work).

@@ -97,7 +97,7 @@ def cmd_graph500(args) -> int:
     with tb.Runtime(args.scheduler) as rt:
         resources = rt.resources()
         print(f"cluster: {resources}  dashboard: {rt.dashboard_link}")
-        default_t = tb.default_tasks(rt)
+        default_t = tb.default_tasks(rt, args.strategy)
 
         def search(key):
             return tb.bfs(graph, key, tasks=args.tasks, strategy=args.strategy, lam=args.lam,

@@ -187,6 +187,18 @@ def test_hybrid_lambda_places_by_frontier_size(runtime, lam, expect, lookahead):
 
 
 @needs_gpu
+def test_default_t_is_one_task_per_gpu_for_hybrid_and_gpu(runtime):
+    g = _kron()
+    source = _hub_source(g)
+    slots = runtime.resources()["CPU"]
+    for strategy, want in (("hybrid", 1), ("gpu", 1), ("cpu", min(slots, tb.config.DEFAULT_TASKS))):
+        r = tb.bfs(g, source, strategy=strategy, lam=0, runtime=runtime)
+        _check(g, source, r)
+        assert r.num_tasks == want == tb.default_tasks(runtime, strategy)
+        assert set(r.trace["device"]) == ({"smp"} if strategy == "cpu" else {"cuda"})
+
+
+@needs_gpu
 def test_fixed_binds_the_first_tasks_to_the_gpu(runtime):
     g = _kron()
     source = _hub_source(g)

@@ -296,3 +296,18 @@ def test_embedded_runtime_with_fake_gpu_worker():
         p.submit(PROBE, ins=["x"], outs=["small"], size=1)
         p.submit(PROBE, ins=["x"], outs=["big"], size=2)
         assert p.gather(["small", "big"]) == [(SMP, 0), (CUDA, 0)]
+
+
+def test_default_tasks_one_per_gpu_for_the_strategies_that_use_it(hetero, plain):
+    import taskbfs as tb
+
+    # hybrid and gpu: one task per GPU worker (each GPU task costs the runtime most, and
+    # the GPU worker runs them one at a time); cpu and fixed: one per CPU slot
+    assert tb.default_tasks(hetero, "hybrid") == tb.default_tasks(hetero, "gpu") == 1
+    assert tb.default_tasks(hetero, "cpu") == tb.default_tasks(hetero, "fixed") == 2
+    # a plain cluster advertises no resources: the CPU rule's cap, whatever the strategy
+    assert tb.default_tasks(plain, "hybrid") == tb.config.DEFAULT_TASKS
+    with pytest.raises(InvalidParameterError, match="strategy"):
+        tb.default_tasks(hetero, "fastest")
+    g = tb.Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 4])
+    assert tb.bfs(g, 0, strategy="cpu", runtime=hetero).num_tasks == 2

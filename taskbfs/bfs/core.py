@@ -46,6 +46,7 @@ from taskbfs.errors import InvalidParameterError
 from taskbfs.graph import Graph, partition
 from taskbfs.runtime import Policy, Program, Task, fetch_placements
 from taskbfs.runtime.cluster import default_runtime
+from taskbfs.runtime.plugin import CPU_RESOURCE
 
 STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
 
@@ -68,8 +69,9 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     tasks : int, optional
         Number T of vertex-range tasks, any number >= 1 (a task owns at least one vertex,
         so T above the vertex count runs one task per vertex: ``result.num_tasks`` says
-        how many ran); default :func:`default_tasks`: one per CPU slot of the cluster, at
-        most ``config.DEFAULT_TASKS``.
+        how many ran); default :func:`default_tasks`: one per GPU worker for ``hybrid``
+        and ``gpu`` on a cluster with GPUs, else one per CPU slot, at most
+        ``config.DEFAULT_TASKS``.
     strategy : {"hybrid", "fixed", "cpu", "gpu"}
         hybrid: a task goes to the GPU when its frontier exceeds λ (paper Sec. V.A);
         fixed: the first ``gpu_share`` of the tasks always run on the GPU (Sec. V.B);
@@ -116,9 +118,10 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     ahead = _check_lookahead(lookahead)
     policy = Policy(strategy, lam=config.DEFAULT_LAMBDA if lam is None else lam)
     rt = _runtime(runtime)
-    slots = _cpu_slots(rt)
+    resources = rt.resources()
+    slots = int(resources.get(CPU_RESOURCE, 0))
     # A task owns at least one vertex: more tasks than vertices means one task per vertex.
-    num_tasks = min(requested or tasks_for_slots(slots), graph.num_vertices)
+    num_tasks = min(requested or _default_for(resources, strategy), graph.num_vertices)
     if strategy == "fixed":
         policy = replace(policy, gpu_tasks=frozenset(range(round(share * num_tasks))))
     if policy.needs_gpu:
@@ -466,28 +469,36 @@ def _check_tasks(tasks) -> int | None:
     return int(tasks)
 
 
-def default_tasks(runtime=None) -> int:
-    """T when ``bfs`` is not given ``tasks``: one task per CPU slot of the cluster, at most
-    ``config.DEFAULT_TASKS`` (see there for the measurements behind it).
+def default_tasks(runtime=None, strategy: str = "hybrid") -> int:
+    """T when ``bfs`` is not given ``tasks``.
+
+    With GPU workers and a strategy that sends big levels to them (``hybrid``, ``gpu``):
+    ``config.DEFAULT_TASKS_PER_GPU`` per GPU worker. Otherwise (``cpu``, ``fixed``, or no
+    GPU): one task per CPU slot of the cluster, at most ``config.DEFAULT_TASKS``. See
+    those settings for the measurements behind them.
 
     Parameters
     ----------
     runtime : Runtime, distributed.Client, str or None
         As for :func:`bfs` (None: the embedded default cluster).
+    strategy : {"hybrid", "fixed", "cpu", "gpu"}
     """
-    return tasks_for_slots(_cpu_slots(_runtime(runtime)))
+    strategy = _check_choice("strategy", strategy, STRATEGIES)
+    return _default_for(_runtime(runtime).resources(), strategy)
+
+
+def _default_for(resources: dict, strategy: str) -> int:
+    from taskbfs.runtime.plugin import GPU_RESOURCE
+
+    gpus = int(resources.get(GPU_RESOURCE, 0))
+    if gpus and strategy in ("hybrid", "gpu"):
+        return max(1, gpus * config.DEFAULT_TASKS_PER_GPU)
+    return tasks_for_slots(int(resources.get(CPU_RESOURCE, 0)))
 
 
 def tasks_for_slots(slots: int) -> int:
     """The default T for a cluster of ``slots`` CPU slots (0: unknown)."""
     return max(1, min(config.DEFAULT_TASKS, slots or config.DEFAULT_TASKS))
-
-
-def _cpu_slots(runtime) -> int:
-    """The cluster's CPU slots (its workers' ``CPU`` resource; 0 when none advertise it)."""
-    from taskbfs.runtime.plugin import CPU_RESOURCE
-
-    return int(runtime.resources().get(CPU_RESOURCE, 0))
 
 
 def _check_choice(name: str, value, choices) -> str:
