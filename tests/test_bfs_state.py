@@ -73,10 +73,13 @@ def test_assembly_count_follows_slots_size_and_cap():
 
 @pytest.mark.parametrize("bounds", [[0, 1000], [0, 70, 130, 131, 600, 1000], [0, 64, 128, 999, 1000]])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, seed):
+@pytest.mark.parametrize("threads", [2, 4, 8])
+def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, seed, threads):
     """Owners accepted on several threads (each on a copy of its visited words, ORed back:
     neighbours share boundary words here) give the serial barrier's frontier, counts,
-    edges and visited set exactly."""
+    edges and visited set exactly. With fewer owners than threads (one owner, 1000
+    vertices), the owners are cut into word-aligned pieces accepted on threads: the same
+    counts, edges and visited set, and each owner's new vertices in another order."""
     from taskbfs.bfs import state
     from taskbfs.bfs.state import Discoveries, bucketed
 
@@ -91,14 +94,24 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, 
     for s in range(3):  # three steps naming overlapping candidates, with repeats
         found = rng.integers(0, n, 2000)
         steps.append(bucketed(Discoveries(s, found, found.copy(), 0), bounds))
-    monkeypatch.setattr(state, "_threads", lambda: 4)
+    monkeypatch.setattr(state, "_threads", lambda: threads)
     results = {}
     for mode, minimum in (("serial", 1 << 60), ("threads", 0)):
         monkeypatch.setattr(state.config, "PARALLEL_ACCEPT_MIN", minimum)
         mine = visited.copy()
         frontier, counts, edges = state._accept_top_down(bounds, mine, steps, degrees)
         results[mode] = (frontier, counts, edges, mine)
-    for want, got in zip(results["serial"], results["threads"], strict=True):
+    serial, parallel = results["serial"], results["threads"]
+    for want, got in zip(serial[1:], parallel[1:], strict=True):  # counts, edges, visited
         np.testing.assert_array_equal(got, want)
-    frontier = results["serial"][0]
+    starts = np.concatenate([[0], np.cumsum(serial[1])])
+    for t in range(bounds.size - 1):  # owner t's new vertices, contiguous in both
+        want = serial[0][starts[t]:starts[t + 1]]
+        got = parallel[0][starts[t]:starts[t + 1]]
+        if bounds.size - 1 >= threads:  # owner by owner: the very same order
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_array_equal(np.sort(got), np.sort(want))
+            assert ((got >= bounds[t]) & (got < bounds[t + 1])).all()
+    frontier = serial[0]
     assert frontier.size == np.unique(frontier).size > 0  # each new vertex once

@@ -10,6 +10,7 @@ from taskbfs.kernels.bitmap import test_bit as is_set
 from taskbfs.kernels.merge import (
     accept_candidates,
     bucket_by_owner,
+    bucket_vertices,
     owned_bits,
     record_pairs,
     word_span,
@@ -42,6 +43,18 @@ def test_bucket_by_owner_is_a_stable_sort_by_owner(bounds, dtype):
         mine = out_v[offsets[t]:offsets[t + 1]]
         assert np.all((bounds[t] <= mine) & (mine < bounds[t + 1]))
     assert offsets[0] == 0 and offsets[-1] == vertices.size
+
+
+@pytest.mark.parametrize("bounds", BOUNDS)
+def test_bucket_vertices_is_the_same_sort_without_parents(bounds):
+    rng = np.random.default_rng(2)
+    vertices = rng.integers(0, 200, 500)
+    expected = sorted(vertices.tolist(), key=lambda v: _owner(bounds, v))  # stable
+    out, offsets = np.empty_like(vertices), np.empty(bounds.size, dtype=np.int64)
+    bucket_vertices(vertices, bounds, out, offsets)
+    assert out.tolist() == expected
+    counts = np.bincount([_owner(bounds, v) for v in vertices], minlength=bounds.size - 1)
+    assert offsets.tolist() == [0, *np.cumsum(counts).tolist()]
 
 
 def test_bucket_by_owner_of_nothing():

@@ -37,6 +37,7 @@ from taskbfs.kernels.merge import (
     accept_candidates,
     accept_owner,
     bucket_by_owner,
+    bucket_vertices,
     frontier_bitmap,
     owned_bits,
     record_pairs,
@@ -332,7 +333,8 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
 
 def _accept_top_down(bounds, visited, discoveries, degrees):
     """First unvisited occurrence of each candidate wins, owner by owner (O(pairs)); owners
-    are independent, so a large level runs them on several threads."""
+    are independent, so a large level runs them on several threads (cut into pieces when
+    there are fewer owners than threads)."""
     num_tasks = bounds.size - 1
     steps = [d for d in discoveries if d.vertices.size]
     candidates = concat([d.vertices for d in steps])
@@ -341,8 +343,10 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     for s, d in enumerate(steps):
         offsets[s] = d.offsets + base
         base += d.vertices.size
-    if candidates.size >= config.PARALLEL_ACCEPT_MIN and _threads() > 1 and num_tasks > 1:
-        return _accept_by_owner(bounds, visited, candidates, offsets, degrees)
+    if candidates.size >= config.PARALLEL_ACCEPT_MIN and _threads() > 1:
+        if num_tasks >= _threads():
+            return _accept_by_owner(bounds, visited, candidates, offsets, degrees)
+        return _accept_by_pieces(bounds, visited, candidates, degrees)
     new_frontier = np.empty(candidates.size, dtype=np.int64)
     out_offsets = np.empty(num_tasks + 1, dtype=np.int64)
     task_edges = np.empty(num_tasks, dtype=np.int64)
@@ -374,6 +378,33 @@ def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
         visited[first:stop] |= words
     new_frontier = concat([out[starts[t] : starts[t] + counts[t]] for t in range(num_tasks)])
     return new_frontier, counts, task_edges
+
+
+def _accept_by_pieces(bounds, visited, candidates, degrees):
+    """:func:`_accept_by_owner` when there are fewer owners than threads (T = 1 leaves one):
+    every owner's range is cut into word-aligned pieces, the candidates are bucketed by
+    piece (stable), the pieces are accepted on threads, and each owner's new frontier is
+    its pieces' in piece order: the serial pass's vertices, counts and edges, the vertices
+    of an owner in another order."""
+    pieces = _pieces(bounds, 2 * _threads())
+    grouped = np.empty_like(candidates)
+    piece_offsets = np.empty(pieces.size, dtype=np.int64)
+    bucket_vertices(candidates, pieces, grouped, piece_offsets)
+    new_frontier, counts, edges = _accept_by_owner(pieces, visited, grouped, piece_offsets[None, :],
+                                                   degrees)
+    owner = np.searchsorted(bounds, pieces[:-1], side="right") - 1
+    num_tasks = bounds.size - 1
+    return (new_frontier, np.bincount(owner, counts, num_tasks).astype(np.int64),
+            np.bincount(owner, edges, num_tasks).astype(np.int64))
+
+
+def _pieces(bounds, count: int) -> np.ndarray:
+    """The task bounds refined by about ``count`` word-aligned cuts of the vertex ids (so
+    that every piece lies inside one task's range)."""
+    n = int(bounds[-1])
+    per_piece = -(-n // count)
+    step = 64 * max(1, -(-per_piece // 64))
+    return np.union1d(bounds, np.arange(step, n, step, dtype=np.int64)).astype(np.int64)
 
 
 _thread_pool: ThreadPoolExecutor | None = None

@@ -65,6 +65,29 @@ def bucket_by_owner(vertices, parents, bounds, out_vertices, out_parents, out_of
     out_offsets : ndarray of int64
         T + 1 entries; owner t's pairs are ``out_*[out_offsets[t]:out_offsets[t + 1]]``.
     """
+    owners = _count_owners(vertices, bounds, out_offsets)
+    fill = out_offsets[:-1].copy()
+    for i in range(vertices.size):
+        t = owners[i]
+        out_vertices[fill[t]] = vertices[i]
+        out_parents[fill[t]] = parents[i]
+        fill[t] += 1
+
+
+@njit(nogil=True, cache=True)
+def bucket_vertices(vertices, bounds, out_vertices, out_offsets):
+    """:func:`bucket_by_owner` for vertices alone (no parents)."""
+    owners = _count_owners(vertices, bounds, out_offsets)
+    fill = out_offsets[:-1].copy()
+    for i in range(vertices.size):
+        t = owners[i]
+        out_vertices[fill[t]] = vertices[i]
+        fill[t] += 1
+
+
+@njit(nogil=True, cache=True)
+def _count_owners(vertices, bounds, out_offsets):
+    """Each vertex's owner (returned), and the owners' start offsets (``out_offsets``, T + 1)."""
     num_tasks = bounds.size - 1
     owners = np.empty(vertices.size, dtype=np.int32)
     for t in range(num_tasks + 1):
@@ -75,12 +98,7 @@ def bucket_by_owner(vertices, parents, bounds, out_vertices, out_parents, out_of
         out_offsets[t + 1] += 1
     for t in range(num_tasks):
         out_offsets[t + 1] += out_offsets[t]
-    fill = out_offsets[:-1].copy()
-    for i in range(vertices.size):
-        t = owners[i]
-        out_vertices[fill[t]] = vertices[i]
-        out_parents[fill[t]] = parents[i]
-        fill[t] += 1
+    return owners
 
 
 @njit(nogil=True, cache=True)
