@@ -122,5 +122,5 @@ DEVICE_BUCKET_MIN = 1 << 14
 #: consistent sign; benchmarks/RESULTS.md) — the moves it saves per level come back at the
 #: end, when the result assembly reads every step's output from the GPU worker, and the
 #: barrier then waits behind the GPU worker's one thread. Compare with
-#: ``benchmarks/gpu_strategies.py --variant default cpubar``.
+#: ``benchmarks/gpu_strategies.py --variant default gpubar``.
 BARRIER_FOLLOWS_GPU_STEPS = False

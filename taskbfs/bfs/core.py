@@ -46,7 +46,7 @@ from taskbfs.errors import InvalidParameterError
 from taskbfs.graph import Graph, partition
 from taskbfs.runtime import Policy, Program, Task, fetch_placements
 from taskbfs.runtime.cluster import default_runtime
-from taskbfs.runtime.plugin import CPU_RESOURCE
+from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
 
 STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
 
@@ -488,8 +488,6 @@ def default_tasks(runtime=None, strategy: str = "hybrid") -> int:
 
 
 def _default_for(resources: dict, strategy: str) -> int:
-    from taskbfs.runtime.plugin import GPU_RESOURCE
-
     gpus = int(resources.get(GPU_RESOURCE, 0))
     if gpus and strategy in ("hybrid", "gpu"):
         return max(1, gpus * config.DEFAULT_TASKS_PER_GPU)
