@@ -16,9 +16,9 @@ run() {
   env "$@" STEPS=overhead OVERHEAD_ARGS="$ARGS ${EXTRA:-}" OUT="$OUT" bash benchmarks/gpu_session.sh >/dev/null 2>&1
 }
 STEPS=env OUT="$OUT" bash benchmarks/gpu_session.sh >/dev/null 2>&1
-run default X=1
-EXTRA="--strategy gpu" run gpu X=1
+run default
+EXTRA="--strategy gpu" run gpu
 run noprof DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False
-EXTRA="--switch-interval 1" run switch1 X=1
-EXTRA="--threads 4" run threads4 X=1
+EXTRA="--switch-interval 1" run switch1
+EXTRA="--threads 4" run threads4
 cat "$OUT/overhead.log"
