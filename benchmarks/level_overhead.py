@@ -4,7 +4,9 @@ The graph is a comb: the source joins the heads of P paths of L vertices, path p
 vertices [1 + p L, 1 + (p + 1) L). With T = P tasks cut by vertex count, every level has
 exactly one frontier vertex in every task, so a level costs T step tasks + one barrier
 and its time is almost all runtime overhead (task submission, scheduling, messages).
-Also prints where one level's time goes for T = 1 (the hops of the level chain).
+Also prints where one level's time goes for T = 1 (the hops of the level chain). Small
+levels (``bfs(..., small_level_edges=)``) are off unless asked for: with them the whole
+comb would run inside one task.
 
     python benchmarks/level_overhead.py --tasks 1 8 32 128 --length 200
 """
@@ -58,6 +60,10 @@ def main():
     parser.add_argument("--gpu-barrier", action="store_true",
                         help="a level's barrier on the GPU worker when all of its steps ran "
                              "there (config.BARRIER_FOLLOWS_GPU_STEPS)")
+    parser.add_argument("--small-level-edges", type=int, default=0,
+                        help="bfs's small_level_edges (default 0: every level as T steps and "
+                             "a barrier, which is what this measures; the comb's levels are "
+                             "all small)")
     parser.add_argument("--scheduler", default=None)
     args = parser.parse_args()
     if args.gpu_barrier:
@@ -74,7 +80,8 @@ def main():
         for tasks in args.tasks:
             graph = comb(tasks, args.length)
             run = dict(tasks=tasks, runtime=rt, direction="top-down", balance="vertices",
-                       lookahead=args.lookahead, strategy=args.strategy)
+                       lookahead=args.lookahead, strategy=args.strategy,
+                       small_level_edges=args.small_level_edges)
             tb.bfs(graph, 0, **run)  # warm-up: compilation, placement
             result = tb.bfs(graph, 0, **run)
             per_level = result.elapsed / result.num_levels * 1e3

@@ -103,6 +103,14 @@ ASSEMBLY_MIN_VERTICES = 1 << 20
 #: placement plugin with the barrier's summary), and the client keeps k levels queued.
 #: A search then ends with k levels of idle steps.
 DEFAULT_LOOKAHEAD = 0
+#: A top-down level whose frontier has at most this many edges is a *small level*: one
+#: task runs its steps and barrier, and the small levels after it, itself
+#: (``taskbfs.bfs.small_levels``; ``bfs(..., small_level_edges=)``, 0 turns it off). A level
+#: costs the runtime ~3 ms on 2 cores (submission, scheduling, two hops) whatever its
+#: work, and a top-down step reads an edge in ~5-10 ns: 2**16 edges keep the included
+#: work of a level under ~1 ms. Chosen by measurement, see benchmarks/RESULTS.md.
+SMALL_LEVEL_EDGES = 1 << 16
+
 #: Levels are submitted ahead only while at least this share of the tasks had work in the
 #: latest level known (a level submitted ahead runs a step, maybe idle, for every task).
 LOOKAHEAD_MIN_ACTIVE = 0.5

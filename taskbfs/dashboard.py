@@ -14,7 +14,10 @@ Approach
     ``listeners``, called in the scheduler's thread with every placement decision (key,
     task, size, device, time, the policy's λ, and the task's tags). The BFS tags its tasks
     (step: level, task, size, direction; barrier: level, frontier, frontier_edges; first
-    task: vertices, directed; last task: done), so no message is added to the run. The
+    task: vertices, directed; last task: done), so no message is added to the run. Levels
+    that run inside a small-level task (:mod:`taskbfs.bfs.small_levels`) are placed by no
+    one: they come from the level summaries the barriers publish anyway, which the plugin
+    hands to :meth:`LiveRuns.message`. The
     Bokeh page and the JSON handler read :class:`LiveRuns` on the scheduler's event loop
     (the same thread): no locks.
 TEPS so far
@@ -126,6 +129,9 @@ class LiveRuns:
         level = decision.get("level")
         if level is None:
             return
+        if decision.get("small_levels"):  # a small-level task: its first level's steps
+            self._included_level(run, level, decision, decision["active"], decision["sizes"], now)
+            return
         run.is_bfs = True
         lv = run.levels.get(level)
         if lv is None:
@@ -142,6 +148,41 @@ class LiveRuns:
             run.visited += lv.frontier
             run.degree_sum += lv.frontier_edges
             run.last_level_placed = now
+
+    def message(self, program: str, message: dict) -> None:
+        """A message a task of ``program`` published: a level summary (see the module
+        docstring) is kept, and shown as a level when a small-level task runs that level
+        itself (``chained``)."""
+        run = self.runs.get(program)
+        if run is None or not message.get("chained") or "frontier_counts" not in message:
+            return
+        counts = message["frontier_counts"]
+        active = [t for t, c in enumerate(counts) if c > 0]
+        summary = {"direction": message.get("direction"), "frontier": message["frontier_size"],
+                   "frontier_edges": message.get("frontier_edges")}
+        self._included_level(run, int(message["level"]), summary, active,
+                             [counts[t] for t in active], time.time())
+
+    @staticmethod
+    def _included_level(run: _Run, level: int, summary: dict, tasks, sizes, now: float) -> None:
+        """A level run inside a small-level task: its steps (``tasks`` with frontier
+        ``sizes``, all on the CPU) and its frontier (``summary``: direction, frontier,
+        frontier_edges)."""
+        lv = run.levels.get(level)
+        if lv is None:
+            lv = run.levels[level] = _Level(now)
+        run.level = max(run.level, level)
+        lv.tasks = [int(t) for t in tasks]
+        lv.sizes = [int(n) for n in sizes]
+        lv.devices = [DEVICE_LABELS["smp"]] * len(lv.tasks)
+        lv.direction = summary.get("direction")
+        lv.frontier = int(summary["frontier"])
+        lv.frontier_edges = int(summary.get("frontier_edges") or 0)
+        run.visited += lv.frontier
+        run.degree_sum += lv.frontier_edges
+        run.last_level_placed = now
+        run.updated = now
+        run.version += 1
 
     # ------------------------------------------------------------ readers
     def latest(self, program: str | None = None) -> _Run | None:

@@ -131,7 +131,10 @@ def test_data_follows_a_running_search(runtime, base):
     box = {}
 
     def search():
-        box["result"] = tb.bfs(graph, 0, tasks=16, lam=7, runtime=runtime, direction="top-down")
+        # every level as tasks (small levels would run the whole grid inside one task in
+        # milliseconds): the page follows the placements
+        box["result"] = tb.bfs(graph, 0, tasks=16, lam=7, runtime=runtime, direction="top-down",
+                               small_level_edges=0)
 
     thread = threading.Thread(target=search)
     thread.start()
@@ -166,6 +169,27 @@ def test_data_follows_a_running_search(runtime, base):
     assert final["edges"] == result.traversed_edges
     assert 0.25 < final["teps"] / result.teps < 4  # the scheduler's clock, not the client's
     assert final["level"] == result.levels["level"].iloc[-1]
+
+
+def test_data_shows_levels_run_inside_small_level_tasks(runtime, base):
+    """Levels run inside a small-level task are placed by no one: the page shows them from
+    the summaries their barriers publish, the same as the search's own level table."""
+    graph = _grid(30)  # 59 small top-down levels
+    result = tb.bfs(graph, 0, tasks=4, runtime=runtime, direction="top-down")
+    assert result.trace["included"].all()
+    final = _data(base)
+    assert final["program"] == _program_of(result) and final["state"] == "done"
+    assert final["levels"]["level"] == result.levels["level"].tolist()
+    assert final["levels"]["frontier"] == result.levels["frontier_size"].tolist()
+    assert final["levels"]["cpu"] == result.levels["tasks_cpu"].tolist()
+    assert final["levels"]["direction"] == result.levels["direction"].tolist()
+    assert final["visited"] == result.reached == graph.num_vertices
+    assert final["edges"] == result.traversed_edges
+    assert final["level"] == result.levels["level"].iloc[-1]
+    shown = final["tasks"]  # the level with the largest frontier
+    ran = result.trace[result.trace["level"] == shown["level"]]
+    assert sorted(zip(shown["task"], shown["size"], strict=True)) == sorted(
+        zip(ran["task"], ran["size"], strict=True))
 
 
 # ----------------------------------------------------------------------------- a separate scheduler
@@ -347,7 +371,8 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
     grid = _grid(80)  # 159 levels: the page must follow it while it runs
     tb.bfs(grid, 0, tasks=2, runtime=runtime)  # warm-up
     box = {}
-    thread = threading.Thread(target=lambda: box.update(result=tb.bfs(grid, 0, tasks=8, runtime=runtime)))
+    thread = threading.Thread(target=lambda: box.update(  # every level as tasks: it takes a while
+        result=tb.bfs(grid, 0, tasks=8, runtime=runtime, small_level_edges=0)))
 
     def drawn(r):
         return r["canvases"] >= 3 and all(count > 100 for count in r["pixels"].values())

@@ -8,7 +8,9 @@ Approach
     scheduler plugin from its size and the strategy; then one barrier task that folds
     their discoveries into the visited set and yields the next frontier (its only output:
     T + 1 tasks per level). All of a level's tasks reach the scheduler as one batch; the
-    client only reads the level's small summary. The steps' outputs stay on the workers
+    client only reads the level's small summary. A small level (a few thousand frontier
+    edges, all on the CPU) is one task instead, which also runs the small levels after it
+    (:mod:`taskbfs.bfs.small_levels`). The steps' outputs stay on the workers
     until the frontier is empty; then one task per group of ranges writes that group's
     parents and distances from them, in parallel. Partitions are placed once per graph
     and reused; frontiers and the visited set stay on the workers.
@@ -32,7 +34,7 @@ from taskbfs.bfs.state import (
     DIRECTIONS,
     TOP_DOWN,
     LevelSummary,
-    assemble_range,
+    assemble_search,
     assembly_count,
     assembly_cuts,
     barrier,
@@ -41,6 +43,7 @@ from taskbfs.bfs.state import (
     size_label,
     tasks_overlapping,
 )
+from taskbfs.bfs.small_levels import SMALL_LEVELS, SmallLevels
 from taskbfs.bfs.steps import STEP
 from taskbfs.errors import InvalidParameterError
 from taskbfs.graph import Graph, partition
@@ -52,13 +55,14 @@ STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
 
 INIT = Task("bfs_init", smp=init_state)
 BARRIER = Task("bfs_barrier", smp=barrier)
-FINISH = Task("bfs_result", smp=assemble_range)
+FINISH = Task("bfs_result", smp=assemble_search)
 
 
 def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hybrid",
         lam: float | None = None, runtime=None, direction: str = AUTO,
         balance: str = config.DEFAULT_BALANCE, gpu_share: float = config.DEFAULT_GPU_SHARE,
-        progress=None, lookahead: int | None = None) -> BFSResult:
+        progress=None, lookahead: int | None = None,
+        small_level_edges: int | None = None) -> BFSResult:
     """Breadth-first search from ``source`` as a program of tasks on a Dask cluster.
 
     Parameters
@@ -95,6 +99,15 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         as the barrier ends, with no round trip through the client; the scheduler plugin
         places them when the barrier's counts arrive. 0 submits each level after its
         summary has reached the client, with steps only for the tasks that have work.
+    small_level_edges : int, optional
+        A top-down level with at most this many frontier edges (default
+        ``config.SMALL_LEVEL_EDGES``), whose steps would all run on the CPU (hybrid: a
+        frontier of at most λ vertices; never with the fixed or gpu strategy on a cluster
+        with GPUs), runs inside one task, with the small levels after it, instead of as T
+        steps and a barrier each (:mod:`taskbfs.bfs.small_levels`). Their steps and
+        barriers are in the trace all the same, with ``included`` set. 0: every level is
+        T steps and a barrier. Off with ``lookahead`` > 0, and on a cluster where no one
+        worker holds every slice (it would copy them).
 
     Returns
     -------
@@ -116,6 +129,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     strategy = _check_choice("strategy", strategy, STRATEGIES)
     share = _check_share(gpu_share)
     ahead = _check_lookahead(lookahead)
+    small_edges = _check_small_level_edges(small_level_edges)
     policy = Policy(strategy, lam=config.DEFAULT_LAMBDA if lam is None else lam)
     rt = _runtime(runtime)
     resources = rt.resources()
@@ -129,16 +143,17 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
 
     parts = partition(graph, num_tasks, balance=balance)
     placed = place_graph(rt, graph, parts, need_transpose=direction != TOP_DOWN)
+    small = _small_levels(rt, resources, policy, small_edges, ahead, placed)
     program = Program(rt, policy, name="bfs")
     try:
         return _run(program, graph, parts, placed, source, strategy, direction, progress,
-                    assembly_count(graph.num_vertices, slots), ahead)
+                    assembly_count(graph.num_vertices, slots), ahead, small)
     finally:
         program.close()
 
 
 def _run(program, graph, parts, placed, source, strategy, direction, progress,
-         assembly_tasks: int, lookahead: int) -> BFSResult:
+         assembly_tasks: int, lookahead: int, small: SmallLevels | None) -> BFSResult:
     num_tasks = parts.num_tasks
     slices = _slice_names(program, placed, num_tasks)
     program.put_future("degrees", placed.degrees)
@@ -149,12 +164,13 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
     summary = first_summary(parts.bounds, source, graph.degree(source), graph.num_arcs, direction)
     summaries = [summary]
     logs: list[_Log] = []
+    levels = _Submitter(program, slices, lookahead, small, logs)
     with program.batch():
         program.submit(INIT, ins=["degrees"], outs=["frontier"],
                        kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction,
                                "total_edges": graph.num_arcs},
                        tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
-        submitted = _submit_after(program, slices, summary, -1, lookahead, logs)
+        levels.after(summary)
     while True:
         summary = _next_summary(program)
         summaries.append(summary)
@@ -162,8 +178,10 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
             progress(summary)
         if summary.frontier_size == 0:
             break
-        submitted = _submit_after(program, slices, summary, submitted, lookahead, logs)
-    pieces = _submit_assembly(program, parts, source, _ran(logs, summaries), assembly_tasks)
+        if not summary.chained:  # else the task that sent it runs that level
+            levels.after(summary)
+    pieces = _submit_assembly(program, parts, source, _ran(logs, summaries), assembly_tasks,
+                              included=levels.small_tasks > 0)
     program.taskwait(pieces)
     elapsed = time.perf_counter() - start
 
@@ -189,27 +207,56 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
     )
 
 
-def _submit_after(program: Program, slices, summary: LevelSummary, submitted: int,
-                  lookahead: int, logs: list) -> int:
-    """What to submit once ``summary`` (a non-empty level) is known, as one batch: that
-    level from its summary unless it was submitted ahead, then the levels up to
-    ``lookahead`` after it when that is worth it. Appends to ``logs``; returns the last
-    level submitted.
+class _Submitter:
+    """Submits the levels of one search as their summaries arrive (see :meth:`after`)."""
 
-    A level submitted ahead has a step for every task, so it pays off only when most tasks
-    have work: at least ``config.LOOKAHEAD_MIN_ACTIVE`` of them in the latest level known
-    (a path searched with one task per vertex would otherwise run T idle steps per level).
-    """
-    active = int(np.count_nonzero(summary.frontier_counts))
-    with program.batch():
-        if submitted < summary.level:
-            logs += _submit_level(program, slices, summary.level, summary)
-            submitted = summary.level
-        if active >= config.LOOKAHEAD_MIN_ACTIVE * len(slices):
-            while submitted < summary.level + lookahead:
-                submitted += 1
-                logs += _submit_level(program, slices, submitted)
-    return submitted
+    def __init__(self, program: Program, slices, lookahead: int, small: SmallLevels | None,
+                 logs: list):
+        self.program = program
+        self.slices = slices
+        self.lookahead = lookahead
+        self.small = small
+        self.logs = logs  # where the submitted steps' outputs are (appended to)
+        self.submitted = -1  # the last level submitted
+        self.small_tasks = 0  # small-level tasks submitted
+
+    def after(self, summary: LevelSummary) -> None:
+        """What to submit once ``summary`` (a non-empty level) is known, as one batch: a
+        small-level task when the level is small, else that level from its summary
+        unless it was submitted ahead, then the levels up to ``lookahead`` after it when
+        that is worth it.
+
+        A level submitted ahead has a step for every task, so it pays off only when most
+        tasks have work: at least ``config.LOOKAHEAD_MIN_ACTIVE`` of them in the latest
+        level known (a path searched with one task per vertex would otherwise run T idle
+        steps per level).
+        """
+        program, level = self.program, summary.level
+        if self.small is not None and self.small.admits(summary):
+            active = np.flatnonzero(summary.frontier_counts)
+            program.submit(SMALL_LEVELS, ins=[names[0] for names in self.slices] + ["degrees"],
+                           inouts=["frontier"], in_place=True,
+                           kwargs={"level": level, "small": self.small,
+                                   "barrier_name": BARRIER.name},
+                           # the live page shows the level's steps from these
+                           tags={"level": level, "small_levels": True,
+                                 "direction": summary.direction,
+                                 "frontier": summary.frontier_size,
+                                 "frontier_edges": summary.frontier_edges,
+                                 "active": active.tolist(),
+                                 "sizes": summary.frontier_counts[active].tolist()})
+            self.submitted = level
+            self.small_tasks += 1
+            return
+        active = int(np.count_nonzero(summary.frontier_counts))
+        with program.batch():
+            if self.submitted < level:
+                self.logs += _submit_level(program, self.slices, level, summary)
+                self.submitted = level
+            if active >= config.LOOKAHEAD_MIN_ACTIVE * len(self.slices):
+                while self.submitted < level + self.lookahead:
+                    self.submitted += 1
+                    self.logs += _submit_level(program, self.slices, self.submitted)
 
 
 def _slice_names(program: Program, placed, num_tasks: int) -> list[list[str]]:
@@ -283,11 +330,12 @@ def _ran(logs: list[_Log], summaries: list[LevelSummary]) -> list[tuple[_Log, st
 
 
 def _submit_assembly(program: Program, parts, source: int, ran: list[tuple[_Log, str]],
-                     count: int) -> list[str]:
+                     count: int, included: bool = False) -> list[str]:
     """``count`` tasks, one per equal slice of the vertex ids, write the slice's distances
     and parents from the steps' outputs: every top-down step's (bucketed by owner) and the
-    bottom-up steps' of the tasks overlapping the slice. Returns the names of the pieces,
-    in vertex order."""
+    bottom-up steps' of the tasks overlapping the slice, and with ``included`` those that
+    small-level tasks ran (the last frontier holds them). Returns the names of the
+    pieces, in vertex order."""
     cuts = assembly_cuts(int(parts.bounds[-1]), count)
     names = []
     with program.batch():
@@ -295,9 +343,10 @@ def _submit_assembly(program: Program, parts, source: int, ran: list[tuple[_Log,
             tasks = tasks_overlapping(parts.bounds, lo, hi)
             mine = [log for log, direction in ran if direction != BOTTOM_UP or log.task in tasks]
             name = f"result/{g}"
-            program.submit(FINISH, ins=[log.name for log in mine], outs=[name],
+            reads = [log.name for log in mine] + (["frontier"] if included else [])
+            program.submit(FINISH, ins=reads, outs=[name],
                            kwargs={"source": source, "lo": lo, "hi": hi, "bounds": parts.bounds,
-                                   "levels": [log.level for log in mine]},
+                                   "levels": [log.level for log in mine], "included": included},
                            tags={"done": True, "group": g})
             names.append(name)
     for log, _direction in ran:
@@ -319,7 +368,7 @@ def _next_summary(program: Program) -> LevelSummary:
 
 def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
     columns = ["level", "task", "lo", "hi", "direction", "size", "edges_examined", "found",
-               "device", "worker", "thread", "start", "stop", "name"]
+               "device", "worker", "thread", "start", "stop", "name", "included"]
     rows = [r for r in records
             if r.get("name") == STEP.name and _had_work(r["level"], r["task"], summaries)]
     if not rows:
@@ -330,6 +379,8 @@ def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
     df["lo"] = parts.bounds[df["task"].to_numpy()]
     df["hi"] = parts.bounds[df["task"].to_numpy() + 1]
     df["edges_examined"], df["found"] = _step_counts(df, summaries)
+    # run inside a small-level task (its key in the record) rather than as a task of its own
+    df["included"] = df["included"].notna() if "included" in df else False
     df["start"] -= wall_start
     df["stop"] -= wall_start
     return df[columns].sort_values(["level", "task"]).reset_index(drop=True)
@@ -448,6 +499,32 @@ def _check_share(gpu_share) -> float:
     if not 0.0 <= share <= 1.0:
         raise InvalidParameterError(f"gpu_share must be in [0, 1], got {gpu_share!r}")
     return share
+
+
+def _check_small_level_edges(edges) -> int:
+    if edges is None:
+        return config.SMALL_LEVEL_EDGES
+    if isinstance(edges, bool) or not isinstance(edges, (int, np.integer)) or edges < 0:
+        raise InvalidParameterError(f"small_level_edges must be an integer >= 0, got {edges!r}")
+    return int(edges)
+
+
+def _small_levels(rt, resources: dict, policy: Policy, max_edges: int, lookahead: int,
+                  placed) -> SmallLevels | None:
+    """The rule for small levels of this search, or None when it has none: turned off
+    (``max_edges`` 0), levels submitted ahead (their steps are already queued), a strategy
+    that binds work to GPU workers, or slices that no one worker holds together."""
+    if max_edges == 0 or lookahead > 0:
+        return None
+    max_vertices = float("inf")
+    if int(resources.get(GPU_RESOURCE, 0)):
+        if policy.kind == "hybrid":
+            max_vertices = policy.lam
+        elif policy.kind != "cpu":  # fixed binds tasks to the GPU; gpu sends all there
+            return None
+    if not rt.holds_together(placed.slices):
+        return None
+    return SmallLevels(max_edges, max_vertices)
 
 
 def _check_lookahead(lookahead) -> int:

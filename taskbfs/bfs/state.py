@@ -82,6 +82,8 @@ class Frontier:
         The task ranges (T + 1); None means one range (a step run on its own).
     progress : Progress, optional
         The barrier's bookkeeping (None outside a traversal).
+    included : tuple
+        See the attribute's comment.
     """
 
     level: int
@@ -92,6 +94,10 @@ class Frontier:
     visited_bits: np.ndarray
     bounds: np.ndarray | None = None
     progress: Progress | None = None
+    #: ``(level, Discoveries)`` of the steps run inside small-level tasks so far in this
+    #: search (:mod:`taskbfs.bfs.small_levels`): no other task holds them, so the result
+    #: assembly reads them here.
+    included: tuple = ()
 
     def of_task(self, t: int) -> np.ndarray:
         """Task ``t``'s frontier vertices."""
@@ -128,6 +134,9 @@ class LevelSummary:
     #: One row ``(task, h2d_bytes, d2h_bytes, kernel_ns)`` per step task of the level that
     #: reported device work (GPU tasks); all integers, empty on CPU-only levels.
     device_stats: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
+    #: The task that sent this summary runs the level itself (a small level, see
+    #: :mod:`taskbfs.bfs.small_levels`): the client submits nothing for it.
+    chained: bool = False
 
     def to_message(self) -> dict:
         """Plain-data form (lists, numbers) for :func:`taskbfs.runtime.publish`."""
@@ -257,9 +266,20 @@ def barrier(*args, level: int):
     *discoveries, degrees, frontier = args
     if frontier.level != level:
         raise RuntimeError(f"barrier of level {level} got the frontier of level {frontier.level}")
-    nxt, summary = advance(frontier, discoveries, degrees)
-    publish(summary.to_message(), sizes=(size_label(summary.level), summary.frontier_counts))
+    nxt, _summary = merge_level(frontier, discoveries, degrees)
     return nxt
+
+
+def merge_level(frontier: Frontier, discoveries, degrees, small=None) -> tuple[Frontier, LevelSummary]:
+    """:func:`advance`, then publish the summary (its counts are the sizes the placement
+    plugin gives the next level's steps). ``small`` (a
+    :class:`~taskbfs.bfs.small_levels.SmallLevels`, in a small-level task): the summary
+    says ``chained`` when it admits the next level, which that task then runs itself."""
+    nxt, summary = advance(frontier, discoveries, degrees)
+    if small is not None and small.admits(summary):
+        summary = replace(summary, chained=True)
+    publish(summary.to_message(), sizes=(size_label(summary.level), summary.frontier_counts))
+    return nxt, summary
 
 
 def size_label(level: int) -> str:
@@ -315,7 +335,8 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
         np.cumsum(counts, out=offsets[1:])
         vertices, bits, task_sizes = new_frontier, None, counts
     nxt = Frontier(level, next_direction, vertices, offsets, bits, visited, bounds,
-                   replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored))
+                   replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored),
+                   frontier.included)
     summary = LevelSummary(
         level=level,
         direction=next_direction,
@@ -461,6 +482,18 @@ def tasks_overlapping(bounds, lo: int, hi: int) -> range:
     any vertex)."""
     first, last = (int(t) for t in np.searchsorted(bounds, [lo, hi - 1], side="right") - 1)
     return range(first, last + 1)
+
+
+def assemble_search(*args, source: int, lo: int, hi: int, bounds, levels, included: bool = False):
+    """The result assembly task: :func:`assemble_range` over the steps' outputs ``args``,
+    plus, with ``included``, the steps that small-level tasks ran, which the search's last
+    frontier (then the last of ``args``) holds (``Frontier.included``)."""
+    logs, levels = list(args), list(levels)
+    if included:
+        frontier = logs.pop()
+        logs += [d for _, d in frontier.included]
+        levels += [level for level, _ in frontier.included]
+    return assemble_range(*logs, source=source, lo=lo, hi=hi, bounds=bounds, levels=levels)
 
 
 def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels):

@@ -8,6 +8,7 @@
 ``Runtime``         connect to a scheduler, wrap a Client, or start the embedded default
 ``worker_cache``    per-worker store (device-resident data)
 ``publish``         a task sends a small message to its program (``Program.next_message``)
+``include``         run work now inside the running task (OmpSs ``final``), traced as a task
 ==================  ===============================================================
 """
 
@@ -16,7 +17,7 @@ from taskbfs.runtime.plugin import PlacementPlugin, fetch_placements
 from taskbfs.runtime.policy import POLICY_KINDS, Policy
 from taskbfs.runtime.program import Program
 from taskbfs.runtime.task import CUDA, SMP, Task
-from taskbfs.runtime.worker import current_device, publish, worker_cache
+from taskbfs.runtime.worker import current_device, include, publish, worker_cache
 
 __all__ = [
     "CUDA",
@@ -30,6 +31,7 @@ __all__ = [
     "current_device",
     "detect_gpus",
     "fetch_placements",
+    "include",
     "publish",
     "worker_cache",
 ]

@@ -25,6 +25,13 @@ from taskbfs.runtime.plugin import (
 )
 
 
+def _in_process(client: Client) -> bool:
+    """True when every worker of ``client``'s cluster runs in this process (data moves
+    between them by reference)."""
+    workers = getattr(getattr(client, "cluster", None), "workers", None)
+    return bool(workers) and all(isinstance(w, Worker) for w in workers.values())
+
+
 def detect_gpus() -> int:
     """Number of CUDA GPUs this process can use (1 under the CUDA simulator, 0 without CUDA)."""
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
@@ -121,6 +128,15 @@ class Runtime:
                 f"{why} needs a GPU, but no worker of this cluster advertises the "
                 f"'{GPU_RESOURCE}' resource (workers: {self.resources()})"
             )
+
+    def holds_together(self, futures) -> bool:
+        """Whether one worker can read all of ``futures`` without copying them: the
+        workers share this process's memory (the embedded default, or a ``LocalCluster``
+        of threads), or one worker holds every one of them."""
+        if _in_process(self.client):
+            return True
+        holders = [set(workers) for workers in self.client.who_has(list(futures)).values()]
+        return bool(holders) and bool(set.intersection(*holders))
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:

@@ -75,8 +75,11 @@ class PlacementPlugin(SchedulerPlugin):
         the task's tags, per placed task.
     listeners : list of callable
         Called as ``fn(program, decision)`` for each decision, in the scheduler's thread
-        (the dashboard page, :mod:`taskbfs.dashboard`, is one). A listener that raises is
-        dropped.
+        (the dashboard page, :mod:`taskbfs.dashboard`, is one). A listener with a
+        ``message`` method also gets ``fn.message(program, message)`` for each dict a
+        program's task publishes (:func:`~taskbfs.runtime.publish`): work a task runs
+        inside itself (:func:`~taskbfs.runtime.include`) is placed by no one, and a
+        program can say what it did that way. A listener that raises is dropped.
     """
 
     name = PLUGIN_NAME
@@ -139,7 +142,10 @@ class PlacementPlugin(SchedulerPlugin):
     def log_event(self, topic, msg) -> None:
         """Place the tasks that waited for sizes a task published (see :func:`publish`)."""
         program = program_of_topic(topic) if isinstance(topic, str) else None
-        if program is None or not isinstance(msg, dict) or SIZES_KEY not in msg:
+        if program is None or not isinstance(msg, dict):
+            return
+        self._tell_listeners(program, msg)
+        if SIZES_KEY not in msg:
             return
         label, sizes = msg[SIZES_KEY]["label"], msg[SIZES_KEY]["sizes"]
         known = self._sizes.setdefault(program, OrderedDict())
@@ -224,6 +230,16 @@ class PlacementPlugin(SchedulerPlugin):
         for listener in list(self.listeners):
             try:
                 listener(program, decision)
+            except Exception:  # a broken listener must never break scheduling
+                self.listeners.remove(listener)
+
+    def _tell_listeners(self, program: str, message: dict) -> None:
+        for listener in list(self.listeners):
+            hook = getattr(listener, "message", None)
+            if hook is None:
+                continue
+            try:
+                hook(program, message)
             except Exception:  # a broken listener must never break scheduling
                 self.listeners.remove(listener)
 

@@ -4,12 +4,14 @@ The scheduler plugin has already decided the device by restricting the task to t
 ``GPU`` or ``CPU`` resource; :func:`execute` reads that restriction back from the
 worker's own task state and calls the matching implementation. Records stay on the
 worker (no extra messages per task) until :func:`collect_records` is run on every
-worker at the end of a program. :func:`worker_cache` is the per-worker store that the
+worker at the end of a program. :func:`include` runs a function as an *included* task of
+the running one (OmpSs: the tasks a ``final`` task creates run at once in its thread). :func:`worker_cache` is the per-worker store that the
 OmpSs device cache is built on (e.g. graph partitions kept in GPU memory).
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import weakref
@@ -21,6 +23,7 @@ from taskbfs.runtime.task import CUDA, SMP, Task
 _records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+_included = itertools.count()  # numbers included tasks' keys
 #: The program of the task running in this thread (for :func:`publish`).
 _running = threading.local()
 
@@ -79,20 +82,55 @@ def execute(task: Task, meta: dict, *args, **kwargs):
         ) from exc
     finally:
         _running.program = None
-    stop = time.time()
-    if worker is not None:
-        record = {
-            "key": str(getattr(thread_state, "key", "")),
-            "name": task.name,
-            "device": device,
-            "worker": worker.address,
-            "thread": threading.get_ident(),
-            "start": start,
-            "stop": stop,
-            **meta.get("tags", {}),
-        }
-        with _lock:
-            _records.setdefault(worker, defaultdict(list))[meta["program"]].append(record)
+    _record(worker, meta["program"], str(getattr(thread_state, "key", "")), task.name, device,
+            start, time.time(), meta.get("tags", {}))
+    return result
+
+
+def _record(worker, program: str, key: str, name: str, device: str, start: float, stop: float,
+            tags: dict) -> None:
+    """Keep a trace record on ``worker`` (None: not in a worker, nothing kept)."""
+    if worker is None:
+        return
+    record = {"key": key, "name": name, "device": device, "worker": worker.address,
+              "thread": threading.get_ident(), "start": start, "stop": stop, **tags}
+    with _lock:
+        _records.setdefault(worker, defaultdict(list))[program].append(record)
+
+
+def include(name: str, func, tags: dict, *args, **kwargs):
+    """Run ``func(*args, **kwargs)`` now, in this thread, as a task included in the running one.
+
+    OmpSs runs the tasks that a ``final`` task creates at once, in the creating thread,
+    with no dependence tracking and no scheduling; this is that, for a task function of a
+    program: a task whose inputs are all at hand can do small pieces of work itself
+    instead of paying the scheduler for each. The piece gets a trace record like a
+    task's (``name``, device ``smp``, this worker and thread, start and stop, ``tags``) with
+    ``included`` set to the key of the task that ran it. Outside a running task it is a
+    plain call.
+
+    Parameters
+    ----------
+    name : str
+        The name the trace gives it (as a :class:`Task` name would be).
+    func : callable
+        A host function (included work runs on the host).
+    tags : dict
+        Copied into the record.
+
+    Returns
+    -------
+    What ``func`` returns.
+    """
+    from distributed.worker import thread_state
+
+    program = getattr(_running, "program", None)
+    start = time.time()
+    result = func(*args, **kwargs)
+    if program is not None:
+        parent = str(getattr(thread_state, "key", ""))
+        _record(_current_worker(), program, f"{parent}/{name}-{next(_included)}", name, SMP, start,
+                time.time(), {**tags, "included": parent})
     return result
 
 

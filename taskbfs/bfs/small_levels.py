@@ -1,0 +1,89 @@
+"""Small levels inside one task: a search's first and last levels without a round trip each.
+
+Returns
+    :func:`run_small_levels` (the ``bfs_small_levels`` task): the frontier after the levels
+    it ran; :class:`SmallLevels`, the rule that says which levels are small.
+Approach
+    A level costs the runtime about the same whatever its work: on 2 cores ~3 ms of
+    submission, scheduling and two hops (step → barrier → client → next steps), where a
+    level of a few thousand edges needs well under a millisecond of kernels. Such levels
+    come at both ends of a search on a small-world graph (the source and its first
+    neighbours; the last stragglers) and all along a deep one. OmpSs's answer is the
+    ``final`` clause: the tasks a final task creates are *included*, run at once by the
+    creating thread with no scheduling. So for a small level the level loop submits one
+    final task instead of T steps and a barrier: it reads every task's slice, the degrees
+    and the frontier (inout, in place), runs the level's steps and its barrier as included
+    tasks (:func:`taskbfs.runtime.include`: they are traced like tasks) and goes on with
+    the next level while that one is small too, publishing each level's summary as a
+    barrier does, ``chained`` while it goes on (the client then submits nothing). The
+    steps' discoveries stay in the frontier (``Frontier.included``) for the result assembly.
+Which levels are small
+    Top-down, at most ``max_edges`` frontier edges, and at most ``max_vertices`` frontier
+    vertices: λ for the hybrid strategy on a cluster with GPUs, so that every step of a
+    small level would have run on the CPU anyway (the fixed and gpu strategies with GPU
+    workers have no small levels). See ``config.SMALL_LEVEL_EDGES`` for the default.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary, merge_level
+from taskbfs.bfs.steps import STEP, step_smp
+from taskbfs.runtime import Task, include
+
+
+@dataclass(frozen=True)
+class SmallLevels:
+    """Which levels one task runs by itself (see the module docstring).
+
+    Attributes
+    ----------
+    max_edges : int
+        Most frontier edges (the sum of the frontier's out-degrees) of a small level.
+    max_vertices : float
+        Most frontier vertices (λ when the hybrid strategy has GPU workers; else ∞).
+    """
+
+    max_edges: int
+    max_vertices: float = math.inf
+
+    def admits(self, summary: LevelSummary) -> bool:
+        """Whether the level ``summary`` describes (its frontier) is small."""
+        return (summary.direction == TOP_DOWN and 0 < summary.frontier_size <= self.max_vertices
+                and summary.frontier_edges <= self.max_edges)
+
+
+def run_small_levels(*args, level: int, small: SmallLevels, barrier_name: str) -> Frontier:
+    """The small-level task: run level ``level`` and the small levels after it.
+
+    Called as ``run_small_levels(*slices, degrees, frontier, ...)``: every task's
+    out-adjacency slice in task order, the degree array, then the frontier of ``level``
+    (updated in place, as a barrier does). Each level's steps (one per task with frontier
+    vertices) and its barrier run here as included tasks; each level's summary is
+    published as a barrier publishes it. Returns the frontier of the first level that is
+    not small (or empty), holding the included steps' discoveries.
+    """
+    *slices, degrees, frontier = args
+    if frontier.level != level:
+        raise RuntimeError(f"small levels from {level} got the frontier of level {frontier.level}")
+    while True:
+        found = [include(STEP.name, step_smp, _step_tags(frontier, t), slices[t], frontier)
+                 for t in range(len(slices)) if frontier.has_work(t)]
+        nxt, summary = include(barrier_name, merge_level, {"level": frontier.level},
+                               frontier, found, degrees, small)
+        nxt = replace(nxt, included=nxt.included + tuple((frontier.level, d) for d in found))
+        frontier = nxt
+        if not summary.chained:
+            return frontier
+
+
+def _step_tags(frontier: Frontier, t: int) -> dict:
+    """A step's trace tags, as the level loop gives a submitted step."""
+    size = int(frontier.offsets[t + 1] - frontier.offsets[t])
+    return {"level": frontier.level, "task": t, "size": size, "direction": frontier.direction}
+
+
+#: The small-level task (``ins = [part/0 .. part/T-1, degrees]``, ``inouts = [frontier]``).
+SMALL_LEVELS = Task("bfs_small_levels", smp=run_small_levels)
