@@ -151,10 +151,17 @@ class LiveRuns:
 
     def message(self, program: str, message: dict) -> None:
         """A message a task of ``program`` published: a level summary (see the module
-        docstring) is kept, and shown as a level when a small-level task runs that level
-        itself (``chained``)."""
+        docstring) is shown as a level when a small-level task runs that level itself
+        (``chained``); a summary that says ``assembled`` ends the search (no assembly
+        task will be placed)."""
         run = self.runs.get(program)
-        if run is None or not message.get("chained") or "frontier_counts" not in message:
+        if run is None:
+            return
+        if message.get("assembled"):  # its last summary, from a task that writes the result
+            run.finished = time.time()
+            run.version += 1
+            return
+        if not message.get("chained") or "frontier_counts" not in message:
             return
         counts = message["frontier_counts"]
         active = [t for t, c in enumerate(counts) if c > 0]

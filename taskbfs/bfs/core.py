@@ -43,7 +43,7 @@ from taskbfs.bfs.state import (
     size_label,
     tasks_overlapping,
 )
-from taskbfs.bfs.small_levels import SMALL_LEVELS, SmallLevels
+from taskbfs.bfs.small_levels import SMALL_LEVELS, Assembly, SmallLevels
 from taskbfs.bfs.steps import STEP
 from taskbfs.errors import InvalidParameterError
 from taskbfs.graph import Graph, partition
@@ -164,7 +164,8 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
     summary = first_summary(parts.bounds, source, graph.degree(source), graph.num_arcs, direction)
     summaries = [summary]
     logs: list[_Log] = []
-    levels = _Submitter(program, slices, lookahead, small, logs)
+    levels = _Submitter(program, slices, lookahead, small, logs,
+                        _Ending(source, assembly_cuts(graph.num_vertices, assembly_tasks)))
     with program.batch():
         program.submit(INIT, ins=["degrees"], outs=["frontier"],
                        kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction,
@@ -180,12 +181,18 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
             break
         if not summary.chained:  # else the task that sent it runs that level
             levels.after(summary)
-    pieces = _submit_assembly(program, parts, source, _ran(logs, summaries), assembly_tasks,
-                              included=levels.small_tasks > 0)
-    program.taskwait(pieces)
-    elapsed = time.perf_counter() - start
-
-    distances, parents = _joined(program.gather(pieces))
+    if summary.assembled:  # the small-level task that ended the search wrote the result
+        program.taskwait(["frontier"])
+        elapsed = time.perf_counter() - start
+        for log in logs:
+            program.forget(log.name)
+        distances, parents = program.get("frontier").result
+    else:
+        pieces = _submit_assembly(program, parts, source, _ran(logs, summaries), assembly_tasks,
+                                  included=levels.small_tasks > 0)
+        program.taskwait(pieces)
+        elapsed = time.perf_counter() - start
+        distances, parents = _joined(program.gather(pieces))
     records = program.records()
     placements = fetch_placements(program.client, program.id)
     from taskbfs.graph500 import traversed_edges
@@ -207,11 +214,20 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
     )
 
 
+@dataclass(frozen=True)
+class _Ending:
+    """What a small-level task needs to write the result if the search ends inside it."""
+
+    source: int
+    cuts: list
+
+
 class _Submitter:
     """Submits the levels of one search as their summaries arrive (see :meth:`after`)."""
 
     def __init__(self, program: Program, slices, lookahead: int, small: SmallLevels | None,
-                 logs: list):
+                 logs: list, ending: _Ending):
+        self.ending = ending
         self.program = program
         self.slices = slices
         self.lookahead = lookahead
@@ -234,10 +250,14 @@ class _Submitter:
         program, level = self.program, summary.level
         if self.small is not None and self.small.admits(summary):
             active = np.flatnonzero(summary.frontier_counts)
-            program.submit(SMALL_LEVELS, ins=[names[0] for names in self.slices] + ["degrees"],
+            # every earlier step's output too, to write the result if the search ends inside
+            assembly = Assembly(FINISH.name, self.ending.source, self.ending.cuts,
+                                [log.level for log in self.logs])
+            program.submit(SMALL_LEVELS, ins=[names[0] for names in self.slices] + ["degrees"]
+                           + [log.name for log in self.logs],
                            inouts=["frontier"], in_place=True,
                            kwargs={"level": level, "small": self.small,
-                                   "barrier_name": BARRIER.name},
+                                   "barrier_name": BARRIER.name, "assembly": assembly},
                            # the live page shows the level's steps from these
                            tags={"level": level, "small_levels": True,
                                  "direction": summary.direction,

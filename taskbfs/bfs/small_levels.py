@@ -17,6 +17,10 @@ Approach
     the next level while that one is small too, publishing each level's summary as a
     barrier does, ``chained`` while it goes on (the client then submits nothing). The
     steps' discoveries stay in the frontier (``Frontier.included``) for the result assembly.
+    The task also reads the outputs of every step the search ran before it: when the
+    search ends inside it (as most do: their last levels are small), it writes the result
+    too (an included assembly, on threads) and its last summary says ``assembled``,
+    sparing the round trip to the client and the assembly tasks.
 Which levels are small
     Top-down, at most ``max_edges`` frontier edges, and at most ``max_vertices`` frontier
     vertices: λ for the hybrid strategy on a cluster with GPUs, so that every step of a
@@ -29,7 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary, merge_level
+from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary, assemble_all, merge_level
 from taskbfs.bfs.steps import STEP, step_smp
 from taskbfs.runtime import Task, include
 
@@ -55,28 +59,64 @@ class SmallLevels:
                 and summary.frontier_edges <= self.max_edges)
 
 
-def run_small_levels(*args, level: int, small: SmallLevels, barrier_name: str) -> Frontier:
+@dataclass(frozen=True)
+class Assembly:
+    """How a small-level task that ends the search writes its result.
+
+    Attributes
+    ----------
+    name : str
+        The trace name of the (included) assembly.
+    source : int
+    cuts : list of int
+        Vertex ids cutting the result into the slices written in parallel.
+    levels : list of int
+        The level of each earlier step output the task reads, in order.
+    """
+
+    name: str
+    source: int
+    cuts: list
+    levels: list
+
+
+def run_small_levels(*args, level: int, small: SmallLevels, barrier_name: str,
+                     assembly: Assembly | None = None) -> Frontier:
     """The small-level task: run level ``level`` and the small levels after it.
 
-    Called as ``run_small_levels(*slices, degrees, frontier, ...)``: every task's
-    out-adjacency slice in task order, the degree array, then the frontier of ``level``
-    (updated in place, as a barrier does). Each level's steps (one per task with frontier
-    vertices) and its barrier run here as included tasks; each level's summary is
-    published as a barrier publishes it. Returns the frontier of the first level that is
-    not small (or empty), holding the included steps' discoveries.
+    Called as ``run_small_levels(*slices, degrees, *earlier, frontier, ...)``: every
+    task's out-adjacency slice in task order, the degree array, the outputs of the steps
+    the search ran before (``assembly.levels`` says their levels), then the frontier of
+    ``level`` (updated in place, as a barrier does). Each level's steps (one per task with
+    frontier vertices) and its barrier run here as included tasks; each level's summary
+    is published as a barrier publishes it. Returns the frontier of the first level that
+    is not small, holding the included steps' discoveries; or, when the search ended here
+    and ``assembly`` is given, the last frontier with the search's ``result``.
     """
-    *slices, degrees, frontier = args
+    frontier = args[-1]
+    num_tasks = frontier.bounds.size - 1
+    slices, degrees, earlier = args[:num_tasks], args[num_tasks], args[num_tasks + 1 : -1]
     if frontier.level != level:
         raise RuntimeError(f"small levels from {level} got the frontier of level {frontier.level}")
     while True:
         found = [include(STEP.name, step_smp, _step_tags(frontier, t), slices[t], frontier)
-                 for t in range(len(slices)) if frontier.has_work(t)]
+                 for t in range(num_tasks) if frontier.has_work(t)]
         nxt, summary = include(barrier_name, merge_level, {"level": frontier.level},
-                               frontier, found, degrees, small)
-        nxt = replace(nxt, included=nxt.included + tuple((frontier.level, d) for d in found))
-        frontier = nxt
+                               frontier, found, degrees, small, assembly is not None)
+        frontier = replace(nxt, included=nxt.included + tuple((frontier.level, d) for d in found))
+        if summary.assembled:
+            return replace(frontier, result=include(
+                assembly.name, _assemble, {"done": True}, frontier, earlier, assembly))
         if not summary.chained:
             return frontier
+
+
+def _assemble(frontier: Frontier, earlier, assembly: Assembly):
+    """The search's ``(distances, parents)``: the earlier steps' outputs and the included ones."""
+    logs = list(earlier) + [d for _, d in frontier.included]
+    levels = list(assembly.levels) + [level for level, _ in frontier.included]
+    return assemble_all(logs, levels, source=assembly.source, bounds=frontier.bounds,
+                        cuts=assembly.cuts)
 
 
 def _step_tags(frontier: Frontier, t: int) -> dict:

@@ -98,6 +98,9 @@ class Frontier:
     #: search (:mod:`taskbfs.bfs.small_levels`): no other task holds them, so the result
     #: assembly reads them here.
     included: tuple = ()
+    #: ``(distances, parents)`` when a small-level task ended the search and wrote the
+    #: result itself (its summary says ``assembled``).
+    result: tuple | None = None
 
     def of_task(self, t: int) -> np.ndarray:
         """Task ``t``'s frontier vertices."""
@@ -137,6 +140,9 @@ class LevelSummary:
     #: The task that sent this summary runs the level itself (a small level, see
     #: :mod:`taskbfs.bfs.small_levels`): the client submits nothing for it.
     chained: bool = False
+    #: The search's last summary, from a task that also wrote the result (in the last
+    #: frontier's ``result``): the client submits no assembly.
+    assembled: bool = False
 
     def to_message(self) -> dict:
         """Plain-data form (lists, numbers) for :func:`taskbfs.runtime.publish`."""
@@ -270,14 +276,19 @@ def barrier(*args, level: int):
     return nxt
 
 
-def merge_level(frontier: Frontier, discoveries, degrees, small=None) -> tuple[Frontier, LevelSummary]:
+def merge_level(frontier: Frontier, discoveries, degrees, small=None, assembles: bool = False
+                ) -> tuple[Frontier, LevelSummary]:
     """:func:`advance`, then publish the summary (its counts are the sizes the placement
     plugin gives the next level's steps). ``small`` (a
     :class:`~taskbfs.bfs.small_levels.SmallLevels`, in a small-level task): the summary
-    says ``chained`` when it admits the next level, which that task then runs itself."""
+    says ``chained`` when it admits the next level, which that task then runs itself;
+    ``assembles``: the caller writes the result if this is the last level (the summary
+    says ``assembled``)."""
     nxt, summary = advance(frontier, discoveries, degrees)
     if small is not None and small.admits(summary):
         summary = replace(summary, chained=True)
+    if assembles and summary.frontier_size == 0:
+        summary = replace(summary, assembled=True)
     publish(summary.to_message(), sizes=(size_label(summary.level), summary.frontier_counts))
     return nxt, summary
 
@@ -496,7 +507,25 @@ def assemble_search(*args, source: int, lo: int, hi: int, bounds, levels, includ
     return assemble_range(*logs, source=source, lo=lo, hi=hi, bounds=bounds, levels=levels)
 
 
-def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels):
+def assemble_all(logs, levels, *, source: int, bounds, cuts) -> tuple[np.ndarray, np.ndarray]:
+    """The whole result, ``(distances, parents)``, from every step's output of a search:
+    :func:`assemble_range` over the slices between ``cuts``, on the thread pool, each
+    writing its part of the two arrays."""
+    bounds = np.asarray(bounds, dtype=np.int64)
+    distances = np.empty(cuts[-1], dtype=np.int64)
+    parents = np.empty(cuts[-1], dtype=np.int64)
+
+    def piece(lo, hi):
+        tasks = tasks_overlapping(bounds, lo, hi)
+        mine = [i for i, d in enumerate(logs) if d.offsets is not None or d.task in tasks]
+        assemble_range(*[logs[i] for i in mine], source=source, lo=lo, hi=hi, bounds=bounds,
+                       levels=[levels[i] for i in mine], out=(distances[lo:hi], parents[lo:hi]))
+
+    list(_pool().map(piece, cuts[:-1], cuts[1:]))
+    return distances, parents
+
+
+def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels, out=None):
     """Distances and parents of the vertices ``[lo, hi)``, from the steps' records of a
     whole search (runs on a worker; any range, not only whole tasks).
 
@@ -512,14 +541,20 @@ def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels):
         The task ranges (T + 1), to find the top-down buckets that can hold the range.
     levels : sequence of int
         The level each log's step ran at (its discoveries are at ``level + 1``).
+    out : (ndarray, ndarray), optional
+        int64 arrays of ``hi - lo`` entries to write into (default: new ones).
 
     Returns
     -------
     (distances, parents) : ndarrays of int64 over ``[lo, hi)``, -1 for unreached.
     """
-    size = hi - lo
-    distances = np.full(size, -1, dtype=np.int64)
-    parents = np.full(size, -1, dtype=np.int64)
+    if out is None:
+        distances = np.empty(hi - lo, dtype=np.int64)
+        parents = np.empty(hi - lo, dtype=np.int64)
+    else:
+        distances, parents = out
+    distances.fill(-1)
+    parents.fill(-1)
     tasks = tasks_overlapping(bounds, lo, hi)
     for d, level in zip(logs, levels, strict=True):
         if d.offsets is not None:
