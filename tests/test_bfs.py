@@ -35,13 +35,15 @@ def check_result(graph, shape, source, result):
     assert result.parents[source] == source
 
 
+@pytest.mark.parametrize("small", [None, 0], ids=["small-levels-default", "every-level-as-tasks"])
 @pytest.mark.parametrize("tasks", TASK_COUNTS)
 @pytest.mark.parametrize("name", sorted(set(SHAPES) - DEEP))
-def test_distances_match_references(runtime, name, tasks):
+def test_distances_match_references(runtime, name, tasks, small):
     shape = SHAPES[name]
     graph = build(shape)
     source = shape.sources[0]
-    result = tb.bfs(graph, source, tasks=resolve_tasks(tasks, graph), runtime=runtime)
+    result = tb.bfs(graph, source, tasks=resolve_tasks(tasks, graph), runtime=runtime,
+                    small_level_edges=small)
     check_result(graph, shape, source, result)
 
 
@@ -55,13 +57,16 @@ def test_every_suggested_source(runtime, name):
 
 
 @pytest.mark.parametrize("name", sorted(DEEP))
-@pytest.mark.parametrize("tasks, where", [(1, "first"), (7, "last"), ("n", "middle")])
-def test_deep_paths(runtime, name, tasks, where):
-    """A path is one level per vertex: thousands of levels, one frontier vertex each."""
+@pytest.mark.parametrize("tasks, where, small", [(1, "first", 0), (7, "last", 0), ("n", "middle", 0),
+                                                 (7, "last", None), ("n", "middle", None)])
+def test_deep_paths(runtime, name, tasks, where, small):
+    """A path is one level per vertex: thousands of levels, one frontier vertex each (as
+    tasks with ``small`` 0; else inside one small-level task)."""
     shape = SHAPES[name]
     graph = build(shape)
     source = {"first": 0, "middle": shape.num_vertices // 2, "last": shape.num_vertices - 1}[where]
-    result = tb.bfs(graph, source, tasks=resolve_tasks(tasks, graph), runtime=runtime)
+    result = tb.bfs(graph, source, tasks=resolve_tasks(tasks, graph), runtime=runtime,
+                    small_level_edges=small)
     check_result(graph, shape, source, result)
     assert result.num_levels == max(source, shape.num_vertices - 1 - source) + 1
 
@@ -146,8 +151,9 @@ def test_random_graphs(runtime, data):
     tasks = data.draw(st.integers(1, n), label="tasks")
     direction = data.draw(st.sampled_from(["auto", "top-down", "bottom-up"]), label="direction")
     lookahead = data.draw(st.integers(0, 2), label="lookahead")
+    small = data.draw(st.sampled_from([None, 0, 1, 8]), label="small_level_edges")
     result = tb.bfs(graph, source, tasks=tasks, direction=direction, lookahead=lookahead,
-                    runtime=runtime)
+                    runtime=runtime, small_level_edges=small)
     np.testing.assert_array_equal(result.distances, naive_bfs(src, dst, n, source, directed))
     tb.validate(graph, source, result.parents)
 

@@ -450,3 +450,52 @@ def test_examples_reject_bad_tiles(embedded):
         cholesky(Program(embedded), np.eye(8), tile=5)
     with pytest.raises(InvalidParameterError, match="square"):
         cholesky(Program(embedded), np.ones((4, 6)), tile=2)
+
+
+# ---------------------------------------------------------------- included tasks (OmpSs final)
+def _double(v):
+    return 2 * v
+
+
+def _double_twice_inside(v):
+    """A task that does two pieces of work itself, as included tasks."""
+    once = taskbfs.runtime.include("double", _double, {"piece": 1}, v)
+    return taskbfs.runtime.include("double", _double, {"piece": 2}, once)
+
+
+DOUBLE_TWICE = Task("double_twice", smp=_double_twice_inside)
+
+
+def test_included_work_runs_in_the_task_and_is_traced(rt):
+    p = Program(rt)
+    p.put("x", 3)
+    key = p.submit(DOUBLE_TWICE, ins=["x"], outs=["y"], tags={"outer": True})
+    assert p.get("y") == 12
+    records = _records_by_name(p)
+    (outer,) = records["double_twice"]
+    inner = sorted(records["double"], key=lambda r: r["piece"])
+    assert [r["piece"] for r in inner] == [1, 2]
+    for r in inner:  # in the outer task's thread, within its time, marked with its key
+        assert r["included"] == key == outer["key"] and "included" not in outer
+        assert (r["worker"], r["thread"]) == (outer["worker"], outer["thread"])
+        assert outer["start"] <= r["start"] <= r["stop"] <= outer["stop"]
+        assert r["device"] == SMP and r["key"] != key
+    assert inner[0]["stop"] <= inner[1]["start"]
+    p.close()
+
+
+def test_include_outside_a_task_is_a_plain_call():
+    assert taskbfs.runtime.include("double", _double, {}, 5) == 10
+
+
+def test_holds_together(embedded, processes):
+    """In-process workers share memory; across processes one worker must hold every datum."""
+    assert embedded.holds_together([embedded.client.scatter(1), embedded.client.scatter(2)])
+    client = processes.client
+    a, b = sorted(client.scheduler_info()["workers"])
+    def put(size, where):
+        return client.scatter(np.arange(size), workers=[where], hash=False)
+
+    apart, together = [put(3, a), put(4, b)], [put(3, a), put(4, a)]
+    assert not processes.holds_together(apart)
+    assert processes.holds_together(together)

@@ -1,0 +1,146 @@
+"""Small levels inside one task (taskbfs.bfs.small_levels) against every level as tasks and
+against the independent references, on many graph shapes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from reference import naive_bfs, scipy_distances
+from shapes import path, shapes
+
+import taskbfs as tb
+from taskbfs.bfs.core import _small_levels
+from taskbfs.bfs.small_levels import SmallLevels
+from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, LevelSummary
+from taskbfs.runtime import Policy
+
+SHAPES = {s.name: s for s in shapes()}
+SHAPES["path_50"] = path(50)  # deep, short enough to run every level as tasks too
+SHAPES.pop("path_3000")
+ALL = 1 << 40  # every top-down level is small
+LEVEL_COLUMNS = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
+                 "discovered", "tasks", "tasks_cpu", "tasks_gpu"]
+TRACE_COLUMNS = ["level", "task", "lo", "hi", "direction", "size", "edges_examined", "found",
+                 "device"]
+
+
+def build(shape) -> tb.Graph:
+    return tb.Graph.from_edges(shape.src, shape.dst, num_vertices=shape.num_vertices,
+                               directed=shape.directed)
+
+
+def check(graph, shape, source, result):
+    expected = naive_bfs(shape.src, shape.dst, shape.num_vertices, source, shape.directed)
+    np.testing.assert_array_equal(result.distances, expected)
+    np.testing.assert_array_equal(result.distances, scipy_distances(graph, source))
+    tb.validate(graph, source, result.parents)
+
+
+def summary(direction=TOP_DOWN, size=10, edges=100) -> LevelSummary:
+    return LevelSummary(level=3, direction=direction, frontier_counts=np.array([size]),
+                        frontier_size=size, frontier_edges=edges)
+
+
+def test_rule_admits_small_top_down_levels_only():
+    rule = SmallLevels(max_edges=100, max_vertices=20)
+    assert rule.admits(summary(size=10, edges=100))
+    assert not rule.admits(summary(size=10, edges=101))  # too many edges
+    assert not rule.admits(summary(size=21, edges=50))  # more than λ: the GPU's
+    assert not rule.admits(summary(direction=BOTTOM_UP, size=1, edges=1))
+    assert not rule.admits(summary(size=0, edges=0))  # the search is over
+    assert SmallLevels(max_edges=5).max_vertices == math.inf
+
+
+class _Stub:
+    """What ``_small_levels`` asks of a runtime."""
+
+    def __init__(self, together=True):
+        self.together = together
+
+    def holds_together(self, futures):
+        return self.together
+
+
+class _Placed:
+    slices = ()
+
+
+@pytest.mark.parametrize("kind, gpus, lookahead, together, expected", [
+    ("hybrid", 0, 0, True, math.inf),  # no GPU: every task runs on the CPU
+    ("hybrid", 1, 0, True, 7.0),  # a small level must be one the policy sends to the CPU
+    ("cpu", 1, 0, True, math.inf),
+    ("fixed", 0, 0, True, math.inf),
+    ("fixed", 1, 0, True, None),  # its GPU tasks stay on the GPU
+    ("hybrid", 1, 2, True, None),  # levels submitted ahead
+    ("hybrid", 0, 0, False, None),  # no worker holds every slice: it would copy them
+])
+def test_which_searches_have_small_levels(kind, gpus, lookahead, together, expected):
+    resources = {"CPU": 2, "GPU": gpus}
+    rule = _small_levels(_Stub(together), resources, Policy(kind, lam=7), 1000, lookahead, _Placed())
+    if expected is None:
+        assert rule is None
+    else:
+        assert rule == SmallLevels(1000, expected)
+    assert _small_levels(_Stub(), resources, Policy(kind, lam=7), 0, 0, _Placed()) is None  # off
+    assert _small_levels(_Stub(), {"GPU": 1}, Policy("gpu"), 1000, 0, _Placed()) is None
+
+
+@pytest.mark.parametrize("direction", ["auto", "top-down", "bottom-up"])
+@pytest.mark.parametrize("prefix", ["path", "star", "grid", "components", "isolated", "self_loops",
+                                    "duplicate", "directed_dag", "directed_cycle", "random_directed",
+                                    "kronecker_like", "binary_tree", "single_vertex"])
+def test_small_levels_agree_with_levels_as_tasks(runtime, prefix, direction):
+    """The same search, level table and trace (but the ``included`` column) whether the
+    small levels run inside one task or as T steps and a barrier each."""
+    shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))
+    graph = build(shape)
+    for tasks in (1, min(4, graph.num_vertices)):
+        for source in shape.sources[:2]:
+            inside = tb.bfs(graph, source, tasks=tasks, direction=direction, runtime=runtime,
+                            small_level_edges=ALL)
+            apart = tb.bfs(graph, source, tasks=tasks, direction=direction, runtime=runtime,
+                           small_level_edges=0)
+            check(graph, shape, source, inside)
+            np.testing.assert_array_equal(inside.distances, apart.distances)
+            assert inside.levels[LEVEL_COLUMNS].equals(apart.levels[LEVEL_COLUMNS])
+            assert inside.trace[TRACE_COLUMNS].equals(apart.trace[TRACE_COLUMNS])
+            assert not apart.trace["included"].any()
+            # every top-down level ran inside; bottom-up ones as tasks
+            top_down = inside.trace["direction"] == TOP_DOWN
+            assert inside.trace["included"].tolist() == top_down.tolist()
+
+
+def test_a_deep_search_runs_in_one_task_which_writes_the_result(runtime):
+    shape = next(s for s in shapes() if s.name.startswith("path"))  # 3000 levels
+    graph = build(shape)
+    result = tb.bfs(graph, 0, tasks=3, runtime=runtime, direction="top-down")
+    check(graph, shape, 0, result)
+    # one step per level, the last one finding nothing
+    assert result.trace["included"].all() and len(result.trace) == graph.num_vertices
+    assert result.num_levels == len(result.levels) == graph.num_vertices
+    assert result.assembly_seconds > 0  # the included assembly, traced under the result's name
+    assert (result.levels["barrier_worker"].notna()).all()  # each level's included barrier
+
+
+def test_only_levels_under_the_cutoff_run_inside(runtime):
+    graph = tb.kronecker(12, edgefactor=16, seed=4)
+    cutoff = 2000
+    for source in tb.search_keys(graph, 4, seed=2):
+        source = int(source)
+        result = tb.bfs(graph, source, tasks=3, runtime=runtime, small_level_edges=cutoff)
+        np.testing.assert_array_equal(result.distances, scipy_distances(graph, source))
+        tb.validate(graph, source, result.parents)
+        inside = result.trace.groupby("level")["included"].agg(["all", "any"])
+        assert (inside["all"] == inside["any"]).all()  # a level is inside or not as a whole
+        levels = result.levels.set_index("level")
+        small = (levels["direction"] == TOP_DOWN) & (levels["frontier_edges"] <= cutoff)
+        assert inside["all"].equals(small.loc[inside.index].rename("all"))
+
+
+def test_small_level_edges_must_be_a_count(runtime):
+    graph = tb.Graph.from_edges([0, 1], [1, 2])
+    for bad in (-1, 1.5, True, "many"):
+        with pytest.raises(tb.InvalidParameterError, match="small_level_edges"):
+            tb.bfs(graph, 0, runtime=runtime, small_level_edges=bad)
