@@ -181,6 +181,8 @@ VARIANTS = {
     "cpubar": {"BARRIER_FOLLOWS_GPU_STEPS": False},
     # a level's barrier on the GPU worker when all of its steps ran there
     "gpubar": {"BARRIER_FOLLOWS_GPU_STEPS": True},
+    # every level as T steps and a barrier (no small levels inside one task)
+    "tasks": {"SMALL_LEVEL_EDGES": 0},
 }
 
 
