@@ -111,6 +111,13 @@ DEFAULT_LOOKAHEAD = 0
 #: work of a level under ~1 ms. Chosen by measurement, see benchmarks/RESULTS.md.
 SMALL_LEVEL_EDGES = 1 << 16
 
+#: The embedded default runtime calls ``gc.freeze()`` once it has started, so that Python's
+#: full garbage collections skip the ~300 K long-lived objects of numba, pandas and
+#: distributed: a full pass took 170 ms on 2 cores (7-25 ms frozen) and came every few
+#: searches, since the in-process cluster allocates many objects per task
+#: (``runtime.cluster._freeze_long_lived_objects``; benchmarks/RESULTS.md).
+FREEZE_GC_AT_START = True
+
 #: Levels are submitted ahead only while at least this share of the tasks had work in the
 #: latest level known (a level submitted ahead runs a step, maybe idle, for every task).
 LOOKAHEAD_MIN_ACTIVE = 0.5
