@@ -166,12 +166,9 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
     logs: list[_Log] = []
     levels = _Submitter(program, slices, lookahead, small, logs,
                         _Ending(source, assembly_cuts(graph.num_vertices, assembly_tasks)))
-    with program.batch():
-        program.submit(INIT, ins=["degrees"], outs=["frontier"],
-                       kwargs={"bounds": parts.bounds, "source": source, "direction_mode": direction,
-                               "total_edges": graph.num_arcs},
-                       tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
-        levels.after(summary)
+    levels.start(summary, init={"bounds": parts.bounds, "source": source,
+                                "direction_mode": direction, "total_edges": graph.num_arcs},
+                 tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
     while True:
         summary = _next_summary(program)
         summaries.append(summary)
@@ -236,6 +233,17 @@ class _Submitter:
         self.submitted = -1  # the last level submitted
         self.small_tasks = 0  # small-level tasks submitted
 
+    def start(self, summary: LevelSummary, init: dict, tags: dict) -> None:
+        """The first batch: the task that makes the level-0 frontier (``init_state(**init)``,
+        traced with ``tags``) and level 0; one small-level task doing both when level 0
+        is small (one task and one hop fewer)."""
+        if self.small is not None and self.small.admits(summary):
+            self._submit_small(summary, init, tags)
+            return
+        with self.program.batch():
+            self.program.submit(INIT, ins=["degrees"], outs=["frontier"], kwargs=init, tags=tags)
+            self.after(summary)
+
     def after(self, summary: LevelSummary) -> None:
         """What to submit once ``summary`` (a non-empty level) is known, as one batch: a
         small-level task when the level is small, else that level from its summary
@@ -249,24 +257,7 @@ class _Submitter:
         """
         program, level = self.program, summary.level
         if self.small is not None and self.small.admits(summary):
-            active = np.flatnonzero(summary.frontier_counts)
-            # every earlier step's output too, to write the result if the search ends inside
-            assembly = Assembly(FINISH.name, self.ending.source, self.ending.cuts,
-                                [log.level for log in self.logs])
-            program.submit(SMALL_LEVELS, ins=[names[0] for names in self.slices] + ["degrees"]
-                           + [log.name for log in self.logs],
-                           inouts=["frontier"], in_place=True,
-                           kwargs={"level": level, "small": self.small,
-                                   "barrier_name": BARRIER.name, "assembly": assembly},
-                           # the live page shows the level's steps from these
-                           tags={"level": level, "small_levels": True,
-                                 "direction": summary.direction,
-                                 "frontier": summary.frontier_size,
-                                 "frontier_edges": summary.frontier_edges,
-                                 "active": active.tolist(),
-                                 "sizes": summary.frontier_counts[active].tolist()})
-            self.submitted = level
-            self.small_tasks += 1
+            self._submit_small(summary)
             return
         active = int(np.count_nonzero(summary.frontier_counts))
         with program.batch():
@@ -277,6 +268,30 @@ class _Submitter:
                 while self.submitted < level + self.lookahead:
                     self.submitted += 1
                     self.logs += _submit_level(program, self.slices, self.submitted)
+
+
+    def _submit_small(self, summary: LevelSummary, init: dict | None = None,
+                      tags: dict | None = None) -> None:
+        """A small-level task from level ``summary.level``; with ``init``, it also makes the
+        level-0 frontier (``outs`` rather than ``inouts``)."""
+        active = np.flatnonzero(summary.frontier_counts)
+        # every earlier step's output too, to write the result if the search ends inside
+        assembly = Assembly(FINISH.name, self.ending.source, self.ending.cuts,
+                            [log.level for log in self.logs])
+        frontier = {"inouts": ["frontier"], "in_place": True} if init is None else {
+            "outs": ["frontier"]}
+        self.program.submit(
+            SMALL_LEVELS, ins=[names[0] for names in self.slices] + ["degrees"]
+            + [log.name for log in self.logs], **frontier,
+            kwargs={"level": summary.level, "small": self.small, "barrier_name": BARRIER.name,
+                    "assembly": assembly, "init": init},
+            # the live page shows the level's steps from these
+            tags={**(tags or {}), "level": summary.level, "small_levels": True,
+                  "direction": summary.direction, "frontier": summary.frontier_size,
+                  "frontier_edges": summary.frontier_edges, "active": active.tolist(),
+                  "sizes": summary.frontier_counts[active].tolist()})
+        self.submitted = summary.level
+        self.small_tasks += 1
 
 
 def _slice_names(program: Program, placed, num_tasks: int) -> list[list[str]]:

@@ -33,7 +33,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary, assemble_all, merge_level
+from taskbfs.bfs.state import (
+    TOP_DOWN,
+    Frontier,
+    LevelSummary,
+    assemble_all,
+    init_state,
+    merge_level,
+)
 from taskbfs.bfs.steps import STEP, step_smp
 from taskbfs.runtime import Task, include
 
@@ -81,7 +88,7 @@ class Assembly:
 
 
 def run_small_levels(*args, level: int, small: SmallLevels, barrier_name: str,
-                     assembly: Assembly | None = None) -> Frontier:
+                     assembly: Assembly | None = None, init: dict | None = None) -> Frontier:
     """The small-level task: run level ``level`` and the small levels after it.
 
     Called as ``run_small_levels(*slices, degrees, *earlier, frontier, ...)``: every
@@ -91,11 +98,17 @@ def run_small_levels(*args, level: int, small: SmallLevels, barrier_name: str,
     frontier vertices) and its barrier run here as included tasks; each level's summary
     is published as a barrier publishes it. Returns the frontier of the first level that
     is not small, holding the included steps' discoveries; or, when the search ended here
-    and ``assembly`` is given, the last frontier with the search's ``result``.
+    and ``assembly`` is given, the last frontier with the search's ``result``. With
+    ``init`` (the search's first task) there is no frontier argument: the task makes the
+    level-0 frontier itself, ``init_state(degrees, **init)``.
     """
-    frontier = args[-1]
-    num_tasks = frontier.bounds.size - 1
-    slices, degrees, earlier = args[:num_tasks], args[num_tasks], args[num_tasks + 1 : -1]
+    if init is None:
+        *args, frontier = args
+        num_tasks = frontier.bounds.size - 1
+    else:
+        num_tasks = len(init["bounds"]) - 1
+        frontier = init_state(args[num_tasks], **init)
+    slices, degrees, earlier = args[:num_tasks], args[num_tasks], args[num_tasks + 1 :]
     if frontier.level != level:
         raise RuntimeError(f"small levels from {level} got the frontier of level {frontier.level}")
     while True:
