@@ -128,8 +128,8 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     direction = _check_choice("direction", direction, DIRECTIONS)
     strategy = _check_choice("strategy", strategy, STRATEGIES)
     share = _check_share(gpu_share)
-    ahead = _check_lookahead(lookahead)
-    small_edges = _check_small_level_edges(small_level_edges)
+    ahead = _check_count("lookahead", lookahead, config.DEFAULT_LOOKAHEAD)
+    small_edges = _check_count("small_level_edges", small_level_edges, config.SMALL_LEVEL_EDGES)
     policy = Policy(strategy, lam=config.DEFAULT_LAMBDA if lam is None else lam)
     rt = _runtime(runtime)
     resources = rt.resources()
@@ -536,12 +536,13 @@ def _check_share(gpu_share) -> float:
     return share
 
 
-def _check_small_level_edges(edges) -> int:
-    if edges is None:
-        return config.SMALL_LEVEL_EDGES
-    if isinstance(edges, bool) or not isinstance(edges, (int, np.integer)) or edges < 0:
-        raise InvalidParameterError(f"small_level_edges must be an integer >= 0, got {edges!r}")
-    return int(edges)
+def _check_count(name: str, value, default: int) -> int:
+    """``value`` as an integer >= 0 (None: ``default``), or a clear error naming ``name``."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise InvalidParameterError(f"{name} must be an integer >= 0, got {value!r}")
+    return int(value)
 
 
 def _small_levels(rt, resources: dict, policy: Policy, max_edges: int, lookahead: int,
@@ -561,13 +562,6 @@ def _small_levels(rt, resources: dict, policy: Policy, max_edges: int, lookahead
         return None
     return SmallLevels(max_edges, max_vertices)
 
-
-def _check_lookahead(lookahead) -> int:
-    if lookahead is None:
-        return config.DEFAULT_LOOKAHEAD
-    if isinstance(lookahead, bool) or not isinstance(lookahead, (int, np.integer)) or lookahead < 0:
-        raise InvalidParameterError(f"lookahead must be an integer >= 0, got {lookahead!r}")
-    return int(lookahead)
 
 
 def _check_tasks(tasks) -> int | None:
