@@ -28,6 +28,7 @@ import pandas as pd
 from taskbfs import config
 from taskbfs.bfs.placement import place_graph
 from taskbfs.bfs.result import BFSResult
+from taskbfs.bfs.small_levels import SMALL_LEVELS, Assembly, SmallLevels
 from taskbfs.bfs.state import (
     AUTO,
     BOTTOM_UP,
@@ -43,7 +44,6 @@ from taskbfs.bfs.state import (
     size_label,
     tasks_overlapping,
 )
-from taskbfs.bfs.small_levels import SMALL_LEVELS, Assembly, SmallLevels
 from taskbfs.bfs.steps import STEP
 from taskbfs.errors import InvalidParameterError
 from taskbfs.graph import Graph, partition
@@ -164,8 +164,8 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
     summary = first_summary(parts.bounds, source, graph.degree(source), graph.num_arcs, direction)
     summaries = [summary]
     logs: list[_Log] = []
-    levels = _Submitter(program, slices, lookahead, small, logs,
-                        _Ending(source, assembly_cuts(graph.num_vertices, assembly_tasks)))
+    levels = _Submitter(program, slices, lookahead, small, logs, source,
+                        assembly_cuts(graph.num_vertices, assembly_tasks))
     levels.start(summary, init={"bounds": parts.bounds, "source": source,
                                 "direction_mode": direction, "total_edges": graph.num_arcs},
                  tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
@@ -211,20 +211,13 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
     )
 
 
-@dataclass(frozen=True)
-class _Ending:
-    """What a small-level task needs to write the result if the search ends inside it."""
-
-    source: int
-    cuts: list
-
-
 class _Submitter:
     """Submits the levels of one search as their summaries arrive (see :meth:`after`)."""
 
     def __init__(self, program: Program, slices, lookahead: int, small: SmallLevels | None,
-                 logs: list, ending: _Ending):
-        self.ending = ending
+                 logs: list, source: int, cuts: list):
+        self.source = source  # and the result's slices: for a small-level task that ends it
+        self.cuts = cuts
         self.program = program
         self.slices = slices
         self.lookahead = lookahead
@@ -269,15 +262,13 @@ class _Submitter:
                     self.submitted += 1
                     self.logs += _submit_level(program, self.slices, self.submitted)
 
-
     def _submit_small(self, summary: LevelSummary, init: dict | None = None,
                       tags: dict | None = None) -> None:
         """A small-level task from level ``summary.level``; with ``init``, it also makes the
         level-0 frontier (``outs`` rather than ``inouts``)."""
         active = np.flatnonzero(summary.frontier_counts)
         # every earlier step's output too, to write the result if the search ends inside
-        assembly = Assembly(FINISH.name, self.ending.source, self.ending.cuts,
-                            [log.level for log in self.logs])
+        assembly = Assembly(FINISH.name, self.source, self.cuts, [log.level for log in self.logs])
         frontier = {"inouts": ["frontier"], "in_place": True} if init is None else {
             "outs": ["frontier"]}
         self.program.submit(

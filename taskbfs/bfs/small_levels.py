@@ -116,7 +116,8 @@ def run_small_levels(*args, level: int, small: SmallLevels, barrier_name: str,
                  for t in range(num_tasks) if frontier.has_work(t)]
         nxt, summary = include(barrier_name, merge_level, {"level": frontier.level},
                                frontier, found, degrees, small, assembly is not None)
-        frontier = replace(nxt, included=nxt.included + tuple((frontier.level, d) for d in found))
+        nxt.included.extend((frontier.level, d) for d in found)
+        frontier = nxt
         if summary.assembled:
             return replace(frontier, result=include(
                 assembly.name, _assemble, {"done": True}, frontier, earlier, assembly))
@@ -138,5 +139,6 @@ def _step_tags(frontier: Frontier, t: int) -> dict:
     return {"level": frontier.level, "task": t, "size": size, "direction": frontier.direction}
 
 
-#: The small-level task (``ins = [part/0 .. part/T-1, degrees]``, ``inouts = [frontier]``).
+#: The small-level task: ``ins = [part/0 .. part/T-1, degrees, earlier steps' outputs]``,
+#: ``inouts = [frontier]`` (``outs`` when it makes the level-0 frontier itself).
 SMALL_LEVELS = Task("bfs_small_levels", smp=run_small_levels)

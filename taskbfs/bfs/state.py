@@ -82,7 +82,7 @@ class Frontier:
         The task ranges (T + 1); None means one range (a step run on its own).
     progress : Progress, optional
         The barrier's bookkeeping (None outside a traversal).
-    included : tuple
+    included : list
         See the attribute's comment.
     """
 
@@ -96,8 +96,9 @@ class Frontier:
     progress: Progress | None = None
     #: ``(level, Discoveries)`` of the steps run inside small-level tasks so far in this
     #: search (:mod:`taskbfs.bfs.small_levels`): no other task holds them, so the result
-    #: assembly reads them here.
-    included: tuple = ()
+    #: assembly reads them here. One list per search, passed on from level to level and
+    #: appended to in place (as the visited bitmap is updated in place).
+    included: list = field(default_factory=list)
     #: ``(distances, parents)`` when a small-level task ended the search and wrote the
     #: result itself (its summary says ``assembled``).
     result: tuple | None = None
