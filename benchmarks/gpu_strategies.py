@@ -183,6 +183,8 @@ VARIANTS = {
     "gpubar": {"BARRIER_FOLLOWS_GPU_STEPS": True},
     # every level as T steps and a barrier (no small levels inside one task)
     "tasks": {"SMALL_LEVEL_EDGES": 0},
+    # the top-down barrier's pass one owner per thread even with fewer owners than threads
+    "owners": {"ACCEPT_BY_PIECES": False},
 }
 
 

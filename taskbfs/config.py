@@ -125,6 +125,13 @@ LOOKAHEAD_MIN_ACTIVE = 0.5
 #: A top-down barrier with at least this many candidates keeps their first occurrences
 #: owner by owner on several threads (each owner's part is independent).
 PARALLEL_ACCEPT_MIN = 1 << 18
+#: With fewer owners than threads, cut the owners' ranges into pieces (two per thread) for
+#: that pass. Off: on the 16-core H100 host the extra serial bucketing pass cost more than
+#: the threads saved (gpu-td at scale 24: T = 4 498 MTEPS with pieces against 735 with one
+#: piece per owner, T = 1 570 against 663; barrier 56% / 64% of the search against 24% /
+#: 54%), though on 2 cores it sped a forced top-down T = 1 search from 721 to 606 ms at
+#: scale 22 (the default T there is one task per core, which never cuts). RESULTS.md.
+ACCEPT_BY_PIECES = False
 #: A top-down GPU step with at least this many candidates buckets them by owner on the
 #: device before copying them back (fewer are bucketed on the host).
 DEVICE_BUCKET_MIN = 1 << 14

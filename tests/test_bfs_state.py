@@ -74,12 +74,15 @@ def test_assembly_count_follows_slots_size_and_cap():
 @pytest.mark.parametrize("bounds", [[0, 1000], [0, 70, 130, 131, 600, 1000], [0, 64, 128, 999, 1000]])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("threads", [2, 4, 8])
-def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, seed, threads):
+@pytest.mark.parametrize("pieces", [True, False])
+def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, seed, threads,
+                                                          pieces):
     """Owners accepted on several threads (each on a copy of its visited words, ORed back:
     neighbours share boundary words here) give the serial barrier's frontier, counts,
     edges and visited set exactly. With fewer owners than threads (one owner, 1000
-    vertices), the owners are cut into word-aligned pieces accepted on threads: the same
-    counts, edges and visited set, and each owner's new vertices in another order."""
+    vertices) and ``config.ACCEPT_BY_PIECES``, the owners are cut into word-aligned pieces
+    accepted on threads: the same counts, edges and visited set, and each owner's new
+    vertices in another order."""
     from taskbfs.bfs import state
     from taskbfs.bfs.state import Discoveries, bucketed
 
@@ -95,6 +98,7 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, 
         found = rng.integers(0, n, 2000)
         steps.append(bucketed(Discoveries(s, found, found.copy(), 0), bounds))
     monkeypatch.setattr(state, "_threads", lambda: threads)
+    monkeypatch.setattr(state.config, "ACCEPT_BY_PIECES", pieces)
     results = {}
     for mode, minimum in (("serial", 1 << 60), ("threads", 0)):
         monkeypatch.setattr(state.config, "PARALLEL_ACCEPT_MIN", minimum)
@@ -108,7 +112,7 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, 
     for t in range(bounds.size - 1):  # owner t's new vertices, contiguous in both
         want = serial[0][starts[t]:starts[t + 1]]
         got = parallel[0][starts[t]:starts[t + 1]]
-        if bounds.size - 1 >= threads:  # owner by owner: the very same order
+        if bounds.size - 1 >= threads or not pieces:  # owner by owner: the very same order
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_array_equal(np.sort(got), np.sort(want))

@@ -377,7 +377,7 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
         offsets[s] = d.offsets + base
         base += d.vertices.size
     if candidates.size >= config.PARALLEL_ACCEPT_MIN and _threads() > 1:
-        if num_tasks >= _threads():
+        if num_tasks >= _threads() or not config.ACCEPT_BY_PIECES:
             return _accept_by_owner(bounds, visited, candidates, offsets, degrees)
         return _accept_by_pieces(bounds, visited, candidates, degrees)
     new_frontier = np.empty(candidates.size, dtype=np.int64)
