@@ -5,8 +5,9 @@ The scheduler plugin has already decided the device by restricting the task to t
 worker's own task state and calls the matching implementation. Records stay on the
 worker (no extra messages per task) until :func:`collect_records` is run on every
 worker at the end of a program. :func:`include` runs a function as an *included* task of
-the running one (OmpSs: the tasks a ``final`` task creates run at once in its thread). :func:`worker_cache` is the per-worker store that the
-OmpSs device cache is built on (e.g. graph partitions kept in GPU memory).
+the running one (OmpSs: the tasks a ``final`` task creates run at once in its thread).
+:func:`worker_cache` is the per-worker store that the OmpSs device cache is built on (e.g.
+graph partitions kept in GPU memory).
 """
 
 from __future__ import annotations
