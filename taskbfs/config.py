@@ -53,8 +53,8 @@ DEVICE_MEMORY_FRACTION = 0.8
 DEFAULT_GPU_SHARE = 0.5
 
 #: Direction-optimizing switch (Beamer et al., used by the TOTEM paper): go bottom-up when
-#: the frontier's edges exceed unexplored edges / ALPHA; back to top-down when the
-#: frontier's vertices fall below num_vertices / BETA. Values from Beamer's paper.
+#: the frontier grows and its edges exceed unexplored edges / ALPHA; back to top-down when
+#: it shrinks and its vertices fall below num_vertices / BETA. Values from Beamer's paper.
 DO_ALPHA = 15.0
 DO_BETA = 18.0
 

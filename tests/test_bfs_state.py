@@ -8,6 +8,7 @@ import pytest
 
 import taskbfs as tb
 from taskbfs.bfs.state import AUTO, BOTTOM_UP, TOP_DOWN, first_frontier, first_summary
+from taskbfs.kernels.direction import switch_direction
 
 FIELDS = ("level", "direction", "frontier_size", "frontier_edges")
 ARRAYS = ("frontier_counts", "edges_examined", "found")
@@ -34,6 +35,45 @@ def test_first_summary_equals_the_workers(mode, bounds):
             np.testing.assert_array_equal(getattr(client, name), getattr(worker, name))
     hub = first_summary(bounds, 0, graph.degree(0), graph.num_arcs, mode, alpha=10.0)
     assert hub.direction == (TOP_DOWN if mode == TOP_DOWN else BOTTOM_UP)  # both branches covered
+
+
+@pytest.mark.parametrize(
+    "current, size, previous, edges, unexplored, expected",
+    [
+        (TOP_DOWN, 50, 10, 200, 1000, BOTTOM_UP),  # growing, edges > unexplored / 10
+        (TOP_DOWN, 50, 10, 100, 1000, TOP_DOWN),  # growing, too few edges
+        (TOP_DOWN, 5, 10, 200, 1000, TOP_DOWN),  # enough edges, shrinking: stragglers
+        (TOP_DOWN, 10, 10, 200, 1000, TOP_DOWN),  # enough edges, not growing
+        (BOTTOM_UP, 5, 50, 0, 0, TOP_DOWN),  # shrinking, below n / beta = 10
+        (BOTTOM_UP, 50, 500, 0, 0, BOTTOM_UP),  # shrinking, not below n / beta
+        (BOTTOM_UP, 5, 2, 0, 0, BOTTOM_UP),  # below n / beta, growing
+    ])
+def test_switch_rule_needs_a_growing_or_shrinking_frontier(current, size, previous, edges,
+                                                           unexplored, expected):
+    assert switch_direction(AUTO, current, size, edges, unexplored, num_vertices=200, alpha=10.0,
+                            beta=20.0, previous_size=previous) == expected
+    for mode in (TOP_DOWN, BOTTOM_UP):
+        assert switch_direction(mode, current, size, edges, unexplored, 200, 10.0, 20.0,
+                                previous_size=previous) == mode
+
+
+def test_stragglers_after_the_bottom_up_levels_stay_top_down(runtime):
+    """A hub, its leaves, then a path hanging off one leaf: the hub's and the leaves'
+    levels go bottom-up (a growing frontier with most edges), the path's first vertex back
+    to top-down (shrinking), and the rest of the path stays top-down although each of its
+    one-vertex levels has more edges than the unexplored ones / alpha: the frontier no
+    longer grows."""
+    from reference import scipy_distances
+
+    leaves = np.arange(1, 301)
+    path = np.arange(1000, 1006)
+    src = np.r_[np.zeros(300, int), 1, path[:-1]]
+    dst = np.r_[leaves, path[0], path[1:]]
+    graph = tb.Graph.from_edges(src, dst, num_vertices=1010)
+    for small_level_edges in (0, None):
+        r = tb.bfs(graph, 0, tasks=2, runtime=runtime, small_level_edges=small_level_edges)
+        np.testing.assert_array_equal(r.distances, scipy_distances(graph, 0))
+        assert list(r.levels["direction"]) == [BOTTOM_UP] * 2 + [TOP_DOWN] * 6
 
 
 @pytest.mark.parametrize("direction", [AUTO, TOP_DOWN, BOTTOM_UP])

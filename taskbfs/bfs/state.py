@@ -57,6 +57,7 @@ class Progress:
     direction_mode: str
     alpha: float
     beta: float
+    frontier_size: int = 0  # the frontier's vertices (the switch rule's "growing")
 
 
 @dataclass
@@ -333,7 +334,8 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
     frontier_edges = int(task_edges.sum())
     unexplored = progress.unexplored_edges - frontier_edges
     next_direction = switch_direction(progress.direction_mode, frontier.direction, n_new,
-                                      frontier_edges, unexplored, n, progress.alpha, progress.beta)
+                                      frontier_edges, unexplored, n, progress.alpha, progress.beta,
+                                      previous_size=progress.frontier_size)
     offsets = np.zeros(num_tasks + 1, dtype=np.int64)
     if next_direction == BOTTOM_UP and n_new:
         if new_bits is None:
@@ -347,7 +349,8 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
         np.cumsum(counts, out=offsets[1:])
         vertices, bits, task_sizes = new_frontier, None, counts
     nxt = Frontier(level, next_direction, vertices, offsets, bits, visited, bounds,
-                   replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored),
+                   replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored,
+                           frontier_size=n_new),
                    frontier.included)
     summary = LevelSummary(
         level=level,
