@@ -185,6 +185,8 @@ VARIANTS = {
     "tasks": {"SMALL_LEVEL_EDGES": 0},
     # the top-down barrier's pass one owner per thread even with fewer owners than threads
     "owners": {"ACCEPT_BY_PIECES": False},
+    # a T = 1 top-down GPU step's discoveries checked and counted by the barrier on the host
+    "hostbits": {"TOP_DOWN_BITS_ON_DEVICE": False},
 }
 
 

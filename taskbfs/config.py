@@ -135,6 +135,11 @@ ACCEPT_BY_PIECES = False
 #: A top-down GPU step with at least this many candidates buckets them by owner on the
 #: device before copying them back (fewer are bucketed on the host).
 DEVICE_BUCKET_MIN = 1 << 14
+#: A top-down GPU step whose task owns every vertex (T = 1, the default for the hybrid and
+#: gpu strategies on one GPU) returns its discoveries, already unique and unvisited (the
+#: vertex mask), as visited-bitmap words with their degree sum made on the device, so
+#: the barrier ORs words instead of testing and counting each candidate on the host.
+TOP_DOWN_BITS_ON_DEVICE = True
 
 #: True: a level's barrier runs on the GPU worker when every step of the level ran there
 #: (``Program.submit(..., follow=...)``), so that the steps' outputs and the frontier stay on

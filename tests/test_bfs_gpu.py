@@ -343,3 +343,49 @@ def test_gpu_top_down_search_with_device_buckets(runtime, monkeypatch):
     r = tb.bfs(g, source, tasks=3, strategy="gpu", direction="top-down", runtime=runtime)
     _check(g, source, r)
     assert (r.trace["device"] == "cuda").all()
+
+
+def _odd_sized():
+    """A Kronecker graph plus a tail and isolated vertices: 150 vertices (not a whole
+    number of bitmap words), top-down levels with many candidates per vertex."""
+    coo = tb.kronecker(7, edgefactor=8, seed=5).to_scipy().tocoo()
+    src, dst, g = coo.row, coo.col, tb.kronecker(7, edgefactor=8, seed=5)
+    tail = np.arange(128, 140)
+    src = np.concatenate([src, [int(np.argmax(g.degrees()))], tail[:-1]])
+    dst = np.concatenate([dst, tail[:1], tail[1:]])
+    return tb.Graph.from_edges(src, dst, num_vertices=150)
+
+
+@needs_gpu
+@pytest.mark.parametrize("graph, direction", [
+    (_odd_sized, "top-down"),
+    (_odd_sized, "auto"),
+    (_directed, "top-down"),
+])
+def test_sole_top_down_step_returns_bits_the_barrier_only_ors(runtime, monkeypatch, graph,
+                                                              direction):
+    """T = 1: the GPU step's discoveries come back as bitmap words with their degree sum
+    (``config.TOP_DOWN_BITS_ON_DEVICE``), and the barrier takes them as the next frontier
+    without a pass over them; the search, its levels and its counts are those of the
+    barrier's own pass (the setting off; parents may differ: which frontier vertex's
+    thread claims a vertex first is a race on the device, and both are checked)."""
+    from taskbfs.bfs import state
+
+    g = graph()
+    source = _hub_source(g)
+    taken = []
+    as_found = state._accept_as_found
+    monkeypatch.setattr(state, "_accept_as_found", lambda *a: taken.append(1) or as_found(*a))
+    runs = {}
+    for on in (False, True):
+        monkeypatch.setattr(tb.config, "TOP_DOWN_BITS_ON_DEVICE", on)
+        taken.clear()
+        r = runs[on] = tb.bfs(g, source, tasks=1, strategy="gpu", direction=direction,
+                              runtime=runtime)
+        _check(g, source, r)
+        assert (r.trace["device"] == "cuda").all()
+        top_down_with_work = ((r.trace["direction"] == TOP_DOWN) & (r.trace["found"] > 0)).sum()
+        assert len(taken) == (top_down_with_work if on else 0) and (top_down_with_work or not on)
+    columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
+               "discovered"]
+    assert runs[True].levels[columns].equals(runs[False].levels[columns])

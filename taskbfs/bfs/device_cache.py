@@ -24,7 +24,9 @@ Encoding
     Frontier and bitmaps as in :mod:`taskbfs.bfs.state`; outputs int64 pairs. The top-down
     step reports each newly reached vertex once, and the top-down steps of one level on
     this GPU share the vertex mask, so a vertex is reported by one of them only
-    (:meth:`DeviceCache.level_mask`); the barrier deduplicates across all steps anyway.
+    (:meth:`DeviceCache.level_mask`); the barrier deduplicates across all steps anyway,
+    except after a step whose task owns every vertex (T = 1): its discoveries are the next
+    frontier as they are, and it returns them as bitmap words with their degree sum too.
 """
 
 from __future__ import annotations
@@ -378,12 +380,27 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
         if _bucket_on_device(bounds, n_found):
             out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, bounds)
             h2d += 2 * bounds.nbytes  # the bounds and the buckets' start offsets
+        owned = None
+        if _owns_every_vertex(part, dev, bounds):
+            owned = _owned_bits(cache, dev, out_v, n_found)
+            offsets = np.array([0, n_found], dtype=np.int64)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
-    read_back = _COUNTER_BYTES + (8 if total is None else 0) + (0 if offsets is None else bounds.nbytes)
-    return Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
-                       d2h_bytes=read_back + vertices.nbytes + parents.nbytes,
-                       kernel_seconds=timer.seconds, offsets=offsets)
+    read_back = _COUNTER_BYTES + (8 if total is None else 0) + (
+        bounds.nbytes if offsets is not None and owned is None else 0)
+    found = Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
+                        d2h_bytes=read_back + vertices.nbytes + parents.nbytes,
+                        kernel_seconds=timer.seconds, offsets=offsets)
+    return found if owned is None else _with_owned(found, owned)
+
+
+def _owns_every_vertex(part, dev, bounds: np.ndarray) -> bool:
+    """Whether a top-down step's discoveries can leave the device as bitmap words
+    (``config.TOP_DOWN_BITS_ON_DEVICE``): the task owns every vertex, so it is the level's
+    only step, its candidates (unique and unvisited: the vertex mask) are the next
+    frontier, and its slice's offsets give every vertex's out-degree."""
+    return (config.TOP_DOWN_BITS_ON_DEVICE and bounds.size == 2 and part.out_indptr is None
+            and (dev.lo, dev.hi) == (int(bounds[0]), int(bounds[1])))
 
 
 def _bucket_on_device(bounds: np.ndarray, n_found: int) -> bool:
@@ -438,8 +455,11 @@ def _bottom_up(part, dev, cache, d_visited, d_bits, h2d) -> Discoveries:
     found = Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
                         d2h_bytes=_COUNTER_BYTES + vertices.nbytes + parents.nbytes,
                         kernel_seconds=timer.seconds)
-    if owned is None:
-        return found
+    return found if owned is None else _with_owned(found, owned)
+
+
+def _with_owned(found: Discoveries, owned) -> Discoveries:
+    """``found`` with its bits and degree sum (:func:`_owned_bits`) copied back."""
     words, frontier_edges = owned[0].copy_to_host(), int(owned[1].copy_to_host()[0])
     return replace(found, words=words, frontier_edges=frontier_edges,
                    d2h_bytes=found.d2h_bytes + words.nbytes + 8)

@@ -169,8 +169,10 @@ class Discoveries:
     A top-down step's pairs are candidates (a vertex of any task, maybe several times),
     bucketed by owning task: owner t's are ``[offsets[t], offsets[t + 1])``. A bottom-up
     step's pairs are its own vertices, each once; ``words`` holds them as bits over the
-    task's words of a bitmap and ``frontier_edges`` sums their out-degrees. The pairs
-    stay on the worker until the end of the search, when they become parents.
+    task's words of a bitmap and ``frontier_edges`` sums their out-degrees. A top-down
+    GPU step whose task owns every vertex has ``words`` and ``frontier_edges`` too: its
+    pairs are then unique and unvisited, the next frontier as they are. The pairs stay on
+    the worker until the end of the search, when they become parents.
     """
 
     task: int
@@ -373,6 +375,8 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     there are fewer owners than threads)."""
     num_tasks = bounds.size - 1
     steps = [d for d in discoveries if d.vertices.size]
+    if num_tasks == 1 and len(steps) == 1 and steps[0].words is not None:
+        return _accept_as_found(visited, steps[0])
     candidates = concat([d.vertices for d in steps])
     offsets = np.zeros((len(steps), num_tasks + 1), dtype=np.int64)
     base = 0
@@ -389,6 +393,15 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     n_new = accept_candidates(candidates, offsets, visited, degrees, new_frontier, out_offsets,
                               task_edges)
     return new_frontier[:n_new], np.diff(out_offsets), task_edges
+
+
+def _accept_as_found(visited, d: Discoveries):
+    """The discoveries of a top-down step that owns every vertex and returned them as
+    bitmap words (a GPU step, see :mod:`taskbfs.bfs.device_cache`): unique and unvisited
+    already, they are the next frontier; the visited set gets their words."""
+    visited[: d.words.size] |= d.words
+    return (d.vertices.astype(np.int64), np.array([d.vertices.size], dtype=np.int64),
+            np.array([d.frontier_edges], dtype=np.int64))
 
 
 def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
