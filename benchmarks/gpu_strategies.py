@@ -187,6 +187,8 @@ VARIANTS = {
     "owners": {"ACCEPT_BY_PIECES": False},
     # a T = 1 top-down GPU step's discoveries checked and counted by the barrier on the host
     "hostbits": {"TOP_DOWN_BITS_ON_DEVICE": False},
+    # GPU step outputs not bucketed by result ranges (each result slice scans them whole)
+    "noranges": {"RESULT_RANGES": 1},
 }
 
 

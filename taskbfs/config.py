@@ -140,6 +140,11 @@ DEVICE_BUCKET_MIN = 1 << 14
 #: vertex mask), as visited-bitmap words with their degree sum made on the device, so
 #: the barrier ORs words instead of testing and counting each candidate on the host.
 TOP_DOWN_BITS_ON_DEVICE = True
+#: A GPU step whose task's range spans most vertex ids (T = 1 or 2) buckets its output by
+#: this many equal vertex ranges on the device, so that each result-assembly slice reads
+#: only the buckets that overlap it instead of scanning the whole output (with T = 1
+#: every one of up to MAX_ASSEMBLY_TASKS slices scanned every step output).
+RESULT_RANGES = 16
 
 #: True: a level's barrier runs on the GPU worker when every step of the level ran there
 #: (``Program.submit(..., follow=...)``), so that the steps' outputs and the frontier stay on

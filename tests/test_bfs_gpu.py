@@ -389,3 +389,32 @@ def test_sole_top_down_step_returns_bits_the_barrier_only_ors(runtime, monkeypat
     columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
                "discovered"]
     assert runs[True].levels[columns].equals(runs[False].levels[columns])
+
+
+@needs_gpu
+@pytest.mark.parametrize("tasks, direction", [(1, "top-down"), (1, "auto"), (2, "bottom-up")])
+def test_gpu_outputs_bucketed_by_result_ranges(runtime, monkeypatch, tasks, direction):
+    """A GPU step whose range spans several result ranges (``config.RESULT_RANGES``, here 5
+    over 192 bitmap bits) groups its output by them on the device, and the result
+    slices (here 3, cutting through the ranges) read only the buckets that overlap them:
+    the same distances as scipy, valid parents."""
+    from taskbfs.bfs import core, state
+
+    monkeypatch.setattr(tb.config, "DEVICE_BUCKET_MIN", 0)
+    monkeypatch.setattr(tb.config, "RESULT_RANGES", 5)
+    monkeypatch.setattr(core, "assembly_count", lambda num_vertices, slots: 3)
+    seen = []
+    assemble_range = state.assemble_range
+
+    def spy(*logs, **kwargs):
+        seen.extend(d.ranges is not None for d in logs)
+        return assemble_range(*logs, **kwargs)
+
+    monkeypatch.setattr(state, "assemble_range", spy)
+    g = _odd_sized()
+    source = _hub_source(g)
+    r = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction=direction, runtime=runtime,
+               small_level_edges=0)
+    _check(g, source, r)
+    assert (r.trace["device"] == "cuda").all()
+    assert any(seen)

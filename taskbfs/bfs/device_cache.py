@@ -371,27 +371,45 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
     mask = cache.level_mask(frontier, dev.num_vertices)
     config = cache.launch_config()
     bounds = frontier.task_bounds()
-    offsets = None
+    owns_all = _owns_every_vertex(part, dev, bounds)
+    offsets = ranges = owned = None
+    read_back = _COUNTER_BYTES + (8 if total is None else 0)
     with _stopwatch(config.simulated) as timer:
         n_found, edges = gpu_top_down_step(
             dev.indptr, dev.indices, dev.lo, d_frontier, d_visited, out_v, out_u,
             mask_bits=mask, dedupe=True, config=config, workspace=cache.buffer,
             total_edges=total, clear_mask=False)
-        if _bucket_on_device(bounds, n_found):
-            out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, bounds)
-            h2d += 2 * bounds.nbytes  # the bounds and the buckets' start offsets
-        owned = None
-        if _owns_every_vertex(part, dev, bounds):
+        if owns_all:  # one owner: bits for the barrier, result ranges for the assembly
             owned = _owned_bits(cache, dev, out_v, n_found)
             offsets = np.array([0, n_found], dtype=np.int64)
+            buckets = _result_ranges(dev)
+        else:
+            buckets = bounds
+        if _bucket_on_device(buckets, n_found):
+            out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, buckets)
+            ranges = buckets if owns_all else None
+            h2d += 2 * buckets.nbytes  # the bounds and the buckets' start offsets
+            read_back += buckets.nbytes
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
-    read_back = _COUNTER_BYTES + (8 if total is None else 0) + (
-        bounds.nbytes if offsets is not None and owned is None else 0)
     found = Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
                         d2h_bytes=read_back + vertices.nbytes + parents.nbytes,
-                        kernel_seconds=timer.seconds, offsets=offsets)
+                        kernel_seconds=timer.seconds, offsets=offsets, ranges=ranges)
     return found if owned is None else _with_owned(found, owned)
+
+
+def _spans_result_ranges(dev) -> bool:
+    """Whether a bottom-up step's range spans two result ranges or more."""
+    return (dev.hi - dev.lo) * config.RESULT_RANGES >= 2 * dev.num_vertices
+
+
+def _result_ranges(dev) -> np.ndarray:
+    """``config.RESULT_RANGES`` equal ranges of every vertex id the bitmaps cover: the
+    buckets of a GPU step's output when it can hold vertices of several of them (a
+    top-down step that owns every vertex; a bottom-up step whose range spans two or
+    more), so that each result-assembly slice reads only the buckets that overlap it,
+    not the whole output (see ``Discoveries.ranges``)."""
+    return np.linspace(0, dev.num_vertices, config.RESULT_RANGES + 1).round().astype(np.int64)
 
 
 def _owns_every_vertex(part, dev, bounds: np.ndarray) -> bool:
@@ -450,11 +468,21 @@ def _bottom_up(part, dev, cache, d_visited, d_bits, h2d) -> Discoveries:
         # The slice's own offsets are its out-degrees unless it is a directed graph's
         # transpose: only then is the barrier's form left to the host (steps.for_barrier).
         owned = _owned_bits(cache, dev, out_v, n_found) if part.out_indptr is None else None
+        offsets = ranges = None
+        read_back = _COUNTER_BYTES
+        if _spans_result_ranges(dev):
+            ranges = _result_ranges(dev)
+            if _bucket_on_device(ranges, n_found):
+                out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, ranges)
+                h2d += 2 * ranges.nbytes
+                read_back += ranges.nbytes
+            else:
+                ranges = None
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
     found = Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
-                        d2h_bytes=_COUNTER_BYTES + vertices.nbytes + parents.nbytes,
-                        kernel_seconds=timer.seconds)
+                        d2h_bytes=read_back + vertices.nbytes + parents.nbytes,
+                        kernel_seconds=timer.seconds, offsets=offsets, ranges=ranges)
     return found if owned is None else _with_owned(found, owned)
 
 

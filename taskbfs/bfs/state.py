@@ -187,6 +187,10 @@ class Discoveries:
     offsets: np.ndarray | None = None
     words: np.ndarray | None = None
     frontier_edges: int = 0
+    #: The vertex ranges ``offsets`` buckets the pairs by, when they are not the task
+    #: ranges: a GPU step whose range spans many result-assembly slices groups its output
+    #: by equal ranges for them (then its barrier reads ``words``, not the buckets).
+    ranges: np.ndarray | None = None
 
 
 def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
@@ -575,7 +579,8 @@ def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels, out=Non
     tasks = tasks_overlapping(bounds, lo, hi)
     for d, level in zip(logs, levels, strict=True):
         if d.offsets is not None:
-            start, stop = int(d.offsets[tasks.start]), int(d.offsets[tasks.stop])
+            buckets = tasks if d.ranges is None else tasks_overlapping(d.ranges, lo, hi)
+            start, stop = int(d.offsets[buckets.start]), int(d.offsets[buckets.stop])
         else:
             start, stop = 0, d.vertices.size
         if stop > start:
