@@ -77,8 +77,20 @@ def cluster_options(p: argparse.ArgumentParser) -> None:
     c.add_argument("--strategy", default="hybrid", choices=["hybrid", "fixed", "cpu", "gpu"])
     c.add_argument("--lam", type=float, default=None, help=f"hybrid threshold λ (default {config.DEFAULT_LAMBDA})")
     c.add_argument("--direction", default="auto", choices=["auto", "top-down", "bottom-up"])
+    c.add_argument("--lookahead", type=int, default=None, metavar="N",
+                   help=f"levels submitted ahead of their summaries (default {config.DEFAULT_LOOKAHEAD})")
+    c.add_argument("--small-level-edges", type=int, default=None, metavar="EDGES",
+                   help="most frontier edges of a level run inside one task; 0: every level as "
+                        f"tasks (default {config.SMALL_LEVEL_EDGES})")
     c.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="Dask scheduler address (default: start the embedded cluster)")
+
+
+def search_options(args) -> dict:
+    """The ``tb.bfs`` keyword arguments that :func:`cluster_options` sets."""
+    return {"tasks": args.tasks, "strategy": args.strategy, "lam": args.lam,
+            "direction": args.direction, "lookahead": args.lookahead,
+            "small_level_edges": args.small_level_edges}
 
 
 def load_graph(args):
@@ -140,8 +152,7 @@ def _warm_up(tb, graph, source, args, rt) -> None:
     """One untimed search first: compiles the kernels (numba) and places the partitions,
     so that the figures printed afterwards time the traversal alone."""
     t0 = time.perf_counter()
-    tb.bfs(graph, source, tasks=args.tasks, strategy=args.strategy, lam=args.lam,
-           runtime=rt, direction=args.direction)
+    tb.bfs(graph, source, runtime=rt, **search_options(args))
     print(f"warm-up: one untimed search ({time.perf_counter() - t0:.2f} s: kernel "
           f"compilation and partition placement)")
 
@@ -185,8 +196,7 @@ def _run_one(tb, graph, source, args, rt, show_progress):
             bar.update(1)
 
     try:
-        return tb.bfs(graph, source, tasks=args.tasks, strategy=args.strategy, lam=args.lam,
-                      runtime=rt, direction=args.direction, progress=progress)
+        return tb.bfs(graph, source, runtime=rt, progress=progress, **search_options(args))
     finally:
         if bar is not None:
             bar.close()

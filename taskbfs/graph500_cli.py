@@ -100,8 +100,9 @@ def cmd_graph500(args) -> int:
         default_t = tb.default_tasks(rt, args.strategy)
 
         def search(key):
-            return tb.bfs(graph, key, tasks=args.tasks, strategy=args.strategy, lam=args.lam,
-                          runtime=rt, direction=args.direction)
+            from taskbfs.cli import search_options
+
+            return tb.bfs(graph, key, runtime=rt, **search_options(args))
 
         t0 = time.perf_counter()
         search(keys[0])

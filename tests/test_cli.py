@@ -31,6 +31,26 @@ def test_run_on_a_generated_graph(capsys):
         assert re.search(r"in \d+ levels", line) and "MTEPS" in line
 
 
+@pytest.mark.parametrize("extra, included", [
+    ([], True),
+    (["--small-level-edges", "0"], False),
+    (["--lookahead", "1"], False),
+    (["--small-level-edges", "100000", "--lookahead", "0"], True),
+])
+def test_level_options_reach_the_search(capsys, tmp_path, extra, included):
+    """--small-level-edges and --lookahead change how the levels run, not the result:
+    with every level as tasks (0, or levels submitted ahead) no step in the trace ran
+    inside another task; by default the small levels of this small graph did."""
+    import pandas as pd
+
+    trace = tmp_path / "trace.csv"
+    status, out, err = run(capsys, "run", "--scale", "9", "--tasks", "2", "--validate",
+                           "--trace", str(trace), *extra)
+    assert status == 0, err
+    assert "validation: passed" in out
+    assert pd.read_csv(trace)["included"].any() == included
+
+
 def test_run_on_a_file_from_a_given_source(capsys, tmp_path):
     path = tmp_path / "chain.el"
     path.write_text("# a path 0-1-2-3 and an isolated pair\n0 1\n1 2\n2 3\n5 6\n")
@@ -58,6 +78,8 @@ def test_the_installed_command_runs():
         (["run", "--scale", "6", "--lam", "-1"], "λ"),
         (["run", "--scale", "6", "--keys", "0"], "--keys"),
         (["run", "--scale", "0"], "scale"),
+        (["run", "--scale", "6", "--lookahead", "-1"], "lookahead"),
+        (["run", "--scale", "6", "--small-level-edges", "-5"], "small_level_edges"),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(capsys, argv, words, monkeypatch):
