@@ -392,8 +392,13 @@ def test_sole_top_down_step_returns_bits_the_barrier_only_ors(runtime, monkeypat
 
 
 @needs_gpu
-@pytest.mark.parametrize("tasks, direction", [(1, "top-down"), (1, "auto"), (2, "bottom-up")])
-def test_gpu_outputs_bucketed_by_result_ranges(runtime, monkeypatch, tasks, direction):
+@pytest.mark.parametrize("graph, tasks, direction", [
+    (_odd_sized, 1, "top-down"),
+    (_odd_sized, 1, "auto"),
+    (_odd_sized, 2, "bottom-up"),
+    (_directed, 1, "bottom-up"),  # the transposed slices' steps
+])
+def test_gpu_outputs_bucketed_by_result_ranges(runtime, monkeypatch, graph, tasks, direction):
     """A GPU step whose range spans several result ranges (``config.RESULT_RANGES``, here 5
     over 192 bitmap bits) groups its output by them on the device, and the result
     slices (here 3, cutting through the ranges) read only the buckets that overlap them:
@@ -411,7 +416,7 @@ def test_gpu_outputs_bucketed_by_result_ranges(runtime, monkeypatch, tasks, dire
         return assemble_range(*logs, **kwargs)
 
     monkeypatch.setattr(state, "assemble_range", spy)
-    g = _odd_sized()
+    g = graph()
     source = _hub_source(g)
     r = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction=direction, runtime=runtime,
                small_level_edges=0)
