@@ -140,10 +140,11 @@ DEVICE_BUCKET_MIN = 1 << 14
 #: vertex mask), as visited-bitmap words with their degree sum made on the device, so
 #: the barrier ORs words instead of testing and counting each candidate on the host.
 TOP_DOWN_BITS_ON_DEVICE = True
-#: A GPU step whose task's range spans most vertex ids (T = 1 or 2) buckets its output by
-#: this many equal vertex ranges on the device, so that each result-assembly slice reads
+#: A GPU step whose output can hold vertices of two or more of this many equal vertex
+#: ranges (a top-down step at T = 1, a bottom-up step whose range spans two or more)
+#: buckets its output by them on the device, so that each result-assembly slice reads
 #: only the buckets that overlap it instead of scanning the whole output (with T = 1
-#: every one of up to MAX_ASSEMBLY_TASKS slices scanned every step output).
+#: every one of up to MAX_ASSEMBLY_TASKS slices scanned every step output). 1: off.
 RESULT_RANGES = 16
 
 #: True: a level's barrier runs on the GPU worker when every step of the level ran there

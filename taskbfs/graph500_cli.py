@@ -76,6 +76,7 @@ def _check_options(args) -> None:
 def cmd_graph500(args) -> int:
     """``taskbfs graph500``; returns the exit status."""
     import taskbfs as tb
+    from taskbfs.cli import search_options
     from taskbfs.graph500 import format_statistics, teps_statistics
 
     _check_options(args)
@@ -100,8 +101,6 @@ def cmd_graph500(args) -> int:
         default_t = tb.default_tasks(rt, args.strategy)
 
         def search(key):
-            from taskbfs.cli import search_options
-
             return tb.bfs(graph, key, runtime=rt, **search_options(args))
 
         t0 = time.perf_counter()
