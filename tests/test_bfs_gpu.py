@@ -348,8 +348,9 @@ def test_gpu_top_down_search_with_device_buckets(runtime, monkeypatch):
 def _odd_sized():
     """A Kronecker graph plus a tail and isolated vertices: 150 vertices (not a whole
     number of bitmap words), top-down levels with many candidates per vertex."""
-    coo = tb.kronecker(7, edgefactor=8, seed=5).to_scipy().tocoo()
-    src, dst, g = coo.row, coo.col, tb.kronecker(7, edgefactor=8, seed=5)
+    g = tb.kronecker(7, edgefactor=8, seed=5)
+    coo = g.to_scipy().tocoo()
+    src, dst = coo.row, coo.col
     tail = np.arange(128, 140)
     src = np.concatenate([src, [int(np.argmax(g.degrees()))], tail[:-1]])
     dst = np.concatenate([dst, tail[:1], tail[1:]])
