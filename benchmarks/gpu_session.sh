@@ -8,6 +8,8 @@
 #   env         GPU, driver, versions, launch config                      -> $OUT/env.log
 #   tests       python -m pytest -x -q (no simulator; PYTEST_FLAGS replaces "-x -q") -> $OUT/tests.log
 #   overhead    level_overhead.py (OVERHEAD_ARGS)      -> $OUT/overhead.log
+#   timeline    search_timeline.py (TIMELINE_ARGS; several runs separated by ";") -> $OUT/timeline.log
+#   profile     gpu_step_profile.py (PROFILE_ARGS)     -> $OUT/profile.log
 #   lambda      lambda_crossover.py (LAMBDA_ARGS)      -> $OUT/lambda.log, $OUT/lambda_crossover.csv
 #   strategies  gpu_strategies.py (STRATEGY_ARGS)      -> $OUT/strategies.log, $OUT/gpu_strategies.csv
 # Environment: OUT (default ./out), PYTHON (python3), SESSION_SECONDS (the time the whole
@@ -83,6 +85,15 @@ from taskbfs.runtime.cluster import detect_gpus; print('detect_gpus', detect_gpu
     ;;
   overhead)
     timeout "$(left)" "$PY" benchmarks/level_overhead.py ${OVERHEAD_ARGS:-} 2>&1 | tee -a "$OUT/overhead.log"
+    ;;
+  timeline)
+    IFS=';' read -ra RUNS <<< "${TIMELINE_ARGS:---scale 24 --tasks 1 --strategy gpu --direction top-down}"
+    for run_args in "${RUNS[@]}"; do
+      timeout "$(left)" "$PY" benchmarks/search_timeline.py $run_args 2>&1 | tee -a "$OUT/timeline.log"
+    done
+    ;;
+  profile)
+    timeout "$(left)" "$PY" benchmarks/gpu_step_profile.py ${PROFILE_ARGS:-} 2>&1 | tee -a "$OUT/profile.log"
     ;;
   lambda)
     timeout "$(left)" "$PY" benchmarks/lambda_crossover.py --out "$OUT/lambda_crossover.csv" ${LAMBDA_ARGS:-} \

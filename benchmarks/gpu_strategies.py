@@ -47,6 +47,8 @@ CONFIGS = {
     "fixed": ("fixed", "auto"),
     "gpu-td": ("gpu", "top-down"),
     "cpu-td": ("cpu", "top-down"),  # the CPU twin of gpu-td (not in the default set)
+    # the paper's own scheme: workload-aware hybrid, top-down only (not in the default set)
+    "hybrid-td": ("hybrid", "top-down"),
 }
 DEFAULT_CONFIGS = ["cpu", "gpu", "hybrid", "fixed", "gpu-td"]
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "gpu_strategies.csv"
@@ -189,6 +191,8 @@ VARIANTS = {
     "hostbits": {"TOP_DOWN_BITS_ON_DEVICE": False},
     # GPU step outputs not bucketed by result ranges (each result slice scans them whole)
     "noranges": {"RESULT_RANGES": 1},
+    # a T = 1 GPU step's next-level inputs not kept on the device (uploaded every level)
+    "nochain": {"CHAIN_LEVELS_ON_DEVICE": False},
 }
 
 

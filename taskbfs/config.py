@@ -140,6 +140,13 @@ DEVICE_BUCKET_MIN = 1 << 14
 #: vertex mask), as visited-bitmap words with their degree sum made on the device, so
 #: the barrier ORs words instead of testing and counting each candidate on the host.
 TOP_DOWN_BITS_ON_DEVICE = True
+#: A GPU step whose task owns every vertex (T = 1) leaves the next level's inputs on the
+#: device: the visited bitmap with its discoveries ORed in, and the next frontier as
+#: vertices and as bits (``DeviceCache.keep_for_next_level``). The next level's step of
+#: the same search on that GPU then uploads none of them (at scale 24 a top-down frontier
+#: reaches 7.4 M vertices, 59 MB). Host copies are still made for the barrier and CPU
+#: steps.
+CHAIN_LEVELS_ON_DEVICE = True
 #: A GPU step whose output can hold vertices of two or more of this many equal vertex
 #: ranges (a top-down step at T = 1, a bottom-up step whose range spans two or more)
 #: buckets its output by them on the device, so that each result-assembly slice reads

@@ -424,3 +424,105 @@ def test_gpu_outputs_bucketed_by_result_ranges(runtime, monkeypatch, graph, task
     _check(g, source, r)
     assert (r.trace["device"] == "cuda").all()
     assert any(seen)
+
+
+@needs_gpu
+@pytest.mark.parametrize("graph, direction", [
+    (_odd_sized, "top-down"),
+    (_odd_sized, "auto"),
+    (_odd_sized, "bottom-up"),
+    (_path, "top-down"),
+    (_directed, "top-down"),
+    (_directed, "auto"),  # its bottom-up steps read transposed slices: not chained
+])
+def test_sole_step_leaves_the_next_levels_inputs_on_the_device(runtime, monkeypatch, graph,
+                                                               direction):
+    """T = 1: a GPU step that owns every vertex leaves the visited bitmap (its discoveries
+    ORed in) and the next frontier on the device (``config.CHAIN_LEVELS_ON_DEVICE``), so
+    the next level's step uploads neither: its bytes up drop by exactly the visited
+    bitmap plus the frontier (vertices top-down, bits bottom-up). The search is the one
+    the setting off runs: same levels and counts, scipy's distances, valid parents."""
+    g = graph()
+    source = _hub_source(g)
+    words = (g.num_vertices + 63) // 64
+    tb.bfs(g, source, tasks=1, strategy="gpu", runtime=runtime)  # the slices' upload
+    runs = {}
+    for on in (False, True):
+        monkeypatch.setattr(tb.config, "CHAIN_LEVELS_ON_DEVICE", on)
+        r = runs[on] = tb.bfs(g, source, tasks=1, strategy="gpu", direction=direction,
+                              runtime=runtime, small_level_edges=0)
+        _check(g, source, r)
+        assert (r.trace["device"] == "cuda").all()
+    columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
+               "discovered"]
+    assert runs[True].levels[columns].equals(runs[False].levels[columns])
+    levels = runs[False].levels
+    saved = runs[False].trace["h2d_bytes"].to_numpy() - runs[True].trace["h2d_bytes"].to_numpy()
+    chained = 0
+    for lv in levels.itertuples():
+        previous = levels[levels["level"] == lv.level - 1]
+        kept = len(previous) and (previous["direction"].iloc[0] == TOP_DOWN or not g.directed)
+        frontier_bytes = 8 * (lv.frontier_size if lv.direction == TOP_DOWN else words)
+        assert saved[lv.level] == ((8 * words + frontier_bytes) if kept else 0), lv
+        chained += bool(kept)
+    assert chained >= 1 or (g.directed and direction == "auto")
+
+
+def _sole_step_levels(g, source, cache, direction, token):
+    """A search as a plain level loop of T = 1 GPU steps on ``cache``: yields after each
+    step (so that two searches can take turns on one cache), returns the distances."""
+    from taskbfs.bfs.device_cache import run_step_on_gpu
+    from taskbfs.bfs.state import advance, first_frontier
+    from taskbfs.bfs.steps import for_barrier
+
+    bounds = np.array([0, g.num_vertices], dtype=np.int64)
+    (part,) = _slices(g, bounds, token)
+    degrees = np.diff(g.indptr).astype(np.int64)
+    frontier, summary = first_frontier(degrees, bounds, source, direction)
+    distances = np.full(g.num_vertices, -1, dtype=np.int64)
+    distances[source] = 0
+    moved = []
+    while summary.frontier_size:
+        d = for_barrier(part, frontier, run_step_on_gpu(part, frontier, cache=cache))
+        distances[d.vertices] = frontier.level + 1
+        moved.append(d.h2d_bytes)
+        yield
+        frontier, summary = advance(frontier, [d], degrees)
+    return distances, moved
+
+
+def _run_all(searches) -> list:
+    """Run the generators of :func:`_sole_step_levels` step by step, in turn."""
+    results = [None] * len(searches)
+    active = dict(enumerate(searches))
+    while active:
+        for i, search in list(active.items()):
+            try:
+                next(search)
+            except StopIteration as stop:
+                results[i] = stop.value
+                del active[i]
+    return results
+
+
+@needs_gpu
+@pytest.mark.parametrize("direction", ["top-down", "auto"])
+def test_a_chain_is_used_by_its_own_search_only(direction):
+    """Two searches of one graph taking turns on one GPU, step by step: each step finds the
+    device holding the other search's state, so it uploads its own (same bytes as with
+    chaining off) and finds scipy's distances; one search alone uploads less."""
+    from taskbfs.bfs.device_cache import DeviceCache
+
+    g = _odd_sized()
+    sources = [_hub_source(g), int(np.flatnonzero(g.degrees())[0])]
+    cache = DeviceCache(budget=1 << 30)
+    _run_all([_sole_step_levels(g, sources[1], cache, direction, "chain-test")])  # the upload
+    both = _run_all([_sole_step_levels(g, s, cache, direction, "chain-test") for s in sources])
+    alone = _run_all([_sole_step_levels(g, sources[0], cache, direction, "chain-test")])
+    for (distances, _), source in zip(both, sources, strict=True):
+        np.testing.assert_array_equal(distances, scipy_distances(g, source))
+    np.testing.assert_array_equal(alone[0][0], scipy_distances(g, sources[0]))
+    turns, single = both[0][1], alone[0][1]
+    assert len(turns) == len(single) >= 3
+    assert turns[0] == single[0]  # the first step uploads in both
+    assert all(t > s for t, s in zip(turns[1:], single[1:], strict=True))

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -76,6 +76,7 @@ class DeviceCache:
         self._buffers: dict = {}
         self._level = None  # (frontier object, device visited bits, device frontier bits)
         self._mask_level = None  # the frontier whose top-down discoveries the mask holds
+        self._chain: _Chain | None = None  # what the last sole step left for its next level
         self._config = None
         self.hits = self.misses = self.evictions = 0
         self.uploaded_bytes = 0
@@ -116,6 +117,7 @@ class DeviceCache:
             self._buffers.clear()
             self._level = None
             self._mask_level = None
+            self._chain = None
             self._slice_bytes = 0
             _release_device_memory()
 
@@ -214,7 +216,9 @@ class DeviceCache:
 
     # ------------------------------------------------------------------ per level
     def level_inputs(self, frontier: Frontier):
-        """Device copies of the level's visited (and frontier) bitmaps, uploaded once per level.
+        """Device copies of the level's visited (and frontier) bitmaps, uploaded once per level,
+        or none at all when the previous level's sole step left them here
+        (:meth:`keep_for_next_level`).
 
         Returns ``(visited, frontier_bits_or_None, uploaded_bytes)``.
         """
@@ -223,6 +227,12 @@ class DeviceCache:
         level = self._level
         if level is not None and level[0] is frontier:
             return level[1], level[2], 0
+        chain = self._chained(frontier)
+        if chain is not None:
+            d_bits = chain.words if frontier.bits is not None else None
+            self._level = (frontier, chain.visited, d_bits)
+            return chain.visited, d_bits, 0
+        self._chain = None  # the uploads below overwrite what it points to
         visited = np.ascontiguousarray(frontier.visited_bits, dtype=np.uint64)
         d_visited = self._upload_into("visited", visited)
         moved = visited.nbytes
@@ -235,11 +245,64 @@ class DeviceCache:
         self._level = (frontier, d_visited, d_bits)
         return d_visited, d_bits, moved
 
+    # ------------------------------------------------------------------ chained levels
+    def keep_for_next_level(self, frontier: Frontier, vertices, n: int, words) -> None:
+        """Leave the next level's inputs on the device after a step that owns every vertex.
+
+        Such a step is its level's only one, and its ``n`` discoveries (``vertices``, int64
+        device array) with their bitmap ``words`` (every word) are the next frontier as the
+        barrier will make it (``state._accept_as_found``, ``state._fold_bottom_up``): the
+        next level's step of this search on this GPU then uploads neither the visited
+        bitmap (ORed with ``words`` here), nor the frontier bits, nor the frontier vertices
+        (``config.CHAIN_LEVELS_ON_DEVICE``). Any upload for another level drops this.
+        """
+        from taskbfs.kernels._gpu_owned import or_into
+
+        progress = frontier.progress
+        if not config.CHAIN_LEVELS_ON_DEVICE or progress is None or not progress.search:
+            self._chain = None
+            return
+        config_ = self.launch_config()
+        visited = self._level[1]
+        size = int(words.size)
+        or_into[config_.blocks_for(size), config_.block_size](visited, words, size)
+        kept_words = self.buffer("chain_words", size, np.uint64)[:size]
+        kept_words.copy_to_device(words)
+        kept = self.buffer("chain_vertices", n, np.int64)[:n]
+        if n:
+            kept.copy_to_device(vertices[:n])
+        self._chain = _Chain(progress.search, frontier.level + 1, visited, kept_words, kept)
+
+    def chained_vertices(self, frontier: Frontier, count: int):
+        """The device copy of ``frontier``'s ``count`` vertices that the previous level's
+        step left here, or None (see :meth:`keep_for_next_level`)."""
+        chain = self._chained(frontier)
+        if chain is None or chain.vertices.size != count:
+            return None
+        return chain.vertices
+
+    def _chained(self, frontier: Frontier):
+        chain, progress = self._chain, frontier.progress
+        if chain is None or progress is None or chain.search != progress.search:
+            return None
+        return chain if chain.level == frontier.level else None
+
     def _upload_into(self, name: str, host: np.ndarray):
         buf = self.buffer(name, host.size, host.dtype)
         view = buf[: host.size]
         view.copy_to_device(host)
         return view
+
+
+@dataclass
+class _Chain:
+    """Device arrays a sole step left for the next level of its search (device views)."""
+
+    search: str
+    level: int
+    visited: object  # the visited bitmap, this level's discoveries included
+    words: object  # the next frontier as a bitmap
+    vertices: object  # the next frontier's vertices (int64)
 
 
 def _quiet_occupancy_warnings() -> None:
@@ -339,7 +402,7 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
         d_visited, d_bits, moved = cache.level_inputs(frontier)
         h2d += moved
         if frontier.direction == BOTTOM_UP:
-            return _bottom_up(part, dev, cache, d_visited, d_bits, h2d)
+            return _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d)
         return _top_down(part, dev, cache, frontier, d_visited, h2d)
 
 
@@ -360,10 +423,12 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
         if total == 0:
             empty = np.empty(0, dtype=part.indices.dtype)
             return Discoveries(part.task, empty, empty.copy(), 0, h2d_bytes=h2d)
-    mine = np.ascontiguousarray(mine, dtype=np.int64)
-    d_frontier = cache.buffer("frontier", mine.size, np.int64)[: mine.size]
-    d_frontier.copy_to_device(mine)
-    h2d += mine.nbytes
+    d_frontier = cache.chained_vertices(frontier, mine.size)
+    if d_frontier is None:
+        mine = np.ascontiguousarray(mine, dtype=np.int64)
+        d_frontier = cache.buffer("frontier", mine.size, np.int64)[: mine.size]
+        d_frontier.copy_to_device(mine)
+        h2d += mine.nbytes
     # With dedupe each vertex is reported at most once per step: n slots always suffice,
     # so one pair of buffers serves every task and level (no regrowth).
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
@@ -390,6 +455,8 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
             ranges = buckets if owns_all else None
             h2d += 2 * buckets.nbytes  # the bounds and the buckets' start offsets
             read_back += buckets.nbytes
+        if owns_all:
+            cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
     found = Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
@@ -417,8 +484,13 @@ def _owns_every_vertex(part, dev, bounds: np.ndarray) -> bool:
     (``config.TOP_DOWN_BITS_ON_DEVICE``): the task owns every vertex, so it is the level's
     only step, its candidates (unique and unvisited: the vertex mask) are the next
     frontier, and its slice's offsets give every vertex's out-degree."""
-    return (config.TOP_DOWN_BITS_ON_DEVICE and bounds.size == 2 and part.out_indptr is None
-            and (dev.lo, dev.hi) == (int(bounds[0]), int(bounds[1])))
+    return (config.TOP_DOWN_BITS_ON_DEVICE and part.out_indptr is None
+            and _is_sole_step(dev, bounds))
+
+
+def _is_sole_step(dev, bounds: np.ndarray) -> bool:
+    """Whether the step's task owns every vertex: it is its level's only step."""
+    return bounds.size == 2 and (dev.lo, dev.hi) == (int(bounds[0]), int(bounds[1]))
 
 
 def _bucket_on_device(bounds: np.ndarray, n_found: int) -> bool:
@@ -455,7 +527,7 @@ def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):
     return dest_v, dest_u, offsets
 
 
-def _bottom_up(part, dev, cache, d_visited, d_bits, h2d) -> Discoveries:
+def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoveries:
     from taskbfs.kernels.gpu import gpu_bottom_up_step
 
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
@@ -478,6 +550,8 @@ def _bottom_up(part, dev, cache, d_visited, d_bits, h2d) -> Discoveries:
                 read_back += ranges.nbytes
             else:
                 ranges = None
+        if owned is not None and _is_sole_step(dev, frontier.task_bounds()):
+            cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
     found = Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, replace
 
@@ -58,6 +59,9 @@ class Progress:
     alpha: float
     beta: float
     frontier_size: int = 0  # the frontier's vertices (the switch rule's "growing")
+    #: Names the search (unique per search): a GPU worker keeps a level's output on the
+    #: device for the next level of the same search (``DeviceCache.level_inputs``).
+    search: str = ""
 
 
 @dataclass
@@ -259,6 +263,7 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
         direction_mode=direction_mode,
         alpha=float(alpha),
         beta=float(beta),
+        search=uuid.uuid4().hex,
     )
     empty = np.empty(0, dtype=np.int64)
     before = Frontier(-1, TOP_DOWN, empty, np.zeros(bounds.size, np.int64), None, empty_bitmap(n),

@@ -1,4 +1,5 @@
-"""One small CUDA kernel: a bottom-up step's discoveries as bits over the task's own words.
+"""Two small CUDA kernels: a step's discoveries as bits over the task's own words, and those
+bits ORed into a bitmap.
 
 Returns
     :data:`owned_bits` ``[blocks, threads](vertices, n, lo, first_word, indptr, words, edges)``
@@ -7,6 +8,8 @@ Returns
     to ``edges[0]``: the device twin of :func:`taskbfs.kernels.merge.owned_bits`, run on the
     step's output before it leaves the device, so that the GPU worker's thread does no
     per-vertex work for the barrier.
+    :data:`or_into` ``[blocks, threads](target, words, n)`` ORs ``words[:n]`` into
+    ``target[:n]``.
 Approach
     Grid-stride; ``atomicOr`` because neighbouring vertices share words; each thread adds
     its partial degree sum with one atomic.
@@ -33,3 +36,15 @@ def owned_bits(vertices, n, lo, first_word, indptr, words, edges):
         i += stride
     if total:
         cuda.atomic.add(edges, 0, total)
+
+
+@cuda.jit
+def or_into(target, words, n):
+    """``target[i] |= words[i]`` for ``i < n`` (grid-stride): a step's discoveries into the
+    device's visited bitmap, when the next level's step reuses it (no atomics: each word
+    has one thread)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        target[i] |= words[i]
+        i += stride

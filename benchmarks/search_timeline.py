@@ -1,0 +1,87 @@
+"""One search's wall time, level by level: steps, barriers, and the gaps between them.
+
+Returns (prints) for each (scale, T, strategy, direction) the timeline of the last of
+``--keys`` searches (the first is a warm-up): per level its direction, frontier size,
+then in milliseconds since the previous barrier ended: when the first step started
+("gap"), how long the steps ran (first start to last stop), their kernels (CUDA events),
+the wait from the last step to the barrier's end minus the barrier ("hop"), the barrier
+itself; and at the end the result assembly and what is left (submission, the first
+level, messages).
+Approach: ``tb.bfs`` on the embedded default cluster; times from ``result.trace`` and
+``result.levels`` (clocks of the worker threads; the cluster is in-process).
+
+    python benchmarks/search_timeline.py --scale 20 --tasks 2 --strategy cpu
+    python benchmarks/search_timeline.py --scale 24 --tasks 1 --strategy gpu --direction top-down
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+import taskbfs as tb
+
+
+def level_rows(result) -> list[dict]:
+    """Per level: direction, frontier, and the ms of its phases (see the module docstring)."""
+    trace, levels = result.trace, result.levels
+    rows = []
+    for lv in levels.itertuples():
+        steps = trace[(trace["level"] == lv.level) & ~trace["included"].astype(bool)]
+        begin = lv.start
+        barrier_start = lv.stop - lv.barrier_seconds
+        if len(steps):
+            first, last = steps["start"].min(), steps["stop"].max()
+            gap, run = first - begin, last - first
+            hop = barrier_start - last
+        else:  # the level ran inside a small-level task
+            gap = run = np.nan
+            hop = barrier_start - begin
+        kernel = float(steps["kernel_seconds"].sum())
+        rows.append({"level": lv.level, "dir": lv.direction, "frontier": lv.frontier_size,
+                     "steps": len(steps), "gap": gap, "run": run, "kernel": kernel, "hop": hop,
+                     "barrier": lv.barrier_seconds, "total": lv.stop - begin})
+    return rows
+
+
+def print_timeline(result) -> None:
+    rows = level_rows(result)
+    print(f"  {'lvl':>3} {'dir':>3} {'frontier':>10} {'steps':>5} {'gap':>7} {'run':>7} "
+          f"{'kernel':>7} {'hop':>7} {'barrier':>7} {'total':>7}   (ms)")
+    for r in rows:
+        print(f"  {r['level']:>3} {r['dir'][:3]:>3} {r['frontier']:>10,} {r['steps']:>5} "
+              + " ".join(f"{1e3 * r[k]:7.2f}" for k in ("gap", "run", "kernel", "hop", "barrier",
+                                                      "total")))
+    levels_ms = 1e3 * sum(r["total"] for r in rows)
+    first_start = 1e3 * result.levels["start"].min()
+    print(f"  search {1e3 * result.elapsed:.1f} ms: before level 0's barrier "
+          f"{first_start:.1f}, levels {levels_ms:.1f}, assembly {1e3 * result.assembly_seconds:.1f}, "
+          f"rest {1e3 * result.elapsed - first_start - levels_ms - 1e3 * result.assembly_seconds:.1f}"
+          f"; {result.mteps:.0f} MTEPS")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=20)
+    parser.add_argument("--tasks", type=int, nargs="+", default=[2])
+    parser.add_argument("--strategy", default="cpu")
+    parser.add_argument("--direction", default="auto")
+    parser.add_argument("--keys", type=int, default=4)
+    args = parser.parse_args(argv)
+
+    graph = tb.kronecker(args.scale)
+    keys = tb.search_keys(graph, args.keys, seed=1)
+    print(f"scale {args.scale}: {graph.num_vertices:,} vertices, {graph.num_arcs:,} arcs; "
+          f"strategy {args.strategy}, direction {args.direction}")
+    for tasks in args.tasks:
+        options = {"tasks": tasks, "strategy": args.strategy, "direction": args.direction}
+        tb.bfs(graph, int(keys[0]), **options)  # warm-up: slices placed, kernels compiled
+        results = [tb.bfs(graph, int(key), **options) for key in keys[1:]]
+        elapsed = np.array([r.elapsed for r in results])
+        print(f"\nT = {tasks}: searches {np.round(1e3 * elapsed, 1).tolist()} ms")
+        print_timeline(results[-1])
+
+
+if __name__ == "__main__":
+    main()
