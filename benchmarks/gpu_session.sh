@@ -10,6 +10,7 @@
 #   overhead    level_overhead.py (OVERHEAD_ARGS)      -> $OUT/overhead.log
 #   timeline    search_timeline.py (TIMELINE_ARGS; several runs separated by ";") -> $OUT/timeline.log
 #   profile     gpu_step_profile.py (PROFILE_ARGS)     -> $OUT/profile.log
+#   memory      host_memory_costs.py (pageable/pinned copies, first touch) -> $OUT/memory.log
 #   lambda      lambda_crossover.py (LAMBDA_ARGS)      -> $OUT/lambda.log, $OUT/lambda_crossover.csv
 #   strategies  gpu_strategies.py (STRATEGY_ARGS)      -> $OUT/strategies.log, $OUT/gpu_strategies.csv
 # Environment: OUT (default ./out), PYTHON (python3), SESSION_SECONDS (the time the whole
@@ -91,6 +92,9 @@ from taskbfs.runtime.cluster import detect_gpus; print('detect_gpus', detect_gpu
     for run_args in "${RUNS[@]}"; do
       timeout "$(left)" "$PY" benchmarks/search_timeline.py $run_args 2>&1 | tee -a "$OUT/timeline.log"
     done
+    ;;
+  memory)
+    timeout "$(left)" "$PY" benchmarks/host_memory_costs.py --threads "$(nproc)" 2>&1 | tee "$OUT/memory.log"
     ;;
   profile)
     timeout "$(left)" "$PY" benchmarks/gpu_step_profile.py ${PROFILE_ARGS:-} 2>&1 | tee -a "$OUT/profile.log"
