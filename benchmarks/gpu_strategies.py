@@ -193,6 +193,8 @@ VARIANTS = {
     "noranges": {"RESULT_RANGES": 1},
     # a T = 1 GPU step's next-level inputs not kept on the device (uploaded every level)
     "nochain": {"CHAIN_LEVELS_ON_DEVICE": False},
+    # GPU step outputs copied back into new pageable arrays instead of reused pinned buffers
+    "nopool": {"PINNED_POOL_BYTES": 0},
 }
 
 

@@ -47,6 +47,12 @@ DEVICE_MEMORY_BUDGET = None
 #: 80% of free memory leaves room for numba's context, kernel modules and allocator slack
 #: (a guess, not a measurement: the scratch buffers are counted in the budget already).
 DEVICE_MEMORY_FRACTION = 0.8
+#: Page-locked host memory a process's GPU workers keep for copying step outputs back
+#: (taskbfs/bfs/pinned.py): copies into reused pinned buffers ran ~50 GB/s on the H100
+#: host, into new pageable arrays ~3 GB/s. A scale-24 search holds ~80 MB of outputs at
+#: its end, in power-of-two buffers; beyond the budget copies go to ordinary memory.
+#: 0 turns the pool off.
+PINNED_POOL_BYTES = 1 << 30
 
 #: Fixed-partitioned-space hybrid: share of the tasks (the first ones) bound to the GPU for
 #: the whole traversal (paper Sec. V.B).

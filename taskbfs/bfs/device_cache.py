@@ -562,7 +562,10 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoverie
 
 def _with_owned(found: Discoveries, owned) -> Discoveries:
     """``found`` with its bits and degree sum (:func:`_owned_bits`) copied back."""
-    words, frontier_edges = owned[0].copy_to_host(), int(owned[1].copy_to_host()[0])
+    from taskbfs.bfs.pinned import copy_to_host
+
+    words = copy_to_host(owned[0], owned[0].size, np.uint64)
+    frontier_edges = int(owned[1].copy_to_host()[0])
     return replace(found, words=words, frontier_edges=frontier_edges,
                    d2h_bytes=found.d2h_bytes + words.nbytes + 8)
 
@@ -602,11 +605,14 @@ def _narrow(cache, out_v, out_u, n: int, dtype):
 
 
 def _download(out_v, out_u, n: int, dtype):
-    """The first ``n`` pairs on the host."""
+    """The first ``n`` pairs on the host (in pinned buffers when the pool has room, see
+    :mod:`taskbfs.bfs.pinned`)."""
+    from taskbfs.bfs.pinned import copy_to_host
+
     if n == 0:
         empty = np.empty(0, dtype=np.dtype(dtype))
         return empty, empty.copy()
-    return out_v[:n].copy_to_host(), out_u[:n].copy_to_host()
+    return copy_to_host(out_v, n, out_v.dtype), copy_to_host(out_u, n, out_u.dtype)
 
 
 __all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "run_step_on_gpu"]

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 import numpy as np
 
 from taskbfs import config
-from taskbfs.kernels.bitmap import empty_bitmap
+from taskbfs.kernels.bitmap import empty_bitmap, words_for
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
 from taskbfs.kernels.merge import (
     accept_candidates,
@@ -339,7 +339,7 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
         new_frontier = None
     else:
         new_frontier, counts, task_edges = _accept_top_down(bounds, visited, discoveries, degrees)
-        new_bits = None
+        new_bits = _sole_step_words(bounds, discoveries, n)
     n_new = int(counts.sum())
     unvisited = progress.unvisited_per_task - counts
     frontier_edges = int(task_edges.sum())
@@ -404,12 +404,25 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     return new_frontier[:n_new], np.diff(out_offsets), task_edges
 
 
+def _sole_step_words(bounds, discoveries, num_vertices: int):
+    """The next frontier as a bitmap when a sole top-down step returned it as words over
+    every vertex (:func:`_accept_as_found`), else None (made from the vertices if needed)."""
+    steps = [d for d in discoveries if d.vertices.size]
+    if bounds.size == 2 and len(steps) == 1 and steps[0].words is not None:
+        words = steps[0].words
+        if words.size == words_for(num_vertices):
+            return words
+    return None
+
+
 def _accept_as_found(visited, d: Discoveries):
     """The discoveries of a top-down step that owns every vertex and returned them as
     bitmap words (a GPU step, see :mod:`taskbfs.bfs.device_cache`): unique and unvisited
-    already, they are the next frontier; the visited set gets their words."""
+    already, they are the next frontier as they are (in the step's dtype: a copy to int64
+    of a frontier of millions would write fresh memory for nothing); the visited set
+    gets their words."""
     visited[: d.words.size] |= d.words
-    return (d.vertices.astype(np.int64), np.array([d.vertices.size], dtype=np.int64),
+    return (d.vertices, np.array([d.vertices.size], dtype=np.int64),
             np.array([d.frontier_edges], dtype=np.int64))
 
 

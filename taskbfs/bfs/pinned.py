@@ -1,0 +1,150 @@
+"""Page-locked host buffers that a GPU worker copies step outputs into, reused across searches.
+
+Returns
+    :class:`PinnedPool` ``.take(n, dtype)`` → a numpy array of ``n`` items in page-locked
+    (pinned) host memory, or None when the pool's byte budget is spent (the caller then
+    copies into ordinary memory). :func:`pinned_pool` → this process's pool.
+Approach
+    A GPU step copies its discoveries back every level, into arrays that live until the
+    search's result is assembled. Copied into fresh pageable arrays, that ran at ~3 GB/s on
+    the H100 host (the kernel maps and zeroes every new page as the copy first touches it;
+    ``benchmarks/host_memory_costs.py``); into pinned memory that is already mapped it ran
+    at ~50 GB/s. Pinning is slow itself (80 ms for 128 MB there), so buffers are kept and
+    reused: each taken array carries a ``weakref.finalize`` that hands its buffer back to
+    the pool when the array, and every array derived from it, is garbage (the search's
+    futures released). Buffers come in power-of-two sizes, so a buffer serves any later
+    request of its size class.
+Encoding
+    Buffers are uint8 numba ``pinned_array`` s, lent as arrays of the requested dtype
+    made with ``np.frombuffer``, whose views all keep the lent array alive; the pool
+    holds at most ``config.PINNED_POOL_BYTES`` in all (0 turns it off).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from taskbfs import config
+
+#: The smallest buffer (bytes): smaller outputs share this size class.
+MIN_BUFFER_BYTES = 1 << 16
+
+
+class PinnedPool:
+    """Pinned host buffers by power-of-two size class, lent out as arrays and taken back
+    when those arrays are garbage.
+
+    Parameters
+    ----------
+    budget : int, optional
+        Bytes of pinned memory the pool may hold in all (lent and free). Default
+        ``config.PINNED_POOL_BYTES`` at each request.
+
+    Attributes
+    ----------
+    allocated_bytes : int
+        Pinned bytes held (lent or free).
+    reused, allocated, refused : int
+        Requests served by a free buffer, by a new one, and refused (budget spent).
+    """
+
+    def __init__(self, budget: int | None = None):
+        self._budget = budget
+        self._free: dict[int, list] = {}
+        # A finalizer may run inside ``take`` (the garbage collector runs between any two
+        # bytecodes): the lock must be re-entrant.
+        self._lock = threading.RLock()
+        self.allocated_bytes = 0
+        self.reused = self.allocated = self.refused = 0
+
+    @property
+    def budget(self) -> int:
+        return int(config.PINNED_POOL_BYTES if self._budget is None else self._budget)
+
+    @property
+    def free_bytes(self) -> int:
+        """Pinned bytes held and not lent out."""
+        with self._lock:
+            return sum(size * len(bufs) for size, bufs in self._free.items())
+
+    def take(self, n: int, dtype) -> np.ndarray | None:
+        """An array of ``n`` items of ``dtype`` in pinned memory (contents undefined), or
+        None when the budget does not allow one."""
+        dtype = np.dtype(dtype)
+        nbytes = max(int(n), 1) * dtype.itemsize
+        size = _size_class(nbytes)
+        buffer = self._reuse(size)
+        if buffer is None:
+            buffer = self._allocate(size)
+            if buffer is None:
+                return None
+        # Through a memoryview, so that numpy makes ``array`` the base of every view taken
+        # of it (a view of ``buffer`` itself would skip it): the buffer comes back only
+        # when no array that reads it is left.
+        array = np.frombuffer(memoryview(buffer[: int(n) * dtype.itemsize]), dtype=dtype)
+        weakref.finalize(array, self._give_back, size, buffer)
+        return array
+
+    def clear(self) -> None:
+        """Drop the free buffers (lent ones come back, and stay, when their arrays die)."""
+        with self._lock:
+            for size, buffers in self._free.items():
+                self.allocated_bytes -= size * len(buffers)
+            self._free.clear()
+
+    def _reuse(self, size: int):
+        with self._lock:
+            buffers = self._free.get(size)
+            if buffers:
+                self.reused += 1
+                return buffers.pop()
+        return None
+
+    def _allocate(self, size: int):
+        with self._lock:
+            if self.allocated_bytes + size > self.budget:
+                self.refused += 1
+                return None
+            self.allocated_bytes += size
+            self.allocated += 1
+        from numba import cuda
+
+        return cuda.pinned_array(size, dtype=np.uint8)
+
+    def _give_back(self, size: int, buffer) -> None:
+        with self._lock:
+            self._free.setdefault(size, []).append(buffer)
+
+
+def _size_class(nbytes: int) -> int:
+    """The power of two at or above ``nbytes`` (at least :data:`MIN_BUFFER_BYTES`)."""
+    return max(MIN_BUFFER_BYTES, 1 << (int(nbytes) - 1).bit_length())
+
+
+_pool: PinnedPool | None = None
+_pool_lock = threading.Lock()
+
+
+def pinned_pool() -> PinnedPool:
+    """This process's pool (one per process: GPU workers of one process share it)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = PinnedPool()
+        return _pool
+
+
+def copy_to_host(device_array, n: int, dtype) -> np.ndarray:
+    """The first ``n`` items of a device array on the host, in a pinned buffer of the pool
+    when it has room, else in a new ordinary array."""
+    out = pinned_pool().take(n, dtype)
+    if out is None:
+        return device_array[:n].copy_to_host()
+    device_array[:n].copy_to_host(out)
+    return out
+
+
+__all__ = ["MIN_BUFFER_BYTES", "PinnedPool", "copy_to_host", "pinned_pool"]

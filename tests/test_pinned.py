@@ -1,0 +1,95 @@
+"""The pinned host buffer pool (``taskbfs.bfs.pinned``): buffers lent as arrays come back
+when no array reading them is left, never sooner; sizes, reuse and the budget.
+
+Runs on numba's simulator or a real GPU (``cuda.pinned_array`` is all it needs); without
+either it runs in a subprocess under the simulator, as the other GPU test files do.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+from gpu_support import run_module_under_simulator
+
+from taskbfs.kernels.gpu import gpu_available
+
+IN_PROCESS = gpu_available()
+needs_gpu = pytest.mark.skipif(
+    not IN_PROCESS,
+    reason="numba.cuda is not usable in this process; "
+    "test_pinned_in_simulator_subprocess runs these under NUMBA_ENABLE_CUDASIM=1",
+)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(IN_PROCESS, reason="the tests run in this process")
+def test_pinned_in_simulator_subprocess():
+    run_module_under_simulator(__file__, timeout=300)
+
+
+@needs_gpu
+def test_a_buffer_comes_back_only_when_every_view_of_it_is_gone():
+    from taskbfs.bfs.pinned import MIN_BUFFER_BYTES, PinnedPool
+
+    pool = PinnedPool(budget=1 << 30)
+    a = pool.take(1000, np.int32)
+    assert a.dtype == np.int32 and a.shape == (1000,) and a.flags.writeable
+    a[:] = np.arange(1000)
+    part = a[10:20]
+    reshaped = part.view(np.uint32).reshape(2, 5)
+    del a
+    gc.collect()
+    assert pool.free_bytes == 0  # views of it are alive
+    b = pool.take(1000, np.int32)  # a new buffer: the lent one is still read
+    b[:] = -1
+    np.testing.assert_array_equal(part, np.arange(10, 20))
+    np.testing.assert_array_equal(reshaped.ravel(), np.arange(10, 20))
+    del part, reshaped, b
+    gc.collect()
+    assert pool.free_bytes == 2 * MIN_BUFFER_BYTES
+    assert (pool.allocated, pool.reused) == (2, 0)
+    c = pool.take(16, np.uint64)  # any request of the size class reuses a free buffer
+    assert pool.reused == 1 and pool.allocated_bytes == 2 * MIN_BUFFER_BYTES
+    del c
+
+
+@needs_gpu
+def test_size_classes_and_the_budget():
+    from taskbfs.bfs.pinned import MIN_BUFFER_BYTES, PinnedPool, _size_class
+
+    assert _size_class(1) == MIN_BUFFER_BYTES
+    assert _size_class(MIN_BUFFER_BYTES + 1) == 2 * MIN_BUFFER_BYTES
+    assert _size_class(3 << 20) == 4 << 20
+    pool = PinnedPool(budget=3 * MIN_BUFFER_BYTES)
+    big = pool.take(MIN_BUFFER_BYTES + 8, np.uint8)  # a 2-buffer class
+    assert big is not None and pool.allocated_bytes == 2 * MIN_BUFFER_BYTES
+    small = pool.take(8, np.int64)
+    assert small is not None and pool.allocated_bytes == 3 * MIN_BUFFER_BYTES
+    assert pool.take(8, np.int64) is None and pool.refused == 1  # budget spent
+    del small
+    gc.collect()
+    assert pool.take(8, np.int64) is not None  # the freed one serves it
+    off = PinnedPool(budget=0)
+    assert off.take(1, np.int8) is None
+
+
+@needs_gpu
+def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(monkeypatch):
+    from numba import cuda
+
+    from taskbfs import config
+    from taskbfs.bfs import pinned
+
+    monkeypatch.setattr(pinned, "_pool", None)
+    data = np.arange(5000, dtype=np.int64)
+    device = cuda.to_device(data)
+    out = pinned.copy_to_host(device, 300, np.int64)
+    np.testing.assert_array_equal(out, data[:300])
+    assert pinned.pinned_pool().allocated == 1
+    monkeypatch.setattr(config, "PINNED_POOL_BYTES", 0)
+    monkeypatch.setattr(pinned, "_pool", None)
+    plain = pinned.copy_to_host(device, 300, np.int64)
+    np.testing.assert_array_equal(plain, data[:300])
+    assert pinned.pinned_pool().refused == 1
