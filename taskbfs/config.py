@@ -101,6 +101,11 @@ WORKER_STREAM_INTERVAL = 0.0
 #: (16 slices of 2**18 vertices at scale 22 took 14% of a search on the H100.)
 MAX_ASSEMBLY_TASKS = 16
 ASSEMBLY_MIN_VERTICES = 1 << 20
+#: On workers that share this process's memory (the embedded default), one task writes
+#: those slices, each on a thread of the barrier's pool, instead of one task per slice:
+#: the dispatches of 16 tasks in a row cost more than the writing on the H100 host, and
+#: the result is one piece instead of slices joined after the search.
+THREADED_ASSEMBLY = True
 
 #: BFS levels submitted ahead of the level summaries (``bfs(..., lookahead=)``). With 0 the
 #: client submits level L + 1 once level L's summary has reached it, so every level waits

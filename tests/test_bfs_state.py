@@ -78,23 +78,32 @@ def test_stragglers_after_the_bottom_up_levels_stay_top_down(runtime):
 
 @pytest.mark.parametrize("direction", [AUTO, TOP_DOWN, BOTTOM_UP])
 @pytest.mark.parametrize("directed", [False, True])
-def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direction, directed):
+@pytest.mark.parametrize("threaded", [False, True])
+def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direction, directed,
+                                                     threaded):
     """Slices of the result cut across task ranges (5 slices, 3 tasks): every vertex is
     written once, by the slice that holds it, from the top-down buckets and bottom-up
-    records of whichever tasks overlap it."""
+    records of whichever tasks overlap it; as 5 tasks, or as one task writing the 5
+    slices on threads (``config.THREADED_ASSEMBLY``, the in-process default)."""
     from reference import scipy_distances
 
-    from taskbfs.bfs import core
+    from taskbfs.bfs import core, state
 
     monkeypatch.setattr(core, "assembly_count", lambda num_vertices, slots: 5)
+    monkeypatch.setattr(tb.config, "THREADED_ASSEMBLY", threaded)
+    calls = []
+    assemble_all = state.assemble_all
+    monkeypatch.setattr(state, "assemble_all",
+                        lambda *a, **k: calls.append(k["cuts"]) or assemble_all(*a, **k))
     rng = np.random.default_rng(5)
     src, dst = rng.integers(0, 400, 1500), rng.integers(0, 400, 1500)
     graph = tb.Graph.from_edges(src, dst, num_vertices=420, directed=directed)  # 20 isolated
     source = int(src[0])
-    r = tb.bfs(graph, source, tasks=3, direction=direction, runtime=runtime)
+    r = tb.bfs(graph, source, tasks=3, direction=direction, runtime=runtime, small_level_edges=0)
     np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
     tb.validate(graph, source, r.parents, levels=r.distances)
     assert r.assembly_seconds > 0
+    assert calls == ([[int(c) for c in np.linspace(0, 420, 6).round()]] if threaded else [])
 
 
 def test_assembly_count_follows_slots_size_and_cap():

@@ -186,7 +186,8 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
         distances, parents = program.get("frontier").result
     else:
         pieces = _submit_assembly(program, parts, source, _ran(logs, summaries), assembly_tasks,
-                                  included=levels.small_tasks > 0)
+                                  included=levels.small_tasks > 0,
+                                  threaded=config.THREADED_ASSEMBLY and program.runtime.in_process)
         program.taskwait(pieces)
         elapsed = time.perf_counter() - start
         distances, parents = _joined(program.gather(pieces))
@@ -356,23 +357,29 @@ def _ran(logs: list[_Log], summaries: list[LevelSummary]) -> list[tuple[_Log, st
 
 
 def _submit_assembly(program: Program, parts, source: int, ran: list[tuple[_Log, str]],
-                     count: int, included: bool = False) -> list[str]:
+                     count: int, included: bool = False, threaded: bool = False) -> list[str]:
     """``count`` tasks, one per equal slice of the vertex ids, write the slice's distances
     and parents from the steps' outputs: every top-down step's (bucketed by owner) and the
     bottom-up steps' of the tasks overlapping the slice, and with ``included`` those that
-    small-level tasks ran (the last frontier holds them). Returns the names of the
-    pieces, in vertex order."""
+    small-level tasks ran (the last frontier holds them). With ``threaded`` (workers that
+    share this process's memory) one task writes the ``count`` slices instead, on a thread
+    each: the same work without ``count - 1`` task dispatches, and one piece, not
+    ``count`` to join. Returns the names of the pieces, in vertex order."""
     cuts = assembly_cuts(int(parts.bounds[-1]), count)
+    groups = [cuts] if threaded and count > 1 else [[lo, hi] for lo, hi in zip(cuts[:-1], cuts[1:],
+                                                                              strict=True)]
     names = []
     with program.batch():
-        for g, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+        for g, group in enumerate(groups):
+            lo, hi = group[0], group[-1]
             tasks = tasks_overlapping(parts.bounds, lo, hi)
             mine = [log for log, direction in ran if direction != BOTTOM_UP or log.task in tasks]
             name = f"result/{g}"
             reads = [log.name for log in mine] + (["frontier"] if included else [])
             program.submit(FINISH, ins=reads, outs=[name],
                            kwargs={"source": source, "lo": lo, "hi": hi, "bounds": parts.bounds,
-                                   "levels": [log.level for log in mine], "included": included},
+                                   "levels": [log.level for log in mine], "included": included,
+                                   "cuts": group},
                            tags={"done": True, "group": g})
             names.append(name)
     for log, _direction in ran:

@@ -534,31 +534,38 @@ def tasks_overlapping(bounds, lo: int, hi: int) -> range:
     return range(first, last + 1)
 
 
-def assemble_search(*args, source: int, lo: int, hi: int, bounds, levels, included: bool = False):
+def assemble_search(*args, source: int, lo: int, hi: int, bounds, levels, included: bool = False,
+                    cuts=None):
     """The result assembly task: :func:`assemble_range` over the steps' outputs ``args``,
     plus, with ``included``, the steps that small-level tasks ran, which the search's last
-    frontier (then the last of ``args``) holds (``Frontier.included``)."""
+    frontier (then the last of ``args``) holds (``Frontier.included``). ``cuts``
+    (``lo``, ..., ``hi``): the slices between them are written on threads
+    (:func:`assemble_all`)."""
     logs, levels = list(args), list(levels)
     if included:
         frontier = logs.pop()
         logs += [d for _, d in frontier.included]
         levels += [level for level, _ in frontier.included]
+    if cuts is not None and len(cuts) > 2:
+        return assemble_all(logs, levels, source=source, bounds=bounds, cuts=cuts)
     return assemble_range(*logs, source=source, lo=lo, hi=hi, bounds=bounds, levels=levels)
 
 
 def assemble_all(logs, levels, *, source: int, bounds, cuts) -> tuple[np.ndarray, np.ndarray]:
-    """The whole result, ``(distances, parents)``, from every step's output of a search:
-    :func:`assemble_range` over the slices between ``cuts``, on the thread pool, each
-    writing its part of the two arrays."""
+    """The result over ``[cuts[0], cuts[-1])``, ``(distances, parents)``, from every step's
+    output of a search: :func:`assemble_range` over the slices between ``cuts``, on the
+    thread pool, each writing its part of the two arrays."""
     bounds = np.asarray(bounds, dtype=np.int64)
-    distances = np.empty(cuts[-1], dtype=np.int64)
-    parents = np.empty(cuts[-1], dtype=np.int64)
+    first = cuts[0]
+    distances = np.empty(cuts[-1] - first, dtype=np.int64)
+    parents = np.empty(cuts[-1] - first, dtype=np.int64)
 
     def piece(lo, hi):
         tasks = tasks_overlapping(bounds, lo, hi)
         mine = [i for i, d in enumerate(logs) if d.offsets is not None or d.task in tasks]
+        out = (distances[lo - first : hi - first], parents[lo - first : hi - first])
         assemble_range(*[logs[i] for i in mine], source=source, lo=lo, hi=hi, bounds=bounds,
-                       levels=[levels[i] for i in mine], out=(distances[lo:hi], parents[lo:hi]))
+                       levels=[levels[i] for i in mine], out=out)
 
     list(_pool().map(piece, cuts[:-1], cuts[1:]))
     return distances, parents

@@ -131,11 +131,16 @@ class Runtime:
                 f"'{GPU_RESOURCE}' resource (workers: {self.resources()})"
             )
 
+    @property
+    def in_process(self) -> bool:
+        """Whether every worker runs in this process (data moves between them by reference)."""
+        return _in_process(self.client)
+
     def holds_together(self, futures) -> bool:
         """Whether one worker can read all of ``futures`` without copying them: the
         workers share this process's memory (the embedded default, or a ``LocalCluster``
         of threads), or one worker holds every one of them."""
-        if _in_process(self.client):
+        if self.in_process:
             return True
         holders = [set(workers) for workers in self.client.who_has(list(futures)).values()]
         return bool(holders) and bool(set.intersection(*holders))
