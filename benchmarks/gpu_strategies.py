@@ -195,8 +195,8 @@ VARIANTS = {
     "nochain": {"CHAIN_LEVELS_ON_DEVICE": False},
     # GPU step outputs copied back into new pageable arrays instead of reused pinned buffers
     "nopool": {"PINNED_POOL_BYTES": 0},
-    # the result written by one task per slice instead of one task with a thread per slice
-    "asmtasks": {"THREADED_ASSEMBLY": False},
+    # the result written by one task with a thread per slice instead of one task per slice
+    "asmthreads": {"THREADED_ASSEMBLY": True},
 }
 
 

@@ -101,11 +101,14 @@ WORKER_STREAM_INTERVAL = 0.0
 #: (16 slices of 2**18 vertices at scale 22 took 14% of a search on the H100.)
 MAX_ASSEMBLY_TASKS = 16
 ASSEMBLY_MIN_VERTICES = 1 << 20
-#: On workers that share this process's memory (the embedded default), one task writes
-#: those slices, each on a thread of the barrier's pool, instead of one task per slice:
-#: the dispatches of 16 tasks in a row cost more than the writing on the H100 host, and
-#: the result is one piece instead of slices joined after the search.
-THREADED_ASSEMBLY = True
+#: True: on workers that share this process's memory (the embedded default), one task
+#: writes those slices, each on a thread of the barrier's pool, instead of one task per
+#: slice (no dispatch per slice, and one piece instead of slices joined after the search).
+#: Off until measured on the H100 host, where the assembly takes 17-21% of a scale-24 GPU
+#: search: on 2 cores it is neutral (scale 22, 24 keys interleaved: 0.97 of the search
+#: time, 0.98 of the whole call; scale 20: 1.02).
+#: ``gpu_strategies.py --variant default asmthreads`` compares the two.
+THREADED_ASSEMBLY = False
 
 #: BFS levels submitted ahead of the level summaries (``bfs(..., lookahead=)``). With 0 the
 #: client submits level L + 1 once level L's summary has reached it, so every level waits
