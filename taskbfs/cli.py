@@ -87,7 +87,14 @@ def cluster_options(p: argparse.ArgumentParser) -> None:
 
 
 def search_options(args) -> dict:
-    """The ``tb.bfs`` keyword arguments that :func:`cluster_options` sets."""
+    """The ``tb.bfs`` keyword arguments that :func:`cluster_options` sets (counts checked
+    here, so that an error names the flag rather than the Python parameter)."""
+    import taskbfs as tb
+
+    for flag, value in (("--lookahead", args.lookahead),
+                        ("--small-level-edges", args.small_level_edges)):
+        if value is not None and value < 0:
+            raise tb.InvalidParameterError(f"{flag} must be an integer >= 0, got {value}")
     return {"tasks": args.tasks, "strategy": args.strategy, "lam": args.lam,
             "direction": args.direction, "lookahead": args.lookahead,
             "small_level_edges": args.small_level_edges}

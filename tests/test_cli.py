@@ -78,8 +78,9 @@ def test_the_installed_command_runs():
         (["run", "--scale", "6", "--lam", "-1"], "λ"),
         (["run", "--scale", "6", "--keys", "0"], "--keys"),
         (["run", "--scale", "0"], "scale"),
-        (["run", "--scale", "6", "--lookahead", "-1"], "lookahead"),
-        (["run", "--scale", "6", "--small-level-edges", "-5"], "small_level_edges"),
+        (["run", "--scale", "6", "--lookahead", "-1"], "--lookahead"),
+        (["run", "--scale", "6", "--small-level-edges", "-5"], "--small-level-edges"),
+        (["graph500", "--scale", "6", "--small-level-edges", "-5"], "--small-level-edges"),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(capsys, argv, words, monkeypatch):
