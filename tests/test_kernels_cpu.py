@@ -125,3 +125,48 @@ def test_unique_top_down_keeps_the_first_pair_of_each_vertex(case):
     assert edges == want_edges
     assert list(zip(out_v[:k].tolist(), out_p[:k].tolist(), strict=True)) == list(first.items())
     assert np.array_equal(seen, bitmap_from_vertices(sorted(first), n))
+
+
+def _kron_with_isolated():
+    from taskbfs.graph.kronecker import kronecker
+
+    g = kronecker(8, edgefactor=4, seed=9)  # 256 vertices, many without edges
+    coo = g.to_scipy().tocoo()
+    return "kronecker", coo.row, coo.col, 300, False  # 44 more isolated at the end
+
+
+@pytest.mark.parametrize("case", [*_graphs(), _kron_with_isolated()], ids=lambda c: c[0])
+def test_word_bottom_up_matches_the_plain_one_and_the_naive_step(case):
+    """``bottom_up_step_words`` looks only at unvisited vertices with an edge, 64 at a
+    time: the same pairs in the same order and the same edge count as ``bottom_up_step``
+    and the naive step, for ranges that start and end inside a word."""
+    from taskbfs.kernels.cpu import bottom_up_step, bottom_up_step_words, searchable_bits
+
+    _, src, dst, n, directed = case
+    graph = Graph.from_edges(src, dst, num_vertices=n, directed=directed)
+    inward = graph.transpose()
+    in_adj = _adjacency(dst, src, n, directed) if directed else _adjacency(src, dst, n, False)
+    rng = np.random.default_rng(n + 1)
+    bounds = sorted({0, n, *rng.integers(1, n, 4).tolist()})
+    for share in (0.1, 0.5, 0.95):
+        visited = set(rng.choice(n, int(share * n), replace=False).tolist())
+        frontier = sorted(rng.choice(sorted(visited), max(1, len(visited) // 3),
+                                     replace=False).tolist())
+        vbits, fbits = bitmap_from_vertices(sorted(visited), n), bitmap_from_vertices(frontier, n)
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            start, stop = inward.indptr[lo], inward.indptr[hi]
+            indptr, indices = inward.indptr[lo : hi + 1] - start, inward.indices[start:stop]
+            words = searchable_bits(indptr, lo, hi)
+            assert words.size == ((hi - 1) >> 6) + 1 - (lo >> 6)
+            has_edge = [v for v in range(lo, hi) if in_adj[v]]
+            set_bits = [v for v in range((lo >> 6) * 64, ((hi - 1) >> 6) * 64 + 64)
+                        if (int(words[(v >> 6) - (lo >> 6)]) >> (v & 63)) & 1]
+            assert set_bits == has_edge
+            plain, fast = np.empty((2, hi - lo), np.int64), np.empty((2, hi - lo), np.int64)
+            n1, e1 = bottom_up_step(indptr, indices, lo, hi, vbits, fbits, plain[0], plain[1])
+            n2, e2 = bottom_up_step_words(indptr, indices, lo, hi, words, vbits, fbits,
+                                          fast[0], fast[1])
+            want, want_edges = _naive_bottom_up(in_adj, lo, hi, visited, set(frontier))
+            assert list(zip(fast[0, :n2].tolist(), fast[1, :n2].tolist(), strict=True)) == want
+            assert (n1, e1) == (n2, e2) and e2 == want_edges
+            np.testing.assert_array_equal(plain[:, :n1], fast[:, :n2])

@@ -10,14 +10,15 @@ slice in device memory across levels and BFS calls (the OmpSs device cache), see
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier, bucketed, with_bits
 from taskbfs.kernels.cpu import (
-    bottom_up_step,
+    bottom_up_step_words,
     frontier_edge_count,
+    searchable_bits,
     top_down_step,
     top_down_step_unique,
 )
@@ -40,10 +41,19 @@ class GraphSlice:
     indices: np.ndarray
     token: str  # graph identity + orientation, the device cache key
     out_indptr: np.ndarray | None = None  # None: ``indptr`` is the out-adjacency
+    _searchable: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def nbytes(self) -> int:
         return self.indptr.nbytes + self.indices.nbytes
+
+    def searchable_bits(self) -> np.ndarray:
+        """The range's vertices with an adjacency entry, as global-aligned bitmap words
+        (:func:`~taskbfs.kernels.cpu.searchable_bits`); made on first use and kept with
+        the slice, which lives on its worker for as long as the graph is placed."""
+        if self._searchable is None:
+            self._searchable = searchable_bits(self.indptr, self.lo, self.hi)
+        return self._searchable
 
     @property
     def out_offsets(self) -> np.ndarray:
@@ -93,8 +103,9 @@ def _bottom_up_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
     size = part.hi - part.lo
     out_v = np.empty(size, dtype=part.indices.dtype)
     out_p = np.empty(size, dtype=part.indices.dtype)
-    n_found, edges = bottom_up_step(part.indptr, part.indices, part.lo, part.hi,
-                                    frontier.visited_bits, frontier.bits, out_v, out_p)
+    n_found, edges = bottom_up_step_words(part.indptr, part.indices, part.lo, part.hi,
+                                          part.searchable_bits(), frontier.visited_bits,
+                                          frontier.bits, out_v, out_p)
     return Discoveries(part.task, out_v[:n_found], out_p[:n_found], int(edges))
 
 

@@ -101,6 +101,19 @@ def _top_down(indptr, indices, lo, frontier, visited_bits, seen_bits, unique, ou
     return n_found, edges
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _frontier_parent(indptr, indices, local, frontier_bits):
+    """``(parent, edges read)``: the first neighbour of local vertex ``local`` in the
+    frontier (-1 if none) and how many adjacency entries were read to find it."""
+    edges = 0
+    for e in range(indptr[local], indptr[local + 1]):
+        edges += 1
+        u = indices[e]
+        if test_bit(frontier_bits, u):
+            return u, edges
+    return -1, edges
+
+
 @njit(nogil=True, cache=True)
 def bottom_up_step(indptr, indices, lo, hi, visited_bits, frontier_bits, out_vertices, out_parents):
     """Bottom-up step of one task: find a frontier parent for each unvisited own vertex.
@@ -129,15 +142,53 @@ def bottom_up_step(indptr, indices, lo, hi, visited_bits, frontier_bits, out_ver
     for v in range(lo, hi):
         if test_bit(visited_bits, v):
             continue
-        local = v - lo
-        for e in range(indptr[local], indptr[local + 1]):
-            edges += 1
-            u = indices[e]
-            if test_bit(frontier_bits, u):
-                out_vertices[n_found] = v
-                out_parents[n_found] = u
-                n_found += 1
-                break
+        parent, read = _frontier_parent(indptr, indices, v - lo, frontier_bits)
+        edges += read
+        if parent >= 0:
+            out_vertices[n_found] = v
+            out_parents[n_found] = parent
+            n_found += 1
+    return n_found, edges
+
+
+@njit(nogil=True, cache=True)
+def searchable_bits(indptr, lo, hi):
+    """The task's vertices that have an adjacency entry, as bitmap words ``[lo >> 6,
+    ((hi - 1) >> 6) + 1)`` of the global bitmap (bits outside ``[lo, hi)`` clear): the
+    only vertices a bottom-up step can ever find (see :func:`bottom_up_step_words`)."""
+    first = lo >> 6
+    words = np.zeros(((hi - 1) >> 6) + 1 - first, dtype=np.uint64)
+    for v in range(lo, hi):
+        if indptr[v - lo + 1] > indptr[v - lo]:
+            words[(v >> 6) - first] |= np.uint64(1) << np.uint64(v & 63)
+    return words
+
+
+@njit(nogil=True, cache=True)
+def bottom_up_step_words(indptr, indices, lo, hi, searchable, visited_bits, frontier_bits,
+                         out_vertices, out_parents):
+    """:func:`bottom_up_step` 64 vertices at a time: only the vertices that are both
+    unvisited and ``searchable`` (:func:`searchable_bits` of the same slice) are looked
+    at, one word of each bitmap per 64 vertices. The same discoveries, in the same order,
+    and the same counts; but late bottom-up levels, where almost every vertex is visited
+    or has no edge (a Kronecker graph's isolated vertices), cost a pass over words
+    instead of a test per vertex (10-100x less at scale 22)."""
+    n_found = 0
+    edges = 0
+    first = lo >> 6
+    for w in range(first, first + searchable.size):
+        todo = ~visited_bits[w] & searchable[w - first]
+        if todo == 0:
+            continue
+        for b in range(64):
+            if (todo >> np.uint64(b)) & np.uint64(1):
+                v = (w << 6) + b
+                parent, read = _frontier_parent(indptr, indices, v - lo, frontier_bits)
+                edges += read
+                if parent >= 0:
+                    out_vertices[n_found] = v
+                    out_parents[n_found] = parent
+                    n_found += 1
     return n_found, edges
 
 
