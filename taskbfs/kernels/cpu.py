@@ -102,16 +102,18 @@ def _top_down(indptr, indices, lo, frontier, visited_bits, seen_bits, unique, ou
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _frontier_parent(indptr, indices, local, frontier_bits):
-    """``(parent, edges read)``: the first neighbour of local vertex ``local`` in the
-    frontier (-1 if none) and how many adjacency entries were read to find it."""
+def _look_for_parent(indptr, indices, lo, v, frontier_bits, out_vertices, out_parents, n_found):
+    """Scan vertex ``v``'s adjacency for its first neighbour in the frontier and, if there
+    is one, write the pair at ``n_found``. Returns ``(pairs written so far, entries read)``."""
     edges = 0
-    for e in range(indptr[local], indptr[local + 1]):
+    for e in range(indptr[v - lo], indptr[v - lo + 1]):
         edges += 1
         u = indices[e]
         if test_bit(frontier_bits, u):
-            return u, edges
-    return -1, edges
+            out_vertices[n_found] = v
+            out_parents[n_found] = u
+            return n_found + 1, edges
+    return n_found, edges
 
 
 @njit(nogil=True, cache=True)
@@ -142,12 +144,9 @@ def bottom_up_step(indptr, indices, lo, hi, visited_bits, frontier_bits, out_ver
     for v in range(lo, hi):
         if test_bit(visited_bits, v):
             continue
-        parent, read = _frontier_parent(indptr, indices, v - lo, frontier_bits)
+        n_found, read = _look_for_parent(indptr, indices, lo, v, frontier_bits, out_vertices,
+                                         out_parents, n_found)
         edges += read
-        if parent >= 0:
-            out_vertices[n_found] = v
-            out_parents[n_found] = parent
-            n_found += 1
     return n_found, edges
 
 
@@ -182,13 +181,10 @@ def bottom_up_step_words(indptr, indices, lo, hi, searchable, visited_bits, fron
             continue
         for b in range(64):
             if (todo >> np.uint64(b)) & np.uint64(1):
-                v = (w << 6) + b
-                parent, read = _frontier_parent(indptr, indices, v - lo, frontier_bits)
+                n_found, read = _look_for_parent(indptr, indices, lo, (w << 6) + b,
+                                                 frontier_bits, out_vertices, out_parents,
+                                                 n_found)
                 edges += read
-                if parent >= 0:
-                    out_vertices[n_found] = v
-                    out_parents[n_found] = parent
-                    n_found += 1
     return n_found, edges
 
 
