@@ -383,9 +383,10 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     are independent, so a large level runs them on several threads (cut into pieces when
     there are fewer owners than threads)."""
     num_tasks = bounds.size - 1
+    sole = _sole_step_with_words(bounds, discoveries)
+    if sole is not None:
+        return _accept_as_found(visited, sole)
     steps = [d for d in discoveries if d.vertices.size]
-    if num_tasks == 1 and len(steps) == 1 and steps[0].words is not None:
-        return _accept_as_found(visited, steps[0])
     candidates = concat([d.vertices for d in steps])
     offsets = np.zeros((len(steps), num_tasks + 1), dtype=np.int64)
     base = 0
@@ -404,14 +405,23 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     return new_frontier[:n_new], np.diff(out_offsets), task_edges
 
 
-def _sole_step_words(bounds, discoveries, num_vertices: int):
-    """The next frontier as a bitmap when a sole top-down step returned it as words over
-    every vertex (:func:`_accept_as_found`), else None (made from the vertices if needed)."""
+def _sole_step_with_words(bounds, discoveries):
+    """The level's only top-down step with work, when its task owns every vertex and it
+    returned its discoveries as bitmap words too (a GPU step, see
+    :mod:`taskbfs.bfs.device_cache`), else None: its discoveries are the next frontier as
+    they are (:func:`_accept_as_found`)."""
     steps = [d for d in discoveries if d.vertices.size]
     if bounds.size == 2 and len(steps) == 1 and steps[0].words is not None:
-        words = steps[0].words
-        if words.size == words_for(num_vertices):
-            return words
+        return steps[0]
+    return None
+
+
+def _sole_step_words(bounds, discoveries, num_vertices: int):
+    """The next frontier as a bitmap when :func:`_sole_step_with_words` gives a step whose
+    words cover every vertex, else None (made from the vertices if needed)."""
+    sole = _sole_step_with_words(bounds, discoveries)
+    if sole is not None and sole.words.size == words_for(num_vertices):
+        return sole.words
     return None
 
 
