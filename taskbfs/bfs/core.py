@@ -366,8 +366,10 @@ def _submit_assembly(program: Program, parts, source: int, ran: list[tuple[_Log,
     each: the same work without ``count - 1`` task dispatches, and one piece, not
     ``count`` to join. Returns the names of the pieces, in vertex order."""
     cuts = assembly_cuts(int(parts.bounds[-1]), count)
-    groups = [cuts] if threaded and count > 1 else [[lo, hi] for lo, hi in zip(cuts[:-1], cuts[1:],
-                                                                              strict=True)]
+    if threaded and count > 1:
+        groups = [cuts]
+    else:
+        groups = [cuts[g : g + 2] for g in range(len(cuts) - 1)]
     names = []
     with program.batch():
         for g, group in enumerate(groups):
