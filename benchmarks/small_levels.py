@@ -6,9 +6,12 @@ favour one setting), on the embedded default cluster. Prints, per setting: media
 search, harmonic-mean MTEPS, the median per-key ratio of its time to the first
 setting's, and how many levels ran inside small-level tasks; then the median level
 table of the first key for each setting. Every search's distances are checked against
-the first setting's.
+the first setting's. A setting is ``TD`` or ``TD:BU``: ``small_level_edges=TD`` and, with
+``BU``, ``config.SMALL_BOTTOM_UP_EDGES = BU`` (the most unexplored edges of a small
+bottom-up level; 0: none) for its searches.
 
     python benchmarks/small_levels.py --scale 22 --keys 16 --tasks 2 --edges 0 65536
+    python benchmarks/small_levels.py --scale 20 --tasks 2 --edges 65536:0 65536:2097152
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import time
 import numpy as np
 
 import taskbfs as tb
+from taskbfs import config
 
 
 def harmonic_mean(values) -> float:
@@ -32,8 +36,9 @@ def main():
     parser.add_argument("--edgefactor", type=int, default=16)
     parser.add_argument("--keys", type=int, default=16)
     parser.add_argument("--tasks", type=int, default=None, help="T (default: bfs's default)")
-    parser.add_argument("--edges", type=int, nargs="+", default=[0, 1 << 16],
-                        help="small_level_edges values to compare (0: off)")
+    parser.add_argument("--edges", nargs="+", default=["0", str(1 << 16)],
+                        help="settings to compare: small_level_edges (0: off), or TD:BU to set "
+                             "config.SMALL_BOTTOM_UP_EDGES = BU too")
     parser.add_argument("--strategy", default="hybrid")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
@@ -46,8 +51,15 @@ def main():
           f"{time.strftime('%Y-%m-%d %H:%M')}")
     with tb.Runtime() as rt:
         run = dict(tasks=args.tasks, strategy=args.strategy, runtime=rt)
+        default_bottom_up = config.SMALL_BOTTOM_UP_EDGES
+
+        def search(key, setting):
+            top_down, _, bottom_up = setting.partition(":")
+            config.SMALL_BOTTOM_UP_EDGES = int(bottom_up) if bottom_up else default_bottom_up
+            return tb.bfs(graph, key, small_level_edges=int(top_down), **run)
+
         for edges in args.edges:  # warm-up: compilation, placement
-            tb.bfs(graph, keys[0], small_level_edges=edges, **run)
+            search(keys[0], edges)
         print(f"cluster: {rt.resources()}; T = {tb.default_tasks(rt, args.strategy) if args.tasks is None else args.tasks}")
         seconds = {e: [] for e in args.edges}
         teps = {e: [] for e in args.edges}
@@ -57,11 +69,11 @@ def main():
             order = args.edges if i % 2 == 0 else args.edges[::-1]
             reference = None
             for edges in order:
-                r = tb.bfs(graph, key, small_level_edges=edges, **run)
+                r = search(key, edges)
                 if reference is None:
                     reference = r.distances
                 elif not np.array_equal(reference, r.distances):
-                    raise SystemExit(f"key {key}: small_level_edges={edges} changed the distances")
+                    raise SystemExit(f"key {key}: setting {edges} changed the distances")
                 seconds[edges].append(r.elapsed)
                 teps[edges].append(r.teps)
                 steps = r.trace.groupby("level")["included"].all()
@@ -75,7 +87,7 @@ def main():
         ratio = float(np.median(np.asarray(seconds[edges]) / base))
         small = np.sum([a for a, _ in inside[edges]])
         total = np.sum([b for _, b in inside[edges]])
-        print(f"{edges:18d}{np.median(seconds[edges]) * 1e3:13.1f}"
+        print(f"{edges:>18s}{np.median(seconds[edges]) * 1e3:13.1f}"
               f"{harmonic_mean(teps[edges]) / 1e6:13.1f}{ratio:12.3f}{f'{small} / {total}':>22s}")
     for edges in args.edges:
         print(f"\nfirst key, small_level_edges={edges}:")

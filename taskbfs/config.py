@@ -118,12 +118,19 @@ THREADED_ASSEMBLY = False
 #: A search then ends with k levels of idle steps.
 DEFAULT_LOOKAHEAD = 0
 #: A top-down level whose frontier has at most this many edges is a *small level*: one
-#: task runs its steps and barrier, and the small levels after it, itself
-#: (``taskbfs.bfs.small_levels``; ``bfs(..., small_level_edges=)``, 0 turns it off). A level
-#: costs the runtime ~3 ms on 2 cores (submission, scheduling, two hops) whatever its
-#: work, and a top-down step reads an edge in ~5-10 ns: 2**16 edges keep the included
-#: work of a level under ~1 ms. Chosen by measurement, see benchmarks/RESULTS.md.
-SMALL_LEVEL_EDGES = 1 << 16
+#: task runs its steps (side by side on a thread pool) and barrier, and the small levels
+#: after it, itself (``taskbfs.bfs.small_levels``; ``bfs(..., small_level_edges=)``, 0
+#: turns it off). A level costs the runtime ~2.5 ms on 2 cores (submission, scheduling,
+#: two hops) whatever its work; a top-down step reads an edge in ~5-10 ns, so 2**18 edges
+#: are ~1 ms of included work on 2 threads. Chosen by measurement (2**16 while the steps
+#: ran one after another), see benchmarks/RESULTS.md.
+SMALL_LEVEL_EDGES = 1 << 18
+#: A bottom-up level with at most this many unexplored edges (those of the vertices still
+#: unvisited: at most what its steps read; they stop at a vertex's first parent) is a
+#: small level too, when small levels are on (``small_level_edges`` > 0). On a Kronecker
+#: graph that is the level after the big bottom-up ones. Chosen by measurement, see
+#: benchmarks/RESULTS.md.
+SMALL_BOTTOM_UP_EDGES = 1 << 21
 
 #: The embedded default runtime calls ``gc.freeze()`` once it has started, so that Python's
 #: full garbage collections skip the ~300 K long-lived objects of numba, pandas and

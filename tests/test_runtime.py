@@ -484,8 +484,46 @@ def test_included_work_runs_in_the_task_and_is_traced(rt):
     p.close()
 
 
+def _wait_then_double(barrier, v):
+    barrier.wait(timeout=10)  # returns only once every piece has started
+    return 2 * v
+
+
+def _double_each_on_threads(values):
+    """A task that does its pieces side by side on a pool, as included tasks."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    barrier = threading.Barrier(len(values))
+    with ThreadPoolExecutor(len(values)) as pool:
+        calls = [({"piece": i}, (barrier, v)) for i, v in enumerate(values)]
+        return taskbfs.runtime.include_each("double", _wait_then_double, calls, executor=pool)
+
+
+DOUBLE_EACH = Task("double_each", smp=_double_each_on_threads)
+
+
+def test_included_pieces_run_side_by_side_and_are_traced_on_their_threads(rt):
+    p = Program(rt)
+    p.put("x", [1, 2, 3])
+    key = p.submit(DOUBLE_EACH, ins=["x"], outs=["y"])
+    assert p.get("y") == [2, 4, 6]  # in the order of the calls
+    records = _records_by_name(p)
+    (outer,) = records["double_each"]
+    inner = sorted(records["double"], key=lambda r: r["piece"])
+    assert [r["piece"] for r in inner] == [0, 1, 2]
+    assert len({r["thread"] for r in inner} | {outer["thread"]}) == 4  # each on its own
+    for r in inner:
+        assert r["included"] == key and r["worker"] == outer["worker"]
+        assert outer["start"] <= r["start"] <= r["stop"] <= outer["stop"]
+    assert max(r["start"] for r in inner) <= min(r["stop"] for r in inner)  # overlapping
+    p.close()
+
+
 def test_include_outside_a_task_is_a_plain_call():
     assert taskbfs.runtime.include("double", _double, {}, 5) == 10
+    calls = [({}, (1,)), ({}, (2,), {})]
+    assert taskbfs.runtime.include_each("double", _double, calls) == [2, 4]
 
 
 def test_holds_together(embedded, processes):

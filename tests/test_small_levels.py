@@ -11,6 +11,7 @@ from reference import naive_bfs, scipy_distances
 from shapes import path, shapes
 
 import taskbfs as tb
+from taskbfs import config
 from taskbfs.bfs.core import _small_levels
 from taskbfs.bfs.small_levels import SmallLevels
 from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, LevelSummary
@@ -38,19 +39,30 @@ def check(graph, shape, source, result):
     tb.validate(graph, source, result.parents)
 
 
-def summary(direction=TOP_DOWN, size=10, edges=100) -> LevelSummary:
-    return LevelSummary(level=3, direction=direction, frontier_counts=np.array([size]),
-                        frontier_size=size, frontier_edges=edges)
+def summary(direction=TOP_DOWN, size=10, edges=100, unexplored=0, counts=None) -> LevelSummary:
+    return LevelSummary(level=3, direction=direction,
+                        frontier_counts=np.array(counts if counts is not None else [size]),
+                        frontier_size=size, frontier_edges=edges, unexplored_edges=unexplored)
 
 
-def test_rule_admits_small_top_down_levels_only():
+def test_rule_admits_small_top_down_levels():
     rule = SmallLevels(max_edges=100, max_vertices=20)
     assert rule.admits(summary(size=10, edges=100))
     assert not rule.admits(summary(size=10, edges=101))  # too many edges
     assert not rule.admits(summary(size=21, edges=50))  # more than λ: the GPU's
-    assert not rule.admits(summary(direction=BOTTOM_UP, size=1, edges=1))
+    assert not rule.admits(summary(direction=BOTTOM_UP, size=1, edges=1))  # no bottom-up bound
     assert not rule.admits(summary(size=0, edges=0))  # the search is over
     assert SmallLevels(max_edges=5).max_vertices == math.inf
+
+
+def test_rule_admits_bottom_up_levels_with_few_unexplored_edges():
+    rule = SmallLevels(max_edges=100, max_vertices=20, max_bottom_up_edges=1000)
+    up = {"direction": BOTTOM_UP, "size": 500, "edges": 10**6}  # a big frontier is fine
+    assert rule.admits(summary(**up, unexplored=1000, counts=[20, 3]))
+    assert not rule.admits(summary(**up, unexplored=1001, counts=[20, 3]))  # may read more
+    assert not rule.admits(summary(**up, unexplored=10, counts=[21, 3]))  # a step above λ
+    assert not rule.admits(summary(**{**up, "size": 0}, unexplored=0, counts=[0, 0]))  # over
+    assert not SmallLevels(100).admits(summary(**up, unexplored=0, counts=[1, 1]))
 
 
 class _Stub:
@@ -82,7 +94,7 @@ def test_which_searches_have_small_levels(kind, gpus, lookahead, together, expec
     if expected is None:
         assert rule is None
     else:
-        assert rule == SmallLevels(1000, expected)
+        assert rule == SmallLevels(1000, expected, config.SMALL_BOTTOM_UP_EDGES)
     assert _small_levels(_Stub(), resources, Policy(kind, lam=7), 0, 0, _Placed()) is None  # off
     assert _small_levels(_Stub(), {"GPU": 1}, Policy("gpu"), 1000, 0, _Placed()) is None
 
@@ -91,9 +103,13 @@ def test_which_searches_have_small_levels(kind, gpus, lookahead, together, expec
 @pytest.mark.parametrize("prefix", ["path", "star", "grid", "components", "isolated", "self_loops",
                                     "duplicate", "directed_dag", "directed_cycle", "random_directed",
                                     "kronecker_like", "binary_tree", "single_vertex"])
-def test_small_levels_agree_with_levels_as_tasks(runtime, prefix, direction):
+@pytest.mark.parametrize("bottom_up_edges", [0, ALL])
+def test_small_levels_agree_with_levels_as_tasks(runtime, monkeypatch, prefix, direction,
+                                                 bottom_up_edges):
     """The same search, level table and trace (but the ``included`` column) whether the
-    small levels run inside one task or as T steps and a barrier each."""
+    small levels run inside one task or as T steps and a barrier each (with bottom-up
+    levels small or not; a directed graph's read the transposed slices)."""
+    monkeypatch.setattr(config, "SMALL_BOTTOM_UP_EDGES", bottom_up_edges)
     shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))
     graph = build(shape)
     for tasks in (1, min(4, graph.num_vertices)):
@@ -107,9 +123,9 @@ def test_small_levels_agree_with_levels_as_tasks(runtime, prefix, direction):
             assert inside.levels[LEVEL_COLUMNS].equals(apart.levels[LEVEL_COLUMNS])
             assert inside.trace[TRACE_COLUMNS].equals(apart.trace[TRACE_COLUMNS])
             assert not apart.trace["included"].any()
-            # every top-down level ran inside; bottom-up ones as tasks
-            top_down = inside.trace["direction"] == TOP_DOWN
-            assert inside.trace["included"].tolist() == top_down.tolist()
+            # every top-down level ran inside; bottom-up ones too when they may
+            inside_expected = (inside.trace["direction"] == TOP_DOWN) | (bottom_up_edges > 0)
+            assert inside.trace["included"].tolist() == inside_expected.tolist()
 
 
 def test_a_deep_search_runs_in_one_task_which_writes_the_result(runtime):
@@ -124,9 +140,12 @@ def test_a_deep_search_runs_in_one_task_which_writes_the_result(runtime):
     assert (result.levels["barrier_worker"].notna()).all()  # each level's included barrier
 
 
-def test_only_levels_under_the_cutoff_run_inside(runtime):
+@pytest.mark.parametrize("bottom_up_cutoff", [0, 20_000])
+def test_only_levels_under_the_cutoff_run_inside(runtime, monkeypatch, bottom_up_cutoff):
+    monkeypatch.setattr(config, "SMALL_BOTTOM_UP_EDGES", bottom_up_cutoff)
     graph = tb.kronecker(12, edgefactor=16, seed=4)
     cutoff = 2000
+    seen_bottom_up_inside = False
     for source in tb.search_keys(graph, 4, seed=2):
         source = int(source)
         result = tb.bfs(graph, source, tasks=3, runtime=runtime, small_level_edges=cutoff)
@@ -135,8 +154,12 @@ def test_only_levels_under_the_cutoff_run_inside(runtime):
         inside = result.trace.groupby("level")["included"].agg(["all", "any"])
         assert (inside["all"] == inside["any"]).all()  # a level is inside or not as a whole
         levels = result.levels.set_index("level")
-        small = (levels["direction"] == TOP_DOWN) & (levels["frontier_edges"] <= cutoff)
+        top_down = levels["direction"] == TOP_DOWN
+        small = ((top_down & (levels["frontier_edges"] <= cutoff))
+                 | (~top_down & (levels["unexplored_edges"] <= bottom_up_cutoff)))
         assert inside["all"].equals(small.loc[inside.index].rename("all"))
+        seen_bottom_up_inside |= bool((inside["all"] & ~top_down.loc[inside.index]).any())
+    assert seen_bottom_up_inside == (bottom_up_cutoff > 0)
 
 
 def test_small_level_edges_must_be_a_count(runtime):

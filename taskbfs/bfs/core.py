@@ -104,9 +104,10 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         ``config.SMALL_LEVEL_EDGES``), whose steps would all run on the CPU (hybrid: a
         frontier of at most λ vertices; never with the fixed or gpu strategy on a cluster
         with GPUs), runs inside one task, with the small levels after it, instead of as T
-        steps and a barrier each (:mod:`taskbfs.bfs.small_levels`). Their steps and
-        barriers are in the trace all the same, with ``included`` set. 0: every level is
-        T steps and a barrier. Off with ``lookahead`` > 0, and on a cluster where no one
+        steps and a barrier each (:mod:`taskbfs.bfs.small_levels`); so does a bottom-up
+        level with at most ``config.SMALL_BOTTOM_UP_EDGES`` edges left unexplored. Their
+        steps and barriers are in the trace all the same, with ``included`` set. 0: every
+        level is T steps and a barrier. Off with ``lookahead`` > 0, and on a cluster where no one
         worker holds every slice (it would copy them).
 
     Returns
@@ -273,10 +274,10 @@ class _Submitter:
         frontier = {"inouts": ["frontier"], "in_place": True} if init is None else {
             "outs": ["frontier"]}
         self.program.submit(
-            SMALL_LEVELS, ins=[names[0] for names in self.slices] + ["degrees"]
+            SMALL_LEVELS, ins=[name for names in self.slices for name in names] + ["degrees"]
             + [log.name for log in self.logs], **frontier,
             kwargs={"level": summary.level, "small": self.small, "barrier_name": BARRIER.name,
-                    "assembly": assembly, "init": init},
+                    "assembly": assembly, "init": init, "slices_per_task": len(self.slices[0])},
             # the live page shows the level's steps from these
             tags={**(tags or {}), "level": summary.level, "small_levels": True,
                   "direction": summary.direction, "frontier": summary.frontier_size,
@@ -478,6 +479,7 @@ def _level_table(summaries, trace: pd.DataFrame, wall_start: float,
             "direction": prev.direction,
             "frontier_size": prev.frontier_size,
             "frontier_edges": prev.frontier_edges,
+            "unexplored_edges": prev.unexplored_edges,
             "edges_examined": int(cur.edges_examined.sum()),
             "discovered": cur.frontier_size,
             "tasks": cpu + gpu,
@@ -560,7 +562,7 @@ def _small_levels(rt, resources: dict, policy: Policy, max_edges: int, lookahead
             return None
     if not rt.holds_together(placed.slices):
         return None
-    return SmallLevels(max_edges, max_vertices)
+    return SmallLevels(max_edges, max_vertices, config.SMALL_BOTTOM_UP_EDGES)
 
 
 

@@ -21,17 +21,25 @@ Approach
     search ends inside it (as most do: their last levels are small), it writes the result
     too (an included assembly, on threads) and its last summary says ``assembled``,
     sparing the round trip to the client and the assembly tasks.
+    A level's steps run side by side on the barrier's thread pool (as the level's tasks
+    would on the worker's threads), each traced as an included task.
 Which levels are small
     Top-down, at most ``max_edges`` frontier edges, and at most ``max_vertices`` frontier
     vertices: λ for the hybrid strategy on a cluster with GPUs, so that every step of a
     small level would have run on the CPU anyway (the fixed and gpu strategies with GPU
-    workers have no small levels). See ``config.SMALL_LEVEL_EDGES`` for the default.
+    workers have no small levels). Bottom-up, at most ``max_bottom_up_edges`` edges left
+    unexplored (a bound on what its steps read: the end of a search, once its big levels
+    have visited almost every vertex with an edge), each task with at most
+    ``max_vertices`` unvisited vertices (its step's size). See ``config.SMALL_LEVEL_EDGES``
+    and ``config.SMALL_BOTTOM_UP_EDGES`` for the defaults.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from taskbfs.bfs.state import (
     TOP_DOWN,
@@ -40,9 +48,10 @@ from taskbfs.bfs.state import (
     assemble_all,
     init_state,
     merge_level,
+    pool,
 )
-from taskbfs.bfs.steps import STEP, step_smp
-from taskbfs.runtime import Task, include
+from taskbfs.bfs.steps import STEP, slice_for, step_smp
+from taskbfs.runtime import Task, include, include_each
 
 
 @dataclass(frozen=True)
@@ -59,11 +68,18 @@ class SmallLevels:
 
     max_edges: int
     max_vertices: float = math.inf
+    #: Most unexplored edges of a small bottom-up level (0: no bottom-up level is small).
+    max_bottom_up_edges: int = 0
 
     def admits(self, summary: LevelSummary) -> bool:
         """Whether the level ``summary`` describes (its frontier) is small."""
-        return (summary.direction == TOP_DOWN and 0 < summary.frontier_size <= self.max_vertices
-                and summary.frontier_edges <= self.max_edges)
+        if summary.frontier_size == 0:
+            return False
+        if summary.direction == TOP_DOWN:
+            return (summary.frontier_size <= self.max_vertices
+                    and summary.frontier_edges <= self.max_edges)
+        return (0 < self.max_bottom_up_edges and summary.unexplored_edges <= self.max_bottom_up_edges
+                and int(np.max(summary.frontier_counts, initial=0)) <= self.max_vertices)
 
 
 @dataclass(frozen=True)
@@ -88,32 +104,39 @@ class Assembly:
 
 
 def run_small_levels(*args, level: int, small: SmallLevels, barrier_name: str,
-                     assembly: Assembly | None = None, init: dict | None = None) -> Frontier:
+                     assembly: Assembly | None = None, init: dict | None = None,
+                     slices_per_task: int = 1) -> Frontier:
     """The small-level task: run level ``level`` and the small levels after it.
 
     Called as ``run_small_levels(*slices, degrees, *earlier, frontier, ...)``: every
-    task's out-adjacency slice in task order, the degree array, the outputs of the steps
-    the search ran before (``assembly.levels`` says their levels), then the frontier of
-    ``level`` (updated in place, as a barrier does). Each level's steps (one per task with
-    frontier vertices) and its barrier run here as included tasks; each level's summary
-    is published as a barrier publishes it. Returns the frontier of the first level that
-    is not small, holding the included steps' discoveries; or, when the search ended here
-    and ``assembly`` is given, the last frontier with the search's ``result``. With
-    ``init`` (the search's first task) there is no frontier argument: the task makes the
-    level-0 frontier itself, ``init_state(degrees, **init)``.
+    task's slices in task order (``slices_per_task`` each: its out-adjacency slice, then
+    its transposed one when a directed graph has one for bottom-up steps), the degree
+    array, the outputs of the steps the search ran before (``assembly.levels`` says their
+    levels), then the frontier of ``level`` (updated in place, as a barrier does). Each
+    level's steps (one per task with work, side by side on the barrier's thread pool) and
+    its barrier run here as included tasks; each level's summary is published as a
+    barrier publishes it. Returns the frontier of the first level that is not small,
+    holding the included steps' discoveries; or, when the search ended here and
+    ``assembly`` is given, the last frontier with the search's ``result``. With ``init``
+    (the search's first task) there is no frontier argument: the task makes the level-0
+    frontier itself, ``init_state(degrees, **init)``.
     """
     if init is None:
         *args, frontier = args
         num_tasks = frontier.bounds.size - 1
     else:
         num_tasks = len(init["bounds"]) - 1
-        frontier = init_state(args[num_tasks], **init)
-    slices, degrees, earlier = args[:num_tasks], args[num_tasks], args[num_tasks + 1 :]
+    num_slices = num_tasks * slices_per_task
+    slices = [args[t * slices_per_task : (t + 1) * slices_per_task] for t in range(num_tasks)]
+    degrees, earlier = args[num_slices], args[num_slices + 1 :]
+    if init is not None:
+        frontier = init_state(degrees, **init)
     if frontier.level != level:
         raise RuntimeError(f"small levels from {level} got the frontier of level {frontier.level}")
     while True:
-        found = [include(STEP.name, step_smp, _step_tags(frontier, t), slices[t], frontier)
+        calls = [(_step_tags(frontier, t), (slice_for(slices[t], frontier), frontier))
                  for t in range(num_tasks) if frontier.has_work(t)]
+        found = include_each(STEP.name, step_smp, calls, executor=pool())
         nxt, summary = include(barrier_name, merge_level, {"level": frontier.level},
                                frontier, found, degrees, small, assembly is not None)
         nxt.included.extend((frontier.level, d) for d in found)
@@ -134,11 +157,16 @@ def _assemble(frontier: Frontier, earlier, assembly: Assembly):
 
 
 def _step_tags(frontier: Frontier, t: int) -> dict:
-    """A step's trace tags, as the level loop gives a submitted step."""
-    size = int(frontier.offsets[t + 1] - frontier.offsets[t])
+    """A step's trace tags, as the level loop gives a submitted step (its size: frontier
+    vertices top-down, unvisited vertices bottom-up)."""
+    if frontier.direction == TOP_DOWN:
+        size = int(frontier.offsets[t + 1] - frontier.offsets[t])
+    else:
+        size = int(frontier.progress.unvisited_per_task[t])
     return {"level": frontier.level, "task": t, "size": size, "direction": frontier.direction}
 
 
-#: The small-level task: ``ins = [part/0 .. part/T-1, degrees, earlier steps' outputs]``,
+#: The small-level task: ``ins = [part/0, (tpart/0,) .. part/T-1, (tpart/T-1,) degrees,
+#: earlier steps' outputs]``,
 #: ``inouts = [frontier]`` (``outs`` when it makes the level-0 frontier itself).
 SMALL_LEVELS = Task("bfs_small_levels", smp=run_small_levels)

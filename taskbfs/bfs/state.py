@@ -137,6 +137,9 @@ class LevelSummary:
     frontier_size: int
     frontier_edges: int
     edges_examined: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: Edges of the vertices still unvisited (frontier excluded): at most what a
+    #: bottom-up level reads.
+    unexplored_edges: int = 0
     found: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     barrier_start: float = 0.0
     barrier_stop: float = 0.0
@@ -245,7 +248,7 @@ def first_summary(bounds, source: int, source_degree: int, total_edges: int, dir
     return LevelSummary(level=0, direction=direction,
                         frontier_counts=unvisited if direction == BOTTOM_UP else counts,
                         frontier_size=1, frontier_edges=int(source_degree),
-                        edges_examined=np.zeros(num_tasks, dtype=np.int64),
+                        unexplored_edges=unexplored, edges_examined=np.zeros(num_tasks, dtype=np.int64),
                         found=np.zeros(num_tasks, dtype=np.int64),
                         barrier_start=now, barrier_stop=now)
 
@@ -370,6 +373,7 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
         frontier_size=n_new,
         frontier_edges=frontier_edges,
         edges_examined=edges_examined,
+        unexplored_edges=unexplored,
         found=found,
         barrier_start=start,
         barrier_stop=time.time(),
@@ -452,7 +456,7 @@ def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
         return accept_owner(candidates, offsets, t, own[t], spans[t][0], degrees, out,
                             int(starts[t]))
 
-    results = list(_pool().map(one, range(num_tasks)))
+    results = list(pool().map(one, range(num_tasks)))
     counts = np.array([n for n, _ in results], dtype=np.int64)
     task_edges = np.array([e for _, e in results], dtype=np.int64)
     for (first, stop), words in zip(spans, own, strict=True):
@@ -496,8 +500,9 @@ def _threads() -> int:
     return os.cpu_count() or 1
 
 
-def _pool() -> ThreadPoolExecutor:
-    """The process's pool for the barrier's work on threads (one thread per core)."""
+def pool() -> ThreadPoolExecutor:
+    """The process's pool for work on threads inside a task (one thread per core): the
+    barrier's, the result assembly's, a small-level task's steps."""
     global _thread_pool
     with _pool_lock:
         if _thread_pool is None:
@@ -577,7 +582,7 @@ def assemble_all(logs, levels, *, source: int, bounds, cuts) -> tuple[np.ndarray
         assemble_range(*[logs[i] for i in mine], source=source, lo=lo, hi=hi, bounds=bounds,
                        levels=[levels[i] for i in mine], out=out)
 
-    list(_pool().map(piece, cuts[:-1], cuts[1:]))
+    list(pool().map(piece, cuts[:-1], cuts[1:]))
     return distances, parents
 
 

@@ -125,7 +125,7 @@ def idle(part: GraphSlice) -> Discoveries:
     return Discoveries(part.task, empty, empty, 0)
 
 
-def _slice_for(slices, frontier: Frontier) -> GraphSlice:
+def slice_for(slices, frontier: Frontier) -> GraphSlice:
     """The slice a step reads: ``(part,)`` or ``(part, transposed part)``; a bottom-up
     step reads in-neighbours, so the transposed one when the graph has one."""
     return slices[-1] if frontier.direction == BOTTOM_UP else slices[0]
@@ -133,12 +133,12 @@ def _slice_for(slices, frontier: Frontier) -> GraphSlice:
 
 def _step_task_smp(*args) -> Discoveries:
     *slices, frontier = args
-    return step_smp(_slice_for(slices, frontier), frontier)
+    return step_smp(slice_for(slices, frontier), frontier)
 
 
 def _step_task_cuda(*args) -> Discoveries:
     *slices, frontier = args
-    return step_cuda(_slice_for(slices, frontier), frontier)
+    return step_cuda(slice_for(slices, frontier), frontier)
 
 
 #: The step task: ``ins = [part, (transposed part,) frontier]``; its direction is the

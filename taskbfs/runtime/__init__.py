@@ -9,6 +9,7 @@
 ``worker_cache``    per-worker store (device-resident data)
 ``publish``         a task sends a small message to its program (``Program.next_message``)
 ``include``         run work now inside the running task (OmpSs ``final``), traced as a task
+``include_each``    several such pieces, side by side on a thread pool
 ==================  ===============================================================
 """
 
@@ -17,7 +18,7 @@ from taskbfs.runtime.plugin import PlacementPlugin, fetch_placements
 from taskbfs.runtime.policy import POLICY_KINDS, Policy
 from taskbfs.runtime.program import Program
 from taskbfs.runtime.task import CUDA, SMP, Task
-from taskbfs.runtime.worker import current_device, include, publish, worker_cache
+from taskbfs.runtime.worker import current_device, include, include_each, publish, worker_cache
 
 __all__ = [
     "CUDA",
@@ -32,6 +33,7 @@ __all__ = [
     "detect_gpus",
     "fetch_placements",
     "include",
+    "include_each",
     "publish",
     "worker_cache",
 ]

@@ -123,16 +123,50 @@ def include(name: str, func, tags: dict, *args, **kwargs):
     -------
     What ``func`` returns.
     """
+    return include_each(name, func, [(tags, args, kwargs)])[0]
+
+
+def include_each(name: str, func, calls, executor=None) -> list:
+    """Several included tasks of the running one (see :func:`include`), side by side on
+    ``executor``'s threads when one is given (as the running task's worker would run
+    them as tasks on its threads), else one after another in this thread.
+
+    Parameters
+    ----------
+    name : str
+        The name the trace gives each.
+    func : callable
+        A host function, called once per entry of ``calls``; it must release the GIL to
+        gain from the threads (numba's ``nogil`` kernels do), and must not
+        :func:`publish` (a message belongs to the running task's thread).
+    calls : sequence of (tags, args) or (tags, args, kwargs)
+        One entry per included task: its trace tags and the arguments of ``func``.
+    executor : concurrent.futures.Executor, optional
+        Where to run them (not one whose threads are waiting on this call).
+
+    Returns
+    -------
+    list
+        What each call returned, in the order of ``calls``.
+    """
     from distributed.worker import thread_state
 
     program = getattr(_running, "program", None)
-    start = time.time()
-    result = func(*args, **kwargs)
-    if program is not None:
-        parent = str(getattr(thread_state, "key", ""))
-        _record(_current_worker(), program, f"{parent}/{name}-{next(_included)}", name, SMP, start,
-                time.time(), {**tags, "included": parent})
-    return result
+    parent = str(getattr(thread_state, "key", ""))
+    worker = _current_worker() if program is not None else None
+
+    def run(call):
+        tags, args, kwargs = (*call, {}) if len(call) == 2 else call
+        start = time.time()
+        result = func(*args, **kwargs)
+        if program is not None:
+            _record(worker, program, f"{parent}/{name}-{next(_included)}", name, SMP, start,
+                    time.time(), {**tags, "included": parent})
+        return result
+
+    if executor is None or len(calls) < 2:
+        return [run(call) for call in calls]
+    return list(executor.map(run, calls))
 
 
 def execute_after(after: list, task: Task, meta: dict, *args, **kwargs):
