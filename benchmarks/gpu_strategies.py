@@ -185,6 +185,8 @@ VARIANTS = {
     "gpubar": {"BARRIER_FOLLOWS_GPU_STEPS": True},
     # every level as T steps and a barrier (no small levels inside one task)
     "tasks": {"SMALL_LEVEL_EDGES": 0},
+    # the gpu strategy's levels as GPU step tasks and barriers (CPU small levels stay)
+    "gputasks": {"GPU_LEVELS_IN_ONE_TASK": False},
     # the top-down barrier's pass one owner per thread even with fewer owners than threads
     "owners": {"ACCEPT_BY_PIECES": False},
     # a T = 1 top-down GPU step's discoveries checked and counted by the barrier on the host

@@ -131,6 +131,14 @@ SMALL_LEVEL_EDGES = 1 << 18
 #: graph that is the level after the big bottom-up ones. Chosen by measurement, see
 #: benchmarks/RESULTS.md.
 SMALL_BOTTOM_UP_EDGES = 1 << 21
+#: On a cluster with a single GPU worker, a level whose every step the policy sends to the
+#: GPU (the gpu strategy: every level; hybrid: every step above λ) runs inside one task
+#: placed on that worker, with the levels after it that do too (its steps one after
+#: another, as the worker runs them as tasks), when small levels are on: the per-level
+#: round trips through the client and the scheduler cost more on the H100 host than the
+#: kernels (``taskbfs.bfs.small_levels``; benchmarks/RESULTS.md). False: such levels run
+#: as tasks.
+GPU_LEVELS_IN_ONE_TASK = True
 
 #: The embedded default runtime calls ``gc.freeze()`` once it has started, so that Python's
 #: full garbage collections skip the ~300 K long-lived objects of numba, pandas and

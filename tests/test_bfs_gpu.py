@@ -37,6 +37,14 @@ needs_gpu = pytest.mark.skipif(
 DEVICE_COLUMNS = ("h2d_bytes", "d2h_bytes", "kernel_seconds")
 
 
+@pytest.fixture(autouse=True)
+def _levels_as_tasks(monkeypatch):
+    """These tests follow the GPU steps as tasks, level by level: the gpu strategy's
+    levels inside one task (``config.GPU_LEVELS_IN_ONE_TASK``) are off unless a test
+    turns them on (the section "every level in one task" below)."""
+    monkeypatch.setattr(tb.config, "GPU_LEVELS_IN_ONE_TASK", False)
+
+
 # --------------------------------------------------------------------------- the driver
 @pytest.mark.gpu
 @pytest.mark.skipif(IN_PROCESS, reason="the GPU tests run in this process")
@@ -526,3 +534,77 @@ def test_a_chain_is_used_by_its_own_search_only(direction):
     assert len(turns) == len(single) >= 3
     assert turns[0] == single[0]  # the first step uploads in both
     assert all(t > s for t, s in zip(turns[1:], single[1:], strict=True))
+
+
+# --------------------------------------------------------------------------- every level in one task
+@needs_gpu
+@pytest.mark.parametrize("graph, direction, tasks", [
+    (_kron, "auto", 1),
+    (_kron, "auto", 3),
+    (_odd_sized, "bottom-up", 1),
+    (_directed, "auto", 2),  # bottom-up steps read the transposed slices
+    (_directed, "top-down", 3),
+    (_path, "top-down", 2),
+])
+def test_gpu_levels_in_one_task_are_the_levels_as_tasks(runtime, monkeypatch, graph, direction,
+                                                       tasks):
+    """With the gpu strategy on the one GPU worker, every level runs inside one task placed
+    there (``config.GPU_LEVELS_IN_ONE_TASK``): the same search, level table and trace as
+    with each level as GPU step tasks and a barrier, every step traced on ``cuda`` on the
+    GPU worker as an included task, and one task placed in all."""
+    g = graph()
+    source = _hub_source(g)
+    runs = {}
+    for inside in (False, True):
+        monkeypatch.setattr(tb.config, "GPU_LEVELS_IN_ONE_TASK", inside)
+        r = runs[inside] = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction=direction,
+                                  runtime=runtime)
+        _check(g, source, r)
+    level_columns = ["level", "direction", "frontier_size", "frontier_edges", "unexplored_edges",
+                     "edges_examined", "discovered", "tasks", "tasks_gpu"]
+    # not "found": a level's top-down GPU steps share one vertex mask, so which of them
+    # reports a vertex depends on the order they ran in (the level's total does not)
+    trace_columns = ["level", "task", "lo", "hi", "direction", "size", "edges_examined",
+                     "device", "worker"]
+    assert runs[True].levels[level_columns].equals(runs[False].levels[level_columns])
+    assert runs[True].trace[trace_columns].equals(runs[False].trace[trace_columns])
+    inside, apart = runs[True], runs[False]
+    assert inside.trace["included"].all() and not apart.trace["included"].any()
+    assert (inside.trace["device"] == "cuda").all()
+    assert (inside.trace["worker"] == _gpu_worker(runtime)).all()
+    assert (inside.trace["kernel_seconds"] > 0).all()
+    assert (inside.levels["barrier_worker"] == _gpu_worker(runtime)).all()
+    assert [p["device"] for p in inside.placements] == ["cuda"]  # the one task
+    assert len(apart.placements) > len(apart.trace)  # every step and barrier
+
+
+@needs_gpu
+@pytest.mark.parametrize("lam", [0, 6, 10**9])
+@pytest.mark.parametrize("direction", ["auto", "top-down"])
+def test_hybrid_levels_inside_tasks_are_placed_as_the_policy_places_steps(runtime, monkeypatch,
+                                                                          lam, direction):
+    """Hybrid on one GPU worker: a level whose every step is above λ runs inside a task on
+    the GPU worker, a small one whose every step is at most λ inside a task on the CPU
+    worker, any other as tasks; every step runs on the device the policy gives it as a
+    task (the trace's device per step equals the run with every level as tasks)."""
+    g = _kron()
+    source = _hub_source(g)
+    runs = {}
+    for inside in (False, True):
+        monkeypatch.setattr(tb.config, "GPU_LEVELS_IN_ONE_TASK", inside)
+        r = runs[inside] = tb.bfs(g, source, tasks=3, strategy="hybrid", lam=lam,
+                                  direction=direction, runtime=runtime,
+                                  small_level_edges=10**9 if inside else 0)
+        _check(g, source, r)
+    columns = ["level", "task", "direction", "size", "device"]  # "found": see above
+    assert runs[True].trace[columns].equals(runs[False].trace[columns])
+    trace = runs[True].trace
+    assert (trace["device"] == np.where(trace["size"] > lam, "cuda", "smp")).all()
+    # a level runs inside exactly when all its steps go one way
+    one_way = trace.groupby("level")["device"].nunique() == 1
+    inside = trace.groupby("level")["included"].all()
+    assert inside.equals(one_way)
+    gpu_worker = _gpu_worker(runtime)
+    assert ((trace["device"] == "cuda") == (trace["worker"] == gpu_worker)).all()
+    if lam == 0:
+        assert (trace["device"] == "cuda").all() and trace["included"].all()

@@ -79,24 +79,52 @@ class _Placed:
     slices = ()
 
 
+@pytest.mark.parametrize("one_task", [True, False])  # config.GPU_LEVELS_IN_ONE_TASK
 @pytest.mark.parametrize("kind, gpus, lookahead, together, expected", [
-    ("hybrid", 0, 0, True, math.inf),  # no GPU: every task runs on the CPU
-    ("hybrid", 1, 0, True, 7.0),  # a small level must be one the policy sends to the CPU
-    ("cpu", 1, 0, True, math.inf),
-    ("fixed", 0, 0, True, math.inf),
+    ("hybrid", 0, 0, True, (math.inf, None)),  # no GPU: every task runs on the CPU
+    # a small level must be one the policy sends to the CPU; a GPU level, to the GPU
+    ("hybrid", 1, 0, True, (7.0, 7.0)),
+    ("hybrid", 2, 0, True, (7.0, None)),  # GPU levels spread over several GPU workers
+    ("cpu", 1, 0, True, (math.inf, None)),
+    ("fixed", 0, 0, True, (math.inf, None)),
     ("fixed", 1, 0, True, None),  # its GPU tasks stay on the GPU
+    ("gpu", 1, 0, True, "gpu"),  # every level on the one GPU worker
+    ("gpu", 2, 0, True, None),
     ("hybrid", 1, 2, True, None),  # levels submitted ahead
     ("hybrid", 0, 0, False, None),  # no worker holds every slice: it would copy them
 ])
-def test_which_searches_have_small_levels(kind, gpus, lookahead, together, expected):
+def test_which_searches_have_small_levels(monkeypatch, kind, gpus, lookahead, together, expected,
+                                          one_task):
+    monkeypatch.setattr(config, "GPU_LEVELS_IN_ONE_TASK", one_task)
     resources = {"CPU": 2, "GPU": gpus}
-    rule = _small_levels(_Stub(together), resources, Policy(kind, lam=7), 1000, lookahead, _Placed())
-    if expected is None:
+    policy = Policy(kind, lam=7)
+    rule = _small_levels(_Stub(together), resources, policy, 1000, lookahead, _Placed())
+    if expected == "gpu":
+        assert rule == (SmallLevels(0, 0, 0, gpu_above=-1.0) if one_task else None)
+    elif expected is None:
         assert rule is None
     else:
-        assert rule == SmallLevels(1000, expected, config.SMALL_BOTTOM_UP_EDGES)
-    assert _small_levels(_Stub(), resources, Policy(kind, lam=7), 0, 0, _Placed()) is None  # off
-    assert _small_levels(_Stub(), {"GPU": 1}, Policy("gpu"), 1000, 0, _Placed()) is None
+        max_vertices, gpu_above = expected
+        gpu_above = gpu_above if one_task else None
+        assert rule == SmallLevels(1000, max_vertices, config.SMALL_BOTTOM_UP_EDGES, gpu_above)
+    assert _small_levels(_Stub(), resources, policy, 0, 0, _Placed()) is None  # off
+
+
+def test_rule_picks_the_device_the_policy_would_give_every_step():
+    hybrid = SmallLevels(max_edges=100, max_vertices=7, max_bottom_up_edges=1000, gpu_above=7)
+    assert hybrid.device(summary(size=16, edges=10**6, counts=[8, 0, 8])) == "cuda"
+    assert hybrid.device(summary(size=9, edges=50, counts=[7, 2])) == "smp"
+    assert hybrid.device(summary(size=15, edges=50, counts=[8, 7])) is None  # one each way
+    assert hybrid.device(summary(size=14, edges=500, counts=[7, 7])) is None  # too many edges
+    bottom_up = {"direction": BOTTOM_UP, "size": 100, "edges": 10**6}
+    assert hybrid.device(summary(**bottom_up, unexplored=10**9, counts=[9, 8])) == "cuda"
+    assert hybrid.device(summary(**bottom_up, unexplored=1000, counts=[6, 7])) == "smp"
+    assert hybrid.admits(summary(size=16, counts=[8, 8]), "cuda")
+    assert not hybrid.admits(summary(size=16, counts=[8, 8]))  # not on the CPU
+    every = SmallLevels(0, 0, 0, gpu_above=-1.0)  # gpu on one GPU worker
+    assert every.device(summary(size=1, edges=1, counts=[0, 1])) == "cuda"
+    assert every.device(summary(**bottom_up, unexplored=0, counts=[1, 1])) == "cuda"
+    assert every.device(summary(size=0, edges=0, counts=[0, 0])) is None  # the search is over
 
 
 @pytest.mark.parametrize("direction", ["auto", "top-down", "bottom-up"])

@@ -18,6 +18,7 @@ Approach
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 from dataclasses import dataclass, replace
@@ -47,7 +48,7 @@ from taskbfs.bfs.state import (
 from taskbfs.bfs.steps import STEP
 from taskbfs.errors import InvalidParameterError
 from taskbfs.graph import Graph, partition
-from taskbfs.runtime import Policy, Program, Task, fetch_placements
+from taskbfs.runtime import CUDA, Policy, Program, Task, fetch_placements
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
 
@@ -232,8 +233,9 @@ class _Submitter:
         """The first batch: the task that makes the level-0 frontier (``init_state(**init)``,
         traced with ``tags``) and level 0; one small-level task doing both when level 0
         is small (one task and one hop fewer)."""
-        if self.small is not None and self.small.admits(summary):
-            self._submit_small(summary, init, tags)
+        device = self.small.device(summary) if self.small is not None else None
+        if device is not None:
+            self._submit_small(summary, device, init, tags)
             return
         with self.program.batch():
             self.program.submit(INIT, ins=["degrees"], outs=["frontier"], kwargs=init, tags=tags)
@@ -251,8 +253,9 @@ class _Submitter:
         steps per level).
         """
         program, level = self.program, summary.level
-        if self.small is not None and self.small.admits(summary):
-            self._submit_small(summary)
+        device = self.small.device(summary) if self.small is not None else None
+        if device is not None:
+            self._submit_small(summary, device)
             return
         active = int(np.count_nonzero(summary.frontier_counts))
         with program.batch():
@@ -264,11 +267,15 @@ class _Submitter:
                     self.submitted += 1
                     self.logs += _submit_level(program, self.slices, self.submitted)
 
-    def _submit_small(self, summary: LevelSummary, init: dict | None = None,
+    def _submit_small(self, summary: LevelSummary, device: str, init: dict | None = None,
                       tags: dict | None = None) -> None:
-        """A small-level task from level ``summary.level``; with ``init``, it also makes the
-        level-0 frontier (``outs`` rather than ``inouts``)."""
+        """A small-level task from level ``summary.level``, for ``device``: its size is
+        what makes the policy place it there (its smallest step for the GPU, its largest
+        for the CPU); with ``init``, it also makes the level-0 frontier (``outs`` rather
+        than ``inouts``)."""
         active = np.flatnonzero(summary.frontier_counts)
+        sizes = summary.frontier_counts[active]
+        size = int(sizes.min() if device == CUDA else sizes.max())
         # every earlier step's output too, to write the result if the search ends inside
         assembly = Assembly(FINISH.name, self.source, self.cuts, [log.level for log in self.logs])
         frontier = {"inouts": ["frontier"], "in_place": True} if init is None else {
@@ -278,11 +285,12 @@ class _Submitter:
             + [log.name for log in self.logs], **frontier,
             kwargs={"level": summary.level, "small": self.small, "barrier_name": BARRIER.name,
                     "assembly": assembly, "init": init, "slices_per_task": len(self.slices[0])},
+            size=size,
             # the live page shows the level's steps from these
             tags={**(tags or {}), "level": summary.level, "small_levels": True,
                   "direction": summary.direction, "frontier": summary.frontier_size,
                   "frontier_edges": summary.frontier_edges, "active": active.tolist(),
-                  "sizes": summary.frontier_counts[active].tolist()})
+                  "sizes": sizes.tolist()})
         self.submitted = summary.level
         self.small_tasks += 1
 
@@ -549,21 +557,25 @@ def _check_count(name: str, value, default: int) -> int:
 
 def _small_levels(rt, resources: dict, policy: Policy, max_edges: int, lookahead: int,
                   placed) -> SmallLevels | None:
-    """The rule for small levels of this search, or None when it has none: turned off
-    (``max_edges`` 0), levels submitted ahead (their steps are already queued), a strategy
-    that binds work to GPU workers, or slices that no one worker holds together."""
-    if max_edges == 0 or lookahead > 0:
+    """The rule for the levels of this search that one task runs by itself
+    (:mod:`taskbfs.bfs.small_levels`), or None when there are none: turned off
+    (``max_edges`` 0), levels submitted ahead (their steps are already queued), slices
+    that no one worker holds together, or a strategy that spreads GPU work over several
+    GPU workers or binds it to tasks (fixed). With one GPU worker
+    (``config.GPU_LEVELS_IN_ONE_TASK``), the levels whose every step the policy sends to
+    the GPU run inside one task there: every level for gpu, those above λ for hybrid."""
+    if max_edges == 0 or lookahead > 0 or not rt.holds_together(placed.slices):
         return None
-    max_vertices = float("inf")
-    if int(resources.get(GPU_RESOURCE, 0)):
-        if policy.kind == "hybrid":
-            max_vertices = policy.lam
-        elif policy.kind != "cpu":  # fixed binds tasks to the GPU; gpu sends all there
-            return None
-    if not rt.holds_together(placed.slices):
-        return None
-    return SmallLevels(max_edges, max_vertices, config.SMALL_BOTTOM_UP_EDGES)
-
+    bottom_up = config.SMALL_BOTTOM_UP_EDGES
+    gpus = int(resources.get(GPU_RESOURCE, 0))
+    if not gpus or policy.kind == "cpu":
+        return SmallLevels(max_edges, math.inf, bottom_up)
+    one_gpu = gpus == 1 and config.GPU_LEVELS_IN_ONE_TASK
+    if policy.kind == "hybrid":
+        return SmallLevels(max_edges, policy.lam, bottom_up, policy.lam if one_gpu else None)
+    if policy.kind == "gpu" and one_gpu:
+        return SmallLevels(0, 0, 0, gpu_above=-1.0)  # every step goes to the GPU worker
+    return None
 
 
 def _check_tasks(tasks) -> int | None:

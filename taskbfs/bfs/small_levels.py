@@ -24,22 +24,32 @@ Approach
     A level's steps run side by side on the barrier's thread pool (as the level's tasks
     would on the worker's threads), each traced as an included task.
 Which levels are small
-    Top-down, at most ``max_edges`` frontier edges, and at most ``max_vertices`` frontier
-    vertices: λ for the hybrid strategy on a cluster with GPUs, so that every step of a
-    small level would have run on the CPU anyway (the fixed and gpu strategies with GPU
-    workers have no small levels). Bottom-up, at most ``max_bottom_up_edges`` edges left
-    unexplored (a bound on what its steps read: the end of a search, once its big levels
-    have visited almost every vertex with an edge), each task with at most
-    ``max_vertices`` unvisited vertices (its step's size). See ``config.SMALL_LEVEL_EDGES``
-    and ``config.SMALL_BOTTOM_UP_EDGES`` for the defaults.
+    Every step at most ``max_vertices`` in size (frontier vertices top-down, unvisited
+    vertices bottom-up): λ for the hybrid strategy on a cluster with GPUs, so that every
+    step of a small level would have run on the CPU anyway (fixed with GPU workers has no
+    small levels, gpu only the GPU levels below). Top-down, at most ``max_edges`` frontier
+    edges; bottom-up, at most ``max_bottom_up_edges`` edges left unexplored (a bound on
+    what its steps read: the end of a search, once its big levels have visited almost
+    every vertex with an edge). See ``config.SMALL_LEVEL_EDGES`` and
+    ``config.SMALL_BOTTOM_UP_EDGES`` for the defaults.
+Levels on one GPU
+    With a single GPU worker, every step that the policy sends to the GPU runs there, one
+    after another; a level whose every step goes there (every level of the gpu strategy;
+    for hybrid, a level whose every step is above λ) then pays the runtime per level for
+    one worker's work (measured on the H100 host: ~7-14 ms a level against ~1-15 ms of
+    kernels). So such a level runs inside one task too (``config.GPU_LEVELS_IN_ONE_TASK``),
+    with the levels after it that go to the GPU as well: the task has a GPU
+    implementation, it is submitted with the size of its smallest step, so the scheduler
+    plugin's policy places it on the GPU worker, and it runs the GPU steps as included
+    tasks, traced on the ``cuda`` device. A task runs only the levels of its own device
+    (:meth:`SmallLevels.device`): the placement of every step is the policy's, as if
+    each ran as a task.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-
-import numpy as np
 
 from taskbfs.bfs.state import (
     TOP_DOWN,
@@ -50,36 +60,55 @@ from taskbfs.bfs.state import (
     merge_level,
     pool,
 )
-from taskbfs.bfs.steps import STEP, slice_for, step_smp
-from taskbfs.runtime import Task, include, include_each
+from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
+from taskbfs.runtime import CUDA, SMP, Task, include, include_each
 
 
 @dataclass(frozen=True)
 class SmallLevels:
-    """Which levels one task runs by itself (see the module docstring).
+    """Which levels one task runs by itself, and on which device (see the module docstring).
 
     Attributes
     ----------
     max_edges : int
-        Most frontier edges (the sum of the frontier's out-degrees) of a small level.
+        Most frontier edges (the sum of the frontier's out-degrees) of a small top-down level.
     max_vertices : float
-        Most frontier vertices (λ when the hybrid strategy has GPU workers; else ∞).
+        Most vertices of a small level's step (its size: frontier vertices top-down,
+        unvisited vertices bottom-up): λ when the hybrid strategy has GPU workers, so
+        that the policy would send every step to the CPU; else ∞.
+    max_bottom_up_edges : int
+        Most unexplored edges of a small bottom-up level (0: no bottom-up level is small).
+    gpu_above : float or None
+        With one GPU worker: a level whose every step is larger than this (λ for the
+        hybrid strategy, -1 for gpu) runs inside one task on that worker, as the policy
+        would send each of its steps there. None: no such levels.
     """
 
     max_edges: int
     max_vertices: float = math.inf
-    #: Most unexplored edges of a small bottom-up level (0: no bottom-up level is small).
     max_bottom_up_edges: int = 0
+    gpu_above: float | None = None
 
-    def admits(self, summary: LevelSummary) -> bool:
-        """Whether the level ``summary`` describes (its frontier) is small."""
-        if summary.frontier_size == 0:
-            return False
+    def device(self, summary: LevelSummary) -> str | None:
+        """Where one task runs the level ``summary`` describes (its frontier): ``"cuda"``
+        when every step with work would go to the one GPU worker, ``"smp"`` when the level
+        is small, None when it runs as steps and a barrier."""
+        sizes = summary.frontier_counts[summary.frontier_counts > 0]
+        if summary.frontier_size == 0 or sizes.size == 0:
+            return None
+        if self.gpu_above is not None and int(sizes.min()) > self.gpu_above:
+            return CUDA
+        if int(sizes.max()) > self.max_vertices:
+            return None
         if summary.direction == TOP_DOWN:
-            return (summary.frontier_size <= self.max_vertices
-                    and summary.frontier_edges <= self.max_edges)
-        return (0 < self.max_bottom_up_edges and summary.unexplored_edges <= self.max_bottom_up_edges
-                and int(np.max(summary.frontier_counts, initial=0)) <= self.max_vertices)
+            small = summary.frontier_edges <= self.max_edges
+        else:
+            small = 0 < self.max_bottom_up_edges and summary.unexplored_edges <= self.max_bottom_up_edges
+        return SMP if small else None
+
+    def admits(self, summary: LevelSummary, device: str = SMP) -> bool:
+        """Whether a task on ``device`` runs the level ``summary`` describes itself."""
+        return self.device(summary) == device
 
 
 @dataclass(frozen=True)
@@ -103,9 +132,22 @@ class Assembly:
     levels: list
 
 
-def run_small_levels(*args, level: int, small: SmallLevels, barrier_name: str,
-                     assembly: Assembly | None = None, init: dict | None = None,
-                     slices_per_task: int = 1) -> Frontier:
+def run_small_levels(*args, **kwargs) -> Frontier:
+    """The small-level task's CPU implementation: :func:`run_levels` with the CPU steps,
+    side by side on the barrier's thread pool."""
+    return run_levels(*args, step=step_smp, device=SMP, executor=pool(), **kwargs)
+
+
+def run_levels_on_gpu(*args, **kwargs) -> Frontier:
+    """Its GPU implementation (a search whose every step goes to this one GPU worker,
+    see :func:`taskbfs.bfs.core._small_levels`): :func:`run_levels` with the GPU steps,
+    one after another, as that worker would run them as tasks."""
+    return run_levels(*args, step=step_cuda, device=CUDA, executor=None, **kwargs)
+
+
+def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, step, device: str,
+               executor=None, assembly: Assembly | None = None, init: dict | None = None,
+               slices_per_task: int = 1) -> Frontier:
     """The small-level task: run level ``level`` and the small levels after it.
 
     Called as ``run_small_levels(*slices, degrees, *earlier, frontier, ...)``: every
@@ -113,9 +155,9 @@ def run_small_levels(*args, level: int, small: SmallLevels, barrier_name: str,
     its transposed one when a directed graph has one for bottom-up steps), the degree
     array, the outputs of the steps the search ran before (``assembly.levels`` says their
     levels), then the frontier of ``level`` (updated in place, as a barrier does). Each
-    level's steps (one per task with work, side by side on the barrier's thread pool) and
-    its barrier run here as included tasks; each level's summary is published as a
-    barrier publishes it. Returns the frontier of the first level that is not small,
+    level's steps (``step`` for each task with work, on ``executor``'s threads when given;
+    traced on ``device``) and its barrier run here as included tasks; each level's summary
+    is published as a barrier publishes it. Returns the frontier of the first level that is not small,
     holding the included steps' discoveries; or, when the search ended here and
     ``assembly`` is given, the last frontier with the search's ``result``. With ``init``
     (the search's first task) there is no frontier argument: the task makes the level-0
@@ -136,9 +178,9 @@ def run_small_levels(*args, level: int, small: SmallLevels, barrier_name: str,
     while True:
         calls = [(_step_tags(frontier, t), (slice_for(slices[t], frontier), frontier))
                  for t in range(num_tasks) if frontier.has_work(t)]
-        found = include_each(STEP.name, step_smp, calls, executor=pool())
+        found = include_each(STEP.name, step, calls, executor=executor, device=device)
         nxt, summary = include(barrier_name, merge_level, {"level": frontier.level},
-                               frontier, found, degrees, small, assembly is not None)
+                               frontier, found, degrees, small, assembly is not None, device)
         nxt.included.extend((frontier.level, d) for d in found)
         frontier = nxt
         if summary.assembled:
@@ -169,4 +211,4 @@ def _step_tags(frontier: Frontier, t: int) -> dict:
 #: The small-level task: ``ins = [part/0, (tpart/0,) .. part/T-1, (tpart/T-1,) degrees,
 #: earlier steps' outputs]``,
 #: ``inouts = [frontier]`` (``outs`` when it makes the level-0 frontier itself).
-SMALL_LEVELS = Task("bfs_small_levels", smp=run_small_levels)
+SMALL_LEVELS = Task("bfs_small_levels", smp=run_small_levels, cuda=run_levels_on_gpu)

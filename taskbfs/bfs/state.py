@@ -292,16 +292,16 @@ def barrier(*args, level: int):
     return nxt
 
 
-def merge_level(frontier: Frontier, discoveries, degrees, small=None, assembles: bool = False
-                ) -> tuple[Frontier, LevelSummary]:
+def merge_level(frontier: Frontier, discoveries, degrees, small=None, assembles: bool = False,
+                device: str = "smp") -> tuple[Frontier, LevelSummary]:
     """:func:`advance`, then publish the summary (its counts are the sizes the placement
     plugin gives the next level's steps). ``small`` (a
-    :class:`~taskbfs.bfs.small_levels.SmallLevels`, in a small-level task): the summary
-    says ``chained`` when it admits the next level, which that task then runs itself;
-    ``assembles``: the caller writes the result if this is the last level (the summary
-    says ``assembled``)."""
+    :class:`~taskbfs.bfs.small_levels.SmallLevels`, in a small-level task running on
+    ``device``): the summary says ``chained`` when it admits the next level on that
+    device, which that task then runs itself; ``assembles``: the caller writes the result
+    if this is the last level (the summary says ``assembled``)."""
     nxt, summary = advance(frontier, discoveries, degrees)
-    if small is not None and small.admits(summary):
+    if small is not None and small.admits(summary, device):
         summary = replace(summary, chained=True)
     if assembles and summary.frontier_size == 0:
         summary = replace(summary, assembled=True)

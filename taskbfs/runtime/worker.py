@@ -126,7 +126,7 @@ def include(name: str, func, tags: dict, *args, **kwargs):
     return include_each(name, func, [(tags, args, kwargs)])[0]
 
 
-def include_each(name: str, func, calls, executor=None) -> list:
+def include_each(name: str, func, calls, executor=None, device: str = SMP) -> list:
     """Several included tasks of the running one (see :func:`include`), side by side on
     ``executor``'s threads when one is given (as the running task's worker would run
     them as tasks on its threads), else one after another in this thread.
@@ -143,6 +143,9 @@ def include_each(name: str, func, calls, executor=None) -> list:
         One entry per included task: its trace tags and the arguments of ``func``.
     executor : concurrent.futures.Executor, optional
         Where to run them (not one whose threads are waiting on this call).
+    device : {"smp", "cuda"}
+        The device their records name: "cuda" for host code that runs GPU kernels, in a
+        task placed on a GPU worker.
 
     Returns
     -------
@@ -160,7 +163,7 @@ def include_each(name: str, func, calls, executor=None) -> list:
         start = time.time()
         result = func(*args, **kwargs)
         if program is not None:
-            _record(worker, program, f"{parent}/{name}-{next(_included)}", name, SMP, start,
+            _record(worker, program, f"{parent}/{name}-{next(_included)}", name, device, start,
                     time.time(), {**tags, "included": parent})
         return result
 
