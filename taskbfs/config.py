@@ -131,13 +131,13 @@ SMALL_LEVEL_EDGES = 1 << 18
 #: graph that is the level after the big bottom-up ones. Chosen by measurement, see
 #: benchmarks/RESULTS.md.
 SMALL_BOTTOM_UP_EDGES = 1 << 21
-#: On a cluster with a single GPU worker, a level whose every step the policy sends to the
-#: GPU (the gpu strategy: every level; hybrid: every step above λ) runs inside one task
-#: placed on that worker, with the levels after it that do too (its steps one after
-#: another, as the worker runs them as tasks), when small levels are on: the per-level
-#: round trips through the client and the scheduler cost more on the H100 host than the
-#: kernels (``taskbfs.bfs.small_levels``; benchmarks/RESULTS.md). False: such levels run
-#: as tasks.
+#: On a cluster with a single GPU worker, the gpu and hybrid strategies run every level
+#: inside one task placed on that worker, each step on the device the policy gives its
+#: size (GPU steps one after another, as the worker runs them as tasks; CPU ones on the
+#: host's threads), when small levels are on: the per-level round trips through the
+#: client and the scheduler cost more on the H100 host than the kernels
+#: (``taskbfs.bfs.small_levels``; benchmarks/RESULTS.md). False: their levels run as
+#: tasks (hybrid's small ones inside CPU tasks).
 GPU_LEVELS_IN_ONE_TASK = True
 
 #: The embedded default runtime calls ``gc.freeze()`` once it has started, so that Python's

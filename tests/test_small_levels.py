@@ -83,7 +83,7 @@ class _Placed:
 @pytest.mark.parametrize("kind, gpus, lookahead, together, expected", [
     ("hybrid", 0, 0, True, (math.inf, None)),  # no GPU: every task runs on the CPU
     # a small level must be one the policy sends to the CPU; a GPU level, to the GPU
-    ("hybrid", 1, 0, True, (7.0, 7.0)),
+    ("hybrid", 1, 0, True, "hybrid"),  # every level on the one GPU worker, steps by λ
     ("hybrid", 2, 0, True, (7.0, None)),  # GPU levels spread over several GPU workers
     ("cpu", 1, 0, True, (math.inf, None)),
     ("fixed", 0, 0, True, (math.inf, None)),
@@ -101,30 +101,32 @@ def test_which_searches_have_small_levels(monkeypatch, kind, gpus, lookahead, to
     rule = _small_levels(_Stub(together), resources, policy, 1000, lookahead, _Placed())
     if expected == "gpu":
         assert rule == (SmallLevels(0, 0, 0, gpu_above=-1.0) if one_task else None)
+    elif expected == "hybrid":
+        small_on_cpu = SmallLevels(1000, 7.0, config.SMALL_BOTTOM_UP_EDGES)
+        assert rule == (SmallLevels(0, 0, 0, gpu_above=7.0) if one_task else small_on_cpu)
     elif expected is None:
         assert rule is None
     else:
         max_vertices, gpu_above = expected
-        gpu_above = gpu_above if one_task else None
         assert rule == SmallLevels(1000, max_vertices, config.SMALL_BOTTOM_UP_EDGES, gpu_above)
     assert _small_levels(_Stub(), resources, policy, 0, 0, _Placed()) is None  # off
 
 
-def test_rule_picks_the_device_the_policy_would_give_every_step():
-    hybrid = SmallLevels(max_edges=100, max_vertices=7, max_bottom_up_edges=1000, gpu_above=7)
-    assert hybrid.device(summary(size=16, edges=10**6, counts=[8, 0, 8])) == "cuda"
-    assert hybrid.device(summary(size=9, edges=50, counts=[7, 2])) == "smp"
-    assert hybrid.device(summary(size=15, edges=50, counts=[8, 7])) is None  # one each way
-    assert hybrid.device(summary(size=14, edges=500, counts=[7, 7])) is None  # too many edges
+def test_rule_on_one_gpu_worker_takes_every_level_and_places_steps_by_size():
+    hybrid = SmallLevels(0, 0, 0, gpu_above=7)
     bottom_up = {"direction": BOTTOM_UP, "size": 100, "edges": 10**6}
-    assert hybrid.device(summary(**bottom_up, unexplored=10**9, counts=[9, 8])) == "cuda"
-    assert hybrid.device(summary(**bottom_up, unexplored=1000, counts=[6, 7])) == "smp"
-    assert hybrid.admits(summary(size=16, counts=[8, 8]), "cuda")
-    assert not hybrid.admits(summary(size=16, counts=[8, 8]))  # not on the CPU
+    for level in (summary(size=16, edges=10**6, counts=[8, 0, 8]), summary(size=1, counts=[1]),
+                  summary(**bottom_up, unexplored=10**9, counts=[9, 3])):
+        assert hybrid.device(level) == "cuda" and hybrid.admits(level, "cuda")
+        assert not hybrid.admits(level)  # not a CPU task's
+    assert hybrid.device(summary(size=0, edges=0, counts=[0, 0])) is None  # the search is over
+    assert [hybrid.on_gpu(size) for size in (0, 7, 8)] == [False, False, True]  # above λ
     every = SmallLevels(0, 0, 0, gpu_above=-1.0)  # gpu on one GPU worker
-    assert every.device(summary(size=1, edges=1, counts=[0, 1])) == "cuda"
-    assert every.device(summary(**bottom_up, unexplored=0, counts=[1, 1])) == "cuda"
-    assert every.device(summary(size=0, edges=0, counts=[0, 0])) is None  # the search is over
+    assert every.on_gpu(0) and every.on_gpu(1)
+    cpu_only = SmallLevels(100, 7, 1000)
+    assert not cpu_only.on_gpu(10**9)
+    assert cpu_only.device(summary(size=9, edges=50, counts=[7, 2])) == "smp"
+    assert cpu_only.device(summary(size=15, edges=50, counts=[8, 7])) is None  # a step above λ
 
 
 @pytest.mark.parametrize("direction", ["auto", "top-down", "bottom-up"])

@@ -270,12 +270,12 @@ class _Submitter:
     def _submit_small(self, summary: LevelSummary, device: str, init: dict | None = None,
                       tags: dict | None = None) -> None:
         """A small-level task from level ``summary.level``, for ``device``: its size is
-        what makes the policy place it there (its smallest step for the GPU, its largest
-        for the CPU); with ``init``, it also makes the level-0 frontier (``outs`` rather
-        than ``inouts``)."""
+        what makes the policy place it there; with ``init``, it also makes the level-0
+        frontier (``outs`` rather than ``inouts``)."""
         active = np.flatnonzero(summary.frontier_counts)
         sizes = summary.frontier_counts[active]
-        size = int(sizes.min() if device == CUDA else sizes.max())
+        # the GPU worker's task is "larger than λ"; a CPU one, as large as its largest step
+        size = int(self.small.gpu_above) + 1 if device == CUDA else int(sizes.max())
         # every earlier step's output too, to write the result if the search ends inside
         assembly = Assembly(FINISH.name, self.source, self.cuts, [log.level for log in self.logs])
         frontier = {"inouts": ["frontier"], "in_place": True} if init is None else {
@@ -562,8 +562,9 @@ def _small_levels(rt, resources: dict, policy: Policy, max_edges: int, lookahead
     (``max_edges`` 0), levels submitted ahead (their steps are already queued), slices
     that no one worker holds together, or a strategy that spreads GPU work over several
     GPU workers or binds it to tasks (fixed). With one GPU worker
-    (``config.GPU_LEVELS_IN_ONE_TASK``), the levels whose every step the policy sends to
-    the GPU run inside one task there: every level for gpu, those above λ for hybrid."""
+    (``config.GPU_LEVELS_IN_ONE_TASK``) and a policy that sends steps by size to
+    the GPU, every level runs inside one task there, each step on the device the
+    policy gives it."""
     if max_edges == 0 or lookahead > 0 or not rt.holds_together(placed.slices):
         return None
     bottom_up = config.SMALL_BOTTOM_UP_EDGES
@@ -571,8 +572,10 @@ def _small_levels(rt, resources: dict, policy: Policy, max_edges: int, lookahead
     if not gpus or policy.kind == "cpu":
         return SmallLevels(max_edges, math.inf, bottom_up)
     one_gpu = gpus == 1 and config.GPU_LEVELS_IN_ONE_TASK
+    if policy.kind == "hybrid" and one_gpu:
+        return SmallLevels(0, 0, 0, gpu_above=policy.lam)
     if policy.kind == "hybrid":
-        return SmallLevels(max_edges, policy.lam, bottom_up, policy.lam if one_gpu else None)
+        return SmallLevels(max_edges, policy.lam, bottom_up)
     if policy.kind == "gpu" and one_gpu:
         return SmallLevels(0, 0, 0, gpu_above=-1.0)  # every step goes to the GPU worker
     return None

@@ -32,18 +32,18 @@ Which levels are small
     what its steps read: the end of a search, once its big levels have visited almost
     every vertex with an edge). See ``config.SMALL_LEVEL_EDGES`` and
     ``config.SMALL_BOTTOM_UP_EDGES`` for the defaults.
-Levels on one GPU
+Every level on one GPU worker
     With a single GPU worker, every step that the policy sends to the GPU runs there, one
-    after another; a level whose every step goes there (every level of the gpu strategy;
-    for hybrid, a level whose every step is above λ) then pays the runtime per level for
-    one worker's work (measured on the H100 host: ~7-14 ms a level against ~1-15 ms of
-    kernels). So such a level runs inside one task too (``config.GPU_LEVELS_IN_ONE_TASK``),
-    with the levels after it that go to the GPU as well: the task has a GPU
-    implementation, it is submitted with the size of its smallest step, so the scheduler
-    plugin's policy places it on the GPU worker, and it runs the GPU steps as included
-    tasks, traced on the ``cuda`` device. A task runs only the levels of its own device
-    (:meth:`SmallLevels.device`): the placement of every step is the policy's, as if
-    each ran as a task.
+    after another, and the level loop pays the runtime per level (measured on the H100
+    host: ~7-14 ms a level against ~1-15 ms of kernels, and hybrid's search hops between
+    the CPU and GPU workers). So with the gpu or hybrid strategy there
+    (``config.GPU_LEVELS_IN_ONE_TASK``) every level runs inside one task on the GPU worker:
+    the task has a GPU implementation, it is submitted with a size above λ, so the
+    scheduler plugin's policy places it there, and each step inside runs on the device
+    the same policy gives its size (:meth:`SmallLevels.on_gpu`): the GPU steps one after
+    another, traced on ``cuda``, the CPU ones side by side on the host's thread pool,
+    traced on ``smp`` (OmpSs's GPU worker is a host thread as well). The placement of
+    every step is the policy's, as when each runs as a task.
 """
 
 from __future__ import annotations
@@ -79,9 +79,10 @@ class SmallLevels:
     max_bottom_up_edges : int
         Most unexplored edges of a small bottom-up level (0: no bottom-up level is small).
     gpu_above : float or None
-        With one GPU worker: a level whose every step is larger than this (λ for the
-        hybrid strategy, -1 for gpu) runs inside one task on that worker, as the policy
-        would send each of its steps there. None: no such levels.
+        With one GPU worker: every level runs inside one task on that worker, each step
+        on the device the policy gives its size: the GPU above this (λ for the hybrid
+        strategy, -1 for gpu), else the CPU (the worker's host threads). None: only the
+        small levels run inside tasks, on the CPU.
     """
 
     max_edges: int
@@ -91,12 +92,12 @@ class SmallLevels:
 
     def device(self, summary: LevelSummary) -> str | None:
         """Where one task runs the level ``summary`` describes (its frontier): ``"cuda"``
-        when every step with work would go to the one GPU worker, ``"smp"`` when the level
-        is small, None when it runs as steps and a barrier."""
+        (the task on the GPU worker) for every level when there is one, ``"smp"`` for a
+        small level, None when the level runs as steps and a barrier."""
         sizes = summary.frontier_counts[summary.frontier_counts > 0]
         if summary.frontier_size == 0 or sizes.size == 0:
             return None
-        if self.gpu_above is not None and int(sizes.min()) > self.gpu_above:
+        if self.gpu_above is not None:
             return CUDA
         if int(sizes.max()) > self.max_vertices:
             return None
@@ -105,6 +106,11 @@ class SmallLevels:
         else:
             small = 0 < self.max_bottom_up_edges and summary.unexplored_edges <= self.max_bottom_up_edges
         return SMP if small else None
+
+    def on_gpu(self, size: int) -> bool:
+        """Whether a step of ``size`` runs on the GPU inside the GPU worker's task (the
+        policy's rule: size above λ for hybrid, always for gpu)."""
+        return self.gpu_above is not None and size > self.gpu_above
 
     def admits(self, summary: LevelSummary, device: str = SMP) -> bool:
         """Whether a task on ``device`` runs the level ``summary`` describes itself."""
@@ -135,18 +141,19 @@ class Assembly:
 def run_small_levels(*args, **kwargs) -> Frontier:
     """The small-level task's CPU implementation: :func:`run_levels` with the CPU steps,
     side by side on the barrier's thread pool."""
-    return run_levels(*args, step=step_smp, device=SMP, executor=pool(), **kwargs)
+    return run_levels(*args, run_steps=_cpu_steps, device=SMP, **kwargs)
 
 
 def run_levels_on_gpu(*args, **kwargs) -> Frontier:
-    """Its GPU implementation (a search whose every step goes to this one GPU worker,
-    see :func:`taskbfs.bfs.core._small_levels`): :func:`run_levels` with the GPU steps,
-    one after another, as that worker would run them as tasks."""
-    return run_levels(*args, step=step_cuda, device=CUDA, executor=None, **kwargs)
+    """Its GPU implementation (every level of a search with one GPU worker, see
+    :func:`taskbfs.bfs.core._small_levels`): :func:`run_levels` with each step on the
+    device the policy gives its size, the GPU steps one after another (as that worker
+    would run them as tasks), the CPU ones side by side on the thread pool."""
+    return run_levels(*args, run_steps=_steps_by_size, device=CUDA, **kwargs)
 
 
-def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, step, device: str,
-               executor=None, assembly: Assembly | None = None, init: dict | None = None,
+def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, run_steps,
+               device: str, assembly: Assembly | None = None, init: dict | None = None,
                slices_per_task: int = 1) -> Frontier:
     """The small-level task: run level ``level`` and the small levels after it.
 
@@ -155,9 +162,10 @@ def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, step, d
     its transposed one when a directed graph has one for bottom-up steps), the degree
     array, the outputs of the steps the search ran before (``assembly.levels`` says their
     levels), then the frontier of ``level`` (updated in place, as a barrier does). Each
-    level's steps (``step`` for each task with work, on ``executor``'s threads when given;
-    traced on ``device``) and its barrier run here as included tasks; each level's summary
-    is published as a barrier publishes it. Returns the frontier of the first level that is not small,
+    level's steps (one for each task with work, run by ``run_steps(calls, small)``) and
+    its barrier run here as included tasks, the barrier going on while ``small`` admits
+    the next level on ``device``; each level's summary is published as a barrier
+    publishes it. Returns the frontier of the first level that is not small,
     holding the included steps' discoveries; or, when the search ended here and
     ``assembly`` is given, the last frontier with the search's ``result``. With ``init``
     (the search's first task) there is no frontier argument: the task makes the level-0
@@ -178,7 +186,7 @@ def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, step, d
     while True:
         calls = [(_step_tags(frontier, t), (slice_for(slices[t], frontier), frontier))
                  for t in range(num_tasks) if frontier.has_work(t)]
-        found = include_each(STEP.name, step, calls, executor=executor, device=device)
+        found = run_steps(calls, small)
         nxt, summary = include(barrier_name, merge_level, {"level": frontier.level},
                                frontier, found, degrees, small, assembly is not None, device)
         nxt.included.extend((frontier.level, d) for d in found)
@@ -188,6 +196,25 @@ def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, step, d
                 assembly.name, _assemble, {"done": True}, frontier, earlier, assembly))
         if not summary.chained:
             return frontier
+
+
+def _cpu_steps(calls, small: SmallLevels) -> list:
+    """A level's steps (``calls`` as for :func:`include_each`) on the CPU, side by side on
+    the thread pool."""
+    return include_each(STEP.name, step_smp, calls, executor=pool(), device=SMP)
+
+
+def _steps_by_size(calls, small: SmallLevels) -> list:
+    """A level's steps (``calls`` as for :func:`include_each`, in task order) each on the
+    device the policy gives its size: the CPU ones side by side on the thread pool, then
+    the GPU ones one after another; their outputs in task order."""
+    on_gpu = [small.on_gpu(tags["size"]) for tags, _ in calls]
+    cpu = _cpu_steps([c for c, g in zip(calls, on_gpu, strict=True) if not g], small)
+    gpu = include_each(STEP.name, step_cuda, [c for c, g in zip(calls, on_gpu, strict=True) if g],
+                       device=CUDA)
+    cpu.reverse()
+    gpu.reverse()
+    return [(gpu if g else cpu).pop() for g in on_gpu]
 
 
 def _assemble(frontier: Frontier, earlier, assembly: Assembly):
