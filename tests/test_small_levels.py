@@ -144,10 +144,10 @@ def test_small_levels_agree_with_levels_as_tasks(runtime, monkeypatch, prefix, d
     graph = build(shape)
     for tasks in (1, min(4, graph.num_vertices)):
         for source in shape.sources[:2]:
-            inside = tb.bfs(graph, source, tasks=tasks, direction=direction, runtime=runtime,
-                            small_level_edges=ALL)
-            apart = tb.bfs(graph, source, tasks=tasks, direction=direction, runtime=runtime,
-                           small_level_edges=0)
+            # cpu: on a GPU machine hybrid runs every level inside one task on the GPU worker
+            run = {"tasks": tasks, "direction": direction, "runtime": runtime, "strategy": "cpu"}
+            inside = tb.bfs(graph, source, small_level_edges=ALL, **run)
+            apart = tb.bfs(graph, source, small_level_edges=0, **run)
             check(graph, shape, source, inside)
             np.testing.assert_array_equal(inside.distances, apart.distances)
             assert inside.levels[LEVEL_COLUMNS].equals(apart.levels[LEVEL_COLUMNS])
@@ -178,7 +178,8 @@ def test_only_levels_under_the_cutoff_run_inside(runtime, monkeypatch, bottom_up
     seen_bottom_up_inside = False
     for source in tb.search_keys(graph, 4, seed=2):
         source = int(source)
-        result = tb.bfs(graph, source, tasks=3, runtime=runtime, small_level_edges=cutoff)
+        result = tb.bfs(graph, source, tasks=3, runtime=runtime, small_level_edges=cutoff,
+                        strategy="cpu")
         np.testing.assert_array_equal(result.distances, scipy_distances(graph, source))
         tb.validate(graph, source, result.parents)
         inside = result.trace.groupby("level")["included"].agg(["all", "any"])
