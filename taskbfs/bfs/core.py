@@ -102,14 +102,15 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         summary has reached the client, with steps only for the tasks that have work.
     small_level_edges : int, optional
         A top-down level with at most this many frontier edges (default
-        ``config.SMALL_LEVEL_EDGES``), whose steps would all run on the CPU (hybrid: a
-        frontier of at most λ vertices; never with the fixed or gpu strategy on a cluster
-        with GPUs), runs inside one task, with the small levels after it, instead of as T
+        ``config.SMALL_LEVEL_EDGES``), whose steps would all run on the CPU (hybrid: each
+        step at most λ vertices; never with the fixed strategy on a cluster with GPUs),
+        runs inside one task, with the small levels after it, instead of as T
         steps and a barrier each (:mod:`taskbfs.bfs.small_levels`); so does a bottom-up
         level with at most ``config.SMALL_BOTTOM_UP_EDGES`` edges left unexplored. Their
         steps and barriers are in the trace all the same, with ``included`` set. 0: every
         level is T steps and a barrier. Off with ``lookahead`` > 0, and on a cluster where no one
-        worker holds every slice (it would copy them).
+        worker holds every slice (it would copy them). With one GPU worker, gpu and hybrid
+        run every level inside one task on it (``config.GPU_LEVELS_IN_ONE_TASK``).
 
     Returns
     -------
@@ -571,13 +572,11 @@ def _small_levels(rt, resources: dict, policy: Policy, max_edges: int, lookahead
     gpus = int(resources.get(GPU_RESOURCE, 0))
     if not gpus or policy.kind == "cpu":
         return SmallLevels(max_edges, math.inf, bottom_up)
-    one_gpu = gpus == 1 and config.GPU_LEVELS_IN_ONE_TASK
-    if policy.kind == "hybrid" and one_gpu:
-        return SmallLevels(0, 0, 0, gpu_above=policy.lam)
+    if gpus == 1 and config.GPU_LEVELS_IN_ONE_TASK and policy.kind in ("hybrid", "gpu"):
+        # every level on the GPU worker; its steps by λ (hybrid), or all on the GPU (gpu)
+        return SmallLevels(0, 0, 0, gpu_above=policy.lam if policy.kind == "hybrid" else -1.0)
     if policy.kind == "hybrid":
         return SmallLevels(max_edges, policy.lam, bottom_up)
-    if policy.kind == "gpu" and one_gpu:
-        return SmallLevels(0, 0, 0, gpu_above=-1.0)  # every step goes to the GPU worker
     return None
 
 

@@ -209,12 +209,10 @@ def _steps_by_size(calls, small: SmallLevels) -> list:
     device the policy gives its size: the CPU ones side by side on the thread pool, then
     the GPU ones one after another; their outputs in task order."""
     on_gpu = [small.on_gpu(tags["size"]) for tags, _ in calls]
-    cpu = _cpu_steps([c for c, g in zip(calls, on_gpu, strict=True) if not g], small)
-    gpu = include_each(STEP.name, step_cuda, [c for c, g in zip(calls, on_gpu, strict=True) if g],
-                       device=CUDA)
-    cpu.reverse()
-    gpu.reverse()
-    return [(gpu if g else cpu).pop() for g in on_gpu]
+    cpu = iter(_cpu_steps([c for c, g in zip(calls, on_gpu, strict=True) if not g], small))
+    gpu = iter(include_each(STEP.name, step_cuda,
+                            [c for c, g in zip(calls, on_gpu, strict=True) if g], device=CUDA))
+    return [next(gpu if g else cpu) for g in on_gpu]
 
 
 def _assemble(frontier: Frontier, earlier, assembly: Assembly):

@@ -44,7 +44,7 @@ from taskbfs.kernels.merge import (
     record_pairs,
     word_span,
 )
-from taskbfs.runtime import publish
+from taskbfs.runtime import SMP, publish
 
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
 
@@ -293,7 +293,7 @@ def barrier(*args, level: int):
 
 
 def merge_level(frontier: Frontier, discoveries, degrees, small=None, assembles: bool = False,
-                device: str = "smp") -> tuple[Frontier, LevelSummary]:
+                device: str = SMP) -> tuple[Frontier, LevelSummary]:
     """:func:`advance`, then publish the summary (its counts are the sizes the placement
     plugin gives the next level's steps). ``small`` (a
     :class:`~taskbfs.bfs.small_levels.SmallLevels`, in a small-level task running on
