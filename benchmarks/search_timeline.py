@@ -28,7 +28,8 @@ def level_rows(result) -> list[dict]:
     trace, levels = result.trace, result.levels
     rows = []
     for lv in levels.itertuples():
-        steps = trace[(trace["level"] == lv.level) & ~trace["included"].astype(bool)]
+        # the level's steps, as tasks or included in a task that ran the level itself
+        steps = trace[(trace["level"] == lv.level) & (trace["name"] == "bfs_step")]
         begin = lv.start
         barrier_start = lv.stop - lv.barrier_seconds
         if len(steps):

@@ -139,6 +139,12 @@ SMALL_BOTTOM_UP_EDGES = 1 << 21
 #: (``taskbfs.bfs.small_levels``; benchmarks/RESULTS.md). False: their levels run as
 #: tasks (hybrid's small ones inside CPU tasks).
 GPU_LEVELS_IN_ONE_TASK = True
+#: With every level in one GPU task, the search's distances and parents live on the
+#: device: the GPU steps write their pairs there (and copy back only their vertices, for
+#: the barrier), and the task copies the result back once at the end, into pinned memory,
+#: instead of writing it on the host from every step's pairs (~34 ms of a ~100 ms search
+#: at scale 24; ``taskbfs.bfs.small_levels._result_on_device`` says when it applies).
+RESULT_ON_DEVICE = True
 
 #: The embedded default runtime calls ``gc.freeze()`` once it has started, so that Python's
 #: full garbage collections skip the ~300 K long-lived objects of numba, pandas and

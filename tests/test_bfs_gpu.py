@@ -604,3 +604,44 @@ def test_hybrid_levels_inside_tasks_are_placed_as_the_policy_places_steps(runtim
     cuda = trace[trace["device"] == "cuda"]
     assert (cuda["kernel_seconds"] > 0).all()
     assert (trace.loc[trace["device"] == "smp", list(DEVICE_COLUMNS)] == 0).all().all()
+
+
+@needs_gpu
+@pytest.mark.parametrize("graph, direction", [
+    (_kron, "auto"),
+    (_kron, "top-down"),
+    (_odd_sized, "bottom-up"),
+    (_directed, "auto"),
+    (_path, "top-down"),
+])
+@pytest.mark.parametrize("strategy, tasks, lam", [
+    ("gpu", 1, None),
+    ("gpu", 3, None),
+    ("hybrid", 1, 0),
+    ("hybrid", 1, 6),  # steps on both devices: the CPU ones' pairs are written on the host
+    ("hybrid", 1, 10**9),  # every step on the CPU: the device's result stays -1
+])
+def test_result_kept_on_the_device_is_the_result_assembled_on_the_host(
+        runtime, monkeypatch, graph, direction, strategy, tasks, lam):
+    """With every level in one GPU task and one task (or every step on the GPU), the GPU
+    steps write their pairs into the result on the device and it is copied back once
+    (``config.RESULT_ON_DEVICE``): the same distances as the host's assembly, valid parents,
+    the same level table; one device result per search when on, none when off."""
+    monkeypatch.setattr(tb.config, "GPU_LEVELS_IN_ONE_TASK", True)
+    g = graph()
+    source = _hub_source(g)
+    runs = {}
+    for on_device in (False, True):
+        monkeypatch.setattr(tb.config, "RESULT_ON_DEVICE", on_device)
+        before = _gpu_cache_stats(runtime)["results"]
+        r = runs[on_device] = tb.bfs(g, source, tasks=tasks, strategy=strategy, lam=lam,
+                                     direction=direction, runtime=runtime)
+        _check(g, source, r)
+        assert _gpu_cache_stats(runtime)["results"] - before == int(on_device)
+    columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
+               "tasks", "tasks_gpu"]
+    assert runs[True].levels[columns].equals(runs[False].levels[columns])
+    gpu_steps = runs[True].trace["device"] == "cuda"
+    # a GPU step then copies its vertices back, not its parents
+    assert (runs[True].trace.loc[gpu_steps, "d2h_bytes"]
+            <= runs[False].trace.loc[gpu_steps, "d2h_bytes"]).all()

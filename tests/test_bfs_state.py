@@ -168,3 +168,20 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, 
             assert ((got >= bounds[t]) & (got < bounds[t + 1])).all()
     frontier = serial[0]
     assert frontier.size == np.unique(frontier).size > 0  # each new vertex once
+
+
+def test_outputs_whose_parents_stayed_on_a_gpu_are_bucketed_but_never_assembled_on_the_host():
+    """A GPU step that wrote its pairs into the search's result on the device returns its
+    vertices alone (``parents`` None): the barrier's bucketing works on them, and the host
+    assembly refuses them rather than write a result without their parents."""
+    from taskbfs.bfs.state import Discoveries, assemble_range, bucketed
+
+    bounds = np.array([0, 4, 8], dtype=np.int64)
+    found = Discoveries(0, np.array([6, 1, 5, 2], dtype=np.int64), None, 4)
+    grouped = bucketed(found, bounds)
+    assert grouped.parents is None
+    np.testing.assert_array_equal(grouped.offsets, [0, 2, 4])
+    np.testing.assert_array_equal(np.sort(grouped.vertices[:2]), [1, 2])
+    np.testing.assert_array_equal(np.sort(grouped.vertices[2:]), [5, 6])
+    with pytest.raises(RuntimeError, match="result_to_host"):
+        assemble_range(grouped, source=0, lo=0, hi=8, bounds=bounds, levels=[0])

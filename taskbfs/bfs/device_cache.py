@@ -64,6 +64,8 @@ class DeviceCache:
     ----------
     hits, misses, evictions : int
         Slice look-ups served from device memory, uploads, and slices dropped for room.
+    results : int
+        Searches whose result was kept on this device (:meth:`search_result`).
     uploaded_bytes : int
         Bytes of slices copied to the device so far.
     """
@@ -77,8 +79,9 @@ class DeviceCache:
         self._level = None  # (frontier object, device visited bits, device frontier bits)
         self._mask_level = None  # the frontier whose top-down discoveries the mask holds
         self._chain: _Chain | None = None  # what the last sole step left for its next level
+        self._result = None  # (search, distances, parents): see search_result
         self._config = None
-        self.hits = self.misses = self.evictions = 0
+        self.hits = self.misses = self.evictions = self.results = 0
         self.uploaded_bytes = 0
 
     # ------------------------------------------------------------------ bookkeeping
@@ -107,7 +110,7 @@ class DeviceCache:
     def stats(self) -> dict:
         """Counts and sizes, for tests and benchmarks."""
         return {"slices": len(self._entries), "hits": self.hits, "misses": self.misses,
-                "evictions": self.evictions, "uploaded_bytes": self.uploaded_bytes,
+                "evictions": self.evictions, "results": self.results, "uploaded_bytes": self.uploaded_bytes,
                 "used_bytes": self.used_bytes, "budget": self.budget}
 
     def clear(self) -> None:
@@ -118,6 +121,7 @@ class DeviceCache:
             self._level = None
             self._mask_level = None
             self._chain = None
+            self._result = None
             self._slice_bytes = 0
             _release_device_memory()
 
@@ -286,6 +290,39 @@ class DeviceCache:
         if chain is None or progress is None or chain.search != progress.search:
             return None
         return chain if chain.level == frontier.level else None
+
+    # ------------------------------------------------------------------ the search's result
+    def search_result(self, frontier: Frontier):
+        """The distances and parents of ``frontier``'s search on this device (int64 device
+        arrays over every vertex id the bitmaps cover), -1 everywhere at the first call of
+        a search: its GPU steps write their pairs there (``Progress.result_on_device``).
+        One search at a time: a new search takes the arrays over."""
+        from taskbfs.kernels.gpu import _kernels
+
+        search = frontier.progress.search
+        if self._result is None or self._result[0] != search:
+            n = 64 * int(frontier.visited_bits.size)
+            config_ = self.launch_config()
+            fill = _kernels(config_).fill
+            arrays = []
+            for name in ("result_distances", "result_parents"):
+                array = self.buffer(name, n, np.int64)[:n]
+                fill[config_.blocks_for(n), config_.block_size](array, -1)
+                arrays.append(array)
+            self._result = (search, *arrays)
+            self.results += 1
+        return self._result[1], self._result[2]
+
+    def record(self, frontier: Frontier, out_v, out_u, n: int) -> None:
+        """Write a step's ``n`` pairs (int64 device arrays) into the search's result, at the
+        distance of the level after ``frontier``'s."""
+        from taskbfs.kernels._gpu_result import record_found
+
+        distances, parents = self.search_result(frontier)
+        if n:
+            config_ = self.launch_config()
+            record_found[config_.blocks_for(n), config_.block_size](
+                out_v, out_u, n, frontier.level + 1, distances, parents)
 
     def _upload_into(self, name: str, host: np.ndarray):
         buf = self.buffer(name, host.size, host.dtype)
@@ -457,11 +494,11 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
             read_back += buckets.nbytes
         if owns_all:
             cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
+        if _result_on_device(frontier):
+            cache.record(frontier, out_v, out_u, n_found)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
-    vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
-    found = Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
-                        d2h_bytes=read_back + vertices.nbytes + parents.nbytes,
-                        kernel_seconds=timer.seconds, offsets=offsets, ranges=ranges)
+    found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, read_back,
+                   timer.seconds, offsets, ranges)
     return found if owned is None else _with_owned(found, owned)
 
 
@@ -552,12 +589,28 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoverie
                 ranges = None
         if owned is not None and _is_sole_step(dev, frontier.task_bounds()):
             cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
+        if _result_on_device(frontier):
+            cache.record(frontier, out_v, out_u, n_found)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
-    vertices, parents = _download(out_v, out_u, n_found, part.indices.dtype)
-    found = Discoveries(part.task, vertices, parents, int(edges), h2d_bytes=h2d,
-                        d2h_bytes=read_back + vertices.nbytes + parents.nbytes,
-                        kernel_seconds=timer.seconds, offsets=offsets, ranges=ranges)
+    found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, read_back,
+                   timer.seconds, offsets, ranges)
     return found if owned is None else _with_owned(found, owned)
+
+
+def _result_on_device(frontier: Frontier) -> bool:
+    """Whether the step writes its pairs into the search's result on the device."""
+    return frontier.progress is not None and frontier.progress.result_on_device
+
+
+def _found(part, frontier, out_v, out_u, n: int, edges: int, h2d: int, read_back: int,
+           kernel_seconds: float, offsets, ranges) -> Discoveries:
+    """The step's :class:`Discoveries`: its pairs copied back, or only its vertices when
+    the pairs went into the search's result on the device."""
+    vertices, parents = _download(out_v, out_u, n, part.indices.dtype,
+                                  parents=not _result_on_device(frontier))
+    d2h = read_back + vertices.nbytes + (0 if parents is None else parents.nbytes)
+    return Discoveries(part.task, vertices, parents, edges, h2d_bytes=h2d, d2h_bytes=d2h,
+                       kernel_seconds=kernel_seconds, offsets=offsets, ranges=ranges)
 
 
 def _with_owned(found: Discoveries, owned) -> Discoveries:
@@ -604,15 +657,53 @@ def _narrow(cache, out_v, out_u, n: int, dtype):
     return small_v, small_u
 
 
-def _download(out_v, out_u, n: int, dtype):
+def _download(out_v, out_u, n: int, dtype, parents: bool = True):
     """The first ``n`` pairs on the host (in pinned buffers when the pool has room, see
-    :mod:`taskbfs.bfs.pinned`)."""
+    :mod:`taskbfs.bfs.pinned`); with ``parents`` False, the vertices and None."""
     from taskbfs.bfs.pinned import copy_to_host
 
     if n == 0:
         empty = np.empty(0, dtype=np.dtype(dtype))
-        return empty, empty.copy()
-    return copy_to_host(out_v, n, out_v.dtype), copy_to_host(out_u, n, out_u.dtype)
+        return empty, empty.copy() if parents else None
+    vertices = copy_to_host(out_v, n, out_v.dtype)
+    return vertices, copy_to_host(out_u, n, out_u.dtype) if parents else None
 
 
-__all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "run_step_on_gpu"]
+def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceCache | None = None):
+    """The search's ``(distances, parents)`` on the host, int64 over its vertices: the
+    result its GPU steps wrote on the device (``Progress.result_on_device``), copied back
+    once (into pinned buffers when the pool has room), with the pairs of ``logs`` that
+    came back whole (its CPU steps', which ran at ``levels``) written over it on the host.
+
+    Those steps' vertices cannot be in the device's result: with one task, a level has one
+    step; with several, every step ran on this GPU (see ``small_levels.run_levels``).
+    """
+    from taskbfs.kernels.merge import record_pairs
+
+    cache = cache if cache is not None else device_cache()
+    n = int(frontier.bounds[-1])
+    with cache.lock:
+        on_device = cache.search_result(frontier)
+        distances, parents = (_into_host(array, n) for array in on_device)
+    for d, level in zip(logs, levels, strict=True):
+        if d.parents is not None and d.vertices.size:
+            record_pairs(d.vertices, d.parents, 0, d.vertices.size, 0, n, level + 1, parents,
+                         distances)
+    distances[source] = 0
+    parents[source] = source
+    return distances, parents
+
+
+def _into_host(device_array, n: int) -> np.ndarray:
+    """``device_array[:n]`` copied into a new host array (pinned when the pool has room: a
+    pageable one is mapped page by page as the copy first touches it)."""
+    from taskbfs.bfs.pinned import pinned_pool
+
+    out = pinned_pool().take(n, np.int64)
+    if out is None:
+        out = np.empty(n, dtype=np.int64)
+    device_array[:n].copy_to_host(out)
+    return out
+
+
+__all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "result_to_host", "run_step_on_gpu"]

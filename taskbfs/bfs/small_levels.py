@@ -51,6 +51,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from taskbfs import config
 from taskbfs.bfs.state import (
     TOP_DOWN,
     Frontier,
@@ -181,6 +182,7 @@ def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, run_ste
     degrees, earlier = args[num_slices], args[num_slices + 1 :]
     if init is not None:
         frontier = init_state(degrees, **init)
+        frontier.progress.result_on_device = _result_on_device(device, num_tasks, small)
     if frontier.level != level:
         raise RuntimeError(f"small levels from {level} got the frontier of level {frontier.level}")
     while True:
@@ -215,10 +217,26 @@ def _steps_by_size(calls, small: SmallLevels) -> list:
     return [next(gpu if g else cpu) for g in on_gpu]
 
 
+def _result_on_device(device: str, num_tasks: int, small: SmallLevels) -> bool:
+    """Whether a search that starts in this task keeps its result on the GPU
+    (``config.RESULT_ON_DEVICE``): its GPU steps write their pairs into it and return
+    vertices only, and the result crosses the bus once, at the end. So on the GPU worker,
+    which runs every level of such a search, when every pair a GPU step reports is one
+    the barrier keeps: with one task (one step a level, its pairs unique and unvisited),
+    or with every step on the GPU (the level's vertex mask reports each vertex once)."""
+    return (config.RESULT_ON_DEVICE and device == CUDA
+            and (num_tasks == 1 or small.on_gpu(0)))
+
+
 def _assemble(frontier: Frontier, earlier, assembly: Assembly):
-    """The search's ``(distances, parents)``: the earlier steps' outputs and the included ones."""
+    """The search's ``(distances, parents)``: the earlier steps' outputs and the included
+    ones, or the result on the GPU with the CPU steps' pairs (``_result_on_device``)."""
     logs = list(earlier) + [d for _, d in frontier.included]
     levels = list(assembly.levels) + [level for level, _ in frontier.included]
+    if frontier.progress is not None and frontier.progress.result_on_device:
+        from taskbfs.bfs.device_cache import result_to_host
+
+        return result_to_host(frontier, logs, levels, assembly.source)
     return assemble_all(logs, levels, source=assembly.source, bounds=frontier.bounds,
                         cuts=assembly.cuts)
 

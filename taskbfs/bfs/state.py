@@ -62,6 +62,10 @@ class Progress:
     #: Names the search (unique per search): a GPU worker keeps a level's output on the
     #: device for the next level of the same search (``DeviceCache.level_inputs``).
     search: str = ""
+    #: The GPU steps write their pairs into the search's result on the device and return
+    #: no parents (``Discoveries.parents`` None); the one task that runs every level on
+    #: that GPU copies the result back once (``device_cache.result_to_host``).
+    result_on_device: bool = False
 
 
 @dataclass
@@ -184,7 +188,9 @@ class Discoveries:
 
     task: int
     vertices: np.ndarray
-    parents: np.ndarray
+    #: None when the GPU step wrote its pairs into the search's result on the device
+    #: (``Progress.result_on_device``): only the vertices came back, for the barrier.
+    parents: np.ndarray | None
     edges_examined: int
     #: Device work of a GPU step (0 on the CPU): bytes host→device and device→host this
     #: task moved, and its kernels' device time (CUDA events).
@@ -205,8 +211,11 @@ def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
     if bounds.size == 2:  # one task owns every vertex: one bucket, nothing to move
         return replace(d, offsets=np.array([0, d.vertices.size], dtype=np.int64))
     out_v = np.empty_like(d.vertices)
-    out_p = np.empty_like(d.parents)
     offsets = np.empty(bounds.size, dtype=np.int64)
+    if d.parents is None:  # the parents are on the device already
+        bucket_vertices(d.vertices, bounds, out_v, offsets)
+        return replace(d, vertices=out_v, offsets=offsets)
+    out_p = np.empty_like(d.parents)
     bucket_by_owner(d.vertices, d.parents, bounds, out_v, out_p, offsets)
     return replace(d, vertices=out_v, parents=out_p, offsets=offsets)
 
@@ -618,6 +627,10 @@ def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels, out=Non
     parents.fill(-1)
     tasks = tasks_overlapping(bounds, lo, hi)
     for d, level in zip(logs, levels, strict=True):
+        if d.parents is None:
+            raise RuntimeError(f"the step output of task {d.task} at level {level} left its "
+                               "parents in a GPU's result (Progress.result_on_device): only "
+                               "device_cache.result_to_host can assemble this search")
         if d.offsets is not None:
             buckets = tasks if d.ranges is None else tasks_overlapping(d.ranges, lo, hi)
             start, stop = int(d.offsets[buckets.start]), int(d.offsets[buckets.stop])

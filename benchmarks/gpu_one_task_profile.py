@@ -1,0 +1,143 @@
+"""Where the one GPU task's time goes: every level of a search, run without Dask.
+
+Returns (prints) for a Kronecker graph, per search, the wall time of the GPU worker's
+one-task body (``small_levels.run_levels_on_gpu``, called here in the main thread, with
+no scheduler and no worker: ``include`` and ``publish`` are then plain calls), and for the
+last search, level by level: direction, frontier size, the step's wall time, its kernels'
+device time (CUDA events), the barrier's wall time; then the assembly's. With
+``--profile``, a cProfile of the timed searches (host functions by own and cumulative
+time), so that launches, copies and synchronisations show up one by one. Comparing its
+per-search time with ``tb.bfs``'s elapsed on the same graph (printed too) gives the
+runtime's share.
+
+    python benchmarks/gpu_one_task_profile.py --scale 24 --direction top-down --searches 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import cProfile
+import pstats
+import time
+
+import numpy as np
+
+import taskbfs as tb
+from taskbfs.bfs import small_levels
+from taskbfs.bfs.core import BARRIER, FINISH
+from taskbfs.bfs.placement import _slices
+from taskbfs.bfs.small_levels import Assembly, SmallLevels, run_levels_on_gpu
+from taskbfs.bfs.state import assembly_cuts
+from taskbfs.graph import partition
+
+
+class Timed:
+    """Wraps ``include`` / ``include_each`` of the small-level module: rows of
+    ``(name, level, direction, size, wall seconds, kernel seconds)``."""
+
+    def __init__(self):
+        self.rows = []
+        self._include_each = small_levels.include_each
+        self._include = small_levels.include
+
+    def include_each(self, name, func, calls, executor=None, device="smp"):
+        start = time.perf_counter()
+        out = self._include_each(name, func, calls, executor=executor, device=device)
+        wall = time.perf_counter() - start
+        for (tags, *_), found in zip(calls, out, strict=True):
+            self.rows.append((name, tags.get("level"), tags.get("direction"), tags.get("size"),
+                              wall / len(calls), getattr(found, "kernel_seconds", 0.0)))
+        return out
+
+    def include(self, name, func, tags, *args, **kwargs):
+        start = time.perf_counter()
+        out = self._include(name, func, tags, *args, **kwargs)
+        self.rows.append((name, tags.get("level"), "", None, time.perf_counter() - start, 0.0))
+        return out
+
+    def install(self):
+        small_levels.include_each = self.include_each
+        small_levels.include = self.include
+
+
+def one_search(graph, slices, degrees, bounds, source, direction, strategy):
+    """The GPU task's body for one search from ``source``."""
+    gpu_above = -1 if strategy == "gpu" else tb.config.DEFAULT_LAMBDA
+    small = SmallLevels(0, 0, 0, gpu_above=gpu_above)
+    cuts = assembly_cuts(graph.num_vertices, 16)
+    init = {"bounds": bounds, "source": source, "direction_mode": direction,
+            "total_edges": graph.num_arcs}
+    frontier = run_levels_on_gpu(*slices, degrees, level=0, small=small,
+                                 barrier_name=BARRIER.name, init=init,
+                                 assembly=Assembly(FINISH.name, source, cuts, []))
+    return frontier.result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=20)
+    parser.add_argument("--tasks", type=int, default=1)
+    parser.add_argument("--direction", default="top-down")
+    parser.add_argument("--strategy", default="gpu", choices=["gpu", "hybrid"])
+    parser.add_argument("--searches", type=int, default=4)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--no-bfs", action="store_true", help="skip the tb.bfs comparison")
+    parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="taskbfs.config settings for this run (Python literals)")
+    args = parser.parse_args()
+    for item in args.set:
+        name, value = item.split("=", 1)
+        if not hasattr(tb.config, name):
+            parser.error(f"--set: taskbfs.config has no {name}")
+        setattr(tb.config, name, ast.literal_eval(value))
+    graph = tb.kronecker(args.scale)
+    parts = partition(graph, args.tasks)
+    bounds = np.ascontiguousarray(parts.bounds, dtype=np.int64)
+    slices = _slices(graph, parts, graph.token)
+    degrees = graph.degrees()
+    keys = [int(k) for k in tb.search_keys(graph, args.searches + 1)]
+    print(f"scale {args.scale}: {graph.num_vertices:,} vertices, {graph.num_arcs:,} arcs; "
+          f"T = {args.tasks}, {args.strategy}, {args.direction}; {args.set or 'defaults'}; {time.strftime('%Y-%m-%d %H:%M')}")
+    one_search(graph, slices, degrees, bounds, keys[0], args.direction, args.strategy)  # warm-up
+    timed = Timed()
+    timed.install()
+    profile = cProfile.Profile() if args.profile else None
+    for key in keys[1:]:
+        timed.rows.clear()
+        if profile is not None:
+            profile.enable()
+        start = time.perf_counter()
+        distances, parents = one_search(graph, slices, degrees, bounds, key, args.direction,
+                                        args.strategy)
+        wall = time.perf_counter() - start
+        if profile is not None:
+            profile.disable()
+        edges = tb.traversed_edges(graph, parents)
+        print(f"key {key}: one-task body {wall * 1e3:.1f} ms, {edges / wall / 1e6:.0f} MTEPS "
+              f"({int(np.count_nonzero(distances >= 0)):,} reached)")
+    print(f"{'name':>18} {'lvl':>4} {'dir':>9} {'size':>10} {'wall ms':>9} {'kernel ms':>9}")
+    for name, level, direction, size, wall, kernel in timed.rows:
+        print(f"{name:>18} {'' if level is None else level:>4} {direction or '':>9} "
+              f"{'' if size is None else size:>10} {wall * 1e3:9.3f} {kernel * 1e3:9.3f}")
+    steps = [r for r in timed.rows if r[0] != BARRIER.name and r[0] != FINISH.name]
+    print(f"last search: steps {sum(r[4] for r in steps) * 1e3:.1f} ms (kernels "
+          f"{sum(r[5] for r in steps) * 1e3:.1f}), barriers "
+          f"{sum(r[4] for r in timed.rows if r[0] == BARRIER.name) * 1e3:.1f}, assembly "
+          f"{sum(r[4] for r in timed.rows if r[0] == FINISH.name) * 1e3:.1f}")
+    if profile is not None:
+        stats = pstats.Stats(profile)
+        stats.sort_stats("tottime").print_stats(args.top)
+        stats.sort_stats("cumulative").print_stats(args.top)
+    if not args.no_bfs:
+        with tb.Runtime() as rt:
+            for key in keys:
+                r = tb.bfs(graph, key, tasks=args.tasks, strategy=args.strategy,
+                           direction=args.direction, runtime=rt)
+                print(f"tb.bfs key {key}: elapsed {r.elapsed * 1e3:.1f} ms, {r.mteps:.0f} MTEPS, "
+                      f"assembly {r.assembly_seconds * 1e3:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
