@@ -10,6 +10,7 @@
 #   overhead    level_overhead.py (OVERHEAD_ARGS)      -> $OUT/overhead.log
 #   timeline    search_timeline.py (TIMELINE_ARGS; several runs separated by ";") -> $OUT/timeline.log
 #   profile     gpu_step_profile.py (PROFILE_ARGS)     -> $OUT/profile.log
+#   onetask     gpu_one_task_profile.py (ONETASK_ARGS; several runs separated by ";") -> $OUT/onetask.log
 #   memory      host_memory_costs.py (pageable/pinned copies, first touch) -> $OUT/memory.log
 #   lambda      lambda_crossover.py (LAMBDA_ARGS)      -> $OUT/lambda.log, $OUT/lambda_crossover.csv
 #   strategies  gpu_strategies.py (STRATEGY_ARGS)      -> $OUT/strategies.log, $OUT/gpu_strategies.csv
@@ -91,6 +92,12 @@ from taskbfs.runtime.cluster import detect_gpus; print('detect_gpus', detect_gpu
     IFS=';' read -ra RUNS <<< "${TIMELINE_ARGS:---scale 24 --tasks 1 --strategy gpu --direction top-down}"
     for run_args in "${RUNS[@]}"; do
       timeout "$(left)" "$PY" benchmarks/search_timeline.py $run_args 2>&1 | tee -a "$OUT/timeline.log"
+    done
+    ;;
+  onetask)
+    IFS=';' read -ra RUNS <<< "${ONETASK_ARGS:---scale 24 --direction top-down}"
+    for run_args in "${RUNS[@]}"; do
+      timeout "$(left)" "$PY" benchmarks/gpu_one_task_profile.py $run_args 2>&1 | tee -a "$OUT/onetask.log"
     done
     ;;
   memory)
