@@ -93,3 +93,29 @@ def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(monkeypatch):
     plain = pinned.copy_to_host(device, 300, np.int64)
     np.testing.assert_array_equal(plain, data[:300])
     assert pinned.pinned_pool().refused == 1
+
+
+@needs_gpu
+@pytest.mark.parametrize("n", [1, 999, 1000, 4321])
+def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(monkeypatch, n):
+    """A result copied out when the pool has no room goes through the pinned staging chunk,
+    a chunk at a time (here 1000 int64 items), each copied into place on threads."""
+    from numba import cuda
+
+    from taskbfs import config
+    from taskbfs.bfs import pinned
+
+    data = np.arange(5000, dtype=np.int64) * 3 - 7
+    device = cuda.to_device(data)
+    monkeypatch.setattr(pinned, "_pool", None)
+    pooled = pinned.copy_out(device, n, np.int64)
+    np.testing.assert_array_equal(pooled, data[:n])
+    assert pinned.pinned_pool().allocated == 1
+    monkeypatch.setattr(config, "PINNED_POOL_BYTES", 0)
+    monkeypatch.setattr(pinned, "_pool", None)
+    monkeypatch.setattr(pinned, "STAGE_BYTES", 8 * 1000)
+    monkeypatch.setattr(pinned, "_stage", None)
+    staged = pinned.copy_out(device, n, np.int64)
+    np.testing.assert_array_equal(staged, data[:n])
+    assert pinned.pinned_pool().refused == 1 and pinned._stage.size == 8 * 1000
+    assert staged.flags.owndata  # ordinary memory, not a view of the chunk

@@ -484,10 +484,10 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
         if owns_all:  # one owner: bits for the barrier, result ranges for the assembly
             owned = _owned_bits(cache, dev, out_v, n_found)
             offsets = np.array([0, n_found], dtype=np.int64)
-            buckets = _result_ranges(dev)
+            buckets = None if _result_on_device(frontier) else _result_ranges(dev)
         else:
             buckets = bounds
-        if _bucket_on_device(buckets, n_found):
+        if buckets is not None and _bucket_on_device(buckets, n_found):
             out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, buckets)
             ranges = buckets if owns_all else None
             h2d += 2 * buckets.nbytes  # the bounds and the buckets' start offsets
@@ -579,7 +579,7 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoverie
         owned = _owned_bits(cache, dev, out_v, n_found) if part.out_indptr is None else None
         offsets = ranges = None
         read_back = _COUNTER_BYTES
-        if _spans_result_ranges(dev):
+        if _spans_result_ranges(dev) and not _result_on_device(frontier):
             ranges = _result_ranges(dev)
             if _bucket_on_device(ranges, n_found):
                 out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, ranges)
@@ -695,15 +695,10 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
 
 
 def _into_host(device_array, n: int) -> np.ndarray:
-    """``device_array[:n]`` copied into a new host array (pinned when the pool has room: a
-    pageable one is mapped page by page as the copy first touches it)."""
-    from taskbfs.bfs.pinned import pinned_pool
+    """``device_array[:n]`` copied into a new host array (see :func:`~taskbfs.bfs.pinned.copy_out`)."""
+    from taskbfs.bfs.pinned import copy_out
 
-    out = pinned_pool().take(n, np.int64)
-    if out is None:
-        out = np.empty(n, dtype=np.int64)
-    device_array[:n].copy_to_host(out)
-    return out
+    return copy_out(device_array, n, np.int64)
 
 
 __all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "result_to_host", "run_step_on_gpu"]
