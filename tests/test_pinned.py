@@ -76,6 +76,31 @@ def test_size_classes_and_the_budget():
 
 
 @needs_gpu
+def test_free_buffers_of_other_classes_make_room_for_a_new_class():
+    from taskbfs.bfs.pinned import MIN_BUFFER_BYTES, PinnedPool
+
+    pool = PinnedPool(budget=4 * MIN_BUFFER_BYTES)
+    two, one = pool.take(2 * MIN_BUFFER_BYTES, np.uint8), pool.take(8, np.int64)
+    lent = pool.take(8, np.int64)
+    del two, one
+    gc.collect()
+    assert pool.free_bytes == 3 * MIN_BUFFER_BYTES and pool.allocated_bytes == 4 * MIN_BUFFER_BYTES
+    # a 2-buffer class again is served by the free one; a 4-buffer class needs the room of
+    # every free buffer and of the lent one too: refused, the free ones kept
+    again = pool.take(2 * MIN_BUFFER_BYTES, np.uint8)
+    assert again is not None and pool.reused == 1
+    del again
+    gc.collect()
+    assert pool.take(4 * MIN_BUFFER_BYTES, np.uint8) is None and pool.refused == 1
+    assert pool.free_bytes == 3 * MIN_BUFFER_BYTES
+    del lent
+    gc.collect()
+    big = pool.take(4 * MIN_BUFFER_BYTES, np.uint8)  # the lent one came back: room for it
+    assert big is not None and pool.free_bytes == 0
+    assert pool.allocated_bytes == 4 * MIN_BUFFER_BYTES
+
+
+@needs_gpu
 def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(monkeypatch):
     from numba import cuda
 

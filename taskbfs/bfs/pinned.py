@@ -105,6 +105,9 @@ class PinnedPool:
 
     def _allocate(self, size: int):
         with self._lock:
+            over = self.allocated_bytes + size - self.budget
+            if 0 < over <= self.free_bytes:  # the lock is re-entrant
+                self._drop_free(over)
             if self.allocated_bytes + size > self.budget:
                 self.refused += 1
                 return None
@@ -113,6 +116,16 @@ class PinnedPool:
         from numba import cuda
 
         return cuda.pinned_array(size, dtype=np.uint8)
+
+    def _drop_free(self, nbytes: int) -> None:
+        """Release free buffers, largest first, until ``nbytes`` are freed (free buffers of one size class must not keep the others out: a scale-22 search's
+        results would otherwise fill the budget for the scale-24 ones)."""
+        for size in sorted(self._free, reverse=True):
+            buffers = self._free[size]
+            while buffers and nbytes > 0:
+                buffers.pop()
+                self.allocated_bytes -= size
+                nbytes -= size
 
     def _give_back(self, size: int, buffer) -> None:
         with self._lock:
