@@ -19,6 +19,7 @@ import argparse
 import ast
 import cProfile
 import pstats
+import sys
 import time
 
 import numpy as np
@@ -84,6 +85,8 @@ def main():
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--no-bfs", action="store_true", help="skip the tb.bfs comparison")
+    parser.add_argument("--switch-intervals", type=float, nargs="*", default=[],
+                        help="GIL switch intervals (seconds) to run the tb.bfs searches under")
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
                         help="taskbfs.config settings for this run (Python literals)")
     args = parser.parse_args()
@@ -131,12 +134,30 @@ def main():
         stats.sort_stats("tottime").print_stats(args.top)
         stats.sort_stats("cumulative").print_stats(args.top)
     if not args.no_bfs:
-        with tb.Runtime() as rt:
-            for key in keys:
-                r = tb.bfs(graph, key, tasks=args.tasks, strategy=args.strategy,
-                           direction=args.direction, runtime=rt)
-                print(f"tb.bfs key {key}: elapsed {r.elapsed * 1e3:.1f} ms, {r.mteps:.0f} MTEPS, "
-                      f"assembly {r.assembly_seconds * 1e3:.1f} ms")
+        compare_with_bfs(graph, keys, args)
+
+
+def compare_with_bfs(graph, keys, args):
+    """``tb.bfs`` on the embedded default runtime for every key (the first twice: the
+    first search after the runtime starts is a warm-up), under each of
+    ``--switch-intervals`` in turn key by key (Python's GIL switch interval: how long a
+    thread that wants the GIL waits before the holder is asked to drop it)."""
+    default_interval = sys.getswitchinterval()
+    intervals = args.switch_intervals or [default_interval]
+    with tb.Runtime() as rt:
+        for key in [keys[0], *keys]:
+            for interval in intervals:
+                sys.setswitchinterval(interval)
+                try:
+                    r = tb.bfs(graph, key, tasks=args.tasks, strategy=args.strategy,
+                               direction=args.direction, runtime=rt)
+                finally:
+                    sys.setswitchinterval(default_interval)
+                steps = float((r.trace["stop"] - r.trace["start"]).sum())
+                print(f"tb.bfs key {key} (switch interval {interval * 1e3:g} ms): elapsed "
+                      f"{r.elapsed * 1e3:.1f} ms, {r.mteps:.0f} MTEPS; steps {steps * 1e3:.1f} ms "
+                      f"(kernels {r.trace['kernel_seconds'].sum() * 1e3:.1f}), assembly "
+                      f"{r.assembly_seconds * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":
