@@ -298,6 +298,20 @@ def test_embedded_runtime_with_fake_gpu_worker():
         assert p.gather(["small", "big"]) == [(SMP, 0), (CUDA, 0)]
 
 
+@pytest.mark.parametrize("profile_gpu_workers", [False, True])
+def test_embedded_gpu_workers_run_the_profiler_only_when_asked(monkeypatch, profile_gpu_workers):
+    """distributed's statistical profiler stalls the GPU worker's task (it samples its stack
+    holding the GIL): ``config.PROFILE_GPU_WORKERS`` leaves it off there, on the CPU worker."""
+    import taskbfs as tb
+
+    monkeypatch.setattr(tb.config, "PROFILE_GPU_WORKERS", profile_gpu_workers)
+    with Runtime(threads=2, gpus=1, dashboard_address=None) as rt:
+        profiling = rt.client.run(lambda dask_worker: (
+            bool(dask_worker.state.total_resources.get("GPU")),
+            "profile" in dask_worker.periodic_callbacks))
+        assert sorted(profiling.values()) == [(False, True), (True, profile_gpu_workers)]
+
+
 def test_default_tasks_one_per_gpu_for_the_strategies_that_use_it(hetero, plain):
     import taskbfs as tb
 

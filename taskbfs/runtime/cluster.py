@@ -14,6 +14,7 @@ import gc
 import logging
 import os
 
+import dask
 from distributed import Client, LocalCluster, Worker
 
 from taskbfs import config
@@ -210,7 +211,8 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
                         "name": f"gpu-{i}"},
         }
     if gpus:
-        cluster.sync(cluster._correct_state)
+        with dask.config.set({"distributed.worker.profile.enabled": config.PROFILE_GPU_WORKERS}):
+            cluster.sync(cluster._correct_state)  # the GPU workers start here
         cluster.wait_for_workers(1 + gpus)
     return cluster
 
