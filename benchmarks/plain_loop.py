@@ -89,7 +89,7 @@ class Slices:
 
 def plain_bfs(graph, source: int, tasks: int = config.DEFAULT_TASKS, threads: int | None = None,
               direction: str = AUTO, slices: Slices | None = None, pool=None,
-              alpha: float = config.DO_ALPHA, beta: float = config.DO_BETA) -> PlainResult:
+              alpha: float | None = None, beta: float | None = None) -> PlainResult:
     """BFS from ``source`` with taskbfs's step and barrier code over T slices, in a plain loop.
 
     Parameters

@@ -76,6 +76,26 @@ def test_stragglers_after_the_bottom_up_levels_stay_top_down(runtime):
         assert list(r.levels["direction"]) == [BOTTOM_UP] * 2 + [TOP_DOWN] * 6
 
 
+@pytest.mark.parametrize("small_level_edges", [0, None])
+def test_alpha_changed_after_import_reaches_the_next_search(runtime, monkeypatch,
+                                                            small_level_edges):
+    """``config.DO_ALPHA`` is read at each search, by the client and the worker alike: a
+    tiny α never goes bottom-up (m_f > m_u / α never holds), the default does here."""
+    from reference import scipy_distances
+
+    graph = tb.kronecker(10, seed=5)
+    source = int(np.argmax(graph.degrees()))
+    directions = []
+    for alpha in (tb.config.DO_ALPHA, 1e-9):
+        monkeypatch.setattr(tb.config, "DO_ALPHA", alpha)
+        r = tb.bfs(graph, source, tasks=2, strategy="cpu", runtime=runtime,
+                   small_level_edges=small_level_edges)
+        np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
+        directions.append(set(r.levels["direction"]))
+    assert BOTTOM_UP in directions[0]
+    assert directions[1] == {TOP_DOWN}
+
+
 @pytest.mark.parametrize("direction", [AUTO, TOP_DOWN, BOTTOM_UP])
 @pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("threaded", [False, True])

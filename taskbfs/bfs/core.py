@@ -43,6 +43,7 @@ from taskbfs.bfs.state import (
     first_summary,
     init_state,
     size_label,
+    switch_parameters,
     tasks_overlapping,
 )
 from taskbfs.bfs.steps import STEP
@@ -164,13 +165,17 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
     start = time.perf_counter()
     wall_start = time.time()
     # The level-0 summary needs no round trip: INIT and the first level go as one batch.
-    summary = first_summary(parts.bounds, source, graph.degree(source), graph.num_arcs, direction)
+    # α and β as configured now, sent to the worker too: both sides decide alike
+    alpha, beta = switch_parameters(None, None)
+    summary = first_summary(parts.bounds, source, graph.degree(source), graph.num_arcs, direction,
+                            alpha, beta)
     summaries = [summary]
     logs: list[_Log] = []
     levels = _Submitter(program, slices, lookahead, small, logs, source,
                         assembly_cuts(graph.num_vertices, assembly_tasks))
     levels.start(summary, init={"bounds": parts.bounds, "source": source,
-                                "direction_mode": direction, "total_edges": graph.num_arcs},
+                                "direction_mode": direction, "total_edges": graph.num_arcs,
+                                "alpha": alpha, "beta": beta},
                  tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
     while True:
         summary = _next_summary(program)

@@ -228,8 +228,8 @@ def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Disco
     return replace(d, words=words, frontier_edges=int(edges))
 
 
-def init_state(degrees, *, bounds, source, direction_mode, total_edges=None, alpha=config.DO_ALPHA,
-               beta=config.DO_BETA):
+def init_state(degrees, *, bounds, source, direction_mode, total_edges=None, alpha=None,
+               beta=None):
     """The level-0 :class:`Frontier` of a BFS from ``source`` (runs on a worker;
     ``outs=["frontier"]``). The client knows its summary without asking
     (:func:`first_summary`), so it submits this task and the first level together; it
@@ -241,9 +241,10 @@ def init_state(degrees, *, bounds, source, direction_mode, total_edges=None, alp
 
 
 def first_summary(bounds, source: int, source_degree: int, total_edges: int, direction_mode: str,
-                  alpha: float = config.DO_ALPHA, beta: float = config.DO_BETA) -> LevelSummary:
+                  alpha: float | None = None, beta: float | None = None) -> LevelSummary:
     """The level-0 :class:`LevelSummary`, from what the client has at hand (equal to the one
     :func:`first_frontier` computes on the worker, timestamps aside)."""
+    alpha, beta = switch_parameters(alpha, beta)
     bounds = np.asarray(bounds, dtype=np.int64)
     num_tasks = bounds.size - 1
     owner = int(np.searchsorted(bounds, source, side="right") - 1)
@@ -262,11 +263,12 @@ def first_summary(bounds, source: int, source_degree: int, total_edges: int, dir
                         barrier_start=now, barrier_stop=now)
 
 
-def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float = config.DO_ALPHA,
-                   beta: float = config.DO_BETA, total_edges: int | None = None
+def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float | None = None,
+                   beta: float | None = None, total_edges: int | None = None
                    ) -> tuple[Frontier, LevelSummary]:
     """``(level-0 frontier, its summary)``: what :func:`init_state` computes
     (``total_edges``: the degrees' sum, when the caller knows it)."""
+    alpha, beta = switch_parameters(alpha, beta)
     n = degrees.size
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
     progress = Progress(
@@ -283,6 +285,13 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
     src = np.array([source], dtype=np.int64)
     seed = bucketed(Discoveries(-1, src, src.copy(), 0), bounds)
     return advance(before, [seed], degrees)
+
+
+def switch_parameters(alpha: float | None, beta: float | None) -> tuple[float, float]:
+    """Beamer's α and β: those given, else ``config.DO_ALPHA`` / ``config.DO_BETA`` as they
+    are now (read at each search, so that a changed setting reaches the next one)."""
+    return (config.DO_ALPHA if alpha is None else alpha,
+            config.DO_BETA if beta is None else beta)
 
 
 def barrier(*args, level: int):
