@@ -152,8 +152,8 @@ RESULT_ON_DEVICE = True
 #: searches, since the in-process cluster allocates many objects per task
 #: (``runtime.cluster._freeze_long_lived_objects``; benchmarks/RESULTS.md).
 FREEZE_GC_AT_START = True
-#: The embedded default runtime's GPU workers run distributed's statistical profiler (the
-#: dashboard's Profile page). It samples the stack of the task a worker runs every 10 ms,
+#: Whether the embedded default runtime's GPU workers run distributed's statistical
+#: profiler (the dashboard's Profile page; the CPU worker always does). It samples the stack of the task a worker runs every 10 ms,
 #: on the event loop's thread and holding the GIL; the GPU worker's task gives the GIL up
 #: at every CUDA driver call (~100 a step), so each sample stalls it. Off: gpu-td at scale
 #: 24, T = 1 ran 43 ms a search instead of 51 (H100, 5 keys; benchmarks/RESULTS.md).

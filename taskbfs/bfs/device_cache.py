@@ -110,8 +110,9 @@ class DeviceCache:
     def stats(self) -> dict:
         """Counts and sizes, for tests and benchmarks."""
         return {"slices": len(self._entries), "hits": self.hits, "misses": self.misses,
-                "evictions": self.evictions, "results": self.results, "uploaded_bytes": self.uploaded_bytes,
-                "used_bytes": self.used_bytes, "budget": self.budget}
+                "evictions": self.evictions, "results": self.results,
+                "uploaded_bytes": self.uploaded_bytes, "used_bytes": self.used_bytes,
+                "budget": self.budget}
 
     def clear(self) -> None:
         """Drop every slice and buffer (device memory is released)."""

@@ -118,8 +118,9 @@ class PinnedPool:
         return cuda.pinned_array(size, dtype=np.uint8)
 
     def _drop_free(self, nbytes: int) -> None:
-        """Release free buffers, largest first, until ``nbytes`` are freed (free buffers of one size class must not keep the others out: a scale-22 search's
-        results would otherwise fill the budget for the scale-24 ones)."""
+        """Release free buffers, largest first, until ``nbytes`` are freed: free buffers of
+        one size class must not keep the others out (a scale-22 search's results would
+        otherwise fill the budget that the scale-24 ones need)."""
         for size in sorted(self._free, reverse=True):
             buffers = self._free[size]
             while buffers and nbytes > 0:
@@ -165,8 +166,6 @@ def copy_out(device_array, n: int, dtype) -> np.ndarray:
     bounce buffer and the first touch of every page, on one thread: 87 ms for a scale-24
     result); staged, the pages are first touched by several threads at once.
     """
-    from taskbfs.bfs.state import _threads, pool
-
     out = pinned_pool().take(n, dtype)
     if out is not None:
         device_array[:n].copy_to_host(out)
@@ -180,11 +179,21 @@ def copy_out(device_array, n: int, dtype) -> np.ndarray:
             stop = min(int(n), start + items)
             staged = chunk[: stop - start]
             device_array[start:stop].copy_to_host(staged)
-            cuts = np.linspace(0, stop - start, _threads() + 1).astype(np.int64)
-            place = out[start:stop]
-            list(pool().map(lambda a, b, place=place, staged=staged: np.copyto(place[a:b], staged[a:b]),
-                            cuts[:-1], cuts[1:]))
+            _copy_on_threads(out[start:stop], staged)
     return out
+
+
+def _copy_on_threads(dest: np.ndarray, src: np.ndarray) -> None:
+    """``dest[:] = src`` in one piece per thread of the process's pool (numpy's copy
+    releases the GIL), so that ``dest``'s new pages are first touched in parallel."""
+    from taskbfs.bfs.state import _threads, pool
+
+    cuts = np.linspace(0, dest.size, _threads() + 1).astype(np.int64)
+
+    def piece(lo, hi):
+        np.copyto(dest[lo:hi], src[lo:hi])
+
+    list(pool().map(piece, cuts[:-1], cuts[1:]))
 
 
 def _staging_chunk() -> np.ndarray:
