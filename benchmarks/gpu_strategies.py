@@ -88,7 +88,8 @@ def time_split(result) -> dict:
         "overhead": max(0.0, result.elapsed - union_seconds(steps + barriers)
                         - result.assembly_seconds),
         "h2d_bytes": int(trace["h2d_bytes"].sum()),
-        "d2h_bytes": int(trace["d2h_bytes"].sum()),
+        # the steps' copies back, and the result's when the search kept it on the GPU
+        "d2h_bytes": int(trace["d2h_bytes"].sum()) + int(result.assembly_d2h_bytes),
         "levels": result.num_levels,
     }
 

@@ -143,7 +143,7 @@ GPU_LEVELS_IN_ONE_TASK = True
 #: device: the GPU steps write their pairs there (and copy back only their vertices, for
 #: the barrier), and the task copies the result back once at the end, into pinned memory,
 #: instead of writing it on the host from every step's pairs (~34 ms of a ~100 ms search
-#: at scale 24; ``taskbfs.bfs.small_levels._result_on_device`` says when it applies).
+#: at scale 24; ``taskbfs.bfs.small_levels._keeps_result_on_device`` says when it applies).
 RESULT_ON_DEVICE = True
 
 #: The embedded default runtime calls ``gc.freeze()`` once it has started, so that Python's

@@ -638,6 +638,8 @@ def test_result_kept_on_the_device_is_the_result_assembled_on_the_host(
                                      direction=direction, runtime=runtime)
         _check(g, source, r)
         assert _gpu_cache_stats(runtime)["results"] - before == int(on_device)
+        # the result's copy back is accounted for: two int64 arrays over every vertex
+        assert r.assembly_d2h_bytes == (16 * g.num_vertices if on_device else 0)
     columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
                "tasks", "tasks_gpu"]
     assert runs[True].levels[columns].equals(runs[False].levels[columns])

@@ -217,6 +217,8 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
         num_tasks=num_tasks,
         placements=placements,
         assembly_seconds=_span(records, FINISH.name),
+        assembly_d2h_bytes=sum(int(r.get("d2h_bytes", 0)) for r in records
+                               if r.get("name") == FINISH.name),
     )
 
 

@@ -32,6 +32,9 @@ class BFSResult:
     assembly_seconds : float
         Of ``elapsed``, the span of the tasks that wrote distances and parents at the end
         (first start to last stop).
+    assembly_d2h_bytes : int
+        Bytes those tasks copied from a GPU: the result, when the search kept it in GPU
+        memory (``config.RESULT_ON_DEVICE``; the steps' own moves are in ``trace``).
     traversed_edges : int
         Edges of the traversed component, counted as Graph500 does.
     strategy, direction : str
@@ -52,6 +55,7 @@ class BFSResult:
     num_tasks: int
     placements: list = field(default_factory=list, repr=False)
     assembly_seconds: float = 0.0
+    assembly_d2h_bytes: int = 0
 
     @property
     def teps(self) -> float:

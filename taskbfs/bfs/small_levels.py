@@ -182,7 +182,7 @@ def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, run_ste
     degrees, earlier = args[num_slices], args[num_slices + 1 :]
     if init is not None:
         frontier = init_state(degrees, **init)
-        frontier.progress.result_on_device = _result_on_device(device, num_tasks, small)
+        frontier.progress.result_on_device = _keeps_result_on_device(device, num_tasks, small)
     if frontier.level != level:
         raise RuntimeError(f"small levels from {level} got the frontier of level {frontier.level}")
     while True:
@@ -195,7 +195,8 @@ def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, run_ste
         frontier = nxt
         if summary.assembled:
             return replace(frontier, result=include(
-                assembly.name, _assemble, {"done": True}, frontier, earlier, assembly))
+                assembly.name, _assemble, {"done": True, "d2h_bytes": _result_bytes(frontier)},
+                frontier, earlier, assembly))
         if not summary.chained:
             return frontier
 
@@ -217,7 +218,7 @@ def _steps_by_size(calls, small: SmallLevels) -> list:
     return [next(gpu if g else cpu) for g in on_gpu]
 
 
-def _result_on_device(device: str, num_tasks: int, small: SmallLevels) -> bool:
+def _keeps_result_on_device(device: str, num_tasks: int, small: SmallLevels) -> bool:
     """Whether a search that starts in this task keeps its result on the GPU
     (``config.RESULT_ON_DEVICE``): its GPU steps write their pairs into it and return
     vertices only, and the result crosses the bus once, at the end. So on the GPU worker,
@@ -228,9 +229,17 @@ def _result_on_device(device: str, num_tasks: int, small: SmallLevels) -> bool:
             and (num_tasks == 1 or small.on_gpu(0)))
 
 
+def _result_bytes(frontier: Frontier) -> int:
+    """Bytes the assembly copies from the device: the two int64 arrays of a result kept
+    there, else none."""
+    if frontier.progress is None or not frontier.progress.result_on_device:
+        return 0
+    return 2 * 8 * int(frontier.bounds[-1])
+
+
 def _assemble(frontier: Frontier, earlier, assembly: Assembly):
     """The search's ``(distances, parents)``: the earlier steps' outputs and the included
-    ones, or the result on the GPU with the CPU steps' pairs (``_result_on_device``)."""
+    ones, or the result on the GPU with the CPU steps' pairs (``_keeps_result_on_device``)."""
     logs = list(earlier) + [d for _, d in frontier.included]
     levels = list(assembly.levels) + [level for level, _ in frontier.included]
     if frontier.progress is not None and frontier.progress.result_on_device:
