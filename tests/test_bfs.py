@@ -33,6 +33,8 @@ def check_result(graph, shape, source, result):
     np.testing.assert_array_equal(result.distances, scipy_distances(graph, source))
     tb.validate(graph, source, result.parents)
     assert result.parents[source] == source
+    # the search's own count against Graph500's, from the parents
+    assert result.traversed_edges == tb.traversed_edges(graph, result.parents)
 
 
 @pytest.mark.parametrize("small", [None, 0], ids=["small-levels-default", "every-level-as-tasks"])
@@ -248,3 +250,27 @@ def test_more_tasks_than_vertices_runs_one_task_per_vertex(runtime):
 def test_not_a_graph():
     with pytest.raises(tb.InvalidParameterError, match="Graph"):
         tb.bfs([[0, 1]], 0)
+
+
+def test_elapsed_is_the_whole_call(runtime, monkeypatch):
+    """``r.elapsed`` runs from the call's entry: work before the first submission (here a
+    slow placement of the graph) counts, and ``teps`` divides by it."""
+    import time
+
+    from taskbfs.bfs import core
+
+    real = core.place_graph
+
+    def slow_place_graph(*args, **kwargs):
+        time.sleep(0.2)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core, "place_graph", slow_place_graph)
+    shape = SHAPES["grid_40x40"]
+    graph = build(shape)
+    before = time.perf_counter()
+    result = tb.bfs(graph, shape.sources[0], tasks=2, runtime=runtime)
+    wall = time.perf_counter() - before
+    assert 0.2 <= result.elapsed <= wall
+    assert result.search_seconds <= result.elapsed - 0.15
+    assert result.teps == pytest.approx(result.traversed_edges / result.elapsed)

@@ -48,7 +48,7 @@ from taskbfs.bfs.state import (
 )
 from taskbfs.bfs.steps import STEP
 from taskbfs.errors import InvalidParameterError
-from taskbfs.graph import Graph, partition
+from taskbfs.graph import Graph
 from taskbfs.runtime import CUDA, Policy, Program, Task, fetch_placements
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
@@ -125,6 +125,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     >>> r.distances.tolist(), r.parents.tolist()   # doctest: +SKIP
     ([0, 1, 2, 3], [0, 0, 1, 2])
     """
+    called, called_wall = time.perf_counter(), time.time()
     if not isinstance(graph, Graph):
         raise InvalidParameterError(f"graph must be a taskbfs.Graph, got {type(graph).__name__}")
     source = graph.check_vertex(source, "source")
@@ -145,36 +146,40 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     if policy.needs_gpu:
         rt.require_gpu("strategy 'gpu'")
 
-    parts = partition(graph, num_tasks, balance=balance)
-    placed = place_graph(rt, graph, parts, need_transpose=direction != TOP_DOWN)
+    placed = place_graph(rt, graph, num_tasks, balance, need_transpose=direction != TOP_DOWN)
     small = _small_levels(rt, resources, policy, small_edges, ahead, placed)
     program = Program(rt, policy, name="bfs")
     try:
-        return _run(program, graph, parts, placed, source, strategy, direction, progress,
-                    assembly_count(graph.num_vertices, slots), ahead, small)
+        result = _run(program, graph, placed, source, strategy, direction, progress,
+                      assembly_count(graph.num_vertices, slots), ahead, small, called_wall)
     finally:
         program.close()
+    result.elapsed = time.perf_counter() - called
+    return result
 
 
-def _run(program, graph, parts, placed, source, strategy, direction, progress,
-         assembly_tasks: int, lookahead: int, small: SmallLevels | None) -> BFSResult:
+def _run(program, graph, placed, source, strategy, direction, progress,
+         assembly_tasks: int, lookahead: int, small: SmallLevels | None,
+         wall_start: float) -> BFSResult:
+    """The search itself; ``wall_start``: the call's entry (``time.time()``), the zero of
+    the trace's clock."""
+    parts = placed.parts
     num_tasks = parts.num_tasks
     slices = _slice_names(program, placed, num_tasks)
     program.put_future("degrees", placed.degrees)
 
     start = time.perf_counter()
-    wall_start = time.time()
     # The level-0 summary needs no round trip: INIT and the first level go as one batch.
     # α and β as configured now, sent to the worker too: both sides decide alike
     alpha, beta = switch_parameters(None, None)
-    summary = first_summary(parts.bounds, source, graph.degree(source), graph.num_arcs, direction,
-                            alpha, beta)
+    summary = first_summary(parts.bounds, source, graph.degree(source), placed.num_arcs,
+                            direction, alpha, beta)
     summaries = [summary]
     logs: list[_Log] = []
     levels = _Submitter(program, slices, lookahead, small, logs, source,
                         assembly_cuts(graph.num_vertices, assembly_tasks))
     levels.start(summary, init={"bounds": parts.bounds, "source": source,
-                                "direction_mode": direction, "total_edges": graph.num_arcs,
+                                "direction_mode": direction, "total_edges": placed.num_arcs,
                                 "alpha": alpha, "beta": beta},
                  tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
     while True:
@@ -201,17 +206,22 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
         distances, parents = _joined(program.gather(pieces))
     records = program.records()
     placements = fetch_placements(program.client, program.id)
-    from taskbfs.graph500 import traversed_edges
 
-    trace = _with_device_stats(_task_trace(records, parts, wall_start, summaries), summaries)
-    return BFSResult(
+    def trace():
+        return _with_device_stats(_task_trace(records, parts, wall_start, summaries), summaries)
+
+    def levels():
+        return _level_table(summaries, result.trace, wall_start, _barrier_places(records))
+
+    result = BFSResult(
         source=source,
         distances=distances,
         parents=parents,
         trace=trace,
-        levels=_level_table(summaries, trace, wall_start, _barrier_places(records)),
+        levels=levels,
         elapsed=elapsed,
-        traversed_edges=traversed_edges(graph, parents),
+        search_seconds=elapsed,
+        traversed_edges=_traversed_edges(placed.num_arcs, summaries[-1], graph.directed),
         strategy=strategy,
         direction=direction,
         num_tasks=num_tasks,
@@ -220,6 +230,15 @@ def _run(program, graph, parts, placed, source, strategy, direction, progress,
         assembly_d2h_bytes=sum(int(r.get("d2h_bytes", 0)) for r in records
                                if r.get("name") == FINISH.name),
     )
+    return result
+
+
+def _traversed_edges(num_arcs: int, last: LevelSummary, directed: bool) -> int:
+    """Graph500's traversed edges, from the search's own counts: the arcs of the reached
+    vertices are every arc but those of the vertices left unvisited (the last summary's
+    ``unexplored_edges``); an undirected graph stores each edge as two arcs."""
+    arcs = int(num_arcs) - int(last.unexplored_edges)
+    return arcs if directed else arcs // 2
 
 
 class _Submitter:

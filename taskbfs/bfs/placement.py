@@ -2,8 +2,10 @@
 
 A graph is cut into T vertex-range slices (:mod:`taskbfs.graph.partition`); each slice is
 scattered to a worker once per (runtime, graph, T, balance, orientation) and its future
-kept here, so later levels and later BFS calls on the same graph reuse it (the
-``token`` of :class:`~taskbfs.graph.Graph` names the data).
+kept here with everything else derived from (graph, T, balance): the partition itself and
+the degree sum. Later BFS calls on the same graph reuse all of it, so a search pays
+nothing per call for its graph (the ``token`` of :class:`~taskbfs.graph.Graph` names
+the data).
 """
 
 from __future__ import annotations
@@ -11,10 +13,8 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 
-import numpy as np
-
 from taskbfs.bfs.steps import GraphSlice
-from taskbfs.graph import Graph, Partition
+from taskbfs.graph import Graph, Partition, partition
 
 #: How many placed graphs a runtime keeps (least recently used dropped first).
 MAX_PLACED_GRAPHS = 4
@@ -23,24 +23,30 @@ _placed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class PlacedGraph:
-    """Futures of one graph's slices (and of its degree array) on one runtime."""
+    """One graph placed on one runtime: its partition, the futures of its slices (and of
+    its degree array), and its arc count (the sum of the degrees)."""
 
-    def __init__(self, slices, degrees, transposed=None):
+    def __init__(self, parts: Partition, slices, degrees, num_arcs: int, transposed=None):
+        self.parts = parts
         self.slices = slices
         self.degrees = degrees
+        self.num_arcs = num_arcs
         self.transposed = transposed
 
 
-def place_graph(runtime, graph: Graph, parts: Partition, need_transpose: bool) -> PlacedGraph:
-    """Scatter ``graph``'s slices to the workers, or return the ones placed before."""
+def place_graph(runtime, graph: Graph, tasks: int, balance: str,
+                need_transpose: bool) -> PlacedGraph:
+    """``graph`` cut into ``tasks`` ranges by ``balance`` and its slices scattered to the
+    workers, or what an earlier call placed."""
     cache = _placed.setdefault(runtime, OrderedDict())
-    key = (graph.token, tuple(parts.bounds.tolist()) if parts.num_tasks <= 64 else _digest(parts))
+    key = (graph.token, int(tasks), balance)
     placed = cache.get(key)
     if placed is None:
+        parts = partition(graph, tasks, balance=balance)
         client = runtime.client
         slices = client.scatter(_slices(graph, parts, graph.token), hash=False)
         degrees = client.scatter(graph.degrees(), hash=False)
-        placed = PlacedGraph(slices, degrees)
+        placed = PlacedGraph(parts, slices, degrees, graph.num_arcs)
         cache[key] = placed
         while len(cache) > MAX_PLACED_GRAPHS:
             cache.popitem(last=False)
@@ -49,7 +55,7 @@ def place_graph(runtime, graph: Graph, parts: Partition, need_transpose: bool) -
         if graph.directed:
             reverse = graph.transpose()
             placed.transposed = runtime.client.scatter(
-                _slices(reverse, parts, graph.token + "/T", out=graph), hash=False
+                _slices(reverse, placed.parts, graph.token + "/T", out=graph), hash=False
             )
         else:
             placed.transposed = placed.slices
@@ -68,9 +74,3 @@ def _slices(graph: Graph, parts: Partition, token: str, out: Graph | None = None
         slices.append(GraphSlice(t, int(lo), int(hi), indptr, graph.indices[start:stop], token,
                                  out_indptr))
     return slices
-
-
-def _digest(parts: Partition) -> str:
-    import hashlib
-
-    return hashlib.sha1(np.ascontiguousarray(parts.bounds).tobytes()).hexdigest()

@@ -1,14 +1,17 @@
-"""``BFSResult``: what :func:`taskbfs.bfs` returns."""
+"""``BFSResult``: what :func:`taskbfs.bfs` returns.
+
+Its tables (``trace``, ``levels``) are built when first read, from the records the search
+collected: a search pays nothing for tables nobody looks at.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
 
-@dataclass
 class BFSResult:
     """Result of one breadth-first search.
 
@@ -22,16 +25,20 @@ class BFSResult:
     trace : pandas.DataFrame
         One row per executed task: level, task, lo, hi, direction, size (frontier or
         unvisited vertices it worked on), edges_examined, found, device, worker, thread,
-        start, stop (seconds since the search started).
+        start, stop (seconds since the call started). Built when first read.
     levels : pandas.DataFrame
         One row per level: level, direction, frontier_size, frontier_edges,
         edges_examined, tasks, tasks_cpu, tasks_gpu, start, stop, barrier_seconds.
+        Built when first read.
     elapsed : float
-        Seconds from the first task submission until every range's distances and parents
-        exist on the workers (the last level's barrier, then the result assembly).
+        Seconds from the call's entry to its return with the result in the caller's
+        hands: the user's stopwatch, and what ``teps`` divides by.
+    search_seconds : float
+        Of ``elapsed``, the span from the first task's submission until every vertex's
+        distance and parent existed on the workers.
     assembly_seconds : float
-        Of ``elapsed``, the span of the tasks that wrote distances and parents at the end
-        (first start to last stop).
+        Of ``search_seconds``, the span of the tasks that wrote distances and parents at
+        the end (first start to last stop).
     assembly_d2h_bytes : int
         Bytes those tasks copied from a GPU: the result, when the search kept it in GPU
         memory (``config.RESULT_ON_DEVICE``; the steps' own moves are in ``trace``).
@@ -43,23 +50,44 @@ class BFSResult:
         The scheduler plugin's decision for each task.
     """
 
-    source: int
-    distances: np.ndarray
-    parents: np.ndarray
-    trace: pd.DataFrame
-    levels: pd.DataFrame
-    elapsed: float
-    traversed_edges: int
-    strategy: str
-    direction: str
-    num_tasks: int
-    placements: list = field(default_factory=list, repr=False)
-    assembly_seconds: float = 0.0
-    assembly_d2h_bytes: int = 0
+    def __init__(self, source: int, distances: np.ndarray, parents: np.ndarray,
+                 trace: pd.DataFrame | Callable[[], pd.DataFrame],
+                 levels: pd.DataFrame | Callable[[], pd.DataFrame], elapsed: float,
+                 traversed_edges: int, strategy: str, direction: str, num_tasks: int,
+                 placements: list | None = None, search_seconds: float | None = None,
+                 assembly_seconds: float = 0.0, assembly_d2h_bytes: int = 0):
+        self.source = source
+        self.distances = distances
+        self.parents = parents
+        self._trace = trace
+        self._levels = levels
+        self.elapsed = elapsed
+        self.traversed_edges = traversed_edges
+        self.strategy = strategy
+        self.direction = direction
+        self.num_tasks = num_tasks
+        self.placements = placements if placements is not None else []
+        self.search_seconds = elapsed if search_seconds is None else search_seconds
+        self.assembly_seconds = assembly_seconds
+        self.assembly_d2h_bytes = assembly_d2h_bytes
+
+    @property
+    def trace(self) -> pd.DataFrame:
+        """One row per step task (see the class docstring); built on first read."""
+        if callable(self._trace):
+            self._trace = self._trace()
+        return self._trace
+
+    @property
+    def levels(self) -> pd.DataFrame:
+        """One row per level (see the class docstring); built on first read."""
+        if callable(self._levels):
+            self._levels = self._levels()
+        return self._levels
 
     @property
     def teps(self) -> float:
-        """Traversed edges per second."""
+        """Traversed edges per second of ``elapsed`` (the whole call)."""
         return self.traversed_edges / self.elapsed if self.elapsed > 0 else float("inf")
 
     @property
