@@ -81,7 +81,7 @@ def cluster_options(p: argparse.ArgumentParser) -> None:
                    help=f"levels submitted ahead of their summaries (default {config.DEFAULT_LOOKAHEAD})")
     c.add_argument("--small-level-edges", type=int, default=None, metavar="EDGES",
                    help="most frontier edges of a level run inside one task; 0: every level as "
-                        f"tasks (default {config.SMALL_LEVEL_EDGES})")
+                        "tasks (default: every level inside one task)")
     c.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="Dask scheduler address (default: start the embedded cluster)")
 

@@ -117,17 +117,18 @@ THREADED_ASSEMBLY = False
 #: placement plugin with the barrier's summary), and the client keeps k levels queued.
 #: A search then ends with k levels of idle steps.
 DEFAULT_LOOKAHEAD = 0
-#: A top-down level whose frontier has at most this many edges is a *small level*: one
-#: task runs its steps (side by side on a thread pool) and barrier, and the small levels
-#: after it, itself (``taskbfs.bfs.small_levels``; ``bfs(..., small_level_edges=)``, 0
-#: turns it off). A level costs the runtime ~2.5 ms on 2 cores (submission, scheduling,
-#: two hops) whatever its work; a top-down step reads an edge in ~5-10 ns, so 2**18 edges
-#: are ~1 ms of included work on 2 threads. Chosen by measurement (2**16 while the steps
-#: ran one after another), see benchmarks/RESULTS.md.
-SMALL_LEVEL_EDGES = 1 << 18
-#: A bottom-up level with at most this many unexplored edges (those of the vertices still
-#: unvisited: at most what its steps read; they stop at a vertex's first parent) is a
-#: small level too, when small levels are on (``small_level_edges`` > 0). On a Kronecker
+#: Which levels run inside one task (``taskbfs.bfs.small_levels``; ``bfs(...,
+#: small_level_edges=)``) when one worker holds every slice: None, every level (the whole
+#: search is one task on that worker, its steps included tasks on the worker's threads);
+#: k, only top-down levels of at most k frontier edges (and bottom-up ones of at most
+#: SMALL_BOTTOM_UP_EDGES unexplored edges), the others as T steps and a barrier; 0, none.
+#: A level as tasks costs the runtime ~2.5 ms on 2 cores whatever its work. The bound was
+#: 2**18 until session 10, when every level inside the task measured 0.75x the wall time of
+#: a search at scale 20 and 0.98x at 22 on 2 cores (benchmarks/RESULTS.md).
+SMALL_LEVEL_EDGES = None
+#: With a bound on small top-down levels, a bottom-up level with at most this many
+#: unexplored edges (those of the vertices still unvisited: at most what its steps read;
+#: they stop at a vertex's first parent) is a small level too. On a Kronecker
 #: graph that is the level after the big bottom-up ones. Chosen by measurement, see
 #: benchmarks/RESULTS.md.
 SMALL_BOTTOM_UP_EDGES = 1 << 21
@@ -145,6 +146,13 @@ GPU_LEVELS_IN_ONE_TASK = True
 #: instead of writing it on the host from every step's pairs (~34 ms of a ~100 ms search
 #: at scale 24; ``taskbfs.bfs.small_levels._keeps_result_on_device`` says when it applies).
 RESULT_ON_DEVICE = True
+
+#: A task that runs several levels (``taskbfs.bfs.small_levels``) sends the summaries of
+#: the levels it goes on with at most this often, gathered in one message (the client
+#: needs each at once only when it must submit the next level, or at the end): one
+#: message per level was half the time of a level of a path graph on 2 cores
+#: (py-spy, session 10). The live page and ``progress`` see them this late at most.
+SUMMARY_INTERVAL = 0.05
 
 #: The embedded default runtime calls ``gc.freeze()`` once it has started, so that Python's
 #: full garbage collections skip the ~300 K long-lived objects of numba, pandas and

@@ -157,6 +157,10 @@ class LiveRuns:
         run = self.runs.get(program)
         if run is None:
             return
+        if "summaries" in message:  # several levels' summaries in one message
+            for summary in message["summaries"]:
+                self.message(program, summary)
+            return
         if message.get("assembled"):  # its last summary, from a task that writes the result
             run.finished = time.time()
             run.version += 1

@@ -43,6 +43,7 @@ from taskbfs.bfs.state import (
     first_summary,
     init_state,
     size_label,
+    summaries_of,
     switch_parameters,
     tasks_overlapping,
 )
@@ -102,16 +103,17 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         places them when the barrier's counts arrive. 0 submits each level after its
         summary has reached the client, with steps only for the tasks that have work.
     small_level_edges : int, optional
-        A top-down level with at most this many frontier edges (default
-        ``config.SMALL_LEVEL_EDGES``), whose steps would all run on the CPU (hybrid: each
-        step at most λ vertices; never with the fixed strategy on a cluster with GPUs),
-        runs inside one task, with the small levels after it, instead of as T
-        steps and a barrier each (:mod:`taskbfs.bfs.small_levels`); so does a bottom-up
-        level with at most ``config.SMALL_BOTTOM_UP_EDGES`` edges left unexplored. Their
-        steps and barriers are in the trace all the same, with ``included`` set. 0: every
-        level is T steps and a barrier. Off with ``lookahead`` > 0, and on a cluster where no one
-        worker holds every slice (it would copy them). With one GPU worker, gpu and hybrid
-        run every level inside one task on it (``config.GPU_LEVELS_IN_ONE_TASK``).
+        Which levels run inside one task instead of as T steps and a barrier each
+        (:mod:`taskbfs.bfs.small_levels`), when one worker holds every slice. Default
+        (``config.SMALL_LEVEL_EDGES``, None): every level, so the whole search is one
+        task whose steps and barriers are included tasks on that worker's threads. k:
+        only top-down levels of at most k frontier edges and bottom-up levels of at most
+        ``config.SMALL_BOTTOM_UP_EDGES`` unexplored edges. 0: every level as tasks. Either
+        way a level's steps are all in the trace (``included`` set for those run inside a
+        task), and hybrid sends a step above λ to the GPU worker (several GPU workers:
+        those levels run as tasks). Off with ``lookahead`` > 0, and on a cluster where no
+        one worker holds every slice (it would copy them). With one GPU worker, gpu and
+        hybrid run every level inside one task on it (``config.GPU_LEVELS_IN_ONE_TASK``).
 
     Returns
     -------
@@ -135,6 +137,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     share = _check_share(gpu_share)
     ahead = _check_count("lookahead", lookahead, config.DEFAULT_LOOKAHEAD)
     small_edges = _check_count("small_level_edges", small_level_edges, config.SMALL_LEVEL_EDGES)
+    small_edges = math.inf if small_edges is None else small_edges
     policy = Policy(strategy, lam=config.DEFAULT_LAMBDA if lam is None else lam)
     rt = _runtime(runtime)
     resources = rt.resources()
@@ -183,10 +186,10 @@ def _run(program, graph, placed, source, strategy, direction, progress,
                                 "alpha": alpha, "beta": beta},
                  tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
     while True:
-        summary = _next_summary(program)
-        summaries.append(summary)
-        if progress is not None:
-            progress(summary)
+        for summary in _next_summaries(program):
+            summaries.append(summary)
+            if progress is not None:
+                progress(summary)
         if summary.frontier_size == 0:
             break
         if not summary.chained:  # else the task that sent it runs that level
@@ -432,9 +435,9 @@ def _joined(pieces):
     return (np.concatenate([d for d, _ in pieces]), np.concatenate([p for _, p in pieces]))
 
 
-def _next_summary(program: Program) -> LevelSummary:
-    """The summary the last barrier published."""
-    return LevelSummary.from_message(program.next_message(watch=["frontier"]))
+def _next_summaries(program: Program) -> list[LevelSummary]:
+    """The summaries of the next message a barrier (or a task running levels) sent."""
+    return summaries_of(program.next_message(watch=["frontier"]))
 
 
 def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
@@ -594,7 +597,8 @@ def _small_levels(rt, resources: dict, policy: Policy, max_edges: int, lookahead
     policy gives it."""
     if max_edges == 0 or lookahead > 0 or not rt.holds_together(placed.slices):
         return None
-    bottom_up = config.SMALL_BOTTOM_UP_EDGES
+    # no bound on top-down levels: no bound on bottom-up ones either (every level small)
+    bottom_up = math.inf if max_edges == math.inf else config.SMALL_BOTTOM_UP_EDGES
     gpus = int(resources.get(GPU_RESOURCE, 0))
     if not gpus or policy.kind == "cpu":
         return SmallLevels(max_edges, math.inf, bottom_up)

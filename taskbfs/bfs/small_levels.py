@@ -56,6 +56,7 @@ from taskbfs.bfs.state import (
     TOP_DOWN,
     Frontier,
     LevelSummary,
+    SummaryPublisher,
     assemble_all,
     init_state,
     merge_level,
@@ -185,12 +186,14 @@ def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, run_ste
         frontier.progress.result_on_device = _keeps_result_on_device(device, num_tasks, small)
     if frontier.level != level:
         raise RuntimeError(f"small levels from {level} got the frontier of level {frontier.level}")
+    publisher = SummaryPublisher()
     while True:
         calls = [(_step_tags(frontier, t), (slice_for(slices[t], frontier), frontier))
                  for t in range(num_tasks) if frontier.has_work(t)]
         found = run_steps(calls, small)
         nxt, summary = include(barrier_name, merge_level, {"level": frontier.level},
-                               frontier, found, degrees, small, assembly is not None, device)
+                               frontier, found, degrees, small, assembly is not None, device,
+                               publisher)
         nxt.included.extend((frontier.level, d) for d in found)
         frontier = nxt
         if summary.assembled:
@@ -203,8 +206,9 @@ def run_levels(*args, level: int, small: SmallLevels, barrier_name: str, run_ste
 
 def _cpu_steps(calls, small: SmallLevels) -> list:
     """A level's steps (``calls`` as for :func:`include_each`) on the CPU, side by side on
-    the thread pool."""
-    return include_each(STEP.name, step_smp, calls, executor=pool(), device=SMP)
+    the thread pool (one alone runs in this thread: there is nothing to overlap)."""
+    return include_each(STEP.name, step_smp, calls, executor=pool() if len(calls) > 1 else None,
+                        device=SMP)
 
 
 def _steps_by_size(calls, small: SmallLevels) -> list:

@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -159,7 +159,11 @@ class LevelSummary:
 
     def to_message(self) -> dict:
         """Plain-data form (lists, numbers) for :func:`taskbfs.runtime.publish`."""
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+        message = {}
+        for name in _SUMMARY_FIELDS:
+            value = getattr(self, name)
+            message[name] = value.tolist() if isinstance(value, np.ndarray) else value
+        return message
 
     @classmethod
     def from_message(cls, message: dict) -> LevelSummary:
@@ -171,6 +175,36 @@ class LevelSummary:
             is_array = isinstance(value, (list, tuple))
             kwargs[f.name] = np.asarray(value, dtype=np.int64) if is_array else value
         return cls(**kwargs)
+
+
+_SUMMARY_FIELDS = tuple(f.name for f in fields(LevelSummary))
+
+
+class SummaryPublisher:
+    """Sends a task's level summaries to its program's client (:func:`publish`), as one
+    message ``{"summaries": [...]}`` for several levels: a summary the client must act
+    on (one not ``chained``: the client submits the next level, or the search ended) goes
+    at once with those gathered before it; a chained one waits until
+    ``config.SUMMARY_INTERVAL`` seconds have passed since the last message. A deep search
+    inside one task thus sends a few messages a second, not one per level. The message
+    carries the last summary's counts as the sizes of the next level's steps."""
+
+    def __init__(self):
+        self.pending: list[dict] = []
+        self.sent = time.perf_counter()
+
+    def add(self, summary: LevelSummary) -> None:
+        self.pending.append(summary.to_message())
+        now = time.perf_counter()
+        if not summary.chained or now - self.sent >= config.SUMMARY_INTERVAL:
+            publish({"summaries": self.pending},
+                    sizes=(size_label(summary.level), summary.frontier_counts))
+            self.pending, self.sent = [], now
+
+
+def summaries_of(message: dict) -> list[LevelSummary]:
+    """The summaries of a :class:`SummaryPublisher` message, in level order."""
+    return [LevelSummary.from_message(m) for m in message["summaries"]]
 
 
 @dataclass
@@ -311,9 +345,11 @@ def barrier(*args, level: int):
 
 
 def merge_level(frontier: Frontier, discoveries, degrees, small=None, assembles: bool = False,
-                device: str = SMP) -> tuple[Frontier, LevelSummary]:
-    """:func:`advance`, then publish the summary (its counts are the sizes the placement
-    plugin gives the next level's steps). ``small`` (a
+                device: str = SMP, publisher: SummaryPublisher | None = None
+                ) -> tuple[Frontier, LevelSummary]:
+    """:func:`advance`, then publish the summary through ``publisher`` (default: a new
+    one, which sends it at once; its counts are the sizes the placement plugin gives the
+    next level's steps). ``small`` (a
     :class:`~taskbfs.bfs.small_levels.SmallLevels`, in a small-level task running on
     ``device``): the summary says ``chained`` when it admits the next level on that
     device, which that task then runs itself; ``assembles``: the caller writes the result
@@ -323,7 +359,7 @@ def merge_level(frontier: Frontier, discoveries, degrees, small=None, assembles:
         summary = replace(summary, chained=True)
     if assembles and summary.frontier_size == 0:
         summary = replace(summary, assembled=True)
-    publish(summary.to_message(), sizes=(size_label(summary.level), summary.frontier_counts))
+    (publisher or SummaryPublisher()).add(summary)
     return nxt, summary
 
 
