@@ -77,27 +77,17 @@ def cluster_options(p: argparse.ArgumentParser) -> None:
     c.add_argument("--strategy", default="hybrid", choices=["hybrid", "fixed", "cpu", "gpu"])
     c.add_argument("--lam", type=float, default=None, help=f"hybrid threshold λ (default {config.DEFAULT_LAMBDA})")
     c.add_argument("--direction", default="auto", choices=["auto", "top-down", "bottom-up"])
-    c.add_argument("--lookahead", type=int, default=None, metavar="N",
-                   help=f"levels submitted ahead of their summaries (default {config.DEFAULT_LOOKAHEAD})")
-    c.add_argument("--small-level-edges", type=int, default=None, metavar="EDGES",
-                   help="most frontier edges of a level run inside one task; 0: every level as "
-                        "tasks (default: every level inside one task)")
+    c.add_argument("--dispatch", default="auto", choices=["auto", "tasks"],
+                   help="auto: one task runs the whole search on the worker that holds the "
+                        "graph when there is one; tasks: every step and barrier as a Dask task")
     c.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="Dask scheduler address (default: start the embedded cluster)")
 
 
 def search_options(args) -> dict:
-    """The ``tb.bfs`` keyword arguments that :func:`cluster_options` sets (counts checked
-    here, so that an error names the flag rather than the Python parameter)."""
-    import taskbfs as tb
-
-    for flag, value in (("--lookahead", args.lookahead),
-                        ("--small-level-edges", args.small_level_edges)):
-        if value is not None and value < 0:
-            raise tb.InvalidParameterError(f"{flag} must be an integer >= 0, got {value}")
+    """The ``tb.bfs`` keyword arguments that :func:`cluster_options` sets."""
     return {"tasks": args.tasks, "strategy": args.strategy, "lam": args.lam,
-            "direction": args.direction, "lookahead": args.lookahead,
-            "small_level_edges": args.small_level_edges}
+            "direction": args.direction, "dispatch": args.dispatch}
 
 
 def load_graph(args):

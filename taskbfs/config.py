@@ -101,57 +101,25 @@ WORKER_STREAM_INTERVAL = 0.0
 #: (16 slices of 2**18 vertices at scale 22 took 14% of a search on the H100.)
 MAX_ASSEMBLY_TASKS = 16
 ASSEMBLY_MIN_VERTICES = 1 << 20
-#: True: on workers that share this process's memory (the embedded default), one task
-#: writes those slices, each on a thread of the barrier's pool, instead of one task per
-#: slice (no dispatch per slice, and one piece instead of slices joined after the search).
-#: Off until measured on the H100 host, where the assembly takes 17-21% of a scale-24 GPU
-#: search: on 2 cores it is neutral (scale 22, 24 keys interleaved: 0.97 of the search
-#: time, 0.98 of the whole call; scale 20: 1.02).
-#: ``gpu_strategies.py --variant default asmthreads`` compares the two.
-THREADED_ASSEMBLY = False
+#: ``bfs(..., dispatch=)`` when not given: "auto", the runtime includes a search's steps and
+#: barriers in one task on the worker that holds the graph when there is one (measured:
+#: 0.47x the wall time at scale 20 and 0.65x at 22 on 2 cores, against "tasks", every
+#: step and barrier dispatched; benchmarks/RESULTS.md, session 10).
+DEFAULT_DISPATCH = "auto"
 
-#: BFS levels submitted ahead of the level summaries (``bfs(..., lookahead=)``). With 0 the
-#: client submits level L + 1 once level L's summary has reached it, so every level waits
-#: for a round trip through the client; with k >= 1 the steps of a level are already on
-#: the scheduler, waiting on their barrier, when it finishes (their sizes reach the
-#: placement plugin with the barrier's summary), and the client keeps k levels queued.
-#: A search then ends with k levels of idle steps.
-DEFAULT_LOOKAHEAD = 0
-#: Which levels run inside one task (``taskbfs.bfs.small_levels``; ``bfs(...,
-#: small_level_edges=)``) when one worker holds every slice: None, every level (the whole
-#: search is one task on that worker, its steps included tasks on the worker's threads);
-#: k, only top-down levels of at most k frontier edges (and bottom-up ones of at most
-#: SMALL_BOTTOM_UP_EDGES unexplored edges), the others as T steps and a barrier; 0, none.
-#: A level as tasks costs the runtime ~2.5 ms on 2 cores whatever its work. The bound was
-#: 2**18 until session 10, when every level inside the task measured 0.75x the wall time of
-#: a search at scale 20 and 0.98x at 22 on 2 cores (benchmarks/RESULTS.md).
-SMALL_LEVEL_EDGES = None
-#: With a bound on small top-down levels, a bottom-up level with at most this many
-#: unexplored edges (those of the vertices still unvisited: at most what its steps read;
-#: they stop at a vertex's first parent) is a small level too. On a Kronecker
-#: graph that is the level after the big bottom-up ones. Chosen by measurement, see
-#: benchmarks/RESULTS.md.
-SMALL_BOTTOM_UP_EDGES = 1 << 21
-#: On a cluster with a single GPU worker, the gpu and hybrid strategies run every level
-#: inside one task placed on that worker, each step on the device the policy gives its
-#: size (GPU steps one after another, as the worker runs them as tasks; CPU ones on the
-#: host's threads), when small levels are on: the per-level round trips through the
-#: client and the scheduler cost more on the H100 host than the kernels
-#: (``taskbfs.bfs.small_levels``; benchmarks/RESULTS.md). False: their levels run as
-#: tasks (hybrid's small ones inside CPU tasks).
-GPU_LEVELS_IN_ONE_TASK = True
-#: With every level in one GPU task, the search's distances and parents live on the
-#: device: the GPU steps write their pairs there (and copy back only their vertices, for
-#: the barrier), and the task copies the result back once at the end, into pinned memory,
-#: instead of writing it on the host from every step's pairs (~34 ms of a ~100 ms search
-#: at scale 24; ``taskbfs.bfs.small_levels._keeps_result_on_device`` says when it applies).
+#: A search run as one task on the GPU worker (``taskbfs.bfs.included``) keeps its
+#: distances and parents on the device when every pair a GPU step reports is one the
+#: barrier keeps: the GPU steps write their pairs there (and copy back only their
+#: vertices, for the barrier), and the task copies the result back once at the end, into
+#: pinned memory, instead of writing it on the host from every step's pairs (~34 ms of a
+#: ~100 ms search at scale 24 on the H100; ``included._keeps_result_on_device`` says
+#: when it applies).
 RESULT_ON_DEVICE = True
 
-#: A task that runs several levels (``taskbfs.bfs.small_levels``) sends the summaries of
-#: the levels it goes on with at most this often, gathered in one message (the client
-#: needs each at once only when it must submit the next level, or at the end): one
-#: message per level was half the time of a level of a path graph on 2 cores
-#: (py-spy, session 10). The live page and ``progress`` see them this late at most.
+#: A search run as one task (``taskbfs.bfs.included``) sends the latest level's summary to
+#: the client at most this often, for the live page and ``progress`` (it returns every
+#: summary with its result): one message per level was half the time of a level of a
+#: path graph on 2 cores (py-spy, session 10).
 SUMMARY_INTERVAL = 0.05
 
 #: The embedded default runtime calls ``gc.freeze()`` once it has started, so that Python's
@@ -167,20 +135,9 @@ FREEZE_GC_AT_START = True
 #: 24, T = 1 ran 43 ms a search instead of 51 (H100, 5 keys; benchmarks/RESULTS.md).
 PROFILE_GPU_WORKERS = False
 
-#: Levels are submitted ahead only while at least this share of the tasks had work in the
-#: latest level known (a level submitted ahead runs a step, maybe idle, for every task).
-LOOKAHEAD_MIN_ACTIVE = 0.5
-
 #: A top-down barrier with at least this many candidates keeps their first occurrences
 #: owner by owner on several threads (each owner's part is independent).
 PARALLEL_ACCEPT_MIN = 1 << 18
-#: With fewer owners than threads, cut the owners' ranges into pieces (two per thread) for
-#: that pass. Off: on the 16-core H100 host the extra serial bucketing pass cost more than
-#: the threads saved (gpu-td at scale 24: T = 4 498 MTEPS with pieces against 735 with one
-#: piece per owner, T = 1 570 against 663; barrier 56% / 64% of the search against 24% /
-#: 54%), though on 2 cores it sped a forced top-down T = 1 search from 721 to 606 ms at
-#: scale 22 (the default T there is one task per core, which never cuts). RESULTS.md.
-ACCEPT_BY_PIECES = False
 #: A top-down GPU step with at least this many candidates buckets them by owner on the
 #: device before copying them back (fewer are bucketed on the host).
 DEVICE_BUCKET_MIN = 1 << 14
@@ -202,14 +159,3 @@ CHAIN_LEVELS_ON_DEVICE = True
 #: only the buckets that overlap it instead of scanning the whole output (with T = 1
 #: every one of up to MAX_ASSEMBLY_TASKS slices scanned every step output). 1: off.
 RESULT_RANGES = 16
-
-#: True: a level's barrier runs on the GPU worker when every step of the level ran there
-#: (``Program.submit(..., follow=...)``), so that the steps' outputs and the frontier stay on
-#: that worker instead of moving to the CPU worker every level. Off by default: on the H100
-#: host it changed nothing beyond the host's noise (comb levels, and scale 22/24 searches
-#: at T = 4 with both settings interleaved: -10%..+20% by strategy and run, of no
-#: consistent sign; benchmarks/RESULTS.md) — the moves it saves per level come back at the
-#: end, when the result assembly reads every step's output from the GPU worker, and the
-#: barrier then waits behind the GPU worker's one thread. Compare with
-#: ``benchmarks/gpu_strategies.py --variant default gpubar``.
-BARRIER_FOLLOWS_GPU_STEPS = False

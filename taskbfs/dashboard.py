@@ -14,9 +14,10 @@ Approach
     ``listeners``, called in the scheduler's thread with every placement decision (key,
     task, size, device, time, the policy's λ, and the task's tags). The BFS tags its tasks
     (step: level, task, size, direction; barrier: level, frontier, frontier_edges; first
-    task: vertices, directed; last task: done), so no message is added to the run. Levels
-    that run inside a small-level task (:mod:`taskbfs.bfs.small_levels`) are placed by no
-    one: they come from the level summaries the barriers publish anyway, which the plugin
+    task: vertices, directed; last task: done), so no message is added to the run. A search
+    run as one task (:mod:`taskbfs.bfs.included`) has no placed steps: its levels come from
+    the summaries it publishes for the live page (the latest at most every
+    ``config.SUMMARY_INTERVAL``, each saying which steps run on the GPU), which the plugin
     hands to :meth:`LiveRuns.message`. The
     Bokeh page and the JSON handler read :class:`LiveRuns` on the scheduler's event loop
     (the same thread): no locks.
@@ -80,6 +81,8 @@ class _Run:
         self.level = -1
         self.visited = 0
         self.degree_sum = 0
+        self.arcs: int | None = None
+        self.included = False  # one task runs the whole search: counts come as summaries
         self.last_level_placed = now
         self.placed = 0
         self.version = 0
@@ -122,6 +125,8 @@ class LiveRuns:
         if "vertices" in decision:  # the search's first task
             run.is_bfs = True
             run.vertices = decision["vertices"]
+            run.arcs = decision.get("arcs")
+            run.included = bool(decision.get("search"))
             run.directed = bool(decision.get("directed"))
         if decision.get("done"):
             run.finished = now
@@ -129,8 +134,7 @@ class LiveRuns:
         level = decision.get("level")
         if level is None:
             return
-        if decision.get("small_levels"):  # a small-level task: its first level's steps
-            self._included_level(run, level, decision, decision["active"], decision["sizes"], now)
+        if decision.get("search"):  # a search run as one task: its levels come as messages
             return
         run.is_bfs = True
         lv = run.levels.get(level)
@@ -161,6 +165,10 @@ class LiveRuns:
             for summary in message["summaries"]:
                 self.message(program, summary)
             return
+        if run.included and run.arcs is not None and "reached" in message:
+            # cumulative counts: right however few of the levels' summaries are sent
+            run.visited = int(message["reached"])
+            run.degree_sum = run.arcs - int(message.get("unexplored_edges") or 0)
         if message.get("assembled"):  # its last summary, from a task that writes the result
             run.finished = time.time()
             run.version += 1
@@ -169,15 +177,18 @@ class LiveRuns:
             return
         counts = message["frontier_counts"]
         active = [t for t, c in enumerate(counts) if c > 0]
+        on_gpu = message.get("gpu_steps") or [0] * len(counts)
         summary = {"direction": message.get("direction"), "frontier": message["frontier_size"],
                    "frontier_edges": message.get("frontier_edges")}
         self._included_level(run, int(message["level"]), summary, active,
-                             [counts[t] for t in active], time.time())
+                             [counts[t] for t in active], time.time(),
+                             ["cuda" if on_gpu[t] else "smp" for t in active])
 
     @staticmethod
-    def _included_level(run: _Run, level: int, summary: dict, tasks, sizes, now: float) -> None:
-        """A level run inside a small-level task: its steps (``tasks`` with frontier
-        ``sizes``, all on the CPU) and its frontier (``summary``: direction, frontier,
+    def _included_level(run: _Run, level: int, summary: dict, tasks, sizes, now: float,
+                        devices) -> None:
+        """A level run inside a search's one task: its steps (``tasks`` with frontier
+        ``sizes``, on ``devices``) and its frontier (``summary``: direction, frontier,
         frontier_edges)."""
         lv = run.levels.get(level)
         if lv is None:
@@ -185,12 +196,10 @@ class LiveRuns:
         run.level = max(run.level, level)
         lv.tasks = [int(t) for t in tasks]
         lv.sizes = [int(n) for n in sizes]
-        lv.devices = [DEVICE_LABELS["smp"]] * len(lv.tasks)
+        lv.devices = [DEVICE_LABELS[d] for d in devices]
         lv.direction = summary.get("direction")
         lv.frontier = int(summary["frontier"])
         lv.frontier_edges = int(summary.get("frontier_edges") or 0)
-        run.visited += lv.frontier
-        run.degree_sum += lv.frontier_edges
         run.last_level_placed = now
         run.updated = now
         run.version += 1

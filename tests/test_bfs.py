@@ -37,15 +37,15 @@ def check_result(graph, shape, source, result):
     assert result.traversed_edges == tb.traversed_edges(graph, result.parents)
 
 
-@pytest.mark.parametrize("small", [None, 0], ids=["small-levels-default", "every-level-as-tasks"])
+@pytest.mark.parametrize("dispatch", ["auto", "tasks"])
 @pytest.mark.parametrize("tasks", TASK_COUNTS)
 @pytest.mark.parametrize("name", sorted(set(SHAPES) - DEEP))
-def test_distances_match_references(runtime, name, tasks, small):
+def test_distances_match_references(runtime, name, tasks, dispatch):
     shape = SHAPES[name]
     graph = build(shape)
     source = shape.sources[0]
     result = tb.bfs(graph, source, tasks=resolve_tasks(tasks, graph), runtime=runtime,
-                    small_level_edges=small)
+                    dispatch=dispatch)
     check_result(graph, shape, source, result)
 
 
@@ -59,16 +59,17 @@ def test_every_suggested_source(runtime, name):
 
 
 @pytest.mark.parametrize("name", sorted(DEEP))
-@pytest.mark.parametrize("tasks, where, small", [(1, "first", 0), (7, "last", 0), ("n", "middle", 0),
-                                                 (7, "last", None), ("n", "middle", None)])
-def test_deep_paths(runtime, name, tasks, where, small):
-    """A path is one level per vertex: thousands of levels, one frontier vertex each (as
-    tasks with ``small`` 0; else inside one small-level task)."""
+@pytest.mark.parametrize("tasks, where, dispatch", [(1, "first", "tasks"), (7, "last", "tasks"),
+                                                    ("n", "middle", "tasks"), (7, "last", "auto"),
+                                                    ("n", "middle", "auto")])
+def test_deep_paths(runtime, name, tasks, where, dispatch):
+    """A path is one level per vertex: thousands of levels, one frontier vertex each
+    (dispatched as tasks, or included in the search's one task)."""
     shape = SHAPES[name]
     graph = build(shape)
     source = {"first": 0, "middle": shape.num_vertices // 2, "last": shape.num_vertices - 1}[where]
     result = tb.bfs(graph, source, tasks=resolve_tasks(tasks, graph), runtime=runtime,
-                    small_level_edges=small)
+                    dispatch=dispatch)
     check_result(graph, shape, source, result)
     assert result.num_levels == max(source, shape.num_vertices - 1 - source) + 1
 
@@ -83,28 +84,6 @@ def test_directions_agree(runtime, prefix, direction):
         result = tb.bfs(graph, source, tasks=5 if graph.num_vertices >= 5 else 1,
                         direction=direction, runtime=runtime)
         check_result(graph, shape, source, result)
-
-
-@pytest.mark.parametrize("lookahead", [0, 3])
-@pytest.mark.parametrize("prefix", ["grid", "directed_dag", "components", "kronecker_like", "star",
-                                    "directed_cycle", "random_directed", "isolated"])
-def test_levels_submitted_ahead_or_not_agree(runtime, prefix, lookahead):
-    """Levels submitted before their barrier ran (every task gets a step, idle ones return
-    at once) give the same search as levels submitted from their summary."""
-    shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))
-    graph = build(shape)
-    tasks = min(4, graph.num_vertices)
-    for direction in ("auto", "top-down", "bottom-up"):
-        source = shape.sources[0]
-        result = tb.bfs(graph, source, tasks=tasks, direction=direction, lookahead=lookahead,
-                        runtime=runtime)
-        check_result(graph, shape, source, result)
-        other = tb.bfs(graph, source, tasks=tasks, direction=direction, lookahead=1, runtime=runtime)
-        columns = ["level", "direction", "frontier_size", "discovered", "tasks"]
-        assert result.levels[columns].equals(other.levels[columns])
-        # the trace lists the steps that had work only, with their sizes from the summaries
-        assert result.trace[["level", "task", "size"]].equals(other.trace[["level", "task", "size"]])
-        assert (result.trace["size"] > 0).all()
 
 
 @pytest.mark.parametrize("scale", [8, 10, 12, 14, 16])
@@ -152,10 +131,9 @@ def test_random_graphs(runtime, data):
     source = data.draw(st.integers(0, n - 1), label="source")
     tasks = data.draw(st.integers(1, n), label="tasks")
     direction = data.draw(st.sampled_from(["auto", "top-down", "bottom-up"]), label="direction")
-    lookahead = data.draw(st.integers(0, 2), label="lookahead")
-    small = data.draw(st.sampled_from([None, 0, 1, 8]), label="small_level_edges")
-    result = tb.bfs(graph, source, tasks=tasks, direction=direction, lookahead=lookahead,
-                    runtime=runtime, small_level_edges=small)
+    dispatch = data.draw(st.sampled_from(["auto", "tasks"]), label="dispatch")
+    result = tb.bfs(graph, source, tasks=tasks, direction=direction, runtime=runtime,
+                    dispatch=dispatch)
     np.testing.assert_array_equal(result.distances, naive_bfs(src, dst, n, source, directed))
     tb.validate(graph, source, result.parents)
 
@@ -227,8 +205,7 @@ def test_runs_across_worker_processes():
         ({"lam": float("nan")}, tb.InvalidParameterError, "λ"),
         ({"strategy": "quantum"}, tb.InvalidParameterError, "strategy"),
         ({"direction": "sideways"}, tb.InvalidParameterError, "direction"),
-        ({"lookahead": -1}, tb.InvalidParameterError, "lookahead"),
-        ({"lookahead": 1.5}, tb.InvalidParameterError, "lookahead"),
+        ({"dispatch": "sometimes"}, tb.InvalidParameterError, "dispatch"),
         ({"strategy": "gpu"}, tb.DeviceUnavailableError, "GPU"),
     ],
 )

@@ -39,10 +39,10 @@ DEVICE_COLUMNS = ("h2d_bytes", "d2h_bytes", "kernel_seconds")
 
 @pytest.fixture(autouse=True)
 def _levels_as_tasks(monkeypatch):
-    """These tests follow the GPU steps as tasks, level by level: the gpu strategy's
-    levels inside one task (``config.GPU_LEVELS_IN_ONE_TASK``) are off unless a test
-    turns them on (the section "every level in one task" below)."""
-    monkeypatch.setattr(tb.config, "GPU_LEVELS_IN_ONE_TASK", False)
+    """These tests follow the GPU steps as tasks, level by level: the search as one task
+    on the GPU worker (``config.DEFAULT_DISPATCH`` "auto") is off unless a test asks for
+    it (the section "every level in one task" below)."""
+    monkeypatch.setattr(tb.config, "DEFAULT_DISPATCH", "tasks")
 
 
 # --------------------------------------------------------------------------- the driver
@@ -99,13 +99,9 @@ def _check(g, source, r):
     assert r.parents[source] == source
 
 
-def _check_devices(r, gpu_worker, expect_cuda, barriers_follow=None):
-    """``expect_cuda``: boolean per trace row (where the step must have run).
-    ``barriers_follow``: a level's barrier runs on the GPU worker exactly when all the
-    level's steps did (``config.BARRIER_FOLLOWS_GPU_STEPS``, levels submitted from their
-    summary, i.e. lookahead 0), or never (False); default: as the config says."""
-    if barriers_follow is None:
-        barriers_follow = tb.config.BARRIER_FOLLOWS_GPU_STEPS
+def _check_devices(r, gpu_worker, expect_cuda):
+    """``expect_cuda``: boolean per trace row (where the step must have run); the barriers
+    (host code) run on the CPU worker."""
     trace = r.trace
     expect_cuda = np.asarray(expect_cuda, dtype=bool)
     np.testing.assert_array_equal(trace["device"].to_numpy() == "cuda", expect_cuda)
@@ -118,11 +114,7 @@ def _check_devices(r, gpu_worker, expect_cuda, barriers_follow=None):
     levels = r.levels
     assert levels["tasks_gpu"].sum() == expect_cuda.sum()
     assert levels["h2d_bytes"].sum() == trace["h2d_bytes"].sum()
-    if barriers_follow:
-        all_gpu = (levels["tasks_gpu"] == levels["tasks"]) & (levels["tasks"] > 0)
-        np.testing.assert_array_equal(levels["barrier_worker"] == gpu_worker, all_gpu)
-    else:
-        assert (levels["barrier_worker"] != gpu_worker).all()
+    assert (levels["barrier_worker"] != gpu_worker).all()
 
 
 def _gpu_cache_stats(runtime):
@@ -145,8 +137,7 @@ def _gpu_cache_stats(runtime):
     (_directed, "bottom-up", 2),
     (_directed, "top-down", 3),
 ])
-def test_gpu_strategy_matches_scipy(runtime, graph, direction, tasks, monkeypatch):
-    monkeypatch.setattr(tb.config, "BARRIER_FOLLOWS_GPU_STEPS", True)
+def test_gpu_strategy_matches_scipy(runtime, graph, direction, tasks):
     g = graph()
     source = _hub_source(g)
     r = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction=direction, runtime=runtime)
@@ -177,19 +168,16 @@ def test_device_cache_reuses_slices_across_levels_and_calls(runtime):
 
 
 @needs_gpu
-@pytest.mark.parametrize("lookahead", [0, 1])
 @pytest.mark.parametrize("lam, expect", [(0, "all"), (10**9, "none"), (6, "size")])
-def test_hybrid_lambda_places_by_frontier_size(runtime, lam, expect, lookahead):
-    # lookahead 1: the plugin places each step when the barrier before it publishes sizes
+def test_hybrid_lambda_places_by_frontier_size(runtime, lam, expect):
     g = _kron()
     source = _hub_source(g)
-    r = tb.bfs(g, source, tasks=3, strategy="hybrid", lam=lam, runtime=runtime, lookahead=lookahead)
+    r = tb.bfs(g, source, tasks=3, strategy="hybrid", lam=lam, runtime=runtime)
     _check(g, source, r)
     size = r.trace["size"].to_numpy()
     cuda = {"all": np.ones(size.size, bool), "none": np.zeros(size.size, bool),
             "size": size > lam}[expect]
-    _check_devices(r, _gpu_worker(runtime), cuda,
-                   barriers_follow=tb.config.BARRIER_FOLLOWS_GPU_STEPS and lookahead == 0)
+    _check_devices(r, _gpu_worker(runtime), cuda)
     if expect == "size":
         assert cuda.any() and not cuda.all(), r.trace[["level", "task", "size", "device"]]
 
@@ -428,7 +416,7 @@ def test_gpu_outputs_bucketed_by_result_ranges(runtime, monkeypatch, graph, task
     g = graph()
     source = _hub_source(g)
     r = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction=direction, runtime=runtime,
-               small_level_edges=0)
+               dispatch="tasks")
     _check(g, source, r)
     assert (r.trace["device"] == "cuda").all()
     assert any(seen)
@@ -458,7 +446,7 @@ def test_sole_step_leaves_the_next_levels_inputs_on_the_device(runtime, monkeypa
     for on in (False, True):
         monkeypatch.setattr(tb.config, "CHAIN_LEVELS_ON_DEVICE", on)
         r = runs[on] = tb.bfs(g, source, tasks=1, strategy="gpu", direction=direction,
-                              runtime=runtime, small_level_edges=0)
+                              runtime=runtime, dispatch="tasks")
         _check(g, source, r)
         assert (r.trace["device"] == "cuda").all()
     columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
@@ -549,16 +537,15 @@ def test_a_chain_is_used_by_its_own_search_only(direction):
 def test_gpu_levels_in_one_task_are_the_levels_as_tasks(runtime, monkeypatch, graph, direction,
                                                        tasks):
     """With the gpu strategy on the one GPU worker, every level runs inside one task placed
-    there (``config.GPU_LEVELS_IN_ONE_TASK``): the same search, level table and trace as
+    there (``dispatch="auto"``): the same search, level table and trace as
     with each level as GPU step tasks and a barrier, every step traced on ``cuda`` on the
     GPU worker as an included task, and one task placed in all."""
     g = graph()
     source = _hub_source(g)
     runs = {}
     for inside in (False, True):
-        monkeypatch.setattr(tb.config, "GPU_LEVELS_IN_ONE_TASK", inside)
         r = runs[inside] = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction=direction,
-                                  runtime=runtime)
+                                  runtime=runtime, dispatch="auto" if inside else "tasks")
         _check(g, source, r)
     level_columns = ["level", "direction", "frontier_size", "frontier_edges", "unexplored_edges",
                      "edges_examined", "discovered", "tasks", "tasks_gpu"]
@@ -590,10 +577,9 @@ def test_hybrid_levels_inside_tasks_are_placed_as_the_policy_places_steps(runtim
     source = _hub_source(g)
     runs = {}
     for inside in (False, True):
-        monkeypatch.setattr(tb.config, "GPU_LEVELS_IN_ONE_TASK", inside)
         r = runs[inside] = tb.bfs(g, source, tasks=3, strategy="hybrid", lam=lam,
                                   direction=direction, runtime=runtime,
-                                  small_level_edges=None if inside else 0)
+                                  dispatch="auto" if inside else "tasks")
         _check(g, source, r)
     columns = ["level", "task", "direction", "size", "device"]  # "found": see above
     assert runs[True].trace[columns].equals(runs[False].trace[columns])
@@ -627,7 +613,7 @@ def test_result_kept_on_the_device_is_the_result_assembled_on_the_host(
     steps write their pairs into the result on the device and it is copied back once
     (``config.RESULT_ON_DEVICE``): the same distances as the host's assembly, valid parents,
     the same level table; one device result per search when on, none when off."""
-    monkeypatch.setattr(tb.config, "GPU_LEVELS_IN_ONE_TASK", True)
+    monkeypatch.setattr(tb.config, "DEFAULT_DISPATCH", "auto")
     g = graph()
     source = _hub_source(g)
     runs = {}

@@ -70,15 +70,14 @@ def test_stragglers_after_the_bottom_up_levels_stay_top_down(runtime):
     src = np.r_[np.zeros(300, int), 1, path[:-1]]
     dst = np.r_[leaves, path[0], path[1:]]
     graph = tb.Graph.from_edges(src, dst, num_vertices=1010)
-    for small_level_edges in (0, None):
-        r = tb.bfs(graph, 0, tasks=2, runtime=runtime, small_level_edges=small_level_edges)
+    for dispatch in ("tasks", "auto"):
+        r = tb.bfs(graph, 0, tasks=2, runtime=runtime, dispatch=dispatch)
         np.testing.assert_array_equal(r.distances, scipy_distances(graph, 0))
         assert list(r.levels["direction"]) == [BOTTOM_UP] * 2 + [TOP_DOWN] * 6
 
 
-@pytest.mark.parametrize("small_level_edges", [0, None])
-def test_alpha_changed_after_import_reaches_the_next_search(runtime, monkeypatch,
-                                                            small_level_edges):
+@pytest.mark.parametrize("dispatch", ["tasks", "auto"])
+def test_alpha_changed_after_import_reaches_the_next_search(runtime, monkeypatch, dispatch):
     """``config.DO_ALPHA`` is read at each search, by the client and the worker alike: a
     tiny α never goes bottom-up (m_f > m_u / α never holds), the default does here."""
     from reference import scipy_distances
@@ -88,8 +87,7 @@ def test_alpha_changed_after_import_reaches_the_next_search(runtime, monkeypatch
     directions = []
     for alpha in (tb.config.DO_ALPHA, 1e-9):
         monkeypatch.setattr(tb.config, "DO_ALPHA", alpha)
-        r = tb.bfs(graph, source, tasks=2, strategy="cpu", runtime=runtime,
-                   small_level_edges=small_level_edges)
+        r = tb.bfs(graph, source, tasks=2, strategy="cpu", runtime=runtime, dispatch=dispatch)
         np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
         directions.append(set(r.levels["direction"]))
     assert BOTTOM_UP in directions[0]
@@ -98,32 +96,32 @@ def test_alpha_changed_after_import_reaches_the_next_search(runtime, monkeypatch
 
 @pytest.mark.parametrize("direction", [AUTO, TOP_DOWN, BOTTOM_UP])
 @pytest.mark.parametrize("directed", [False, True])
-@pytest.mark.parametrize("threaded", [False, True])
+@pytest.mark.parametrize("dispatch", ["tasks", "auto"])
 def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direction, directed,
-                                                     threaded):
+                                                     dispatch):
     """Slices of the result cut across task ranges (5 slices, 3 tasks): every vertex is
     written once, by the slice that holds it, from the top-down buckets and bottom-up
-    records of whichever tasks overlap it; as 5 tasks, or as one task writing the 5
-    slices on threads (``config.THREADED_ASSEMBLY``, the in-process default)."""
+    records of whichever tasks overlap it; as 5 assembly tasks (dispatched), or inside the
+    search's one task, 5 slices on threads (included)."""
     from reference import scipy_distances
 
     from taskbfs.bfs import core, state
 
     monkeypatch.setattr(core, "assembly_count", lambda num_vertices, slots: 5)
-    monkeypatch.setattr(tb.config, "THREADED_ASSEMBLY", threaded)
     calls = []
-    assemble_all = state.assemble_all
-    monkeypatch.setattr(state, "assemble_all",
-                        lambda *a, **k: calls.append(k["cuts"]) or assemble_all(*a, **k))
+    assemble_range = state.assemble_range
+    monkeypatch.setattr(state, "assemble_range",
+                        lambda *a, **k: calls.append((k["lo"], k["hi"])) or assemble_range(*a, **k))
     rng = np.random.default_rng(5)
     src, dst = rng.integers(0, 400, 1500), rng.integers(0, 400, 1500)
     graph = tb.Graph.from_edges(src, dst, num_vertices=420, directed=directed)  # 20 isolated
     source = int(src[0])
-    r = tb.bfs(graph, source, tasks=3, direction=direction, runtime=runtime, small_level_edges=0)
+    r = tb.bfs(graph, source, tasks=3, direction=direction, runtime=runtime, dispatch=dispatch)
     np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
     tb.validate(graph, source, r.parents, levels=r.distances)
     assert r.assembly_seconds > 0
-    assert calls == ([[int(c) for c in np.linspace(0, 420, 6).round()]] if threaded else [])
+    cuts = [int(c) for c in np.linspace(0, 420, 6).round()]
+    assert sorted(calls) == list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
 def test_assembly_count_follows_slots_size_and_cap():
@@ -143,15 +141,10 @@ def test_assembly_count_follows_slots_size_and_cap():
 @pytest.mark.parametrize("bounds", [[0, 1000], [0, 70, 130, 131, 600, 1000], [0, 64, 128, 999, 1000]])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("threads", [2, 4, 8])
-@pytest.mark.parametrize("pieces", [True, False])
-def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, seed, threads,
-                                                          pieces):
+def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, seed, threads):
     """Owners accepted on several threads (each on a copy of its visited words, ORed back:
     neighbours share boundary words here) give the serial barrier's frontier, counts,
-    edges and visited set exactly. With fewer owners than threads (one owner, 1000
-    vertices) and ``config.ACCEPT_BY_PIECES``, the owners are cut into word-aligned pieces
-    accepted on threads: the same counts, edges and visited set, and each owner's new
-    vertices in another order."""
+    edges and visited set exactly (one owner is accepted serially)."""
     from taskbfs.bfs import state
     from taskbfs.bfs.state import Discoveries, bucketed
 
@@ -167,7 +160,6 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, 
         found = rng.integers(0, n, 2000)
         steps.append(bucketed(Discoveries(s, found, found.copy(), 0), bounds))
     monkeypatch.setattr(state, "_threads", lambda: threads)
-    monkeypatch.setattr(state.config, "ACCEPT_BY_PIECES", pieces)
     results = {}
     for mode, minimum in (("serial", 1 << 60), ("threads", 0)):
         monkeypatch.setattr(state.config, "PARALLEL_ACCEPT_MIN", minimum)
@@ -181,11 +173,7 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, 
     for t in range(bounds.size - 1):  # owner t's new vertices, contiguous in both
         want = serial[0][starts[t]:starts[t + 1]]
         got = parallel[0][starts[t]:starts[t + 1]]
-        if bounds.size - 1 >= threads or not pieces:  # owner by owner: the very same order
-            np.testing.assert_array_equal(got, want)
-        else:
-            np.testing.assert_array_equal(np.sort(got), np.sort(want))
-            assert ((got >= bounds[t]) & (got < bounds[t + 1])).all()
+        np.testing.assert_array_equal(got, want)  # owner by owner: the very same order
     frontier = serial[0]
     assert frontier.size == np.unique(frontier).size > 0  # each new vertex once
 

@@ -33,14 +33,13 @@ def test_run_on_a_generated_graph(capsys):
 
 @pytest.mark.parametrize("extra, included", [
     ([], True),
-    (["--small-level-edges", "0"], False),
-    (["--lookahead", "1"], False),
-    (["--small-level-edges", "100000", "--lookahead", "0"], True),
+    (["--dispatch", "tasks"], False),
+    (["--dispatch", "auto"], True),
 ])
-def test_level_options_reach_the_search(capsys, tmp_path, extra, included):
-    """--small-level-edges and --lookahead change how the levels run, not the result:
-    with every level as tasks (0, or levels submitted ahead) no step in the trace ran
-    inside another task; by default the small levels of this small graph did."""
+def test_dispatch_option_reaches_the_search(capsys, tmp_path, extra, included):
+    """--dispatch changes how the levels run, not the result: with every step as a task
+    no step in the trace ran inside another task; by default (one worker holds the
+    graph) every step ran inside the search's one task."""
     import pandas as pd
 
     trace = tmp_path / "trace.csv"
@@ -78,9 +77,6 @@ def test_the_installed_command_runs():
         (["run", "--scale", "6", "--lam", "-1"], "λ"),
         (["run", "--scale", "6", "--keys", "0"], "--keys"),
         (["run", "--scale", "0"], "scale"),
-        (["run", "--scale", "6", "--lookahead", "-1"], "--lookahead"),
-        (["run", "--scale", "6", "--small-level-edges", "-5"], "--small-level-edges"),
-        (["graph500", "--scale", "6", "--small-level-edges", "-5"], "--small-level-edges"),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(capsys, argv, words, monkeypatch):

@@ -134,7 +134,7 @@ def test_data_follows_a_running_search(runtime, base):
         # every level as tasks (small levels would run the whole grid inside one task in
         # milliseconds): the page follows the placements
         box["result"] = tb.bfs(graph, 0, tasks=16, lam=7, runtime=runtime, direction="top-down",
-                               small_level_edges=0)
+                               dispatch="tasks")
 
     thread = threading.Thread(target=search)
     thread.start()
@@ -171,9 +171,11 @@ def test_data_follows_a_running_search(runtime, base):
     assert final["level"] == result.levels["level"].iloc[-1]
 
 
-def test_data_shows_levels_run_inside_small_level_tasks(runtime, base):
-    """Levels run inside a small-level task are placed by no one: the page shows them from
-    the summaries their barriers publish, the same as the search's own level table."""
+def test_data_shows_levels_run_inside_the_search_task(runtime, base, monkeypatch):
+    """Levels run inside a search's one task are placed by no one: the page shows them
+    from the summaries the task publishes (here every one: no interval between them),
+    the same as the search's own level table."""
+    monkeypatch.setattr(tb.config, "SUMMARY_INTERVAL", 0.0)
     graph = _grid(30)  # 59 small top-down levels
     result = tb.bfs(graph, 0, tasks=4, runtime=runtime, direction="top-down")
     assert result.trace["included"].all()
@@ -372,7 +374,7 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
     tb.bfs(grid, 0, tasks=2, runtime=runtime)  # warm-up
     box = {}
     thread = threading.Thread(target=lambda: box.update(  # every level as tasks: it takes a while
-        result=tb.bfs(grid, 0, tasks=8, runtime=runtime, small_level_edges=0)))
+        result=tb.bfs(grid, 0, tasks=8, runtime=runtime, dispatch="tasks")))
 
     def drawn(r):
         return r["canvases"] >= 3 and all(count > 100 for count in r["pixels"].values())

@@ -3,22 +3,22 @@
 Returns
     :class:`~taskbfs.bfs.result.BFSResult`.
 Approach
-    Per level, one step task per vertex range with work to do (top-down: a non-empty
-    frontier; bottom-up: unvisited vertices), each placed on a CPU or GPU worker by the
-    scheduler plugin from its size and the strategy; then one barrier task that folds
-    their discoveries into the visited set and yields the next frontier (its only output:
-    T + 1 tasks per level). All of a level's tasks reach the scheduler as one batch; the
-    client only reads the level's small summary. A small level (a few thousand frontier
-    edges, all on the CPU) is one task instead, which also runs the small levels after it
-    (:mod:`taskbfs.bfs.small_levels`). The steps' outputs stay on the workers
-    until the frontier is empty; then one task per group of ranges writes that group's
-    parents and distances from them, in parallel. Partitions are placed once per graph
-    and reused; frontiers and the visited set stay on the workers.
+    A level is T step tasks, one per vertex range with work to do (top-down: a non-empty
+    frontier; bottom-up: unvisited vertices), each placed on a CPU or GPU by the policy
+    from its size, then one barrier task that folds their discoveries into the visited
+    set and yields the next frontier. Whether those tasks are dispatched through the
+    Dask scheduler or included in one task on the worker that holds their data is the
+    runtime's choice (:meth:`~taskbfs.runtime.Runtime.include_site`), made once per
+    search: when one worker holds every slice and can run every device the policy may
+    ask for, the whole search is one task there (:mod:`taskbfs.bfs.included`); else
+    each level goes to the scheduler as one batch of T' <= T steps and a barrier, the
+    client reads the level's small summary, and at the end one task per group of
+    ranges writes that group's parents and distances from the steps' outputs, which
+    stay on the workers until then. Partitions are placed once per graph and reused.
 """
 
 from __future__ import annotations
 
-import math
 import time
 import weakref
 from dataclasses import dataclass, replace
@@ -29,7 +29,7 @@ import pandas as pd
 from taskbfs import config
 from taskbfs.bfs.placement import place_graph
 from taskbfs.bfs.result import BFSResult
-from taskbfs.bfs.small_levels import SMALL_LEVELS, Assembly, SmallLevels
+from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
 from taskbfs.bfs.state import (
     AUTO,
     BOTTOM_UP,
@@ -42,7 +42,6 @@ from taskbfs.bfs.state import (
     barrier,
     first_summary,
     init_state,
-    size_label,
     summaries_of,
     switch_parameters,
     tasks_overlapping,
@@ -55,17 +54,17 @@ from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
 
 STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
+DISPATCH = ("auto", "tasks")
 
 INIT = Task("bfs_init", smp=init_state)
-BARRIER = Task("bfs_barrier", smp=barrier)
-FINISH = Task("bfs_result", smp=assemble_search)
+BARRIER = Task(BARRIER_NAME, smp=barrier)
+FINISH = Task(RESULT_NAME, smp=assemble_search)
 
 
 def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hybrid",
         lam: float | None = None, runtime=None, direction: str = AUTO,
         balance: str = config.DEFAULT_BALANCE, gpu_share: float = config.DEFAULT_GPU_SHARE,
-        progress=None, lookahead: int | None = None,
-        small_level_edges: int | None = None) -> BFSResult:
+        progress=None, dispatch: str | None = None) -> BFSResult:
     """Breadth-first search from ``source`` as a program of tasks on a Dask cluster.
 
     Parameters
@@ -95,25 +94,18 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     gpu_share : float
         Share of the tasks bound to the GPU by the fixed strategy.
     progress : callable, optional
-        Called as ``progress(summary)`` after every level (the CLI's progress display).
-    lookahead : int, optional
-        Levels submitted before the barrier that sizes them has run (default
-        ``config.DEFAULT_LOOKAHEAD``): their steps wait on the scheduler and start as soon
-        as the barrier ends, with no round trip through the client; the scheduler plugin
-        places them when the barrier's counts arrive. 0 submits each level after its
-        summary has reached the client, with steps only for the tasks that have work.
-    small_level_edges : int, optional
-        Which levels run inside one task instead of as T steps and a barrier each
-        (:mod:`taskbfs.bfs.small_levels`), when one worker holds every slice. Default
-        (``config.SMALL_LEVEL_EDGES``, None): every level, so the whole search is one
-        task whose steps and barriers are included tasks on that worker's threads. k:
-        only top-down levels of at most k frontier edges and bottom-up levels of at most
-        ``config.SMALL_BOTTOM_UP_EDGES`` unexplored edges. 0: every level as tasks. Either
-        way a level's steps are all in the trace (``included`` set for those run inside a
-        task), and hybrid sends a step above λ to the GPU worker (several GPU workers:
-        those levels run as tasks). Off with ``lookahead`` > 0, and on a cluster where no
-        one worker holds every slice (it would copy them). With one GPU worker, gpu and
-        hybrid run every level inside one task on it (``config.GPU_LEVELS_IN_ONE_TASK``).
+        Called as ``progress(summary)`` with level summaries as the search goes (the CLI's
+        progress display): every level's when levels are dispatched; when the search is
+        one task, the latest level's at most every ``config.SUMMARY_INTERVAL`` seconds,
+        and the last.
+    dispatch : {"auto", "tasks"}, optional
+        Default ``config.DEFAULT_DISPATCH`` ("auto"). "auto": the runtime includes a level's step tasks and barrier in one task on the
+        worker that holds their data when there is one that can run every device the
+        policy may ask for (the embedded cluster; then the whole search is one task,
+        :mod:`taskbfs.bfs.included`), and dispatches them through the scheduler
+        otherwise. "tasks": every step and barrier is a Dask task of its own (what the
+        granularity notebook and the dashboard's per-task view show best; each costs the
+        runtime ~1 ms). The trace has every step either way (``included`` says which).
 
     Returns
     -------
@@ -134,10 +126,9 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     requested = _check_tasks(tasks)
     direction = _check_choice("direction", direction, DIRECTIONS)
     strategy = _check_choice("strategy", strategy, STRATEGIES)
+    dispatch = _check_choice("dispatch", config.DEFAULT_DISPATCH if dispatch is None else dispatch,
+                             DISPATCH)
     share = _check_share(gpu_share)
-    ahead = _check_count("lookahead", lookahead, config.DEFAULT_LOOKAHEAD)
-    small_edges = _check_count("small_level_edges", small_level_edges, config.SMALL_LEVEL_EDGES)
-    small_edges = math.inf if small_edges is None else small_edges
     policy = Policy(strategy, lam=config.DEFAULT_LAMBDA if lam is None else lam)
     rt = _runtime(runtime)
     resources = rt.resources()
@@ -150,90 +141,137 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         rt.require_gpu("strategy 'gpu'")
 
     placed = place_graph(rt, graph, num_tasks, balance, need_transpose=direction != TOP_DOWN)
-    small = _small_levels(rt, resources, policy, small_edges, ahead, placed)
+    site = None if dispatch == "tasks" else rt.include_site(placed.futures(), policy)
     program = Program(rt, policy, name="bfs")
+    search = _Search(program, graph, placed, source, direction, progress,
+                     assembly_count(graph.num_vertices, slots))
     try:
-        result = _run(program, graph, placed, source, strategy, direction, progress,
-                      assembly_count(graph.num_vertices, slots), ahead, small, called_wall)
+        if site is None:
+            outcome = search.dispatched()
+        else:
+            outcome = search.included(site)
+        result = search.result(outcome, strategy, called_wall)
     finally:
         program.close()
     result.elapsed = time.perf_counter() - called
     return result
 
 
-def _run(program, graph, placed, source, strategy, direction, progress,
-         assembly_tasks: int, lookahead: int, small: SmallLevels | None,
-         wall_start: float) -> BFSResult:
-    """The search itself; ``wall_start``: the call's entry (``time.time()``), the zero of
-    the trace's clock."""
-    parts = placed.parts
-    num_tasks = parts.num_tasks
-    slices = _slice_names(program, placed, num_tasks)
-    program.put_future("degrees", placed.degrees)
+@dataclass
+class _Outcome:
+    """What either way of running a search leaves the client with."""
 
-    start = time.perf_counter()
-    # The level-0 summary needs no round trip: INIT and the first level go as one batch.
-    # α and β as configured now, sent to the worker too: both sides decide alike
-    alpha, beta = switch_parameters(None, None)
-    summary = first_summary(parts.bounds, source, graph.degree(source), placed.num_arcs,
-                            direction, alpha, beta)
-    summaries = [summary]
-    logs: list[_Log] = []
-    levels = _Submitter(program, slices, lookahead, small, logs, source,
-                        assembly_cuts(graph.num_vertices, assembly_tasks))
-    levels.start(summary, init={"bounds": parts.bounds, "source": source,
-                                "direction_mode": direction, "total_edges": placed.num_arcs,
-                                "alpha": alpha, "beta": beta},
-                 tags={"vertices": graph.num_vertices, "directed": bool(graph.directed)})
-    while True:
-        for summary in _next_summaries(program):
-            summaries.append(summary)
-            if progress is not None:
-                progress(summary)
-        if summary.frontier_size == 0:
-            break
-        if not summary.chained:  # else the task that sent it runs that level
-            levels.after(summary)
-    if summary.assembled:  # the small-level task that ended the search wrote the result
-        program.taskwait(["frontier"])
-        elapsed = time.perf_counter() - start
-        for log in logs:
-            program.forget(log.name)
-        distances, parents = program.get("frontier").result
-    else:
-        pieces = _submit_assembly(program, parts, source, _ran(logs, summaries), assembly_tasks,
-                                  included=levels.small_tasks > 0,
-                                  threaded=config.THREADED_ASSEMBLY and program.runtime.in_process)
-        program.taskwait(pieces)
-        elapsed = time.perf_counter() - start
+    distances: np.ndarray
+    parents: np.ndarray
+    summaries: list
+    seconds: float  # from the first submission to the result in the client's hands
+    assembly_d2h_bytes: int = 0
+
+
+class _Search:
+    """One search's submissions, and its result (see :func:`bfs`)."""
+
+    def __init__(self, program: Program, graph: Graph, placed, source: int, direction: str,
+                 progress, assembly_tasks: int):
+        self.program = program
+        self.graph = graph
+        self.placed = placed
+        self.parts = placed.parts
+        self.source = source
+        self.direction = direction
+        self.progress = progress
+        self.cuts = assembly_cuts(graph.num_vertices, assembly_tasks)
+        self.slices = _slice_names(program, placed, placed.parts.num_tasks)
+        program.put_future("degrees", placed.degrees)
+        # α and β as configured now, sent to the worker too: both sides decide alike
+        alpha, beta = switch_parameters(None, None)
+        self.init = {"bounds": self.parts.bounds, "source": source, "direction_mode": direction,
+                     "total_edges": placed.num_arcs, "alpha": alpha, "beta": beta}
+        self.tags = {"vertices": graph.num_vertices, "directed": bool(graph.directed),
+                     "arcs": placed.num_arcs}
+
+    def included(self, device: str) -> _Outcome:
+        """The whole search as one task on the worker that holds every slice
+        (:mod:`taskbfs.bfs.included`), on ``device``."""
+        program = self.program
+        start = time.perf_counter()
+        task = SEARCH_ON_GPU if device == CUDA else SEARCH
+        program.submit(task, ins=[name for names in self.slices for name in names] + ["degrees"],
+                       outs=["search"], kwargs={"init": self.init, "policy": program.policy,
+                                                "cuts": self.cuts,
+                                                "slices_per_task": len(self.slices[0])},
+                       tags={**self.tags, "level": 0, "search": True})
+        if self.progress is not None:
+            while not self._report(_next_summaries(program, "search")):
+                pass
+        outcome = program.get("search")
+        return _Outcome(outcome.distances, outcome.parents, outcome.summaries,
+                        time.perf_counter() - start, outcome.assembly_d2h_bytes)
+
+    def dispatched(self) -> _Outcome:
+        """Every level as T' step tasks and a barrier through the scheduler, then the
+        result assembly tasks."""
+        program = self.program
+        start = time.perf_counter()
+        summary = first_summary(self.parts.bounds, self.source, self.graph.degree(self.source),
+                                self.placed.num_arcs, self.direction, self.init["alpha"],
+                                self.init["beta"])
+        summaries, logs = [summary], []
+        # The level-0 summary needs no round trip: INIT and the first level go as one batch.
+        with program.batch():
+            program.submit(INIT, ins=["degrees"], outs=["frontier"], kwargs=self.init,
+                           tags=self.tags)
+            logs += _submit_level(program, self.slices, summary)
+        while True:
+            news = _next_summaries(program, "frontier")
+            summaries += news
+            if self._report(news):
+                break
+            logs += _submit_level(program, self.slices, summaries[-1])
+        pieces = _submit_assembly(program, self.parts, self.source, _ran(logs, summaries),
+                                  self.cuts)
         distances, parents = _joined(program.gather(pieces))
-    records = program.records()
-    placements = fetch_placements(program.client, program.id)
+        return _Outcome(distances, parents, summaries, time.perf_counter() - start)
 
-    def trace():
-        return _with_device_stats(_task_trace(records, parts, wall_start, summaries), summaries)
+    def _report(self, summaries) -> bool:
+        """Hand ``summaries`` to ``progress``; whether the last one ends the search."""
+        for summary in summaries:
+            if self.progress is not None:
+                self.progress(summary)
+        return summaries[-1].frontier_size == 0
 
-    def levels():
-        return _level_table(summaries, result.trace, wall_start, _barrier_places(records))
+    def result(self, outcome: _Outcome, strategy: str, wall_start: float) -> BFSResult:
+        """The :class:`BFSResult` of ``outcome``; its tables are built when first read
+        (``wall_start``, the call's entry as ``time.time()``, is their clock's zero)."""
+        program, parts, summaries = self.program, self.parts, outcome.summaries
+        records = program.records()
+        placements = fetch_placements(program.client, program.id)
 
-    result = BFSResult(
-        source=source,
-        distances=distances,
-        parents=parents,
-        trace=trace,
-        levels=levels,
-        elapsed=elapsed,
-        search_seconds=elapsed,
-        traversed_edges=_traversed_edges(placed.num_arcs, summaries[-1], graph.directed),
-        strategy=strategy,
-        direction=direction,
-        num_tasks=num_tasks,
-        placements=placements,
-        assembly_seconds=_span(records, FINISH.name),
-        assembly_d2h_bytes=sum(int(r.get("d2h_bytes", 0)) for r in records
-                               if r.get("name") == FINISH.name),
-    )
-    return result
+        def trace():
+            return _with_device_stats(_task_trace(records, parts, wall_start, summaries),
+                                      summaries)
+
+        def levels():
+            return _level_table(summaries, result.trace, wall_start, _barrier_places(records))
+
+        result = BFSResult(
+            source=self.source,
+            distances=outcome.distances,
+            parents=outcome.parents,
+            trace=trace,
+            levels=levels,
+            elapsed=outcome.seconds,
+            search_seconds=outcome.seconds,
+            traversed_edges=_traversed_edges(self.placed.num_arcs, summaries[-1],
+                                             self.graph.directed),
+            strategy=strategy,
+            direction=self.direction,
+            num_tasks=parts.num_tasks,
+            placements=placements,
+            assembly_seconds=_span(records, FINISH.name),
+            assembly_d2h_bytes=outcome.assembly_d2h_bytes,
+        )
+        return result
 
 
 def _traversed_edges(num_arcs: int, last: LevelSummary, directed: bool) -> int:
@@ -242,87 +280,6 @@ def _traversed_edges(num_arcs: int, last: LevelSummary, directed: bool) -> int:
     ``unexplored_edges``); an undirected graph stores each edge as two arcs."""
     arcs = int(num_arcs) - int(last.unexplored_edges)
     return arcs if directed else arcs // 2
-
-
-class _Submitter:
-    """Submits the levels of one search as their summaries arrive (see :meth:`after`)."""
-
-    def __init__(self, program: Program, slices, lookahead: int, small: SmallLevels | None,
-                 logs: list, source: int, cuts: list):
-        self.source = source  # and the result's slices: for a small-level task that ends it
-        self.cuts = cuts
-        self.program = program
-        self.slices = slices
-        self.lookahead = lookahead
-        self.small = small
-        self.logs = logs  # where the submitted steps' outputs are (appended to)
-        self.submitted = -1  # the last level submitted
-        self.small_tasks = 0  # small-level tasks submitted
-
-    def start(self, summary: LevelSummary, init: dict, tags: dict) -> None:
-        """The first batch: the task that makes the level-0 frontier (``init_state(**init)``,
-        traced with ``tags``) and level 0; one small-level task doing both when level 0
-        is small (one task and one hop fewer)."""
-        device = self.small.device(summary) if self.small is not None else None
-        if device is not None:
-            self._submit_small(summary, device, init, tags)
-            return
-        with self.program.batch():
-            self.program.submit(INIT, ins=["degrees"], outs=["frontier"], kwargs=init, tags=tags)
-            self.after(summary)
-
-    def after(self, summary: LevelSummary) -> None:
-        """What to submit once ``summary`` (a non-empty level) is known, as one batch: a
-        small-level task when the level is small, else that level from its summary
-        unless it was submitted ahead, then the levels up to ``lookahead`` after it when
-        that is worth it.
-
-        A level submitted ahead has a step for every task, so it pays off only when most
-        tasks have work: at least ``config.LOOKAHEAD_MIN_ACTIVE`` of them in the latest
-        level known (a path searched with one task per vertex would otherwise run T idle
-        steps per level).
-        """
-        program, level = self.program, summary.level
-        device = self.small.device(summary) if self.small is not None else None
-        if device is not None:
-            self._submit_small(summary, device)
-            return
-        active = int(np.count_nonzero(summary.frontier_counts))
-        with program.batch():
-            if self.submitted < level:
-                self.logs += _submit_level(program, self.slices, level, summary)
-                self.submitted = level
-            if active >= config.LOOKAHEAD_MIN_ACTIVE * len(self.slices):
-                while self.submitted < level + self.lookahead:
-                    self.submitted += 1
-                    self.logs += _submit_level(program, self.slices, self.submitted)
-
-    def _submit_small(self, summary: LevelSummary, device: str, init: dict | None = None,
-                      tags: dict | None = None) -> None:
-        """A small-level task from level ``summary.level``, for ``device``: its size is
-        what makes the policy place it there; with ``init``, it also makes the level-0
-        frontier (``outs`` rather than ``inouts``)."""
-        active = np.flatnonzero(summary.frontier_counts)
-        sizes = summary.frontier_counts[active]
-        # the GPU worker's task is "larger than λ"; a CPU one, as large as its largest step
-        size = int(self.small.gpu_above) + 1 if device == CUDA else int(sizes.max())
-        # every earlier step's output too, to write the result if the search ends inside
-        assembly = Assembly(FINISH.name, self.source, self.cuts, [log.level for log in self.logs])
-        frontier = {"inouts": ["frontier"], "in_place": True} if init is None else {
-            "outs": ["frontier"]}
-        self.program.submit(
-            SMALL_LEVELS, ins=[name for names in self.slices for name in names] + ["degrees"]
-            + [log.name for log in self.logs], **frontier,
-            kwargs={"level": summary.level, "small": self.small, "barrier_name": BARRIER.name,
-                    "assembly": assembly, "init": init, "slices_per_task": len(self.slices[0])},
-            size=size,
-            # the live page shows the level's steps from these
-            tags={**(tags or {}), "level": summary.level, "small_levels": True,
-                  "direction": summary.direction, "frontier": summary.frontier_size,
-                  "frontier_edges": summary.frontier_edges, "active": active.tolist(),
-                  "sizes": sizes.tolist()})
-        self.submitted = summary.level
-        self.small_tasks += 1
 
 
 def _slice_names(program: Program, placed, num_tasks: int) -> list[list[str]]:
@@ -348,79 +305,48 @@ class _Log:
     task: int
 
 
-def _submit_level(program: Program, slices, level: int, summary: LevelSummary | None = None
-                  ) -> list[_Log]:
-    """One level: step tasks, then the barrier, as one batch.
-
-    With the level's ``summary`` at hand, a step per task with work, placed by its size,
-    reading the one slice its direction needs.
-    Without (submitted ahead), a step per task: each reads its direction and its work
-    from the frontier (an idle one returns at once), and the plugin places it when the
-    barrier before it publishes the sizes.
-    """
-    if summary is None:
-        active = range(len(slices))
-    else:
-        active = np.flatnonzero(summary.frontier_counts).tolist()
-    logs, step_keys = [], []
+def _submit_level(program: Program, slices, summary: LevelSummary) -> list[_Log]:
+    """The level ``summary`` opens: a step per task with work, placed by its size and
+    reading the one slice its direction needs, then the barrier, as one batch."""
+    level = summary.level
+    logs = []
     with program.batch():
-        for t in active:
+        for t in np.flatnonzero(summary.frontier_counts).tolist():
             name = f"found/{level}/{t}"
-            tags = {"level": level, "task": t}
-            reads = slices[t]  # the step picks by the frontier's direction
-            if summary is None:
-                placement = {"size_from": size_label(level)}
-            else:  # the live page (taskbfs.dashboard) reads these tags as they are placed
-                placement = {"size": int(summary.frontier_counts[t])}
-                tags.update(size=placement["size"], direction=summary.direction)
-                reads = reads[-1:] if summary.direction == BOTTOM_UP else reads[:1]
-            step_keys.append(program.submit(STEP, ins=[*reads, "frontier"], outs=[name], task_id=t,
-                                            tags=tags, **placement))
+            size = int(summary.frontier_counts[t])
+            # the live page (taskbfs.dashboard) reads these tags as they are placed
+            tags = {"level": level, "task": t, "size": size, "direction": summary.direction}
+            reads = slices[t][-1:] if summary.direction == BOTTOM_UP else slices[t][:1]
+            program.submit(STEP, ins=[*reads, "frontier"], outs=[name], task_id=t, tags=tags,
+                           size=size)
             logs.append(_Log(name, level, t))
-        tags = {"level": level}
-        follow = ()
-        if summary is not None:
-            tags.update(frontier=summary.frontier_size, frontier_edges=summary.frontier_edges)
-            if config.BARRIER_FOLLOWS_GPU_STEPS:
-                follow = step_keys  # all on the GPU: merge there, where their outputs are
         program.submit(BARRIER, ins=[log.name for log in logs] + ["degrees"], inouts=["frontier"],
-                       in_place=True, kwargs={"level": level}, tags=tags, follow=follow)
+                       in_place=True, kwargs={"level": level},
+                       tags={"level": level, "frontier": summary.frontier_size,
+                             "frontier_edges": summary.frontier_edges})
     return logs
 
 
 def _ran(logs: list[_Log], summaries: list[LevelSummary]) -> list[tuple[_Log, str]]:
-    """The steps that had work (:func:`_had_work`; levels submitted ahead have a step for
-    every task), each with its direction."""
-    return [(log, summaries[log.level].direction) for log in logs
-            if _had_work(log.level, log.task, summaries)]
+    """Each step with its level's direction."""
+    return [(log, summaries[log.level].direction) for log in logs]
 
 
 def _submit_assembly(program: Program, parts, source: int, ran: list[tuple[_Log, str]],
-                     count: int, included: bool = False, threaded: bool = False) -> list[str]:
-    """``count`` tasks, one per equal slice of the vertex ids, write the slice's distances
-    and parents from the steps' outputs: every top-down step's (bucketed by owner) and the
-    bottom-up steps' of the tasks overlapping the slice, and with ``included`` those that
-    small-level tasks ran (the last frontier holds them). With ``threaded`` (workers that
-    share this process's memory) one task writes the ``count`` slices instead, on a thread
-    each: the same work without ``count - 1`` task dispatches, and one piece, not
-    ``count`` to join. Returns the names of the pieces, in vertex order."""
-    cuts = assembly_cuts(int(parts.bounds[-1]), count)
-    if threaded and count > 1:
-        groups = [cuts]
-    else:
-        groups = [cuts[g : g + 2] for g in range(len(cuts) - 1)]
+                     cuts: list) -> list[str]:
+    """One task per slice of the vertex ids between ``cuts`` writes the slice's distances
+    and parents from the steps' outputs: every top-down step's (bucketed by owner) and
+    the bottom-up steps' of the tasks overlapping the slice. Returns the names of the
+    pieces, in vertex order."""
     names = []
     with program.batch():
-        for g, group in enumerate(groups):
-            lo, hi = group[0], group[-1]
+        for g, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
             tasks = tasks_overlapping(parts.bounds, lo, hi)
             mine = [log for log, direction in ran if direction != BOTTOM_UP or log.task in tasks]
             name = f"result/{g}"
-            reads = [log.name for log in mine] + (["frontier"] if included else [])
-            program.submit(FINISH, ins=reads, outs=[name],
+            program.submit(FINISH, ins=[log.name for log in mine], outs=[name],
                            kwargs={"source": source, "lo": lo, "hi": hi, "bounds": parts.bounds,
-                                   "levels": [log.level for log in mine], "included": included,
-                                   "cuts": group},
+                                   "levels": [log.level for log in mine]},
                            tags={"done": True, "group": g})
             names.append(name)
     for log, _direction in ran:
@@ -435,9 +361,10 @@ def _joined(pieces):
     return (np.concatenate([d for d, _ in pieces]), np.concatenate([p for _, p in pieces]))
 
 
-def _next_summaries(program: Program) -> list[LevelSummary]:
-    """The summaries of the next message a barrier (or a task running levels) sent."""
-    return summaries_of(program.next_message(watch=["frontier"]))
+def _next_summaries(program: Program, producer: str) -> list[LevelSummary]:
+    """The summaries of the next message a barrier or the search task sent (the task
+    that writes ``producer``: its error is raised instead of waiting forever)."""
+    return summaries_of(program.next_message(watch=[producer]))
 
 
 def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
@@ -574,40 +501,6 @@ def _check_share(gpu_share) -> float:
     if not 0.0 <= share <= 1.0:
         raise InvalidParameterError(f"gpu_share must be in [0, 1], got {gpu_share!r}")
     return share
-
-
-def _check_count(name: str, value, default: int) -> int:
-    """``value`` as an integer >= 0 (None: ``default``), or a clear error naming ``name``."""
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise InvalidParameterError(f"{name} must be an integer >= 0, got {value!r}")
-    return int(value)
-
-
-def _small_levels(rt, resources: dict, policy: Policy, max_edges: int, lookahead: int,
-                  placed) -> SmallLevels | None:
-    """The rule for the levels of this search that one task runs by itself
-    (:mod:`taskbfs.bfs.small_levels`), or None when there are none: turned off
-    (``max_edges`` 0), levels submitted ahead (their steps are already queued), slices
-    that no one worker holds together, or a strategy that spreads GPU work over several
-    GPU workers or binds it to tasks (fixed). With one GPU worker
-    (``config.GPU_LEVELS_IN_ONE_TASK``) and a policy that sends steps by size to
-    the GPU, every level runs inside one task there, each step on the device the
-    policy gives it."""
-    if max_edges == 0 or lookahead > 0 or not rt.holds_together(placed.slices):
-        return None
-    # no bound on top-down levels: no bound on bottom-up ones either (every level small)
-    bottom_up = math.inf if max_edges == math.inf else config.SMALL_BOTTOM_UP_EDGES
-    gpus = int(resources.get(GPU_RESOURCE, 0))
-    if not gpus or policy.kind == "cpu":
-        return SmallLevels(max_edges, math.inf, bottom_up)
-    if gpus == 1 and config.GPU_LEVELS_IN_ONE_TASK and policy.kind in ("hybrid", "gpu"):
-        # every level on the GPU worker; its steps by λ (hybrid), or all on the GPU (gpu)
-        return SmallLevels(0, 0, 0, gpu_above=policy.lam if policy.kind == "hybrid" else -1.0)
-    if policy.kind == "hybrid":
-        return SmallLevels(max_edges, policy.lam, bottom_up)
-    return None
 
 
 def _check_tasks(tasks) -> int | None:

@@ -33,6 +33,11 @@ class PlacedGraph:
         self.num_arcs = num_arcs
         self.transposed = transposed
 
+    def futures(self) -> list:
+        """Every future a search reads: the slices (transposed ones too) and the degrees."""
+        extra = [] if self.transposed is None or self.transposed is self.slices else self.transposed
+        return [*self.slices, *extra, self.degrees]
+
 
 def place_graph(runtime, graph: Graph, tasks: int, balance: str,
                 need_transpose: bool) -> PlacedGraph:

@@ -22,6 +22,7 @@ Encoding
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -44,7 +45,7 @@ from taskbfs.kernels.merge import (
     record_pairs,
     word_span,
 )
-from taskbfs.runtime import SMP, publish
+from taskbfs.runtime import publish
 
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
 
@@ -103,9 +104,8 @@ class Frontier:
     visited_bits: np.ndarray
     bounds: np.ndarray | None = None
     progress: Progress | None = None
-    #: ``(level, Discoveries)`` of the steps run inside small-level tasks so far in this
-    #: search (:mod:`taskbfs.bfs.small_levels`): no other task holds them, so the result
-    #: assembly reads them here. One list per search, passed on from level to level and
+    #: ``(level, Discoveries)`` of the steps run so far by a search run as one task
+    #: (:mod:`taskbfs.bfs.included`): its result assembly reads them here. One list per search, passed on from level to level and
     #: appended to in place (as the visited bitmap is updated in place).
     included: list = field(default_factory=list)
     #: ``(distances, parents)`` when a small-level task ended the search and wrote the
@@ -150,9 +150,14 @@ class LevelSummary:
     #: One row ``(task, h2d_bytes, d2h_bytes, kernel_ns)`` per step task of the level that
     #: reported device work (GPU tasks); all integers, empty on CPU-only levels.
     device_stats: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
-    #: The task that sent this summary runs the level itself (a small level, see
-    #: :mod:`taskbfs.bfs.small_levels`): the client submits nothing for it.
+    #: The task that sent this summary runs the level itself (a search run as one task,
+    #: :mod:`taskbfs.bfs.included`): the client submits nothing for it.
     chained: bool = False
+    #: Per task, 1 where that task runs this level's step on the GPU (a search run as one
+    #: task says so for the live page; empty when the scheduler places the steps).
+    gpu_steps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: Vertices reached so far, this summary's frontier included.
+    reached: int = 0
     #: The search's last summary, from a task that also wrote the result (in the last
     #: frontier's ``result``): the client submits no assembly.
     assembled: bool = False
@@ -181,25 +186,25 @@ _SUMMARY_FIELDS = tuple(f.name for f in fields(LevelSummary))
 
 
 class SummaryPublisher:
-    """Sends a task's level summaries to its program's client (:func:`publish`), as one
-    message ``{"summaries": [...]}`` for several levels: a summary the client must act
-    on (one not ``chained``: the client submits the next level, or the search ended) goes
-    at once with those gathered before it; a chained one waits until
-    ``config.SUMMARY_INTERVAL`` seconds have passed since the last message. A deep search
-    inside one task thus sends a few messages a second, not one per level. The message
-    carries the last summary's counts as the sizes of the next level's steps."""
+    """Sends a task's level summaries to its program's client (:func:`publish`) as
+    messages ``{"summaries": [...]}``. A summary the client must act on (not ``chained``:
+    the client submits the next level, or the search ended) goes at once. A chained one
+    (the task that sent it goes on with the next level itself, and returns every summary
+    at the end) is for the live page and ``progress`` only: the latest one is sent once
+    ``config.SUMMARY_INTERVAL`` seconds have passed since the last message, the others
+    not at all, so a deep search inside one task sends a few messages a second, not one
+    per level. A message carries its summary's counts as the sizes of the next level's
+    steps (for the placement plugin)."""
 
     def __init__(self):
-        self.pending: list[dict] = []
-        self.sent = time.perf_counter()
+        self.sent = -math.inf  # the first summary goes at once
 
     def add(self, summary: LevelSummary) -> None:
-        self.pending.append(summary.to_message())
         now = time.perf_counter()
         if not summary.chained or now - self.sent >= config.SUMMARY_INTERVAL:
-            publish({"summaries": self.pending},
+            publish({"summaries": [summary.to_message()]},
                     sizes=(size_label(summary.level), summary.frontier_counts))
-            self.pending, self.sent = [], now
+            self.sent = now
 
 
 def summaries_of(message: dict) -> list[LevelSummary]:
@@ -294,7 +299,7 @@ def first_summary(bounds, source: int, source_degree: int, total_edges: int, dir
                         frontier_size=1, frontier_edges=int(source_degree),
                         unexplored_edges=unexplored, edges_examined=np.zeros(num_tasks, dtype=np.int64),
                         found=np.zeros(num_tasks, dtype=np.int64),
-                        barrier_start=now, barrier_stop=now)
+                        barrier_start=now, barrier_stop=now, reached=1)
 
 
 def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float | None = None,
@@ -333,34 +338,16 @@ def barrier(*args, level: int):
 
     Called as ``barrier(*discoveries, degrees, frontier)`` (the data directory passes
     ``ins`` then the ``inout``); updates the frontier's visited bitmap in place, returns
-    the next level's :class:`Frontier` and publishes the level's :class:`LevelSummary`,
-    whose per-task counts are also the sizes the placement plugin gives the next level's
-    steps (label :func:`size_label`). ``level`` is that of the steps being merged.
+    the next level's :class:`Frontier` and publishes the level's :class:`LevelSummary`
+    (the client submits the next level from it). ``level`` is that of the steps being
+    merged.
     """
     *discoveries, degrees, frontier = args
     if frontier.level != level:
         raise RuntimeError(f"barrier of level {level} got the frontier of level {frontier.level}")
-    nxt, _summary = merge_level(frontier, discoveries, degrees)
-    return nxt
-
-
-def merge_level(frontier: Frontier, discoveries, degrees, small=None, assembles: bool = False,
-                device: str = SMP, publisher: SummaryPublisher | None = None
-                ) -> tuple[Frontier, LevelSummary]:
-    """:func:`advance`, then publish the summary through ``publisher`` (default: a new
-    one, which sends it at once; its counts are the sizes the placement plugin gives the
-    next level's steps). ``small`` (a
-    :class:`~taskbfs.bfs.small_levels.SmallLevels`, in a small-level task running on
-    ``device``): the summary says ``chained`` when it admits the next level on that
-    device, which that task then runs itself; ``assembles``: the caller writes the result
-    if this is the last level (the summary says ``assembled``)."""
     nxt, summary = advance(frontier, discoveries, degrees)
-    if small is not None and small.admits(summary, device):
-        summary = replace(summary, chained=True)
-    if assembles and summary.frontier_size == 0:
-        summary = replace(summary, assembled=True)
-    (publisher or SummaryPublisher()).add(summary)
-    return nxt, summary
+    SummaryPublisher().add(summary)
+    return nxt
 
 
 def size_label(level: int) -> str:
@@ -432,6 +419,7 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
         barrier_start=start,
         barrier_stop=time.time(),
         device_stats=device_stats,
+        reached=n - int(unvisited.sum()),
     )
     return nxt, summary
 
@@ -451,10 +439,8 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     for s, d in enumerate(steps):
         offsets[s] = d.offsets + base
         base += d.vertices.size
-    if candidates.size >= config.PARALLEL_ACCEPT_MIN and _threads() > 1:
-        if num_tasks >= _threads() or not config.ACCEPT_BY_PIECES:
-            return _accept_by_owner(bounds, visited, candidates, offsets, degrees)
-        return _accept_by_pieces(bounds, visited, candidates, degrees)
+    if candidates.size >= config.PARALLEL_ACCEPT_MIN and num_tasks > 1 and _threads() > 1:
+        return _accept_by_owner(bounds, visited, candidates, offsets, degrees)
     new_frontier = np.empty(candidates.size, dtype=np.int64)
     out_offsets = np.empty(num_tasks + 1, dtype=np.int64)
     task_edges = np.empty(num_tasks, dtype=np.int64)
@@ -519,33 +505,6 @@ def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
     return new_frontier, counts, task_edges
 
 
-def _accept_by_pieces(bounds, visited, candidates, degrees):
-    """:func:`_accept_by_owner` when there are fewer owners than threads (T = 1 leaves one):
-    every owner's range is cut into word-aligned pieces, the candidates are bucketed by
-    piece (stable), the pieces are accepted on threads, and each owner's new frontier is
-    its pieces' in piece order: the serial pass's vertices, counts and edges, the vertices
-    of an owner in another order."""
-    pieces = _pieces(bounds, 2 * _threads())
-    grouped = np.empty_like(candidates)
-    piece_offsets = np.empty(pieces.size, dtype=np.int64)
-    bucket_vertices(candidates, pieces, grouped, piece_offsets)
-    new_frontier, counts, edges = _accept_by_owner(pieces, visited, grouped, piece_offsets[None, :],
-                                                   degrees)
-    owner = np.searchsorted(bounds, pieces[:-1], side="right") - 1
-    num_tasks = bounds.size - 1
-    return (new_frontier, np.bincount(owner, counts, num_tasks).astype(np.int64),
-            np.bincount(owner, edges, num_tasks).astype(np.int64))
-
-
-def _pieces(bounds, count: int) -> np.ndarray:
-    """The task bounds refined by about ``count`` word-aligned cuts of the vertex ids (so
-    that every piece lies inside one task's range)."""
-    n = int(bounds[-1])
-    per_piece = -(-n // count)
-    step = 64 * max(1, -(-per_piece // 64))
-    return np.union1d(bounds, np.arange(step, n, step, dtype=np.int64)).astype(np.int64)
-
-
 _thread_pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -603,21 +562,10 @@ def tasks_overlapping(bounds, lo: int, hi: int) -> range:
     return range(first, last + 1)
 
 
-def assemble_search(*args, source: int, lo: int, hi: int, bounds, levels, included: bool = False,
-                    cuts=None):
-    """The result assembly task: :func:`assemble_range` over the steps' outputs ``args``,
-    plus, with ``included``, the steps that small-level tasks ran, which the search's last
-    frontier (then the last of ``args``) holds (``Frontier.included``). ``cuts``
-    (``lo``, ..., ``hi``): the slices between them are written on threads
-    (:func:`assemble_all`)."""
-    logs, levels = list(args), list(levels)
-    if included:
-        frontier = logs.pop()
-        logs += [d for _, d in frontier.included]
-        levels += [level for level, _ in frontier.included]
-    if cuts is not None and len(cuts) > 2:
-        return assemble_all(logs, levels, source=source, bounds=bounds, cuts=cuts)
-    return assemble_range(*logs, source=source, lo=lo, hi=hi, bounds=bounds, levels=levels)
+def assemble_search(*logs, source: int, lo: int, hi: int, bounds, levels):
+    """The result assembly task: :func:`assemble_range` over the steps' outputs ``logs``
+    (a dispatched search's; an included one assembles inside its task)."""
+    return assemble_range(*logs, source=source, lo=lo, hi=hi, bounds=bounds, levels=list(levels))
 
 
 def assemble_all(logs, levels, *, source: int, bounds, cuts) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ from distributed import Client, LocalCluster, Worker
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError, TaskBFSError
+from taskbfs.runtime.task import CUDA, SMP
 from taskbfs.runtime.plugin import (
     CPU_RESOURCE,
     GPU_RESOURCE,
@@ -145,6 +146,25 @@ class Runtime:
             return True
         holders = [set(workers) for workers in self.client.who_has(list(futures)).values()]
         return bool(holders) and bool(set.intersection(*holders))
+
+    def include_site(self, futures, policy) -> str | None:
+        """Where one task can run, as included tasks (OmpSs ``final``), the tasks of a
+        program that read ``futures``, instead of dispatching each through the scheduler:
+        ``"smp"`` (a CPU worker), ``"cuda"`` (the GPU worker, whose host threads run the
+        CPU tasks too), or None (dispatch them).
+
+        One worker must read every one of ``futures`` without copies
+        (:meth:`holds_together`) and offer every device ``policy`` may choose: a policy
+        that never picks the GPU (or a cluster without one) is included on a CPU worker;
+        one that may, on the cluster's one GPU worker. With several GPU workers the tasks
+        are dispatched, so that they spread over them.
+        """
+        if not self.holds_together(futures):
+            return None
+        gpus = int(self.resources().get(GPU_RESOURCE, 0))
+        if not gpus or not policy.uses_gpu:
+            return SMP
+        return CUDA if gpus == 1 else None
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:

@@ -63,6 +63,11 @@ class Policy:
         object.__setattr__(self, "gpu_tasks", frozenset(int(t) for t in self.gpu_tasks))
 
     @property
+    def uses_gpu(self) -> bool:
+        """True if this policy may send a task to a GPU worker."""
+        return self.kind != "cpu" and (self.kind != "fixed" or bool(self.gpu_tasks))
+
+    @property
     def needs_gpu(self) -> bool:
         """True if this policy cannot run without a GPU worker."""
         return self.kind == "gpu"

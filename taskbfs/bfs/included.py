@@ -1,0 +1,213 @@
+"""A whole search as one task on the worker that holds its data: every step and barrier included.
+
+Returns
+    :func:`run_search` (the body of the ``bfs_search`` task): a :class:`SearchOutcome`
+    (the search's distances and parents, and the summary of every level).
+Approach
+    A level is always T step tasks and a barrier. When one worker holds every slice of
+    the graph (the embedded cluster; any cluster whose workers share one process), the
+    runtime does not dispatch them: the whole search is one task placed on that worker,
+    and each level's steps and barrier run inside it as *included* tasks
+    (:func:`taskbfs.runtime.include`, OmpSs's ``final`` clause), traced like dispatched
+    ones. A dispatched level costs the Dask runtime ~2.5 ms on 2 cores (submission,
+    scheduling, two hops and a round trip through the client) whatever its work; an
+    included one costs what its kernels cost plus a thread-pool hand-off. The steps of a
+    level run side by side on the process's thread pool (as the worker would run them on
+    its threads); a level with one step runs it in the task's own thread.
+Devices
+    Each step runs on the device the search's :class:`~taskbfs.runtime.Policy` gives its
+    size and task id (:meth:`Policy.decide`, the rule the scheduler plugin applies to a
+    dispatched step): on a CPU worker, always the CPU; on a GPU worker (a cluster with one
+    GPU worker and a policy that uses it), the GPU steps one after another (the worker's
+    one GPU), traced ``cuda``, the CPU ones side by side on the host's threads, traced
+    ``smp``. When every pair a GPU step reports is one the barrier keeps (one task, or
+    every step on the GPU), the GPU steps write the result into device memory and it
+    crosses the bus once, at the end (``config.RESULT_ON_DEVICE``).
+Messages
+    The client needs no level summary to go on, so the task sends them for the live
+    page and ``progress`` only, at most every ``config.SUMMARY_INTERVAL`` seconds (the
+    last one at once); every summary comes back with the outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from taskbfs import config
+from taskbfs.bfs.state import (
+    TOP_DOWN,
+    Frontier,
+    LevelSummary,
+    SummaryPublisher,
+    advance,
+    assemble_all,
+    first_frontier,
+    pool,
+)
+from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
+from taskbfs.runtime import CUDA, SMP, Policy, Task, include, include_each
+
+#: Trace names of the included barrier and result assembly (those of the dispatched tasks).
+BARRIER_NAME = "bfs_barrier"
+RESULT_NAME = "bfs_result"
+
+
+@dataclass
+class SearchOutcome:
+    """What the ``bfs_search`` task returns.
+
+    Attributes
+    ----------
+    distances, parents : ndarray of int64
+        The search's result (see :class:`~taskbfs.bfs.result.BFSResult`).
+    summaries : list of LevelSummary
+        One per level, level 0 first; the last one has an empty frontier.
+    assembly_d2h_bytes : int
+        Bytes the result's assembly copied from the GPU (a result kept there).
+    """
+
+    distances: np.ndarray
+    parents: np.ndarray
+    summaries: list
+    assembly_d2h_bytes: int = 0
+
+
+def run_search_on_cpu(*args, **kwargs) -> SearchOutcome:
+    """The search task's CPU implementation: :func:`run_search` with every step on the CPU."""
+    return run_search(*args, device=SMP, **kwargs)
+
+
+def run_search_on_gpu(*args, **kwargs) -> SearchOutcome:
+    """Its GPU implementation (the task on the one GPU worker): each step on the device
+    the policy gives it."""
+    return run_search(*args, device=CUDA, **kwargs)
+
+
+def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: int = 1,
+               device: str = SMP) -> SearchOutcome:
+    """The whole search, every level's steps and barrier included in this task.
+
+    Called as ``run_search(*slices, degrees, init=..., ...)``: every task's slices in task
+    order (``slices_per_task`` each: its out-adjacency slice, then its transposed one when
+    a directed graph has one for bottom-up steps), then the degree array.
+
+    Parameters
+    ----------
+    init : dict
+        ``bounds``, ``source``, ``direction_mode``, ``total_edges``, ``alpha``, ``beta``:
+        what :func:`~taskbfs.bfs.state.first_frontier` needs.
+    policy : Policy
+        Places each step on a device (by its size and task id).
+    cuts : list of int
+        Vertex ids cutting the result into the slices written side by side at the end.
+    slices_per_task : int
+    device : {"smp", "cuda"}
+        The worker this task runs on: "cuda" on the GPU worker.
+    """
+    num_tasks = len(init["bounds"]) - 1
+    slices = [args[t * slices_per_task : (t + 1) * slices_per_task] for t in range(num_tasks)]
+    degrees = args[num_tasks * slices_per_task]
+    frontier, summary = first_frontier(degrees, init["bounds"], init["source"],
+                                       init["direction_mode"], init["alpha"], init["beta"],
+                                       init["total_edges"])
+    frontier.progress.result_on_device = _keeps_result_on_device(device, policy, num_tasks)
+    publisher = SummaryPublisher()
+    summary = _announced(summary, policy, device, publisher)
+    summaries = [summary]
+    while summary.frontier_size:
+        calls = [(_step_tags(frontier, t), (slice_for(slices[t], frontier), frontier))
+                 for t in range(num_tasks) if frontier.has_work(t)]
+        found = _run_steps(calls, policy, device)
+        nxt, summary = include(BARRIER_NAME, advance, {"level": frontier.level},
+                               frontier, found, degrees)
+        summary = _announced(summary, policy, device, publisher)
+        nxt.included.extend((frontier.level, d) for d in found)
+        summaries.append(summary)
+        frontier = nxt
+    d2h = _result_bytes(frontier)
+    distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
+                                 frontier, init["source"], cuts)
+    return SearchOutcome(distances, parents, summaries, d2h)
+
+
+def _announced(summary: LevelSummary, policy: Policy, device: str,
+               publisher: SummaryPublisher) -> LevelSummary:
+    """``summary`` as this task sends it (see :class:`SummaryPublisher`): ``chained`` (this
+    task runs the level it opens), ``assembled`` at the end, and the device of each of
+    the level's steps (``gpu_steps``)."""
+    sizes = summary.frontier_counts
+    gpu_steps = np.array([int(device == CUDA and size > 0
+                              and policy.decide(int(size), task_id=t) == CUDA)
+                          for t, size in enumerate(sizes.tolist())], dtype=np.int64)
+    summary = replace(summary, chained=summary.frontier_size > 0,
+                      assembled=summary.frontier_size == 0, gpu_steps=gpu_steps)
+    publisher.add(summary)
+    return summary
+
+
+def _run_steps(calls, policy: Policy, device: str) -> list:
+    """A level's steps (``calls`` as for :func:`include_each`, in task order), each on the
+    device ``policy`` gives it (the CPU when this task runs on a CPU worker): the CPU
+    ones side by side on the thread pool, then the GPU ones one after another; their
+    outputs in task order."""
+    on_gpu = [device == CUDA and policy.decide(tags["size"], task_id=tags["task"]) == CUDA
+              for tags, _ in calls]
+    cpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if not g]
+    gpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if g]
+    # one step alone runs in this thread: there is nothing to overlap
+    executor = pool() if len(cpu_calls) > 1 else None
+    cpu = iter(include_each(STEP.name, step_smp, cpu_calls, executor=executor, device=SMP))
+    gpu = iter(include_each(STEP.name, step_cuda, gpu_calls, device=CUDA))
+    return [next(gpu if g else cpu) for g in on_gpu]
+
+
+def _keeps_result_on_device(device: str, policy: Policy, num_tasks: int) -> bool:
+    """Whether the GPU steps of this search write their pairs into a result on the device
+    (``config.RESULT_ON_DEVICE``), which then crosses the bus once, at the end: on the GPU
+    worker, when every pair a GPU step reports is one the barrier keeps: one task (one
+    step a level, its pairs unique and unvisited), or every step on the GPU whatever its
+    size (the level's vertex mask reports each vertex once)."""
+    if not config.RESULT_ON_DEVICE or device != CUDA:
+        return False
+    return num_tasks == 1 or all(policy.decide(0, task_id=t) == CUDA for t in range(num_tasks))
+
+
+def _result_bytes(frontier: Frontier) -> int:
+    """Bytes the assembly copies from the device: the two int64 arrays of a result kept
+    there, else none."""
+    if frontier.progress is None or not frontier.progress.result_on_device:
+        return 0
+    return 2 * 8 * int(frontier.bounds[-1])
+
+
+def _assemble(frontier: Frontier, source: int, cuts: list):
+    """The search's ``(distances, parents)`` from every step's output (the last
+    frontier's ``included``), or the result on the GPU with the CPU steps' pairs."""
+    logs = [d for _, d in frontier.included]
+    levels = [level for level, _ in frontier.included]
+    if frontier.progress is not None and frontier.progress.result_on_device:
+        from taskbfs.bfs.device_cache import result_to_host
+
+        return result_to_host(frontier, logs, levels, source)
+    return assemble_all(logs, levels, source=source, bounds=frontier.bounds, cuts=cuts)
+
+
+def _step_tags(frontier: Frontier, t: int) -> dict:
+    """A step's trace tags, as the level loop gives a dispatched step (its size: frontier
+    vertices top-down, unvisited vertices bottom-up)."""
+    if frontier.direction == TOP_DOWN:
+        size = int(frontier.offsets[t + 1] - frontier.offsets[t])
+    else:
+        size = int(frontier.progress.unvisited_per_task[t])
+    return {"level": frontier.level, "task": t, "size": size, "direction": frontier.direction}
+
+
+#: The search task on a CPU worker: ``ins = [part/0, (tpart/0,) .. part/T-1, (tpart/T-1,)
+#: degrees]``, ``outs = [search]``. A CPU-only task: the policy always places it there.
+SEARCH = Task("bfs_search", smp=run_search_on_cpu)
+#: The same task on the GPU worker (a GPU-only task: the policy always places it there).
+SEARCH_ON_GPU = Task("bfs_search", cuda=run_search_on_gpu)
+
+__all__ = ["SEARCH", "SEARCH_ON_GPU", "SearchOutcome", "run_search", "LevelSummary"]

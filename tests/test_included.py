@@ -1,0 +1,146 @@
+"""A search run as one task with its steps and barriers included (taskbfs.bfs.included)
+against the same search dispatched as tasks, and against the independent references, on
+many graph shapes; the runtime's rule for where a program can be included; the summary
+messages such a task sends."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import naive_bfs, scipy_distances
+from shapes import path, shapes
+
+import taskbfs as tb
+from taskbfs.bfs import state
+from taskbfs.bfs.state import TOP_DOWN, LevelSummary, SummaryPublisher
+from taskbfs.runtime import Policy, Runtime
+
+SHAPES = {s.name: s for s in shapes()}
+SHAPES["path_50"] = path(50)  # deep, short enough to run every level as tasks too
+SHAPES.pop("path_3000")
+LEVEL_COLUMNS = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
+                 "discovered", "tasks", "tasks_cpu", "tasks_gpu"]
+TRACE_COLUMNS = ["level", "task", "lo", "hi", "direction", "size", "edges_examined", "found",
+                 "device"]
+
+
+def build(shape) -> tb.Graph:
+    return tb.Graph.from_edges(shape.src, shape.dst, num_vertices=shape.num_vertices,
+                               directed=shape.directed)
+
+
+def check(graph, shape, source, result):
+    expected = naive_bfs(shape.src, shape.dst, shape.num_vertices, source, shape.directed)
+    np.testing.assert_array_equal(result.distances, expected)
+    np.testing.assert_array_equal(result.distances, scipy_distances(graph, source))
+    tb.validate(graph, source, result.parents)
+    assert result.traversed_edges == tb.traversed_edges(graph, result.parents)
+
+
+@pytest.mark.parametrize("direction", ["auto", "top-down", "bottom-up"])
+@pytest.mark.parametrize("prefix", ["path", "star", "grid", "components", "isolated", "self_loops",
+                                    "duplicate", "directed_dag", "directed_cycle", "random_directed",
+                                    "kronecker_like", "binary_tree", "single_vertex"])
+def test_included_and_dispatched_searches_agree(runtime, prefix, direction):
+    """The same search, level table and trace (but the ``included`` column) whether the
+    steps and barriers are included in one task or dispatched as tasks (a directed
+    graph's bottom-up steps read the transposed slices)."""
+    shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))
+    graph = build(shape)
+    for tasks in (1, min(4, graph.num_vertices)):
+        for source in shape.sources[:2]:
+            # cpu: on a GPU machine hybrid's one task runs on the GPU worker
+            run = {"tasks": tasks, "direction": direction, "runtime": runtime, "strategy": "cpu"}
+            inside = tb.bfs(graph, source, dispatch="auto", **run)
+            apart = tb.bfs(graph, source, dispatch="tasks", **run)
+            check(graph, shape, source, inside)
+            np.testing.assert_array_equal(inside.distances, apart.distances)
+            assert inside.traversed_edges == apart.traversed_edges
+            assert inside.levels[LEVEL_COLUMNS].equals(apart.levels[LEVEL_COLUMNS])
+            assert inside.trace[TRACE_COLUMNS].equals(apart.trace[TRACE_COLUMNS])
+            assert not apart.trace["included"].any()
+            assert inside.trace["included"].all()
+
+
+def test_a_deep_search_is_one_task_that_writes_the_result(runtime):
+    shape = next(s for s in shapes() if s.name.startswith("path"))  # 3000 levels
+    graph = build(shape)
+    result = tb.bfs(graph, 0, tasks=3, runtime=runtime, direction="top-down", strategy="cpu")
+    check(graph, shape, 0, result)
+    # one step per level, the last one finding nothing
+    assert result.trace["included"].all() and len(result.trace) == graph.num_vertices
+    assert result.num_levels == len(result.levels) == graph.num_vertices
+    assert result.assembly_seconds > 0  # the included assembly, traced under the result's name
+    assert (result.levels["barrier_worker"].notna()).all()  # each level's included barrier
+    assert [p["key"].split("-")[0] for p in result.placements] == ["bfs_search"]  # one task placed
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "tasks"])
+def test_progress_sees_the_last_level(runtime, dispatch):
+    """``progress`` gets summaries as the search goes: every level's when dispatched, the
+    latest at most every ``config.SUMMARY_INTERVAL`` when the search is one task; the
+    last (empty frontier) always."""
+    graph = build(SHAPES["grid_40x40"])
+    seen = []
+    result = tb.bfs(graph, 0, tasks=2, runtime=runtime, strategy="cpu", dispatch=dispatch,
+                    progress=seen.append)
+    assert seen and seen[-1].frontier_size == 0
+    assert [s.level for s in seen] == sorted({s.level for s in seen})
+    if dispatch == "tasks":
+        assert [s.level for s in seen] == list(range(1, result.num_levels + 1))
+
+
+class _Cluster(Runtime):
+    """A Runtime with a made-up cluster (no client): ``holds_together`` and ``resources``."""
+
+    def __init__(self, together: bool, gpus: int):
+        self._together, self._gpus = together, gpus
+
+    def holds_together(self, futures) -> bool:
+        return self._together
+
+    def resources(self) -> dict:
+        return {"CPU": 2, "GPU": self._gpus, "workers": 1 + self._gpus}
+
+
+@pytest.mark.parametrize("together, gpus, policy, expected", [
+    (False, 0, Policy("cpu"), None),  # no one worker holds the data: dispatch
+    (True, 0, Policy("hybrid"), "smp"),  # no GPU: the CPU worker includes every step
+    (True, 1, Policy("cpu"), "smp"),  # a policy that never picks the GPU
+    (True, 1, Policy("fixed", gpu_tasks=frozenset()), "smp"),
+    (True, 1, Policy("hybrid", lam=5), "cuda"),  # the one GPU worker, steps by λ there
+    (True, 1, Policy("gpu"), "cuda"),
+    (True, 1, Policy("fixed", gpu_tasks=frozenset({0})), "cuda"),
+    (True, 2, Policy("hybrid"), None),  # several GPU workers: dispatch, to use them all
+    (False, 1, Policy("gpu"), None),
+])
+def test_where_a_program_can_be_included(together, gpus, policy, expected):
+    assert _Cluster(together, gpus).include_site([], policy) == expected
+
+
+def _summary(level: int, chained: bool) -> LevelSummary:
+    return LevelSummary(level=level, direction=TOP_DOWN, frontier_counts=np.array([1, 0]),
+                        frontier_size=1, frontier_edges=2, chained=chained)
+
+
+def test_chained_summaries_are_sent_at_most_every_interval(monkeypatch):
+    sent = []
+    monkeypatch.setattr(state, "publish", lambda message, sizes: sent.append(message))
+    monkeypatch.setattr(state.config, "SUMMARY_INTERVAL", 3600.0)
+    publisher = SummaryPublisher()
+    for level in range(5):
+        publisher.add(_summary(level, chained=True))
+    assert [m["summaries"][0]["level"] for m in sent] == [0]  # the first goes at once
+    publisher.add(_summary(5, chained=False))  # one the client acts on: at once
+    assert [m["summaries"][0]["level"] for m in sent] == [0, 5]
+    monkeypatch.setattr(state.config, "SUMMARY_INTERVAL", 0.0)
+    publisher.add(_summary(6, chained=True))
+    assert [m["summaries"][0]["level"] for m in sent] == [0, 5, 6]
+    assert LevelSummary.from_message(sent[-1]["summaries"][0]).frontier_counts.tolist() == [1, 0]
+
+
+def test_dispatch_must_be_a_choice(runtime):
+    graph = tb.Graph.from_edges([0, 1], [1, 2])
+    for bad in ("never", 0, True):
+        with pytest.raises(tb.InvalidParameterError, match="dispatch"):
+            tb.bfs(graph, 0, runtime=runtime, dispatch=bad)
