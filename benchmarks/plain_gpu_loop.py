@@ -325,6 +325,14 @@ def cupy_status() -> str | None:
     return None if count > 0 else "CuPy finds no CUDA device"
 
 
+def device_name() -> str | None:
+    """The current CUDA device's name as CuPy reports it (None when CuPy is unusable)."""
+    if cupy_status() is not None:
+        return None
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
 def vertex_dtype(num_vertices: int) -> np.dtype:
     """int32 when every vertex id and -1 fit (fewer than 2^31 vertices), else int64."""
     return np.dtype(np.int32) if num_vertices < 2**31 else np.dtype(np.int64)
@@ -338,7 +346,7 @@ def kernel_source(vid: np.dtype) -> str:
 def _kernels(vid: np.dtype) -> dict:
     """The compiled kernels for vertex dtype ``vid`` (compiled once per process)."""
     if vid.name not in _MODULES:
-        module = cupy.RawModule(code=kernel_source(vid), options=("--std=c++14",))
+        module = cupy.RawModule(code=kernel_source(vid))
         _MODULES[vid.name] = {name: module.get_function(name) for name in KERNEL_NAMES}
     return _MODULES[vid.name]
 
