@@ -35,7 +35,9 @@ Encoding
     (mod 3), so no level needs a memset of its counters.
 
 Needs CuPy and a CUDA GPU (``pip install cupy-cuda12x``); this module imports without
-them, and :func:`cupy_status` says why they are unusable.
+them, and :func:`cupy_status` says why they are unusable. Of taskbfs it uses the error type
+and the switch rule only (importing them runs the package ``__init__``, which loads Dask, but
+nothing here submits to it).
 
     >>> import taskbfs as tb                                     # doctest: +SKIP
     >>> g = tb.kronecker(16)                                     # doctest: +SKIP

@@ -164,3 +164,11 @@ def test_level_loop_fixed_directions_and_a_lone_source():
     assert ops.calls[0] == ("to_bitmap", 0)
     ops = ScriptedLevels([(0, 0)])
     assert peer.level_loop(ops, 0, 60, 10, "auto", peer.ALPHA, peer.BETA) == ["top-down"]
+
+
+def test_plain_gpu_loop_module_does_not_use_dask_or_the_runtime():
+    text = Path(peer.__file__).read_text()
+    imports = [line for line in text.splitlines() if line.startswith(("import ", "from "))]
+    assert not any(word in line for line in imports
+                   for word in ("dask", "distributed", "taskbfs.bfs", "taskbfs.runtime", "numba"))
+    assert "import taskbfs\n" not in text
