@@ -22,8 +22,8 @@ Approach
     (:func:`taskbfs.kernels.direction.switch_direction`, the rule taskbfs's barrier uses)
     with α = 14, β = 24 (Beamer, Asanović & Patterson, SC12) decides each level's
     direction from those counts; a switch converts the frontier (queue → bitmap, or bitmap →
-    queue) in one more kernel. Every buffer is allocated by :func:`upload_graph`; a search
-    allocates nothing on the device.
+    queue) in one more kernel (queue → bitmap after clearing the bitmap: a memset). Every
+    buffer is allocated by :func:`upload_graph`; a search allocates nothing on the device.
 Encoding
     Vertex ids are int32 on the device when the graph has fewer than 2^31 vertices (int64
     beyond), arc offsets int64. ``parents[source] == source``, ``-1`` unreached. Frontier
