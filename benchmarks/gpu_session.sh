@@ -14,6 +14,8 @@
 #   memory      host_memory_costs.py (pageable/pinned copies, first touch) -> $OUT/memory.log
 #   lambda      lambda_crossover.py (LAMBDA_ARGS)      -> $OUT/lambda.log, $OUT/lambda_crossover.csv
 #   strategies  gpu_strategies.py (STRATEGY_ARGS)      -> $OUT/strategies.log, $OUT/gpu_strategies.csv
+#   wall        gpu_user_wall.py (WALL_ARGS): the plain GPU loop (plain_gpu_loop.py, CuPy) and
+#               taskbfs timed by the user's stopwatch in one process -> $OUT/wall.log, $OUT/gpu_user_wall.csv
 # Environment: OUT (default ./out), PYTHON (python3), SESSION_SECONDS (the time the whole
 # session may take, 570: each step's timeout is what is left of it, and gpu_strategies.py
 # starts no new T in its last 60 s), STRATEGY_LAM=crossover (pass the λ that the lambda
@@ -117,6 +119,10 @@ from taskbfs.runtime.cluster import detect_gpus; print('detect_gpus', detect_gpu
     fi
     timeout "$(left)" "$PY" benchmarks/gpu_strategies.py --out "$OUT/gpu_strategies.csv" \
       --deadline "$(( $(left) - 60 ))" $LAM_ARG ${STRATEGY_ARGS:-} 2>&1 | tee "$OUT/strategies.log"
+    ;;
+  wall)
+    timeout "$(left)" "$PY" benchmarks/gpu_user_wall.py --csv "$OUT/gpu_user_wall.csv" ${WALL_ARGS:-} \
+      2>&1 | tee "$OUT/wall.log"
     ;;
   *) echo "unknown step $step" ;;
   esac
