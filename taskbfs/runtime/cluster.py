@@ -96,7 +96,7 @@ class Runtime:
         self._user = f"runtime-{uuid.uuid4().hex[:12]}"  # how the scheduler plugin counts us
         self._attached = False
         self._sped_up = False
-        self._listeners: set[str] = set()
+        self._listeners: dict[str, bool] = {}  # name -> whether add_listener put it in place
         self._programs: weakref.WeakSet = weakref.WeakSet()
         if address_or_client is None:
             self._owned_cluster = start_embedded_cluster(threads, gpus, dashboard_address)
@@ -179,14 +179,12 @@ class Runtime:
         :class:`~taskbfs.runtime.PlacementPlugin`). It must be picklable (a function of a
         module the scheduler can import). The listener goes with the plugin when the last
         runtime closes. Returns whether it is in place (a failing ``setup`` is logged on
-        the scheduler, never raised: a consumer's hook must not stop a program).
+        the scheduler, never raised, and not tried again by this runtime: a consumer's
+        hook must not stop or slow a program).
         """
-        if name in self._listeners:
-            return True
-        added = add_listener(self.client, name, setup)
-        if added:
-            self._listeners.add(name)
-        return added
+        if name not in self._listeners:  # a failed setup is not tried again either
+            self._listeners[name] = bool(add_listener(self.client, name, setup))
+        return self._listeners[name]
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
