@@ -18,7 +18,8 @@ User policies
     Any object with a method ``decide(size, impls, gpu_present, task_id) -> "smp" | "cuda"``
     (the :class:`PlacementPolicy` protocol; called with those keywords) can be given to
     :class:`~taskbfs.runtime.Program` instead: ``size`` is the workload the task was
-    submitted with (None if none), ``impls`` the devices the task has implementations for,
+    submitted with (None if none; a task submitted with ``size_from`` is decided first
+    with None, provisionally, then again with its size when that arrives), ``impls`` the devices the task has implementations for,
     ``gpu_present`` whether any worker advertises a GPU, ``task_id`` the id the task was
     submitted with (None if none). A plain function ``f(size, task_id) -> device`` is
     wrapped as a :class:`FunctionPolicy`, which applies the rules every policy must keep
