@@ -28,8 +28,12 @@ Examples
 >>> tb.validate(g, 0, r.parents)                            # doctest: +SKIP
 """
 
-from taskbfs import trace
-from taskbfs.bfs import BFSResult, bfs, default_tasks
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
 from taskbfs.errors import (
     DeviceUnavailableError,
     EmptyGraphError,
@@ -40,17 +44,61 @@ from taskbfs.errors import (
     TaskExecutionError,
     ValidationError,
 )
-from taskbfs.graph import (
-    Graph,
-    Partition,
-    kronecker,
-    kronecker_edges,
-    partition,
-    read_graph,
-    save_graph,
-)
-from taskbfs.graph500 import search_keys, teps_statistics, traversed_edges, validate
-from taskbfs.runtime import Runtime
+
+# The rooms are imported on first use (PEP 562), not here: ``import taskbfs.runtime`` runs
+# this file, and must not pull in the BFS, its numba kernels or pandas.
+#: Public name -> the module that defines it.
+_LAZY = {
+    "BFSResult": "taskbfs.bfs",
+    "bfs": "taskbfs.bfs",
+    "default_tasks": "taskbfs.bfs",
+    "Graph": "taskbfs.graph",
+    "Partition": "taskbfs.graph",
+    "kronecker": "taskbfs.graph",
+    "kronecker_edges": "taskbfs.graph",
+    "partition": "taskbfs.graph",
+    "read_graph": "taskbfs.graph",
+    "save_graph": "taskbfs.graph",
+    "search_keys": "taskbfs.graph500",
+    "teps_statistics": "taskbfs.graph500",
+    "traversed_edges": "taskbfs.graph500",
+    "validate": "taskbfs.graph500",
+    "Runtime": "taskbfs.runtime",
+}
+#: Submodules reachable as attributes (``tb.trace``, ``tb.config``), imported on first use.
+_SUBMODULES = ("bfs", "cli", "config", "dashboard", "errors", "graph", "graph500", "kernels",
+               "runtime", "trace")
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # found once; later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))
+
+
+class _Package(types.ModuleType):
+    """Keeps ``taskbfs.bfs`` the search function, as an eager ``from taskbfs.bfs import bfs``
+    did: importing the subpackage ``taskbfs.bfs`` (``from taskbfs.bfs.core import ...``)
+    makes the import system set the attribute ``bfs`` to the subpackage; it is rebound to
+    the function the subpackage exports."""
+
+    def __setattr__(self, name, value):
+        if name == "bfs" and isinstance(value, types.ModuleType) and hasattr(value, "bfs"):
+            value = value.bfs
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __version__ = "0.1.0"
 

@@ -1,9 +1,11 @@
 """The live taskbfs page of the Dask dashboard: ``/taskbfs`` (and its data, ``/taskbfs/data.json``).
 
 Returns
-    Nothing to call by hand: the placement plugin (:mod:`taskbfs.runtime.plugin`) calls
-    :func:`install` when it starts on a scheduler — the embedded one or one started
-    separately with ``dask scheduler`` (taskbfs must be installed there). The page then
+    :func:`install` ``(runtime)``: the BFS calls it when a search gets its runtime (the
+    runtime itself installs no page; it only offers the hook,
+    :meth:`~taskbfs.runtime.Runtime.add_listener`). It serves the page on the runtime's
+    scheduler — the embedded one or one started separately with ``dask scheduler``
+    (taskbfs must be installed there) — once per scheduler. The page then
     refreshes while searches run and shows, for the latest search: the current level and
     direction, the work (frontier vertices, or unvisited vertices on bottom-up levels) of
     each task of that level coloured by the device the plugin chose, against the threshold
@@ -11,7 +13,7 @@ Returns
     and TEPS so far.
 Approach
     Scheduler half only, and cheap: :class:`LiveRuns` is one of the plugin's
-    ``listeners``, called in the scheduler's thread with every placement decision (key,
+    ``listeners`` (named :data:`LISTENER`), called in the scheduler's thread with every placement decision (key,
     task, size, device, time, the policy's λ, and the task's tags). The BFS tags its tasks
     (step: level, task, size, direction; barrier: level, frontier, frontier_edges; first
     task: vertices, directed; last task: done), so no message is added to the run. A search
@@ -20,7 +22,9 @@ Approach
     ``config.SUMMARY_INTERVAL``, each saying which steps run on the GPU), which the plugin
     hands to :meth:`LiveRuns.message`. The
     Bokeh page and the JSON handler read :class:`LiveRuns` on the scheduler's event loop
-    (the same thread): no locks.
+    (the same thread): no locks. When the last runtime leaves the scheduler, the plugin
+    and its listeners go; the page stays served, showing the last search, and the next
+    :func:`install` feeds the same board again.
 TEPS so far
     Graph500's count: the edges of the visited vertices (their degree sum, halved for an
     undirected graph) over the time from the search's first task to the placement of the
@@ -45,6 +49,8 @@ DATA = "/taskbfs/data.json"
 REFRESH_MS = 250
 #: Searches remembered per scheduler (oldest dropped first).
 MAX_RUNS = 8
+#: The page's listener on the placement plugin.
+LISTENER = "taskbfs-dashboard"
 DEVICE_LABELS = {"smp": "CPU", "cuda": "GPU"}
 DEVICE_COLORS = {"CPU": "#4c72b0", "GPU": "#2ca02c"}
 
@@ -272,21 +278,40 @@ def _frontier(lv: _Level) -> int:
 
 
 # ----------------------------------------------------------------------------- installation
-def install(scheduler, plugin) -> LiveRuns:
-    """Feed a :class:`LiveRuns` from ``plugin`` and serve the page on ``scheduler``'s dashboard.
+def install(runtime):
+    """Serve the live page on ``runtime``'s scheduler, fed by its placement decisions.
 
-    Idempotent per scheduler (a re-registered plugin gets the same board). Without an
-    HTTP server only the board is kept; without Bokeh (or with the dashboard off) only the
-    JSON data route is served.
+    Idempotent: once per runtime it costs one scheduler call, later calls nothing; the
+    page and its board are made once per scheduler. A scheduler without Bokeh, or
+    without a dashboard, gets the JSON data route only, or just the board; a failure is
+    logged on the scheduler and never raised (the page must not stop a search).
+
+    Parameters
+    ----------
+    runtime : taskbfs.runtime.Runtime
+
+    Returns
+    -------
+    The runtime, for chaining (``rt = install(rt)``).
+    """
+    try:
+        runtime.add_listener(LISTENER, board_on)
+    except Exception:  # e.g. a scheduler that cannot import taskbfs.dashboard
+        logger.warning("taskbfs: the /taskbfs dashboard page could not be added", exc_info=True)
+    return runtime
+
+
+def board_on(scheduler) -> LiveRuns:
+    """The :class:`LiveRuns` of ``scheduler``, made and its page served the first time.
+
+    Runs on the scheduler (:meth:`~taskbfs.runtime.Runtime.add_listener` sends it there).
+    Without an HTTP server only the board is kept; without Bokeh (or with the dashboard
+    off) only the JSON data route is served.
     """
     board = _boards.get(scheduler)
-    fresh = board is None
-    if fresh:
-        board = _boards[scheduler] = LiveRuns()
-    if board not in plugin.listeners:
-        plugin.listeners.append(board)
-    if not fresh:
+    if board is not None:
         return board
+    board = _boards[scheduler] = LiveRuns()
     http = getattr(scheduler, "http_application", None)
     if http is None:
         return board
@@ -449,4 +474,4 @@ def _header(snap: dict) -> str:
     )
 
 
-__all__ = ["DATA", "PAGE", "LiveRuns", "install", "taskbfs_doc"]
+__all__ = ["DATA", "LISTENER", "PAGE", "LiveRuns", "board_on", "install", "taskbfs_doc"]

@@ -4,8 +4,10 @@
 * Over HTTP, while a BFS runs in a thread on the session's embedded runtime: the page
   serves, and ``/taskbfs/data.json`` follows the run level by level and ends with the
   run's own numbers (frontiers, tasks per device, visited vertices, traversed edges).
-* On a scheduler started separately (``dask scheduler`` + ``dask worker`` processes): the
-  plugin registered from the client adds the page there.
+* The page is the BFS's: a runtime alone serves none; the first search (or
+  ``taskbfs.dashboard.install``) adds it, once.
+* On a scheduler started separately (``dask scheduler`` + ``dask worker`` processes): a
+  search from the client adds the page there.
 * In headless Chromium (Debian's ``chromium``): the page renders, its Bokeh plots are
   drawn (canvases holding the bar colours). Skipped only where no Chromium binary exists.
 """
@@ -22,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -29,7 +32,7 @@ import numpy as np
 import pytest
 
 import taskbfs as tb
-from taskbfs.dashboard import DATA, DEVICE_COLORS, PAGE, LiveRuns
+from taskbfs.dashboard import DATA, DEVICE_COLORS, LISTENER, PAGE, LiveRuns, install
 
 START_TIMEOUT = 60
 
@@ -113,7 +116,32 @@ def test_live_runs_keeps_the_latest_searches_only():
 # ----------------------------------------------------------------------------- over HTTP
 @pytest.fixture(scope="module")
 def base(runtime):
+    tb.bfs(_grid(2), 0, runtime=runtime)  # a search installs the page
     return _base(runtime)
+
+
+def _status(url: str) -> int:
+    try:
+        return _get(url)[0]
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def _listeners(dask_scheduler):
+    return sorted(dask_scheduler.plugins["taskbfs-placement"].listeners)
+
+
+def test_the_page_is_added_by_a_search_not_by_the_runtime():
+    with tb.Runtime(threads=1, gpus=0) as rt:
+        base = _base(rt)
+        assert _status(base + DATA) == 404 and _status(base + PAGE) == 404
+        assert rt.client.run_on_scheduler(_listeners) == []
+        result = tb.bfs(_grid(3), 0, runtime=rt)
+        assert _status(base + PAGE) == 200
+        assert _data(base)["program"] == _program_of(result)
+        assert rt.client.run_on_scheduler(_listeners) == [LISTENER]
+        assert install(install(rt)) is rt  # idempotent
+        assert rt.client.run_on_scheduler(_listeners) == [LISTENER]
 
 
 def test_page_and_data_serve_over_http(base):
@@ -240,6 +268,7 @@ def test_page_on_a_separately_started_scheduler(cli_scheduler):
     with tb.Runtime(cli_scheduler) as rt:
         rt.client.wait_for_workers(1, timeout=START_TIMEOUT)
         base = _base(rt)
+        install(rt)  # what a search does first
         assert _data(base)["state"] == "idle"
         graph = tb.kronecker(9, seed=1)
         result = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=1)[0]), tasks=4, lam=3, runtime=rt)

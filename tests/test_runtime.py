@@ -27,7 +27,8 @@ from taskbfs.errors import (
     TaskExecutionError,
 )
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task
-from taskbfs.runtime.examples import cholesky, summed_area_table
+
+from programs import cholesky, summed_area_table  # isort: skip  (tests/programs.py)
 
 SLOW = 0.6  # seconds a "slow" task sleeps; long against a task's ~ms overhead
 

@@ -23,7 +23,13 @@ from distributed import Client
 import taskbfs.config
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task, fetch_placements
-from taskbfs.runtime.examples import cholesky, summed_area_table
+
+from programs import (  # isort: skip  (tests/programs.py)
+    HOST_CHOLESKY,
+    WORKER_PYTHONPATH,
+    cholesky,
+    summed_area_table,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "deploy" / "start-local-cluster.sh"
@@ -82,10 +88,12 @@ def cli_cluster(tmp_path_factory):
     procs = []
     logs = []
 
+    env = dict(os.environ, PYTHONPATH=WORKER_PYTHONPATH)  # the workers import tests/programs.py
+
     def spawn(name, args):
         log = open(tmp / f"{name}.log", "wb")  # noqa: SIM115 (closed in finally)
         logs.append(log)
-        procs.append(subprocess.Popen(dask + args, stdout=log, stderr=subprocess.STDOUT))
+        procs.append(subprocess.Popen(dask + args, stdout=log, stderr=subprocess.STDOUT, env=env))
 
     try:
         spawn("scheduler", ["scheduler", "--port", "0", "--no-dashboard",
@@ -127,7 +135,8 @@ def test_connect_by_address_to_cli_cluster(cli_cluster):
         m = np.random.default_rng(7).standard_normal((12, 12))
         a = m @ m.T + 12 * np.eye(12)
         p = Program(rt, Policy("hybrid", lam=100))
-        np.testing.assert_allclose(cholesky(p, a, tile=4), np.linalg.cholesky(a), atol=1e-10)
+        got = cholesky(p, a, tile=4, tasks=HOST_CHOLESKY)  # the GPU worker is fake: host code
+        np.testing.assert_allclose(got, np.linalg.cholesky(a), atol=1e-10)
         decided = {d["key"]: d["device"] for d in fetch_placements(rt.client, p.id)}
         for r in p.records():
             want = CUDA if r["name"] == "gemm" else SMP
@@ -208,6 +217,7 @@ def test_runtime_rejects_other_types(bad):
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 def test_start_local_cluster_script(tmp_path, monkeypatch):
     env = dict(os.environ, PYTHON=sys.executable, TASKBFS_CLUSTER_DIR=str(tmp_path / "c"),
+               PYTHONPATH=WORKER_PYTHONPATH,  # the workers import tests/programs.py
                TASKBFS_PORT="0", TASKBFS_DASHBOARD="none", TASKBFS_CPU_THREADS="1",
                TASKBFS_GPUS="1")  # one (fake) GPU worker: CUDA_VISIBLE_DEVICES=0, GPU=1
 

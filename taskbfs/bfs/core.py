@@ -551,13 +551,14 @@ def _check_choice(name: str, value, choices) -> str:
 
 
 def _runtime(runtime):
+    from taskbfs.dashboard import install  # the live page is the BFS's, not the runtime's
     from taskbfs.runtime import Runtime
 
     if runtime is None:
-        return default_runtime()
-    if isinstance(runtime, Runtime):
-        return runtime
-    return _wrapped_runtime(runtime)
+        runtime = default_runtime()
+    elif not isinstance(runtime, Runtime):
+        runtime = _wrapped_runtime(runtime)
+    return install(runtime)
 
 
 _wrapped_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

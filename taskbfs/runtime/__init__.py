@@ -1,11 +1,17 @@
 """The OmpSs emulation on Dask; knows nothing of BFS.
 
+A reusable layer: importing it imports no BFS, no numba and no pandas; any task program
+runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
+
 ==================  ===============================================================
 ``Task``            a task with per-device implementations (``smp``, ``cuda``)
 ``Program``         the data directory: in / out / inout, renaming, ``taskwait``
-``Policy``          placement rule: hybrid (λ), fixed, cpu, gpu
-``PlacementPlugin`` the scheduler plugin that applies the policy per task
-``Runtime``         connect to a scheduler, wrap a Client, or start the embedded default
+``Policy``          built-in placement rules: hybrid (λ), fixed, cpu, gpu
+``PlacementPolicy`` what a user policy is: ``decide(size, impls, gpu_present, task_id)``
+``FunctionPolicy``  a user policy from a plain ``f(size, task_id) -> device``
+``PlacementPlugin`` the scheduler plugin that applies the policy per task; named listeners
+``Runtime``         connect to a scheduler, wrap a Client, or start the embedded default;
+                    ``close()`` puts back what it changed on a cluster not its own
 ``worker_cache``    per-worker store (device-resident data)
 ``publish``         a task sends a small message to its program (``Program.next_message``)
 ``include``         run work now inside the running task (OmpSs ``final``), traced as a task
@@ -15,7 +21,7 @@
 
 from taskbfs.runtime.cluster import Runtime, detect_gpus
 from taskbfs.runtime.plugin import PlacementPlugin, fetch_placements
-from taskbfs.runtime.policy import POLICY_KINDS, Policy
+from taskbfs.runtime.policy import POLICY_KINDS, FunctionPolicy, PlacementPolicy, Policy
 from taskbfs.runtime.program import Program
 from taskbfs.runtime.task import CUDA, SMP, Task
 from taskbfs.runtime.worker import current_device, include, include_each, publish, worker_cache
@@ -23,7 +29,9 @@ from taskbfs.runtime.worker import current_device, include, include_each, publis
 __all__ = [
     "CUDA",
     "POLICY_KINDS",
+    "FunctionPolicy",
     "PlacementPlugin",
+    "PlacementPolicy",
     "Policy",
     "Program",
     "Runtime",

@@ -4,8 +4,13 @@ The embedded default is an in-process ``LocalCluster``-style cluster (threads, n
 processes, so partitions and frontiers are shared by reference): one CPU worker whose
 threads are the machine's cores and which advertises ``CPU=<threads>``, plus one worker
 per GPU advertising ``GPU=1`` and running one thread (as dask-cuda does). Under
-``NUMBA_ENABLE_CUDASIM=1`` the simulated GPU counts as one GPU. Every runtime registers
-the placement plugin on its scheduler.
+``NUMBA_ENABLE_CUDASIM=1`` the simulated GPU counts as one GPU.
+
+Every runtime attaches the placement plugin to its scheduler (and the latency plugin to
+its workers) and shortens its client's batching interval. On a cluster that is not its
+own (an address or a Client it was given), :meth:`Runtime.close` puts all of that back
+once no other runtime uses it: plugins unregistered, batching intervals of the client,
+the scheduler and the workers restored, per-worker caches dropped, the client left open.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import uuid
+import weakref
 
 import dask
 from distributed import Client, LocalCluster, Worker
@@ -23,9 +30,13 @@ from taskbfs.runtime.task import CUDA, SMP
 from taskbfs.runtime.plugin import (
     CPU_RESOURCE,
     GPU_RESOURCE,
+    add_listener,
+    attach,
     cluster_resources,
-    ensure_plugin,
+    detach,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def _in_process(client: Client) -> bool:
@@ -65,6 +76,12 @@ class Runtime:
         Embedded default only: where to serve the dashboard (``":0"`` picks a free port;
         None serves none).
 
+    Notes
+    -----
+    The runtime serves no page of its own on the dashboard; consumers hook into the
+    placement decisions with :meth:`add_listener` (the BFS's live page,
+    :func:`taskbfs.dashboard.install`, does).
+
     Examples
     --------
     >>> import taskbfs as tb
@@ -77,6 +94,11 @@ class Runtime:
         self._owned_cluster = None
         self._owned_client = None
         self._dashboard_address = dashboard_address
+        self._user = f"runtime-{uuid.uuid4().hex[:12]}"  # how the scheduler plugin counts us
+        self._attached = False
+        self._sped_up = False
+        self._listeners: dict[str, bool] = {}  # name -> whether add_listener put it in place
+        self._programs: weakref.WeakSet = weakref.WeakSet()
         if address_or_client is None:
             self._owned_cluster = start_embedded_cluster(threads, gpus, dashboard_address)
             self.client = self._owned_client = Client(self._owned_cluster, set_as_default=False)
@@ -95,9 +117,10 @@ class Runtime:
             raise InvalidParameterError(
                 f"runtime must be a scheduler address, a distributed.Client or None, got {address_or_client!r}"
             )
-        _speed_up_client(self.client)
+        self._sped_up = _speed_up_client(self.client)
         try:
-            ensure_plugin(self.client)
+            attach(self.client, self._user)
+            self._attached = True
         except Exception as exc:
             self.close()
             raise TaskBFSError(
@@ -162,19 +185,67 @@ class Runtime:
         if not self.holds_together(futures):
             return None
         gpus = int(self.resources().get(GPU_RESOURCE, 0))
-        if not gpus or not policy.uses_gpu:
+        if not gpus or not getattr(policy, "uses_gpu", True):  # a user policy may use it
             return SMP
         return CUDA if gpus == 1 else None
 
+    # ------------------------------------------------------------------ consumers
+    def add_listener(self, name: str, setup) -> bool:
+        """Hook a listener into the scheduler plugin's placement decisions, once per name.
+
+        ``setup(scheduler)`` runs on the scheduler (once per plugin and ``name``; later
+        calls from this runtime cost nothing) and returns the listener: a callable
+        ``fn(program, decision)``, optionally with ``fn.message(program, message)`` (see
+        :class:`~taskbfs.runtime.PlacementPlugin`). It must be picklable (a function of a
+        module the scheduler can import). The listener goes with the plugin when the last
+        runtime closes. Returns whether it is in place (a failing ``setup`` is logged on
+        the scheduler, never raised, and not tried again by this runtime: a consumer's
+        hook must not stop or slow a program).
+        """
+        if name not in self._listeners:  # a failed setup is not tried again either
+            self._listeners[name] = bool(add_listener(self.client, name, setup))
+        return self._listeners[name]
+
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
-        """Close what this runtime started (client and embedded cluster)."""
+        """Close this runtime.
+
+        Its open programs are closed. An embedded cluster is shut down with its client. On
+        a cluster that is not its own, what the runtime changed is put back once no other
+        runtime uses it (see the module docstring), and a Client it was given stays open.
+        Idempotent.
+        """
+        for program in list(self._programs):
+            try:
+                program.close()
+            except Exception:  # its client may be gone: nothing left to release
+                logger.debug("taskbfs: closing program %s failed", program.id, exc_info=True)
+        self._programs = weakref.WeakSet()
+        if self._owned_cluster is None:  # a cluster that outlives us: leave it as it was
+            self._restore_cluster()
         if self._owned_client is not None:
             self._owned_client.close()
             self._owned_client = None
         if self._owned_cluster is not None:
             self._owned_cluster.close()
             self._owned_cluster = None
+
+    def _restore_cluster(self) -> None:
+        running = self.client.status in ("running", "connecting")
+        if self._attached and running:
+            try:
+                detach(self.client, self._user)
+            except Exception:  # the scheduler may be gone already
+                logger.debug("taskbfs: could not detach from the scheduler", exc_info=True)
+        self._attached = False
+        self._listeners.clear()
+        if self._sped_up:
+            _restore_client(self.client)
+            self._sped_up = False
+
+    def _track(self, program) -> None:
+        """Close ``program`` with this runtime (:meth:`close`)."""
+        self._programs.add(program)
 
     def __enter__(self) -> Runtime:
         return self
@@ -251,15 +322,39 @@ def _freeze_long_lived_objects() -> None:
         gc.freeze()
 
 
-def _speed_up_client(client: Client) -> None:
+#: Per client: [its batching interval before the first runtime shortened it, runtimes using it].
+_client_intervals: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _speed_up_client(client: Client) -> bool:
     """Shorten the client's message batching interval (10 ms by default in distributed).
 
     Level-synchronous BFS sends one small batch per level and waits for its answer, so
-    the batching delay is paid on every level.
+    the batching delay is paid on every level. The client's own interval is kept (counted
+    per runtime) for :func:`_restore_client`. Returns whether it was shortened.
     """
     comm = getattr(client, "scheduler_comm", None)
-    if comm is not None and hasattr(comm, "interval"):
-        comm.interval = config.CLIENT_BATCH_INTERVAL
+    if comm is None or not hasattr(comm, "interval"):
+        return False
+    entry = _client_intervals.get(client)
+    if entry is None:
+        entry = _client_intervals[client] = [comm.interval, 0]
+    entry[1] += 1
+    comm.interval = config.CLIENT_BATCH_INTERVAL
+    return True
+
+
+def _restore_client(client: Client) -> None:
+    """Undo :func:`_speed_up_client` for one runtime: the last one puts the interval back."""
+    entry = _client_intervals.get(client)
+    if entry is None:
+        return
+    entry[1] -= 1
+    if entry[1] <= 0:
+        del _client_intervals[client]
+        comm = getattr(client, "scheduler_comm", None)
+        if comm is not None and hasattr(comm, "interval"):
+            comm.interval = entry[0]
 
 
 _default: Runtime | None = None

@@ -4,16 +4,21 @@ Scheduler half
     :class:`PlacementPlugin`, a Dask ``SchedulerPlugin``. In ``update_graph`` — before the
     new tasks transition, so before any is assigned to a worker — it reads each task's
     ``taskbfs`` annotation (program, size, implementations, task id) and the batch's
-    ``taskbfs_policy`` annotation, asks :meth:`Policy.decide`, and sets the task's
+    ``taskbfs_policy`` annotation (a built-in :class:`Policy` as plain data, or a reference
+    to the user policy its program registered), asks the policy's ``decide``, and sets the task's
     ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``. The worker then runs the
     matching implementation (see :mod:`taskbfs.runtime.worker`). A task submitted with
     ``follow`` (keys of tasks whose outputs it reads, e.g. a BFS level's barrier) goes to
     the GPU worker when all of those were placed there for good, so that their outputs stay
-    where they are; otherwise the policy decides. Every decision is logged (bounded) so
-    that traces and the dashboard can show it.
+    where they are; otherwise the policy decides. Every decision is logged (bounded) and
+    handed to the plugin's named listeners (a program's consumers, e.g. the BFS's live
+    dashboard page, hook in there; the runtime itself installs none).
 Client half
-    :func:`placement_annotations` builds those annotations, and the small functions below
-    query the plugin through scheduler handlers.
+    :func:`placement_annotations` builds those annotations; :func:`attach` and
+    :func:`detach` register the plugin (and the worker plugin :class:`LatencyPlugin`) for a
+    runtime and remove them, with everything they changed, when the last runtime using them
+    goes; the small functions below talk to the plugin through scheduler handlers and
+    ``run_on_scheduler``.
 
 A cluster whose workers declare no ``CPU`` resource (a plain Dask cluster) gets no CPU
 restriction: any worker runs CPU tasks there.
@@ -23,15 +28,16 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections import OrderedDict, deque
 
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
 from taskbfs import config
-from taskbfs.errors import DeviceUnavailableError
-from taskbfs.runtime.policy import Policy
-from taskbfs.runtime.task import CUDA, SMP
-from taskbfs.runtime.worker import SIZES_KEY, program_of_topic
+from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
+from taskbfs.runtime.policy import Policy, policy_label
+from taskbfs.runtime.task import CUDA, DEVICES, SMP
+from taskbfs.runtime.worker import SIZES_KEY, forget_worker_state, program_of_topic
 
 logger = logging.getLogger(__name__)
 
@@ -44,15 +50,23 @@ GPU_RESOURCE = "GPU"
 CPU_RESOURCE = "CPU"
 #: Size labels kept per program (a BFS keeps one per level; only the latest few matter).
 MAX_SIZE_LABELS = 16
+#: User policies kept (one per open program; the oldest dropped first beyond this).
+MAX_POLICIES = 1024
+#: Scheduler handlers the plugin adds (removed again with it).
+HANDLERS = ("taskbfs_placements", "taskbfs_resources")
 
 
-def policy_to_dict(policy: Policy) -> dict:
-    """Plain-data form of a policy, for annotations and messages."""
-    return {"kind": policy.kind, "lam": policy.lam, "gpu_tasks": sorted(policy.gpu_tasks)}
+def policy_to_dict(policy, program: str | None = None) -> dict:
+    """Plain-data form of a policy, for annotations: a built-in :class:`Policy` travels
+    whole; any other policy as a reference to the one ``program`` registered
+    (:func:`register_policy`)."""
+    if isinstance(policy, Policy):
+        return {"kind": policy.kind, "lam": policy.lam, "gpu_tasks": sorted(policy.gpu_tasks)}
+    return {"registered": program}
 
 
 def policy_from_dict(data: dict | None) -> Policy:
-    """Inverse of :func:`policy_to_dict`; None gives the default policy."""
+    """Inverse of :func:`policy_to_dict` for built-in policies; None gives the default."""
     if not data:
         return Policy()
     return Policy(data["kind"], data["lam"], frozenset(data.get("gpu_tasks", ())))
@@ -72,14 +86,20 @@ class PlacementPlugin(SchedulerPlugin):
     ----------
     decisions : OrderedDict[str, deque[dict]]
         Per program id: ``{"key", "task", "size", "device", "time", "policy", "lam"}`` and
-        the task's tags, per placed task.
-    listeners : list of callable
-        Called as ``fn(program, decision)`` for each decision, in the scheduler's thread
-        (the dashboard page, :mod:`taskbfs.dashboard`, is one). A listener with a
-        ``message`` method also gets ``fn.message(program, message)`` for each dict a
-        program's task publishes (:func:`~taskbfs.runtime.publish`): work a task runs
-        inside itself (:func:`~taskbfs.runtime.include`) is placed by no one, and a
-        program can say what it did that way. A listener that raises is dropped.
+        the task's tags, per placed task (``policy_error`` too where a user policy failed).
+    listeners : dict[str, callable]
+        By name (:meth:`add_listener`). Each is called as ``fn(program, decision)`` for
+        each decision, in the scheduler's thread (the BFS's live dashboard page,
+        :mod:`taskbfs.dashboard`, is one). A listener with a ``message`` method also gets
+        ``fn.message(program, message)`` for each dict a program's task publishes
+        (:func:`~taskbfs.runtime.publish`): work a task runs inside itself
+        (:func:`~taskbfs.runtime.include`) is placed by no one, and a program can say what
+        it did that way. A listener that raises is dropped.
+    policies : OrderedDict[str, object]
+        User policies by program id (:func:`register_policy`).
+    users : set of str
+        The runtimes that use this plugin (:func:`attach`); when the last one leaves
+        (:func:`detach`), a plugin the runtimes registered removes itself.
     """
 
     name = PLUGIN_NAME
@@ -88,23 +108,49 @@ class PlacementPlugin(SchedulerPlugin):
         self.max_programs = max_programs
         self.max_decisions = max_decisions
         self.decisions: OrderedDict[str, deque] = OrderedDict()
-        self.listeners: list = []
+        self.listeners: dict[str, object] = {}
+        self.policies: OrderedDict[str, object] = OrderedDict()
+        self.users: set[str] = set()
+        self.registered: set[str] = set()  # what attach() registered: "scheduler", "worker"
         self.scheduler = None
         self._sizes: OrderedDict[str, OrderedDict] = OrderedDict()  # program -> label -> sizes
         self._deferred: OrderedDict[str, dict] = OrderedDict()  # program -> label -> tasks
+        self._intervals = weakref.WeakKeyDictionary()  # stream -> its interval before ours
 
     async def start(self, scheduler) -> None:
+        self.setup(scheduler)
+
+    def setup(self, scheduler) -> None:
+        """Serve the plugin's handlers on ``scheduler`` (what ``start`` does)."""
         self.scheduler = scheduler
         scheduler.handlers["taskbfs_placements"] = self.placements
         scheduler.handlers["taskbfs_resources"] = self.resources
-        _add_dashboard_page(scheduler, self)
+
+    def teardown(self, scheduler) -> None:
+        """Undo what the plugin changed on ``scheduler``: the message batching intervals of
+        its streams, its handlers; forget listeners and policies."""
+        for stream, interval in list(self._intervals.items()):
+            stream.interval = interval
+        self._intervals.clear()
+        for name in HANDLERS:
+            if getattr(scheduler.handlers.get(name), "__self__", None) is self:
+                del scheduler.handlers[name]
+        self.listeners.clear()
+        self.policies.clear()
+
+    def add_listener(self, name: str, listener) -> None:
+        """Call ``listener`` with every decision (see ``listeners``); replaces one of that name."""
+        self.listeners[name] = listener
+
+    def remove_listener(self, name: str) -> None:
+        self.listeners.pop(name, None)
 
     # ------------------------------------------------------------- scheduler half
     def update_graph(self, scheduler, *, annotations=None, **kwargs) -> None:
         marks = (annotations or {}).get(TASK_ANNOTATION)
         if not marks:
             return
-        _shorten_stream_intervals(scheduler)
+        self._shorten_stream_intervals(scheduler)
         totals = _resource_totals(scheduler)
         policies: dict[int, Policy] = {}
         followers = []
@@ -117,7 +163,7 @@ class PlacementPlugin(SchedulerPlugin):
             policy_data = (ts.annotations or {}).get(POLICY_ANNOTATION)
             policy = policies.get(id(policy_data))
             if policy is None:
-                policy = policies[id(policy_data)] = policy_from_dict(policy_data)
+                policy = policies[id(policy_data)] = self._policy(policy_data)
             label = mark.get("size_from")
             if label is None:
                 if mark.get("follow"):
@@ -161,14 +207,14 @@ class PlacementPlugin(SchedulerPlugin):
             if ts is not None and ts.state in ("released", "waiting", "no-worker"):
                 self._place(ts, mark, policy, _size_of(sizes, mark), totals)
 
-    def _place(self, ts, mark: dict, policy: Policy, size, totals: dict) -> None:
+    def _place(self, ts, mark: dict, policy, size, totals: dict) -> None:
         """Decide one task's device from its size, restrict it there and log it."""
         device = self._decide(policy, mark, size, totals)
         self._restrict(ts, device, totals)
         self._record(mark.get("program", ""), ts.key, dict(mark, size=size), device, time.time(),
                      policy)
 
-    def _place_follower(self, ts, mark: dict, policy: Policy, totals: dict) -> None:
+    def _place_follower(self, ts, mark: dict, policy, totals: dict) -> None:
         """A task submitted with ``follow``: on the GPU worker when every task it follows
         is placed there for good, by the policy otherwise."""
         if not self._all_on_gpu(mark["follow"], mark.get("program", "")):
@@ -189,17 +235,38 @@ class PlacementPlugin(SchedulerPlugin):
                 return False
         return True
 
+    def _policy(self, data: dict | None):
+        """The policy a batch's annotation names: a built-in one, or a registered user policy."""
+        if not data or "registered" not in data:
+            return policy_from_dict(data)
+        policy = self.policies.get(data["registered"])
+        if policy is None:
+            logger.warning("taskbfs: no policy registered for program %s; the default placement "
+                           "policy places its tasks", data["registered"])
+            return Policy()
+        return policy
+
     @staticmethod
-    def _decide(policy: Policy, mark: dict, size, totals: dict) -> str:
+    def _decide(policy, mark: dict, size, totals: dict) -> str:
+        impls = tuple(mark.get("impls", (SMP, CUDA)))
+        gpu_present = totals.get(GPU_RESOURCE, 0) > 0
         try:
-            return policy.decide(
-                size=size,
-                impls=tuple(mark.get("impls", (SMP, CUDA))),
-                gpu_present=totals.get(GPU_RESOURCE, 0) > 0,
-                task_id=mark.get("task"),
-            )
+            device = policy.decide(size=size, impls=impls, gpu_present=gpu_present,
+                                   task_id=mark.get("task"))
         except DeviceUnavailableError:
             return CUDA  # waits for a GPU worker; the client checks before submitting
+        except Exception as exc:  # a user policy's bug must not break the scheduler
+            device = exc
+        if device in impls and (device == SMP or gpu_present):
+            return device
+        # a user policy's answer that cannot be run: say so, and run the task where it can
+        error = (f"{type(device).__name__}: {device}" if isinstance(device, Exception)
+                 else f"answered {device!r} (devices: {DEVICES}; this task: {impls}; "
+                      f"GPU present: {gpu_present})")
+        logger.error("taskbfs: placement policy %r failed for task %s of program %s: %s", policy,
+                     mark.get("task"), mark.get("program"), error)
+        mark.setdefault("tags", {})["policy_error"] = error
+        return SMP if SMP in impls else CUDA
 
     @staticmethod
     def _restrict(ts, device: str, totals: dict) -> None:
@@ -210,38 +277,57 @@ class PlacementPlugin(SchedulerPlugin):
         elif ts.resource_restrictions == {GPU_RESOURCE: 1}:  # a provisional GPU placement
             ts.resource_restrictions = None  # a plain Dask cluster: any worker runs CPU tasks
 
-    def _record(self, program: str, key, mark: dict, device: str, now: float, policy: Policy) -> None:
+    def _record(self, program: str, key, mark: dict, device: str, now: float, policy) -> None:
         log = self.decisions.get(program)
         if log is None:
             log = self.decisions[program] = deque(maxlen=self.max_decisions)
             while len(self.decisions) > self.max_programs:
                 self.decisions.popitem(last=False)
+        kind, lam = (policy.kind, policy.lam) if isinstance(policy, Policy) else policy_label(policy)
         decision = {
             "key": key,
             "task": mark.get("task"),
             "size": mark.get("size"),
             "device": device,
             "time": now,
-            "policy": policy.kind,
-            "lam": policy.lam,
+            "policy": kind,
+            "lam": lam,
             **mark.get("tags", {}),
         }
         log.append(decision)
-        for listener in list(self.listeners):
+        for name, listener in list(self.listeners.items()):
             try:
                 listener(program, decision)
             except Exception:  # a broken listener must never break scheduling
-                self.listeners.remove(listener)
+                logger.warning("taskbfs: placement listener %r dropped", name, exc_info=True)
+                self.listeners.pop(name, None)
 
     def _tell_listeners(self, program: str, message: dict) -> None:
-        for listener in list(self.listeners):
+        for name, listener in list(self.listeners.items()):
             hook = getattr(listener, "message", None)
             if hook is None:
                 continue
             try:
                 hook(program, message)
             except Exception:  # a broken listener must never break scheduling
-                self.listeners.remove(listener)
+                logger.warning("taskbfs: placement listener %r dropped", name, exc_info=True)
+                self.listeners.pop(name, None)
+
+    def _shorten_stream_intervals(self, scheduler) -> None:
+        """Send scheduler→worker and scheduler→client messages without batching delays.
+
+        A BFS level is a short chain of dependent tasks (steps → barrier → summary), and each
+        hop waits for that delay (5 ms to workers, 2 ms to clients): measured 22 ms per level
+        with it, 6.5 ms without the worker delay (T = 1, embedded cluster, 2-core dev
+        machine). Applied on every taskbfs batch so that workers and clients that joined
+        later are covered; a handful of attribute writes. Each stream's own interval is
+        kept, and :meth:`teardown` puts it back.
+        """
+        for stream in (*scheduler.stream_comms.values(), *scheduler.client_comms.values()):
+            interval = getattr(stream, "interval", None)
+            if interval is not None and interval != config.SCHEDULER_STREAM_INTERVAL:
+                self._intervals.setdefault(stream, interval)
+                stream.interval = config.SCHEDULER_STREAM_INTERVAL
 
     # ------------------------------------------------------------- handlers
     def placements(self, program: str | None = None) -> list[dict] | dict:
@@ -257,43 +343,31 @@ class PlacementPlugin(SchedulerPlugin):
         return totals
 
 
-def _add_dashboard_page(scheduler, plugin) -> None:
-    """Serve the live page (``/taskbfs`` on the scheduler's dashboard), fed by ``plugin.listeners``.
-
-    The page lives outside the runtime room (:mod:`taskbfs.dashboard`); a scheduler
-    without Bokeh or without a dashboard simply has no page: this never fails.
-    """
-    try:
-        from taskbfs.dashboard import install
-
-        install(scheduler, plugin)
-    except Exception:
-        logger.warning("taskbfs: the /taskbfs dashboard page could not be added", exc_info=True)
-
-
-def _shorten_stream_intervals(scheduler) -> None:
-    """Send scheduler→worker and scheduler→client messages without batching delays.
-
-    A BFS level is a short chain of dependent tasks (steps → barrier → summary), and each
-    hop waits for that delay (5 ms to workers, 2 ms to clients): measured 22 ms per level
-    with it, 6.5 ms without the worker delay (T = 1, embedded cluster, 2-core dev machine). Applied on every taskbfs batch so that
-    workers that joined later are covered; a handful of attribute writes.
-    """
-    streams = [*scheduler.stream_comms.values(), *scheduler.client_comms.values()]
-    for stream in streams:
-        if getattr(stream, "interval", None) != config.SCHEDULER_STREAM_INTERVAL:
-            stream.interval = config.SCHEDULER_STREAM_INTERVAL
-
-
 class LatencyPlugin(WorkerPlugin):
-    """Worker plugin: report finished tasks to the scheduler without the 2 ms batching delay."""
+    """Worker plugin: report finished tasks to the scheduler without the 2 ms batching delay.
+
+    ``teardown`` (when the last runtime leaves, :func:`detach`) puts the worker's interval
+    back and drops what the runtime kept on the worker (:func:`~taskbfs.runtime.worker_cache`,
+    uncollected trace records).
+    """
 
     name = "taskbfs-latency"
+
+    def __init__(self):
+        self._intervals: dict[int, float] = {}  # id(worker) -> its interval before ours
 
     def setup(self, worker) -> None:
         stream = getattr(worker, "batched_stream", None)
         if stream is not None and hasattr(stream, "interval"):
+            self._intervals.setdefault(id(worker), stream.interval)
             stream.interval = config.WORKER_STREAM_INTERVAL
+
+    def teardown(self, worker) -> None:
+        interval = self._intervals.pop(id(worker), None)
+        stream = getattr(worker, "batched_stream", None)
+        if interval is not None and stream is not None:
+            stream.interval = interval
+        forget_worker_state(worker)
 
 
 def _size_of(sizes: list, mark: dict):
@@ -317,7 +391,7 @@ def _resource_totals(scheduler) -> dict:
 
 
 # ----------------------------------------------------------------- client half
-def placement_annotations(program: str, marks: dict, policy: Policy) -> dict:
+def placement_annotations(program: str, marks: dict, policy) -> dict:
     """Annotations for ``dask.annotate`` that send one batch's placement marks.
 
     Parameters
@@ -326,24 +400,126 @@ def placement_annotations(program: str, marks: dict, policy: Policy) -> dict:
         Program id (groups decisions).
     marks : dict
         Task key → ``{"size", "impls", "task", "tags"}``.
-    policy : Policy
-        The policy for the whole batch.
+    policy : Policy or a user policy
+        The policy for the whole batch (a user policy must be registered:
+        :func:`register_policy`).
     """
     for mark in marks.values():
         mark["program"] = program
-    return {TASK_ANNOTATION: marks.get, POLICY_ANNOTATION: policy_to_dict(policy)}
+    return {TASK_ANNOTATION: marks.get, POLICY_ANNOTATION: policy_to_dict(policy, program)}
 
 
-def ensure_plugin(client) -> None:
-    """Register :class:`PlacementPlugin` on the client's scheduler unless it is there."""
-    present = client.run_on_scheduler(_has_plugin)
-    if not present:
-        client.register_plugin(PlacementPlugin(), name=PLUGIN_NAME)
-        client.register_plugin(LatencyPlugin(), name=LatencyPlugin.name)
+def attach(client, user: str) -> None:
+    """Make ``client``'s scheduler place taskbfs tasks, for the runtime ``user``.
+
+    Registers :class:`PlacementPlugin` on the scheduler and :class:`LatencyPlugin` on the
+    workers unless they are there, and counts ``user`` among the plugin's users; one
+    scheduler call, so that two runtimes attaching at once register one plugin.
+    """
+    client.run_on_scheduler(_attach, user)
 
 
-def _has_plugin(dask_scheduler=None) -> bool:
-    return PLUGIN_NAME in dask_scheduler.plugins
+def detach(client, user: str) -> bool:
+    """Undo :func:`attach` for ``user``. When no runtime uses the plugin any more, what
+    the runtimes registered is removed and everything it changed put back: the
+    scheduler's stream intervals and handlers (:meth:`PlacementPlugin.teardown`), the
+    worker plugin (whose ``teardown`` restores the workers). A plugin registered some
+    other way (e.g. by a scheduler preload) stays. Returns whether it was removed.
+    """
+    return client.run_on_scheduler(_detach, user)
+
+
+async def _attach(user: str, dask_scheduler=None) -> None:
+    from distributed.protocol.pickle import dumps
+
+    scheduler = dask_scheduler
+    plugin = scheduler.plugins.get(PLUGIN_NAME)
+    if plugin is None:
+        plugin = PlacementPlugin()
+        plugin.setup(scheduler)
+        scheduler.add_plugin(plugin, name=PLUGIN_NAME)
+        plugin.registered.add("scheduler")
+    plugin.users.add(user)
+    if LatencyPlugin.name not in scheduler.worker_plugins:
+        plugin.registered.add("worker")
+        await scheduler.register_worker_plugin(None, dumps(LatencyPlugin()), LatencyPlugin.name,
+                                               idempotent=True)
+
+
+async def _detach(user: str, dask_scheduler=None) -> bool:
+    scheduler = dask_scheduler
+    plugin = scheduler.plugins.get(PLUGIN_NAME)
+    if plugin is None:
+        return False
+    plugin.users.discard(user)
+    if plugin.users or not plugin.registered:
+        return False
+    registered, plugin.registered = plugin.registered, set()
+    if "scheduler" in registered:
+        plugin.teardown(scheduler)
+        scheduler.remove_plugin(PLUGIN_NAME)
+    if "worker" in registered and LatencyPlugin.name in scheduler.worker_plugins:
+        await scheduler.unregister_worker_plugin(None, LatencyPlugin.name)
+    return True
+
+
+def add_listener(client, name: str, setup) -> bool:
+    """Add a placement listener named ``name`` to the plugin on ``client``'s scheduler,
+    unless one of that name is there: ``setup(scheduler)`` runs there and returns it.
+
+    ``setup`` must be picklable (a function in a module the scheduler can import). Returns
+    whether the listener is in place; a ``setup`` that raises is logged on the scheduler
+    and gives False (a consumer's page must not stop a program).
+    """
+    return client.run_on_scheduler(_add_listener, name, setup)
+
+
+def _add_listener(name: str, setup, dask_scheduler=None) -> bool:
+    plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
+    if plugin is None:
+        return False
+    if name not in plugin.listeners:
+        try:
+            plugin.add_listener(name, setup(dask_scheduler))
+        except Exception:
+            logger.warning("taskbfs: placement listener %r could not be added", name, exc_info=True)
+            return False
+    return True
+
+
+def register_policy(client, program: str, policy) -> None:
+    """Send a user policy to the plugin, for the tasks of ``program`` (once per program).
+
+    Raises
+    ------
+    InvalidParameterError
+        The policy cannot be pickled to the scheduler.
+    """
+    from distributed.protocol.pickle import dumps
+
+    try:
+        dumps(policy)
+    except Exception as exc:
+        raise InvalidParameterError(
+            f"a placement policy must be picklable (it runs in the scheduler): {policy!r}: "
+            f"{type(exc).__name__}: {exc}") from None
+    client.run_on_scheduler(_register_policy, program, policy)
+
+
+def forget_policy(client, program: str) -> None:
+    """Drop ``program``'s user policy from the plugin."""
+    client.run_on_scheduler(_register_policy, program, None)
+
+
+def _register_policy(program: str, policy, dask_scheduler=None) -> None:
+    plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
+    if plugin is None:
+        return
+    if policy is None:
+        plugin.policies.pop(program, None)
+        return
+    plugin.policies[program] = policy
+    _bound(plugin.policies, MAX_POLICIES)
 
 
 def cluster_resources(client) -> dict:

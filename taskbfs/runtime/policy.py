@@ -1,7 +1,9 @@
 """Placement policies: which device runs a task, from its size and the policy.
 
-Kept free of Dask so that the scheduler plugin (which calls :meth:`Policy.decide` in the
+Kept free of Dask so that the scheduler plugin (which calls a policy's ``decide`` in the
 scheduler's thread, for every task) and the tests share one small, cheap rule.
+
+Built-in kinds (:class:`Policy`; :meth:`Policy.decide` is their one rule):
 
 =========  ================================================================  ==============
 kind       rule                                                              paper
@@ -11,17 +13,44 @@ fixed      GPU for a fixed set of task ids for the whole run, CPU otherwise  Sec
 cpu        always CPU                                                        baseline
 gpu        always GPU                                                        baseline
 =========  ================================================================  ==============
+
+User policies
+    Any object with a method ``decide(size, impls, gpu_present, task_id) -> "smp" | "cuda"``
+    (the :class:`PlacementPolicy` protocol; called with those keywords) can be given to
+    :class:`~taskbfs.runtime.Program` instead: ``size`` is the workload the task was
+    submitted with (None if none; a task submitted with ``size_from`` is decided first
+    with None, provisionally, then again with its size when that arrives), ``impls`` the devices the task has implementations for,
+    ``gpu_present`` whether any worker advertises a GPU, ``task_id`` the id the task was
+    submitted with (None if none). A plain function ``f(size, task_id) -> device`` is
+    wrapped as a :class:`FunctionPolicy`, which applies the rules every policy must keep
+    (a task runs where it has an implementation, and on the CPU when there is no GPU)
+    before asking it. A user policy runs in the scheduler, for every task: it must be
+    cheap, must not block, and must be picklable (it is sent to the scheduler once per
+    program; a class or function defined in a module must be importable there, one
+    defined in ``__main__`` or interactively travels by value). An optional attribute
+    ``needs_gpu = True`` makes a program refuse to start on a cluster without a GPU
+    worker; optional ``kind`` and ``lam`` attributes are shown in the placement log.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 from taskbfs.runtime.task import CUDA, SMP
 
 POLICY_KINDS = ("hybrid", "fixed", "cpu", "gpu")
+
+
+@runtime_checkable
+class PlacementPolicy(Protocol):
+    """What a placement policy is: anything with this ``decide`` (see the module docstring)."""
+
+    def decide(self, size=None, impls=(SMP, CUDA), gpu_present=True, task_id=None) -> str:
+        ...
 
 
 @dataclass(frozen=True)
@@ -91,17 +120,93 @@ class Policy:
         DeviceUnavailableError
             The task can only run on a device that is not there.
         """
-        if CUDA not in impls:
-            return SMP
-        if SMP not in impls or self.kind == "gpu":
-            if not gpu_present:
-                raise DeviceUnavailableError(
-                    "a task needs a GPU (strategy/policy 'gpu' or a CUDA-only task) but no "
-                    "worker of the cluster advertises the GPU resource"
-                )
-            return CUDA
-        if not gpu_present or self.kind == "cpu":
+        forced = forced_device(impls, gpu_present, needs_gpu=self.kind == "gpu")
+        if forced is not None:
+            return forced
+        if self.kind == "cpu":
             return SMP
         if self.kind == "fixed":
             return CUDA if task_id in self.gpu_tasks else SMP
         return CUDA if (size or 0) > self.lam else SMP
+
+
+def forced_device(impls, gpu_present: bool, needs_gpu: bool = False) -> str | None:
+    """The device a task must run on whatever the policy prefers, or None if it may choose.
+
+    A task with one implementation runs there; without a GPU worker, on the CPU. A task
+    that must have the GPU (``needs_gpu``, or a CUDA-only task) where there is none raises.
+
+    Raises
+    ------
+    DeviceUnavailableError
+        The task can only run on a device that is not there.
+    """
+    if CUDA not in impls:
+        return SMP
+    if SMP not in impls or needs_gpu:
+        if not gpu_present:
+            raise DeviceUnavailableError(
+                "a task needs a GPU (strategy/policy 'gpu' or a CUDA-only task) but no "
+                "worker of the cluster advertises the GPU resource"
+            )
+        return CUDA
+    if not gpu_present:
+        return SMP
+    return None
+
+
+@dataclass(frozen=True)
+class FunctionPolicy:
+    """A user policy from a plain function ``fn(size, task_id) -> "smp" | "cuda"``.
+
+    :func:`forced_device` decides first (a task runs where it has an implementation, and on
+    the CPU without a GPU worker); ``fn`` chooses among the rest.
+
+    Examples
+    --------
+    >>> even_on_gpu = FunctionPolicy(lambda size, task_id: "cuda" if task_id % 2 == 0 else "smp")
+    >>> even_on_gpu.decide(size=1, impls=("smp", "cuda"), gpu_present=True, task_id=4)
+    'cuda'
+    >>> even_on_gpu.decide(size=1, impls=("smp", "cuda"), gpu_present=False, task_id=4)
+    'smp'
+    """
+
+    fn: Callable
+    kind: str = "function"
+    lam: float | None = None
+    needs_gpu: bool = False
+
+    def decide(self, size=None, impls=(SMP, CUDA), gpu_present=True, task_id=None) -> str:
+        forced = forced_device(impls, gpu_present)
+        return forced if forced is not None else self.fn(size, task_id)
+
+
+def as_policy(policy) -> Policy | PlacementPolicy:
+    """The policy a program uses for ``policy``: None → the default :class:`Policy`; a kind
+    name → ``Policy(kind)``; a :class:`Policy` or any object with a ``decide`` method → as
+    is; a plain callable → :class:`FunctionPolicy`.
+
+    Raises
+    ------
+    InvalidParameterError
+        Anything else (or an unknown kind name).
+    """
+    if policy is None:
+        return Policy()
+    if isinstance(policy, str):
+        return Policy(policy)
+    if callable(getattr(policy, "decide", None)):
+        return policy
+    if callable(policy):
+        return FunctionPolicy(policy)
+    raise InvalidParameterError(
+        f"a placement policy must be one of {', '.join(POLICY_KINDS)}, a Policy, an object "
+        f"with decide(size, impls, gpu_present, task_id), or a function (size, task_id) -> "
+        f"device; got {policy!r}")
+
+
+def policy_label(policy) -> tuple[str, float | None]:
+    """``(kind, lam)`` of any policy, for the placement log: a user policy's optional
+    ``kind`` (else its class name) and ``lam`` (else None)."""
+    kind = getattr(policy, "kind", None)
+    return (kind if isinstance(kind, str) else type(policy).__name__), getattr(policy, "lam", None)

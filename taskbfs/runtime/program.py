@@ -32,8 +32,8 @@ from dask.utils import apply
 from distributed import Client, Future, wait
 
 from taskbfs.errors import InvalidParameterError, TaskBFSError
-from taskbfs.runtime.plugin import placement_annotations
-from taskbfs.runtime.policy import Policy
+from taskbfs.runtime.plugin import forget_policy, placement_annotations, register_policy
+from taskbfs.runtime.policy import Policy, as_policy
 from taskbfs.runtime.task import SMP, Task
 from taskbfs.runtime.worker import collect_records, execute, execute_after, message_topic
 
@@ -69,16 +69,24 @@ class Program:
     Parameters
     ----------
     runtime : Runtime
-    policy : Policy, optional
-        Placement policy for this program's tasks (default: hybrid with the default λ).
+    policy : Policy, str, placement policy or callable, optional
+        Placement policy for this program's tasks (default: hybrid with the default λ): a
+        :class:`~taskbfs.runtime.Policy` or its kind name, any object with
+        ``decide(size, impls, gpu_present, task_id) -> "smp" | "cuda"``, or a function
+        ``f(size, task_id) -> device`` (see :mod:`taskbfs.runtime.policy`). A built-in
+        policy travels with every batch as plain data; any other is pickled to the
+        scheduler plugin once, here, and dropped again by :meth:`close`.
     name : str
         Prefix of the program id and of its task keys.
 
     Raises
     ------
     DeviceUnavailableError
-        The policy is ``"gpu"`` (or, at :meth:`submit`, a task has only a ``cuda``
-        implementation) and no worker advertises a GPU: such tasks would wait forever.
+        The policy is ``"gpu"`` or has ``needs_gpu`` set (or, at :meth:`submit`, a task has
+        only a ``cuda`` implementation) and no worker advertises a GPU: such tasks would
+        wait forever.
+    InvalidParameterError
+        ``policy`` is none of the above, or cannot be pickled.
 
     Examples
     --------
@@ -91,10 +99,10 @@ class Program:
     4
     """
 
-    def __init__(self, runtime, policy: Policy | None = None, name: str = "program"):
+    def __init__(self, runtime, policy=None, name: str = "program"):
         self.runtime = runtime
         self.client = runtime.client
-        self.policy = policy or Policy()
+        self.policy = as_policy(policy)
         self.id = f"{name}-{uuid.uuid4().hex[:12]}"
         self._current: dict[str, object] = {}  # name -> Future, or key str while pending
         self._readers: dict[str, list] = {}  # name -> refs of tasks reading the current version
@@ -102,11 +110,18 @@ class Program:
         self._pending: _Pending | None = None
         self._batch_depth = 0
         self._gpu_checked = False
-        if self.policy.needs_gpu:
-            self._require_gpu(f"placement policy {self.policy.kind!r}")
+        self._closed = False
+        if getattr(self.policy, "needs_gpu", False):
+            self._require_gpu(f"placement policy {getattr(self.policy, 'kind', self.policy)!r}")
+        self._registered = not isinstance(self.policy, Policy)
+        if self._registered:
+            register_policy(self.client, self.id, self.policy)
         self._messages: queue.Queue = queue.Queue()
         self._topic = message_topic(self.id)
         self.client.subscribe_topic(self._topic, self._on_message)
+        track = getattr(runtime, "_track", None)
+        if track is not None:
+            track(self)
 
     # ------------------------------------------------------------------ data
     def put(self, name: str, value, broadcast: bool = False) -> Future:
@@ -383,14 +398,23 @@ class Program:
                 raise TimeoutError(f"no message from program {self.id} within {timeout} s")
 
     def close(self) -> None:
-        """Release every version this program holds and stop listening for its messages."""
-        self.flush()
-        self._current.clear()
-        self._readers.clear()
+        """Release every version this program holds, stop listening for its messages and
+        drop its user policy from the scheduler. Idempotent; :meth:`Runtime.close` closes
+        the programs still open."""
+        if self._closed:
+            return
+        self._closed = True
         try:
-            self.client.unsubscribe_topic(self._topic)
-        except Exception:  # the client may be closing already
-            pass
+            self.flush()
+        finally:
+            self._current.clear()
+            self._readers.clear()
+            try:
+                self.client.unsubscribe_topic(self._topic)
+                if self._registered:
+                    forget_policy(self.client, self.id)
+            except Exception:  # the client may be closing already
+                pass
 
 
 def _unfinished(refs: list) -> list:

@@ -7,7 +7,8 @@ worker (no extra messages per task) until :func:`collect_records` is run on ever
 worker at the end of a program. :func:`include` runs a function as an *included* task of
 the running one (OmpSs: the tasks a ``final`` task creates run at once in its thread).
 :func:`worker_cache` is the per-worker store that the OmpSs device cache is built on (e.g.
-graph partitions kept in GPU memory).
+graph partitions kept in GPU memory); it is dropped when the last runtime leaves the
+cluster (:func:`forget_worker_state`).
 """
 
 from __future__ import annotations
@@ -239,9 +240,18 @@ def collect_records(program: str, dask_worker=None) -> list[dict]:
 
 
 def worker_cache(worker=None) -> dict:
-    """A dict private to this worker that lives as long as the worker (device caches)."""
+    """A dict private to this worker (device caches): it lives as long as the worker, or
+    until the last runtime on its cluster closes (:func:`forget_worker_state`)."""
     worker = worker or _current_worker()
     if worker is None:
         return _caches.setdefault(threading.current_thread(), {})
     with _lock:
         return _caches.setdefault(worker, {})
+
+
+def forget_worker_state(worker) -> None:
+    """Drop what the runtime keeps for ``worker``: its :func:`worker_cache` and the trace
+    records no one collected (the runtime's worker plugin does this when it is removed)."""
+    with _lock:
+        _caches.pop(worker, None)
+        _records.pop(worker, None)

@@ -1,0 +1,88 @@
+"""Task programs the runtime tests run, beside the BFS: the tiled Cholesky of
+``examples/cholesky.py`` and a wavefront.
+
+``HOST_CHOLESKY``
+    The Cholesky example's tasks with their host code in the ``cuda`` slot too: for
+    clusters whose ``GPU`` worker is fake (no CUDA there), where a test checks placement,
+    not GPU code. ``tests/test_example_cholesky.py`` runs the real numba.cuda tasks.
+:func:`summed_area_table`
+    A wavefront (the dependency shape of Smith–Waterman or a Gauss–Seidel sweep): tile
+    ``(i, j)`` is ``inout`` on itself and ``in`` on its north, west and north-west
+    neighbours, so the anti-diagonals run in parallel. The borders are zero tiles named
+    ``"S[-1,j]"`` / ``"S[i,-1]"``, which keeps every tile task the same shape. It returns
+    ``np.cumsum(np.cumsum(a, 0), 1)``. Its task has the same numpy code as ``smp`` and as
+    ``cuda`` (a fake GPU worker runs it).
+
+Workers import these by name: ``examples/`` and ``tests/`` must be on their path (pytest
+puts ``tests/`` on ``sys.path``, and this module ``examples/``; worker processes spawned
+by a ``LocalCluster`` inherit ``sys.path``; ``dask worker`` processes need
+``PYTHONPATH``, see :data:`WORKER_PYTHONPATH`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from taskbfs.runtime import Task
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+if str(EXAMPLES) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES))
+
+import cholesky as cholesky_example  # noqa: E402  (examples/cholesky.py)
+
+cholesky = cholesky_example.cholesky
+num_tiles = cholesky_example.num_tiles
+random_spd = cholesky_example.random_spd
+
+#: ``PYTHONPATH`` for ``dask worker`` / ``dask scheduler`` processes that run these programs.
+WORKER_PYTHONPATH = os.pathsep.join(
+    filter(None, [str(EXAMPLES), str(REPO / "tests"), str(REPO), os.environ.get("PYTHONPATH")]))
+
+HOST_CHOLESKY = {name: Task(task.name, smp=task.smp, cuda=task.smp)
+                 for name, task in cholesky_example.TASKS.items()}
+
+
+def _sat_tile(north, west, north_west, tile):
+    # north's last row / west's last column already hold the sums of everything above /
+    # left of this tile; their overlap (north-west's corner) is counted twice.
+    local = np.cumsum(np.cumsum(tile, axis=0), axis=1)
+    return local + north[-1, :][None, :] + west[:, -1][:, None] - north_west[-1, -1]
+
+
+SAT_TILE = Task("sat_tile", smp=_sat_tile, cuda=_sat_tile)
+
+
+def summed_area_table(program, a, tile: int, batch: bool = True) -> np.ndarray:
+    """Wavefront over tiles: the 2-D inclusive prefix sum of ``a`` (tiles ``"S[i,j]"``).
+
+    Both dimensions of ``a`` must be multiples of ``tile``; ``batch`` sends all tasks in
+    one message (:meth:`Program.batch`) or one by one.
+    """
+    a = np.asarray(a)
+    mt, nt = num_tiles(a, tile, square=False)
+    b = tile
+    name = "S[{},{}]".format
+    zero = np.zeros((b, b), dtype=a.dtype)
+    for i in range(-1, mt):
+        program.put(name(i, -1), zero)
+    for j in range(nt):
+        program.put(name(-1, j), zero)
+    for i in range(mt):
+        for j in range(nt):
+            program.put(name(i, j), a[i * b:(i + 1) * b, j * b:(j + 1) * b].copy())
+
+    with program.batch() if batch else contextlib.nullcontext():
+        for i in range(mt):
+            for j in range(nt):
+                program.submit(SAT_TILE, ins=[name(i - 1, j), name(i, j - 1), name(i - 1, j - 1)],
+                               inouts=[name(i, j)], size=b * b, tags={"i": i, "j": j})
+
+    tiles = program.gather([name(i, j) for i in range(mt) for j in range(nt)])
+    return np.block([tiles[i * nt:(i + 1) * nt] for i in range(mt)])
