@@ -4,11 +4,15 @@ The graph is a comb: the source joins the heads of P paths of L vertices, path p
 vertices [1 + p L, 1 + (p + 1) L). With T = P tasks cut by vertex count, every level has
 exactly one frontier vertex in every task, so a level costs T step tasks + one barrier
 and its time is almost all runtime overhead (task submission, scheduling, messages).
-Also prints where one level's time goes for T = 1 (the hops of the level chain). Small
-levels (``bfs(..., small_level_edges=)``) are off unless asked for: with them the whole
-comb would run inside one task.
+Also prints where one level's time goes for T = 1 (the hops of the level chain). Every
+step and barrier is a Dask task of its own (``bfs(..., dispatch="tasks")``) unless
+``--dispatch auto`` is given: then, on a cluster where one worker holds the graph (the
+embedded one), the whole comb runs as one task with its levels included, and the table
+shows what an included level costs instead. ms / level is the call's wall time
+(``result.elapsed``) over its levels.
 
     python benchmarks/level_overhead.py --tasks 1 8 32 128 --length 200
+    python benchmarks/level_overhead.py --tasks 1 8 --dispatch auto
 """
 
 from __future__ import annotations
@@ -49,39 +53,31 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, nargs="+", default=[1, 8, 32, 128])
     parser.add_argument("--length", type=int, default=200)
-    parser.add_argument("--lookahead", type=int, default=None,
-                        help="levels submitted ahead (default: bfs's default)")
     parser.add_argument("--strategy", default="hybrid", choices=("hybrid", "fixed", "cpu", "gpu"),
                         help="placement strategy (gpu: every step on the GPU worker)")
     parser.add_argument("--threads", type=int, default=None,
                         help="embedded cluster only: CPU worker threads (default: all cores)")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="Python's GIL switch interval in ms (default: Python's, 5 ms)")
-    parser.add_argument("--gpu-barrier", action="store_true",
-                        help="a level's barrier on the GPU worker when all of its steps ran "
-                             "there (config.BARRIER_FOLLOWS_GPU_STEPS)")
-    parser.add_argument("--small-level-edges", type=int, default=0,
-                        help="bfs's small_level_edges (default 0: every level as T steps and "
-                             "a barrier, which is what this measures; the comb's levels are "
-                             "all small)")
+    parser.add_argument("--dispatch", default="tasks", choices=("tasks", "auto"),
+                        help="bfs's dispatch (default tasks: every level as T step tasks and "
+                             "a barrier task, which is what this measures; auto: the whole "
+                             "search in one task where the runtime can include it)")
     parser.add_argument("--scheduler", default=None)
     args = parser.parse_args()
-    if args.gpu_barrier:
-        tb.config.BARRIER_FOLLOWS_GPU_STEPS = True
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval / 1e3)
     runtime = (tb.Runtime(args.scheduler) if args.scheduler else tb.Runtime(threads=args.threads))
     with runtime as rt:
-        print(f"cluster: {rt.resources()}; strategy {args.strategy}; barrier follows GPU steps: "
-              f"{tb.config.BARRIER_FOLLOWS_GPU_STEPS}; GIL switch interval "
+        print(f"cluster: {rt.resources()}; strategy {args.strategy}; dispatch {args.dispatch}; "
+              f"GIL switch interval "
               f"{sys.getswitchinterval() * 1e3:g} ms; {time.strftime('%Y-%m-%d %H:%M')}")
         print(f"{'T':>5s}{'ms / level':>12s}{'ms / task':>11s}")
         base = None
         for tasks in args.tasks:
             graph = comb(tasks, args.length)
             run = dict(tasks=tasks, runtime=rt, direction="top-down", balance="vertices",
-                       lookahead=args.lookahead, strategy=args.strategy,
-                       small_level_edges=args.small_level_edges)
+                       strategy=args.strategy, dispatch=args.dispatch)
             tb.bfs(graph, 0, **run)  # warm-up: compilation, placement
             result = tb.bfs(graph, 0, **run)
             per_level = result.elapsed / result.num_levels * 1e3
