@@ -13,7 +13,11 @@ the split of a search's wall time into GPU kernels (CUDA events), the rest of th
 tasks (host↔device copies and host work of the GPU step), CPU steps (union of their
 intervals), barriers, the result assembly at the end, and runtime overhead (no step, no
 barrier and no assembly running: submission, scheduling, messages), with the bytes moved
-host↔device.
+host↔device. The wall time split is ``result.elapsed``: the whole ``tb.bfs`` call, from its
+entry to its return (the trace's clock starts at the entry too). On the embedded cluster
+(one GPU worker) a search runs as one task with its steps and barriers included
+(``dispatch="auto"``); ``--variant default tasks`` compares it with every step and barrier
+dispatched as a Dask task.
 Approach: every search is checked against scipy's reached-vertex count for its key, and
 one search per strategy and scale (T = 16) is validated with the Graph500 rules. A
 warm-up search per (scale, T) places the slices on the workers and in GPU memory and
@@ -28,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import dataclasses
 import os
 import platform
 import time
@@ -124,9 +127,8 @@ def run_scale(scale, args, runtime, writer, deadline):
     reached = {k: breadth_first_order(matrix, k, directed=False, return_predecessors=False).size
                for k in keys}
     print(f"\n## scale {scale}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges "
-          f"(built in {build:.1f} s), {len(keys)} keys, lambda = {args.lam}, "
-          f"lookahead {args.lookahead}", flush=True)
-    print(f"{'T':>4s} {'strategy':>11s} {'la':>3s} {'MTEPS':>9s} {'x cpu':>6s} {'levels':>6s} {'ms':>8s} "
+          f"(built in {build:.1f} s), {len(keys)} keys, lambda = {args.lam}", flush=True)
+    print(f"{'T':>4s} {'strategy':>15s} {'MTEPS':>9s} {'x cpu':>6s} {'levels':>6s} {'ms':>8s} "
           f"{'kern%':>6s} {'gpuxfer%':>8s} {'cpu%':>5s} {'barr%':>6s} {'asm%':>5s} {'ovh%':>5s} "
           f"{'h2d MB':>7s} {'d2h MB':>7s}  decisions (key 0)", flush=True)
     for tasks in args.tasks:
@@ -146,39 +148,39 @@ def run_scale(scale, args, runtime, writer, deadline):
 
 
 def run_config(graph, keys, reached, scale, tasks, label, args, runtime, writer, cpu_mteps):
-    """Search every key with one strategy, for each lookahead and runtime variant
-    (interleaved key by key, in alternating order, so that a noisy host's drift and the
+    """Search every key with one strategy, for each runtime variant (interleaved key by key, in alternating order, so that a noisy host's drift and the
     first search after another strategy fall on all of them alike); print and write one
     row each."""
     strategy, direction = CONFIGS[label]
-    runs = {(lookahead, variant): ([], []) for lookahead in args.lookahead
-            for variant in args.variant}
+    runs = {variant: ([], []) for variant in args.variant}
     first = {}
-    for lookahead, variant in runs:
+    for variant in runs:
         for _ in range(args.warmup):
             with runtime_variant(variant):
                 tb.bfs(graph, keys[0], tasks=tasks, strategy=strategy, direction=direction,
-                       lam=args.lam, runtime=runtime, lookahead=lookahead)
+                       lam=args.lam, runtime=runtime)
     for i, key in enumerate(keys):
         order = list(runs.items())  # alternated: the first search after a change is slower
-        for (lookahead, variant), (teps, splits) in (order if i % 2 == 0 else order[::-1]):
+        for variant, (teps, splits) in (order if i % 2 == 0 else order[::-1]):
             with runtime_variant(variant):
                 r = tb.bfs(graph, key, tasks=tasks, strategy=strategy, direction=direction,
-                           lam=args.lam, runtime=runtime, lookahead=lookahead)
+                           lam=args.lam, runtime=runtime)
             if r.reached != reached[key]:
                 raise SystemExit(f"wrong result: scale {scale} T {tasks} {label} key {key}: "
                                  f"reached {r.reached}, scipy {reached[key]}")
-            if (lookahead, variant) not in first:
-                if tasks == 16:
-                    tb.validate(graph, key, r.parents)
-                # its decisions only: a result holds its arrays (pinned, on a GPU host)
-                first[lookahead, variant] = dataclasses.replace(r, distances=None, parents=None)
             teps.append(r.teps)
             splits.append(time_split(r))
-    for (lookahead, variant), (teps, splits) in runs.items():
+            if variant not in first:
+                if tasks == 16:
+                    tb.validate(graph, key, r.parents)
+                # kept for its decisions (levels table) only: its arrays (pinned, on a GPU
+                # host) let go
+                r.distances = r.parents = None
+                first[variant] = r
+    for variant, (teps, splits) in runs.items():
         name = label if len(args.variant) == 1 else f"{label}/{variant}"
-        report(scale, tasks, name, lookahead, teps, splits, first[lookahead, variant], len(keys),
-               args, writer, cpu_mteps)
+        report(scale, tasks, name, teps, splits, first[variant], len(keys), args, writer,
+               cpu_mteps)
 
 
 #: Runtime variants compared with ``--variant`` (config settings; the embedded cluster runs
@@ -187,16 +189,12 @@ VARIANTS = {
     "default": {},
     # the top-down barrier's large merges on one thread (what taskbfs did before threads)
     "serial": {"PARALLEL_ACCEPT_MIN": 1 << 62},
-    # every barrier on the CPU worker, even after a level whose steps all ran on the GPU
-    "cpubar": {"BARRIER_FOLLOWS_GPU_STEPS": False},
-    # a level's barrier on the GPU worker when all of its steps ran there
-    "gpubar": {"BARRIER_FOLLOWS_GPU_STEPS": True},
-    # every level as T steps and a barrier (no small levels inside one task)
-    "tasks": {"SMALL_LEVEL_EDGES": 0},
-    # the gpu strategy's levels as GPU step tasks and barriers (CPU small levels stay)
-    "gputasks": {"GPU_LEVELS_IN_ONE_TASK": False},
-    # the top-down barrier's pass one owner per thread even with fewer owners than threads
-    "owners": {"ACCEPT_BY_PIECES": False},
+    # every step and barrier a Dask task of its own (bfs's dispatch="tasks"), not one task
+    # for the whole search with them included
+    "tasks": {"DEFAULT_DISPATCH": "tasks"},
+    # a one-task GPU search's result written on the host from every step's pairs instead
+    # of kept on the device and copied back once
+    "hostresult": {"RESULT_ON_DEVICE": False},
     # a T = 1 top-down GPU step's discoveries checked and counted by the barrier on the host
     "hostbits": {"TOP_DOWN_BITS_ON_DEVICE": False},
     # GPU step outputs not bucketed by result ranges (each result slice scans them whole)
@@ -205,8 +203,6 @@ VARIANTS = {
     "nochain": {"CHAIN_LEVELS_ON_DEVICE": False},
     # GPU step outputs copied back into new pageable arrays instead of reused pinned buffers
     "nopool": {"PINNED_POOL_BYTES": 0},
-    # the result written by one task with a thread per slice instead of one task per slice
-    "asmthreads": {"THREADED_ASSEMBLY": True},
 }
 
 
@@ -223,11 +219,11 @@ def runtime_variant(name: str):
             setattr(config, key, value)
 
 
-def report(scale, tasks, label, lookahead, teps, splits, first, num_keys, args, writer, cpu_mteps):
+def report(scale, tasks, label, teps, splits, first, num_keys, args, writer, cpu_mteps):
     """Print one row of the table and write it to the CSV."""
     mean = {k: float(np.mean([s[k] for s in splits])) for k in splits[0]}
     mteps = harmonic_mean(teps) / 1e6
-    variant = (lookahead, label.partition("/")[2])
+    variant = label.partition("/")[2]
     if label.partition("/")[0] == "cpu":
         cpu_mteps[variant] = mteps
     ratio = mteps / cpu_mteps[variant] if variant in cpu_mteps else float("nan")
@@ -240,10 +236,10 @@ def report(scale, tasks, label, lookahead, teps, splits, first, num_keys, args, 
         "assembly_s": mean["assembly"],
         "overhead_s": mean["overhead"], "h2d_bytes": mean["h2d_bytes"],
         "d2h_bytes": mean["d2h_bytes"], "decisions": decisions(first),
-        "keys": num_keys, "device": args.device, "lookahead": lookahead,
+        "keys": num_keys, "device": args.device,
     }
     writer.writerow(row)
-    print(f"{tasks:4d} {label:>11s} {lookahead:3d} {mteps:9.1f} {ratio:6.2f} {mean['levels']:6.1f} "
+    print(f"{tasks:4d} {label:>15s} {mteps:9.1f} {ratio:6.2f} {mean['levels']:6.1f} "
           f"{el * 1e3:8.1f} {100 * mean['gpu_kernel'] / el:6.1f} "
           f"{100 * mean['gpu_other'] / el:8.1f} {100 * mean['cpu_steps'] / el:5.0f} "
           f"{100 * mean['barrier'] / el:6.1f} {100 * mean['assembly'] / el:5.1f} "
@@ -260,8 +256,6 @@ def main():
     parser.add_argument("--keys", type=int, default=8)
     parser.add_argument("--lam", type=float, default=config.DEFAULT_LAMBDA)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--lookahead", type=int, nargs="+", default=[config.DEFAULT_LOOKAHEAD],
-                        help="levels submitted ahead; each value gets its own rows")
     parser.add_argument("--variant", nargs="+", default=["default"], choices=list(VARIANTS),
                         help="runtime variants (see VARIANTS), interleaved key by key; each "
                              "gets its rows")
@@ -279,7 +273,7 @@ def main():
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fields = ["scale", "tasks", "strategy", "lam", "mteps", "x_cpu", "levels", "elapsed_s",
               "gpu_kernel_s", "gpu_other_s", "cpu_steps_s", "barrier_s", "assembly_s", "overhead_s",
-              "h2d_bytes", "d2h_bytes", "decisions", "keys", "device", "lookahead"]
+              "h2d_bytes", "d2h_bytes", "decisions", "keys", "device"]
     with tb.Runtime() as rt, open(args.out, "w", newline="") as fh:
         print(f"cluster: {rt.resources()}", flush=True)
         writer = csv.DictWriter(fh, fieldnames=fields)
