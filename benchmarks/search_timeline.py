@@ -5,12 +5,16 @@ Returns (prints) for each (scale, T, strategy, direction) the timeline of the la
 then in milliseconds since the previous barrier ended: when the first step started
 ("gap"), how long the steps ran (first start to last stop), their kernels (CUDA events),
 the wait from the last step to the barrier's end minus the barrier ("hop"), the barrier
-itself; and at the end the result assembly and what is left (submission, the first
-level, messages).
-Approach: ``tb.bfs`` on the embedded default cluster; times from ``result.trace`` and
-``result.levels`` (clocks of the worker threads; the cluster is in-process).
+itself; and at the end the result assembly and what is left of the call
+(``result.elapsed``, from ``tb.bfs``'s entry to its return: the client's work before the
+first submission, submission, the first level, messages, the result's return).
+Approach: ``tb.bfs`` on the embedded default cluster (where a search is one task, its
+steps and barriers included; ``--dispatch tasks``: every one a Dask task); times from
+``result.trace`` and ``result.levels`` (clocks of the worker threads, zero at the call's
+entry; the cluster is in-process).
 
     python benchmarks/search_timeline.py --scale 20 --tasks 2 --strategy cpu
+    python benchmarks/search_timeline.py --scale 20 --tasks 2 --strategy cpu --dispatch tasks
     python benchmarks/search_timeline.py --scale 24 --tasks 1 --strategy gpu --direction top-down
 """
 
@@ -28,7 +32,7 @@ def level_rows(result) -> list[dict]:
     trace, levels = result.trace, result.levels
     rows = []
     for lv in levels.itertuples():
-        # the level's steps, as tasks or included in a task that ran the level itself
+        # the level's steps, as tasks or included in the search task
         steps = trace[(trace["level"] == lv.level) & (trace["name"] == "bfs_step")]
         begin = lv.start
         barrier_start = lv.stop - lv.barrier_seconds
@@ -36,7 +40,7 @@ def level_rows(result) -> list[dict]:
             first, last = steps["start"].min(), steps["stop"].max()
             gap, run = first - begin, last - first
             hop = barrier_start - last
-        else:  # the level ran inside a small-level task
+        else:  # no step traced
             gap = run = np.nan
             hop = barrier_start - begin
         kernel = float(steps["kernel_seconds"].sum())
@@ -56,7 +60,8 @@ def print_timeline(result) -> None:
                                                       "total")))
     levels_ms = 1e3 * sum(r["total"] for r in rows)
     first_start = 1e3 * result.levels["start"].min()
-    print(f"  search {1e3 * result.elapsed:.1f} ms: before level 0's barrier "
+    print(f"  call {1e3 * result.elapsed:.1f} ms (search {1e3 * result.search_seconds:.1f}): "
+          f"before level 0's barrier "
           f"{first_start:.1f}, levels {levels_ms:.1f}, assembly {1e3 * result.assembly_seconds:.1f}, "
           f"rest {1e3 * result.elapsed - first_start - levels_ms - 1e3 * result.assembly_seconds:.1f}"
           f"; {result.mteps:.0f} MTEPS")
@@ -69,6 +74,7 @@ def main(argv=None) -> None:
     parser.add_argument("--strategy", default="cpu")
     parser.add_argument("--direction", default="auto")
     parser.add_argument("--keys", type=int, default=4)
+    parser.add_argument("--dispatch", default="auto", choices=["auto", "tasks"])
     args = parser.parse_args(argv)
 
     graph = tb.kronecker(args.scale)
@@ -76,7 +82,8 @@ def main(argv=None) -> None:
     print(f"scale {args.scale}: {graph.num_vertices:,} vertices, {graph.num_arcs:,} arcs; "
           f"strategy {args.strategy}, direction {args.direction}")
     for tasks in args.tasks:
-        options = {"tasks": tasks, "strategy": args.strategy, "direction": args.direction}
+        options = {"tasks": tasks, "strategy": args.strategy, "direction": args.direction,
+                   "dispatch": args.dispatch}
         tb.bfs(graph, int(keys[0]), **options)  # warm-up: slices placed, kernels compiled
         elapsed = []
         for key in keys[1:]:  # one result held at a time, as a loop over keys would
