@@ -1,9 +1,9 @@
 """Where a GPU step task's time goes: host-side phases of ``step_cuda``, summed per search.
 
-Returns (prints) for each (scale, T, strategy): search ms, and per search the ms spent in
-the GPU steps' phases — slice lookup, level inputs upload, the step kernels (host wall time
-of the launch + counter read-back), narrowing, copy-back of the pairs, and the post-processing
-for the barrier (``for_barrier``: bucketing or owned bits) — next to the step tasks' total.
+Returns (prints) for each (scale, T, strategy): ms per ``tb.bfs`` call (``r.elapsed``), and
+per search the ms spent in the GPU steps' phases — slice lookup, level inputs upload, the
+step kernels (host wall time of the launch + counter read-back), narrowing, copy-back of
+the pairs, and the post-processing for the barrier (``for_barrier``: bucketing or owned bits) — next to the step tasks' total.
 Approach: wraps those functions with wall-clock timers (the GPU worker runs one step at a
 time, so the sums are the GPU thread's time) and runs ``tb.bfs`` on the embedded cluster.
 
@@ -90,7 +90,7 @@ def main():
                         gpu = r.trace[r.trace["device"] == "cuda"]
                         step_s.append(float((gpu["stop"] - gpu["start"]).sum()))
                     per = {k: 1e3 * v / len(keys) for k, v in TOTALS.items()}
-                    print(f"scale {scale} T {tasks} {strategy} {args.direction}: search {1e3 * np.mean(elapsed):.1f} ms, "
+                    print(f"scale {scale} T {tasks} {strategy} {args.direction}: call {1e3 * np.mean(elapsed):.1f} ms, "
                           f"GPU step tasks {1e3 * np.mean(step_s):.1f} ms; per search: "
                           + ", ".join(f"{k} {v:.1f}" for k, v in sorted(per.items())), flush=True)
 

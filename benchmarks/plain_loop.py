@@ -111,7 +111,9 @@ def plain_bfs(graph, source: int, tasks: int = config.DEFAULT_TASKS, threads: in
     -------
     PlainResult
         ``elapsed`` covers the state allocation, every level, every barrier and the result
-        assembly (as ``BFSResult.elapsed`` does), not the slicing or the pool start.
+        assembly, not the slicing or the pool start (``BFSResult.elapsed``, the whole
+        ``tb.bfs`` call, covers the same work plus the client's: the slices are placed
+        once per graph and T there too).
     """
     source = graph.check_vertex(source, "source")
     if direction not in (AUTO, TOP_DOWN, BOTTOM_UP):

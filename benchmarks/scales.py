@@ -3,8 +3,10 @@
 For each scale: generate the graph, pick search keys (degree >= 1), run taskbfs on the
 embedded default cluster for several task counts T and scipy's breadth_first_order on the
 same keys, check that distances agree, and print MTEPS (Graph500 traversed edges / time,
-harmonic mean and median over the keys; "x scipy" compares medians) and the share of each search's time spent outside the
-kernels (no step task and no barrier running: task submission, scheduling, messages).
+harmonic mean and median over the keys; "x scipy" compares medians) and the share of each
+search's time spent outside the kernels (no step and no barrier running: the client's
+work, task submission, scheduling, messages, the result's assembly and return). A search's
+time is ``result.elapsed``, the whole ``tb.bfs`` call.
 
     python benchmarks/scales.py --scales 18 20 22 --tasks 8 32 128 --keys 8
 """
