@@ -144,3 +144,47 @@ def test_dispatch_must_be_a_choice(runtime):
     for bad in ("never", 0, True):
         with pytest.raises(tb.InvalidParameterError, match="dispatch"):
             tb.bfs(graph, 0, runtime=runtime, dispatch=bad)
+
+
+@pytest.mark.parametrize("prefix", ["path", "grid", "kronecker_like", "directed_dag", "star",
+                                    "components", "random_directed", "binary_tree"])
+@pytest.mark.parametrize("bound, per_call", [(0, None), (8, None), (None, 3), (1 << 40, 2)])
+def test_compiled_levels_are_the_levels_they_replace(runtime, monkeypatch, prefix, bound, per_call):
+    """Small top-down levels run by the compiled loop (``config.COMPILED_LEVEL_EDGES``;
+    0: none, 8: a few, else all of them, in calls of ``per_call`` levels) make the same
+    levels, counts and trace rows as the level loop's steps and barriers, whether the
+    loop stops at a level that is not small, at one Beamer's rule turns bottom-up, at
+    the end of the search or at a full buffer."""
+    from taskbfs.bfs import compiled_levels
+
+    if bound is not None:
+        monkeypatch.setattr(tb.config, "COMPILED_LEVEL_EDGES", bound)
+    if per_call is not None:
+        monkeypatch.setattr(compiled_levels, "_LEVELS_PER_CALL", per_call)
+    shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))
+    graph = build(shape)
+    for tasks in (1, 3):
+        for direction in ("auto", "top-down"):
+            source = shape.sources[0]
+            run = {"tasks": min(tasks, graph.num_vertices), "direction": direction,
+                   "runtime": runtime, "strategy": "cpu"}
+            inside = tb.bfs(graph, source, **run)
+            apart = tb.bfs(graph, source, dispatch="tasks", **run)
+            check(graph, shape, source, inside)
+            assert inside.levels[LEVEL_COLUMNS + ["unexplored_edges"]].equals(
+                apart.levels[LEVEL_COLUMNS + ["unexplored_edges"]])
+            assert inside.trace[TRACE_COLUMNS].equals(apart.trace[TRACE_COLUMNS])
+            assert inside.levels["barrier_worker"].notna().all()
+
+
+def test_a_long_path_runs_at_compiled_speed(runtime):
+    """20,000 levels of one vertex: the result, one trace row per level, one level row
+    per level (the loop over them is compiled, see benchmarks/deep_graphs.py for time)."""
+    n = 20_000
+    graph = tb.Graph.from_edges(np.arange(n - 1), np.arange(1, n))
+    result = tb.bfs(graph, 0, tasks=2, runtime=runtime, strategy="cpu")
+    np.testing.assert_array_equal(result.distances, scipy_distances(graph, 0))
+    tb.validate(graph, 0, result.parents)
+    assert result.num_levels == n  # one step a level (one task has the frontier)
+    assert len(result.levels) == result.num_levels and len(result.trace) == result.num_levels
+    assert result.trace["included"].all()

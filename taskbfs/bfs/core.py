@@ -29,6 +29,7 @@ import pandas as pd
 from taskbfs import config
 from taskbfs.bfs.placement import place_graph
 from taskbfs.bfs.result import BFSResult
+from taskbfs.bfs.compiled_levels import LEVELS_NAME
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
 from taskbfs.bfs.state import (
     AUTO,
@@ -252,7 +253,8 @@ class _Search:
                                       summaries)
 
         def levels():
-            return _level_table(summaries, result.trace, wall_start, _barrier_places(records))
+            return _level_table(summaries, result.trace, wall_start,
+                                _barrier_places(records, summaries))
 
         result = BFSResult(
             source=self.source,
@@ -372,6 +374,7 @@ def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
                "device", "worker", "thread", "start", "stop", "name", "included"]
     rows = [r for r in records
             if r.get("name") == STEP.name and _had_work(r["level"], r["task"], summaries)]
+    rows += _compiled_step_rows(records, summaries)
     if not rows:
         return pd.DataFrame(columns=columns)
     df = pd.DataFrame(rows)
@@ -385,6 +388,26 @@ def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
     df["start"] -= wall_start
     df["stop"] -= wall_start
     return df[columns].sort_values(["level", "task"]).reset_index(drop=True)
+
+
+def _compiled_step_rows(records, summaries) -> list[dict]:
+    """Trace rows of the steps that compiled level blocks ran
+    (:mod:`taskbfs.bfs.compiled_levels`): each with the record of the included task that
+    ran its block (worker, thread, start, stop)."""
+    blocks = getattr(summaries, "blocks", ())
+    if not blocks:
+        return []
+    ran_by = {r["level"]: r for r in records if r.get("name") == LEVELS_NAME}
+    rows = []
+    for block in blocks:
+        record = ran_by.get(block.first, {})
+        base = {"name": STEP.name, "device": record.get("device", "smp"),
+                "worker": record.get("worker"), "thread": record.get("thread"),
+                "start": record.get("start", block.start), "stop": record.get("stop", block.stop),
+                "included": record.get("included", True)}
+        rows += [{**base, "level": level, "task": task}
+                 for level, task in block.step_stats[:, :2].tolist()]
+    return rows
 
 
 def _had_work(level: int, task: int, summaries) -> bool:
@@ -426,10 +449,18 @@ def _span(records, name: str) -> float:
     return max(r["stop"] for r in mine) - min(r["start"] for r in mine)
 
 
-def _barrier_places(records) -> dict:
-    """Level → (worker, thread) of the barrier that merged that level's steps."""
-    return {r["level"]: (r["worker"], r["thread"]) for r in records
-            if r.get("name") == BARRIER.name and "level" in r}
+def _barrier_places(records, summaries=()) -> dict:
+    """Level → (worker, thread) of the barrier that merged that level's steps (for levels
+    of a compiled block, of the included task that ran it)."""
+    places = {r["level"]: (r["worker"], r["thread"]) for r in records
+              if r.get("name") == BARRIER.name and "level" in r}
+    ran_by = {r["level"]: r for r in records if r.get("name") == LEVELS_NAME}
+    for block in getattr(summaries, "blocks", ()):
+        record = ran_by.get(block.first)
+        if record is not None:
+            for level in range(block.first, block.last_level):
+                places[level] = (record["worker"], record["thread"])
+    return places
 
 
 def _level_table(summaries, trace: pd.DataFrame, wall_start: float,

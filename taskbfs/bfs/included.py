@@ -46,6 +46,13 @@ from taskbfs.bfs.state import (
     first_frontier,
     pool,
 )
+from taskbfs.bfs.compiled_levels import (
+    LEVELS_NAME,
+    LevelSummaries,
+    SliceLists,
+    run_small_levels,
+    small_levels_apply,
+)
 from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
 from taskbfs.runtime import CUDA, SMP, Policy, Task, include, include_each
 
@@ -62,15 +69,15 @@ class SearchOutcome:
     ----------
     distances, parents : ndarray of int64
         The search's result (see :class:`~taskbfs.bfs.result.BFSResult`).
-    summaries : list of LevelSummary
-        One per level, level 0 first; the last one has an empty frontier.
+    summaries : LevelSummaries
+        One per level, level 0 first (a sequence); the last one has an empty frontier.
     assembly_d2h_bytes : int
         Bytes the result's assembly copied from the GPU (a result kept there).
     """
 
     distances: np.ndarray
     parents: np.ndarray
-    summaries: list
+    summaries: LevelSummaries
     assembly_d2h_bytes: int = 0
 
 
@@ -115,8 +122,16 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
     frontier.progress.result_on_device = _keeps_result_on_device(device, policy, num_tasks)
     publisher = SummaryPublisher()
     summary = _announced(summary, policy, device, publisher)
-    summaries = [summary]
+    summaries = LevelSummaries(num_tasks)
+    summaries.append(summary)
+    lists = SliceLists([s[0] for s in slices])  # top-down steps read the out-adjacency
     while summary.frontier_size:
+        if small_levels_apply(frontier, summary, device == SMP):
+            frontier, block = include(LEVELS_NAME, run_small_levels, {"level": frontier.level},
+                                      frontier, lists, degrees)
+            summaries.add_block(block)
+            summary = _announced(summaries[-1], policy, device, publisher)
+            continue
         calls = [(_step_tags(frontier, t), (slice_for(slices[t], frontier), frontier))
                  for t in range(num_tasks) if frontier.has_work(t)]
         found = _run_steps(calls, policy, device)

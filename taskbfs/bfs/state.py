@@ -43,6 +43,7 @@ from taskbfs.kernels.merge import (
     frontier_bitmap,
     owned_bits,
     record_pairs,
+    record_pairs_at,
     word_span,
 )
 from taskbfs.runtime import publish
@@ -243,6 +244,9 @@ class Discoveries:
     #: ranges: a GPU step whose range spans many result-assembly slices groups its output
     #: by equal ranges for them (then its barrier reads ``words``, not the buckets).
     ranges: np.ndarray | None = None
+    #: Per pair, its vertex's distance, when the pairs come from many levels (a block of
+    #: compiled levels, :mod:`taskbfs.bfs.compiled_levels`; ``task`` is then -1).
+    depths: np.ndarray | None = None
 
 
 def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
@@ -579,7 +583,8 @@ def assemble_all(logs, levels, *, source: int, bounds, cuts) -> tuple[np.ndarray
 
     def piece(lo, hi):
         tasks = tasks_overlapping(bounds, lo, hi)
-        mine = [i for i, d in enumerate(logs) if d.offsets is not None or d.task in tasks]
+        mine = [i for i, d in enumerate(logs)
+                if d.offsets is not None or d.depths is not None or d.task in tasks]
         out = (distances[lo - first : hi - first], parents[lo - first : hi - first])
         assemble_range(*[logs[i] for i in mine], source=source, lo=lo, hi=hi, bounds=bounds,
                        levels=[levels[i] for i in mine], out=out)
@@ -624,6 +629,9 @@ def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels, out=Non
             raise RuntimeError(f"the step output of task {d.task} at level {level} left its "
                                "parents in a GPU's result (Progress.result_on_device): only "
                                "device_cache.result_to_host can assemble this search")
+        if d.depths is not None:
+            record_pairs_at(d.vertices, d.parents, d.depths, lo, hi, parents, distances)
+            continue
         if d.offsets is not None:
             buckets = tasks if d.ranges is None else tasks_overlapping(d.ranges, lo, hi)
             start, stop = int(d.offsets[buckets.start]), int(d.offsets[buckets.stop])

@@ -241,3 +241,14 @@ def record_pairs(vertices, parents_of, start, stop, lo, hi, distance, parents, d
         if lo <= v < hi:
             parents[v - lo] = parents_of[i]
             distances[v - lo] = distance
+
+
+@njit(nogil=True, cache=True)
+def record_pairs_at(vertices, parents_of, depths, lo, hi, parents, distances):
+    """:func:`record_pairs` for pairs of many levels: pair ``i``'s vertex is at distance
+    ``depths[i]``."""
+    for i in range(vertices.size):
+        v = vertices[i]
+        if lo <= v < hi:
+            parents[v - lo] = parents_of[i]
+            distances[v - lo] = depths[i]

@@ -1,0 +1,218 @@
+"""Small top-down levels of a search run as one task, many per compiled call.
+
+Returns
+    :func:`run_small_levels` (an included task of the search): the frontier after the
+    levels it ran, and a :class:`LevelBlock` describing them; :class:`LevelSummaries`,
+    the search's summaries with such blocks expanded only when read.
+Approach
+    A deep graph (a path, a mesh, a road network) has thousands to millions of levels of
+    a few frontier vertices each. Inside the search's one task a level still costs host
+    work per step and per barrier (~0.1 ms on 2 cores), which is the whole search time
+    of such a graph. While the frontier is top-down, on the CPU and has at most
+    ``config.COMPILED_LEVEL_EDGES`` edges, the levels run in
+    :func:`taskbfs.kernels.levels.small_top_down_levels` instead: the same steps, the
+    same barrier, the same counts, with no host work per level. Each level still has its
+    summary (built when read) and its steps their rows in the trace (one included task,
+    ``bfs_levels``, ran them: its worker, thread, start and stop).
+Encoding
+    The levels' accepted pairs travel to the result assembly as one
+    :class:`~taskbfs.bfs.state.Discoveries` whose ``depths`` give each pair's distance.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numba.typed import List
+
+from taskbfs import config
+from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, Discoveries, Frontier, LevelSummary
+from taskbfs.kernels.bitmap import empty_bitmap
+from taskbfs.kernels.levels import BOTTOM_UP_NEXT, FULL, small_top_down_levels
+from taskbfs.kernels.merge import frontier_bitmap
+
+#: Trace name of the included task that runs a block of compiled levels.
+LEVELS_NAME = "bfs_levels"
+_LEVELS_PER_CALL = 1 << 14
+
+
+@dataclass
+class LevelBlock:
+    """What one call of the compiled level loop ran: levels ``first + 1 .. first +
+    len(level_stats)`` were made (the summary of level ``first`` opened it).
+
+    Attributes
+    ----------
+    first : int
+    direction : str
+        The direction of the last level made (top-down, or bottom-up when the rule turns).
+    level_stats : ndarray of int64, shape (L, 4)
+        Per level made: frontier size, frontier edges, unexplored edges, reached.
+    step_stats : ndarray of int64, shape (S, 5)
+        Per step run: level, task, size, edges examined, found.
+    last_counts : ndarray of int64
+        The last level's ``frontier_counts`` (per task).
+    start, stop : float
+        Wall-clock span of the call (``time.time()``).
+    """
+
+    first: int
+    direction: str
+    level_stats: np.ndarray
+    step_stats: np.ndarray
+    last_counts: np.ndarray
+    start: float
+    stop: float
+
+    def summary(self, level: int, num_tasks: int) -> LevelSummary:
+        """The summary of ``level`` (one the block made), as the barrier would make it."""
+        i = level - self.first - 1
+        stats = self.level_stats[i]
+        last = i == len(self.level_stats) - 1
+        steps = self.step_stats
+        before = steps[steps[:, 0] == level - 1]  # the steps this level's barrier merged
+        examined = np.zeros(num_tasks, dtype=np.int64)
+        found = np.zeros(num_tasks, dtype=np.int64)
+        examined[before[:, 1]] = before[:, 3]
+        found[before[:, 1]] = before[:, 4]
+        if last:
+            counts = self.last_counts
+        else:
+            counts = np.zeros(num_tasks, dtype=np.int64)
+            mine = steps[steps[:, 0] == level]
+            counts[mine[:, 1]] = mine[:, 2]
+        return LevelSummary(
+            level=level, direction=self.direction if last else TOP_DOWN, frontier_counts=counts,
+            frontier_size=int(stats[0]), frontier_edges=int(stats[1]), edges_examined=examined,
+            unexplored_edges=int(stats[2]), found=found, barrier_start=self.start,
+            barrier_stop=self.stop, chained=int(stats[0]) > 0, assembled=int(stats[0]) == 0,
+            reached=int(stats[3]))
+
+    @property
+    def last_level(self) -> int:
+        return self.first + len(self.level_stats)
+
+
+class LevelSummaries:
+    """A search's level summaries, level 0 first (a sequence): those of compiled blocks
+    (:class:`LevelBlock`) are built when read."""
+
+    def __init__(self, num_tasks: int):
+        self.num_tasks = num_tasks
+        self._items: list = []  # LevelSummary, or (LevelBlock, level)
+        self.blocks: list[LevelBlock] = []
+
+    def append(self, summary: LevelSummary) -> None:
+        self._items.append(summary)
+
+    def add_block(self, block: LevelBlock) -> None:
+        self.blocks.append(block)
+        self._items.extend((block, level) for level in range(block.first + 1, block.last_level + 1))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        item = self._items[index]
+        if isinstance(item, tuple):
+            block, level = item
+            item = block.summary(level, self.num_tasks)
+        return item
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def block_steps(self) -> list:
+        """``(block, level, task)`` of every step the compiled blocks ran."""
+        return [(block, int(level), int(task)) for block in self.blocks
+                for level, task in block.step_stats[:, :2].tolist()]
+
+
+def small_levels_apply(frontier: Frontier, summary: LevelSummary, on_cpu: bool) -> bool:
+    """Whether the compiled loop runs the level ``summary`` opens: a top-down level of at
+    most ``config.COMPILED_LEVEL_EDGES`` frontier edges, all its steps on the CPU."""
+    return (on_cpu and frontier.direction == TOP_DOWN and frontier.bounds is not None
+            and 0 < summary.frontier_edges <= config.COMPILED_LEVEL_EDGES)
+
+
+class SliceLists:
+    """The tasks' slices as the numba typed lists the compiled loop reads (made once per
+    search, on first use)."""
+
+    def __init__(self, slices):
+        self._slices = slices
+        self._lists = None
+
+    def get(self):
+        if self._lists is None:
+            indptrs, indices = List(), List()
+            for part in self._slices:
+                indptrs.append(np.ascontiguousarray(part.indptr, dtype=np.int64))
+                indices.append(part.indices)
+            self._lists = (indptrs, indices)
+        return self._lists
+
+
+def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray):
+    """Run the small top-down levels from ``frontier`` (see the module docstring).
+
+    Returns ``(next frontier, block)``: the frontier of the first level that is not
+    small (or empty, or bottom-up), holding the block's pairs in ``included``.
+    """
+    start = time.time()
+    bounds = frontier.bounds
+    progress = frontier.progress
+    num_tasks = bounds.size - 1
+    current = frontier.vertices
+    edges = _edges(degrees, current)
+    # no frontier has more edges than are left: the buffers need no more room than that
+    max_edges = min(config.COMPILED_LEVEL_EDGES, progress.unexplored_edges + edges)
+    vertices = np.empty(max(max_edges, current.size), dtype=np.int64)
+    vertices[: current.size] = current
+    offsets = frontier.offsets.astype(np.int64, copy=True)
+    unvisited = progress.unvisited_per_task.astype(np.int64, copy=True)
+    state = np.array([frontier.level, int(offsets[-1]), edges, progress.unexplored_edges,
+                      progress.frontier_size], dtype=np.int64)
+    auto = progress.direction_mode == "auto"
+    indptrs, indices = lists.get()
+    steps_cap = max(_LEVELS_PER_CALL, 2 * min(num_tasks, current.size))
+    while True:
+        level_stats = np.empty((_LEVELS_PER_CALL, 4), dtype=np.int64)
+        step_stats = np.empty((steps_cap, 5), dtype=np.int64)
+        pairs = np.empty((_LEVELS_PER_CALL + 4 * max_edges, 3), dtype=np.int64)
+        limits = np.zeros(3, dtype=np.int64)
+        status = small_top_down_levels(indptrs, indices, bounds, degrees, frontier.visited_bits,
+                                       vertices, offsets, unvisited, state, max_edges, auto,
+                                       float(progress.alpha), level_stats, step_stats, pairs,
+                                       limits)
+        if status != FULL or limits[0] > 0:
+            break
+        steps_cap *= 2  # one level has more steps than the buffer holds
+    n_new = int(state[1])
+    direction = BOTTOM_UP if status == BOTTOM_UP_NEXT else TOP_DOWN
+    if direction == TOP_DOWN:
+        next_vertices, bits = vertices[:n_new].copy(), None
+        counts = np.diff(offsets)
+    else:
+        bits = empty_bitmap(degrees.size)
+        frontier_bitmap(vertices[:n_new], bits)
+        next_vertices, counts = np.empty(0, dtype=np.int64), unvisited.copy()
+        offsets = np.zeros(num_tasks + 1, dtype=np.int64)
+    found = pairs[: limits[2]]
+    frontier.included.append((frontier.level, Discoveries(
+        -1, found[:, 0].copy(), found[:, 1].copy(), 0, depths=found[:, 2].copy())))
+    nxt = Frontier(int(state[0]), direction, next_vertices, offsets, bits, frontier.visited_bits,
+                   bounds, replace(progress, unvisited_per_task=unvisited,
+                                   unexplored_edges=int(state[3]), frontier_size=n_new),
+                   frontier.included)
+    block = LevelBlock(frontier.level, direction, level_stats[: limits[0]].copy(),
+                       step_stats[: limits[1]].copy(), counts.astype(np.int64), start, time.time())
+    return nxt, block
+
+
+def _edges(degrees: np.ndarray, vertices: np.ndarray) -> int:
+    return int(degrees[vertices].sum()) if vertices.size else 0
