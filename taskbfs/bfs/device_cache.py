@@ -677,7 +677,7 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
     came back whole (its CPU steps', which ran at ``levels``) written over it on the host.
 
     Those steps' vertices cannot be in the device's result: with one task, a level has one
-    step; with several, every step ran on this GPU (see ``small_levels.run_levels``).
+    step; with several, every step ran on this GPU (see ``included._keeps_result_on_device``).
     """
     from taskbfs.kernels.merge import record_pairs
 

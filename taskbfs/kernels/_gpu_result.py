@@ -5,7 +5,7 @@ Returns
     parents)`` writes ``distances[v] = distance`` and ``parents[v] = parents_of[i]`` for
     ``v = vertices[i]``, ``i < n`` (grid-stride).
 Approach
-    When every level of a search runs on one GPU worker (``small_levels.run_levels_on_gpu``),
+    When every level of a search runs on one GPU worker (``included.run_search_on_gpu``),
     its GPU steps leave their ``(vertex, parent)`` pairs in the result arrays on the device
     instead of copying the parents back each level; the result crosses the bus once, at the
     end (see :func:`taskbfs.bfs.device_cache.result_to_host`). The pairs of one call are
