@@ -132,11 +132,22 @@ class LevelSummaries:
                 for level, task in block.step_stats[:, :2].tolist()]
 
 
-def small_levels_apply(frontier: Frontier, summary: LevelSummary, on_cpu: bool) -> bool:
+def small_levels_apply(frontier: Frontier, summary: LevelSummary) -> bool:
     """Whether the compiled loop runs the level ``summary`` opens: a top-down level of at
-    most ``config.COMPILED_LEVEL_EDGES`` frontier edges, all its steps on the CPU."""
-    return (on_cpu and frontier.direction == TOP_DOWN and frontier.bounds is not None
+    most ``config.COMPILED_LEVEL_EDGES`` frontier edges, all its steps on the CPU (its
+    ``gpu_steps`` say none on the GPU)."""
+    return (frontier.direction == TOP_DOWN and frontier.bounds is not None
+            and not summary.gpu_steps.any()
             and 0 < summary.frontier_edges <= config.COMPILED_LEVEL_EDGES)
+
+
+def cpu_sizes(policy, num_tasks: int, on_gpu_worker: bool) -> np.ndarray:
+    """Per task, the largest step ``policy`` runs on the CPU (on a CPU worker: every step;
+    a user policy without ``largest_cpu_size``: none, so no level is compiled there)."""
+    if not on_gpu_worker:
+        return np.full(num_tasks, np.inf)
+    largest = getattr(policy, "largest_cpu_size", lambda t: -1.0)
+    return np.array([largest(t) for t in range(num_tasks)], dtype=np.float64)
 
 
 class SliceLists:
@@ -157,8 +168,10 @@ class SliceLists:
         return self._lists
 
 
-def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray):
-    """Run the small top-down levels from ``frontier`` (see the module docstring).
+def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
+                     cpu_max: np.ndarray):
+    """Run the small top-down levels from ``frontier`` (see the module docstring);
+    ``cpu_max``: per task, the largest step the policy runs on the CPU (:func:`cpu_sizes`).
 
     Returns ``(next frontier, block)``: the frontier of the first level that is not
     small (or empty, or bottom-up), holding the block's pairs in ``included``.
@@ -186,7 +199,8 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray)
         pairs = np.empty((_LEVELS_PER_CALL + 4 * max_edges, 3), dtype=np.int64)
         limits = np.zeros(3, dtype=np.int64)
         status = small_top_down_levels(indptrs, indices, bounds, degrees, frontier.visited_bits,
-                                       vertices, offsets, unvisited, state, max_edges, auto,
+                                       vertices, offsets, unvisited, state, max_edges, cpu_max,
+                                       auto,
                                        float(progress.alpha), level_stats, step_stats, pairs,
                                        limits)
         if status != FULL or limits[0] > 0:

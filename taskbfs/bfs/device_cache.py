@@ -679,7 +679,7 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
     Those steps' vertices cannot be in the device's result: with one task, a level has one
     step; with several, every step ran on this GPU (see ``included._keeps_result_on_device``).
     """
-    from taskbfs.kernels.merge import record_pairs
+    from taskbfs.kernels.merge import record_pairs, record_pairs_at
 
     cache = cache if cache is not None else device_cache()
     n = int(frontier.bounds[-1])
@@ -687,7 +687,9 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
         on_device = cache.search_result(frontier)
         distances, parents = (_into_host(array, n) for array in on_device)
     for d, level in zip(logs, levels, strict=True):
-        if d.parents is not None and d.vertices.size:
+        if d.depths is not None:  # a block of compiled CPU levels
+            record_pairs_at(d.vertices, d.parents, d.depths, 0, n, parents, distances)
+        elif d.parents is not None and d.vertices.size:
             record_pairs(d.vertices, d.parents, 0, d.vertices.size, 0, n, level + 1, parents,
                          distances)
     distances[source] = 0

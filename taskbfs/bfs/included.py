@@ -50,6 +50,7 @@ from taskbfs.bfs.compiled_levels import (
     LEVELS_NAME,
     LevelSummaries,
     SliceLists,
+    cpu_sizes,
     run_small_levels,
     small_levels_apply,
 )
@@ -125,10 +126,11 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
     summaries = LevelSummaries(num_tasks)
     summaries.append(summary)
     lists = SliceLists([s[0] for s in slices])  # top-down steps read the out-adjacency
+    cpu_max = cpu_sizes(policy, num_tasks, device == CUDA)
     while summary.frontier_size:
-        if small_levels_apply(frontier, summary, device == SMP):
+        if small_levels_apply(frontier, summary):
             frontier, block = include(LEVELS_NAME, run_small_levels, {"level": frontier.level},
-                                      frontier, lists, degrees)
+                                      frontier, lists, degrees, cpu_max)
             summaries.add_block(block)
             summary = _announced(summaries[-1], policy, device, publisher)
             continue

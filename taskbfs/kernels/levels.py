@@ -35,8 +35,8 @@ FULL = 3  # the output buffers are full
 
 @njit(nogil=True, cache=True)
 def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets,
-                          unvisited, state, max_edges, auto, alpha, level_stats, step_stats,
-                          pairs, limits):
+                          unvisited, state, max_edges, cpu_max, auto, alpha, level_stats,
+                          step_stats, pairs, limits):
     """Run small top-down levels from the frontier given until one is not small.
 
     Parameters
@@ -60,7 +60,10 @@ def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, front
         ``[level, frontier_size, frontier_edges, unexplored_edges, previous_size]`` of the
         current frontier; updated in place to the frontier the call stops at.
     max_edges : int
-        A level is small while its frontier has at most this many edges.
+        A level is small while its frontier has at most this many edges...
+    cpu_max : ndarray of float64
+        ...and every task's frontier at most ``cpu_max[t]`` vertices (the largest step
+        the placement policy runs on the CPU).
     auto : bool
         Beamer's rule decides each next direction (else top-down throughout).
     alpha : float
@@ -96,6 +99,9 @@ def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, front
             return 0
         if state[2] > max_edges:
             return 1
+        for t in range(num_tasks):
+            if offsets[t + 1] - offsets[t] > cpu_max[t]:
+                return 1
         nsteps = limits[1]
         if (limits[0] >= level_stats.shape[0] or nsteps + num_tasks > step_stats.shape[0]
                 or limits[2] + state[2] > pairs.shape[0]):

@@ -123,11 +123,18 @@ class Policy:
         forced = forced_device(impls, gpu_present, needs_gpu=self.kind == "gpu")
         if forced is not None:
             return forced
-        if self.kind == "cpu":
-            return SMP
-        if self.kind == "fixed":
-            return CUDA if task_id in self.gpu_tasks else SMP
-        return CUDA if (size or 0) > self.lam else SMP
+        return CUDA if (size or 0) > self.largest_cpu_size(task_id) else SMP
+
+    def largest_cpu_size(self, task_id=None) -> float:
+        """The largest size of a task (with both implementations, a GPU present) that this
+        policy runs on the CPU: λ (hybrid), ∞ (cpu, and fixed's CPU tasks), -1 (gpu, and
+        fixed's GPU tasks). :meth:`decide` is this rule; compiled code that cannot call
+        it (a loop over many small BFS levels) reads it as a number per task."""
+        if self.kind == "cpu" or (self.kind == "fixed" and task_id not in self.gpu_tasks):
+            return float("inf")
+        if self.kind == "hybrid":
+            return self.lam
+        return -1.0
 
 
 def forced_device(impls, gpu_present: bool, needs_gpu: bool = False) -> str | None:
