@@ -124,6 +124,12 @@ RESULT_ON_DEVICE = True
 #: in that 0.1 ms.
 COMPILED_LEVEL_EDGES = 1 << 12
 
+#: Functions ("module:function") every worker runs when a Runtime starts, given the worker:
+#: the search code, loaded before the first search instead of inside it (numba loads each
+#: cached kernel at its first call: the first search of a process took 0.45-0.95 s on 2
+#: cores against 8-30 ms steady at scale 16; with it, 1.8-2.2x; benchmarks/first_search.py).
+WORKER_WARM_UP = ("taskbfs.bfs.warmup:warm_up",)
+
 #: A search run as one task (``taskbfs.bfs.included``) sends the latest level's summary to
 #: the client at most this often, for the live page and ``progress`` (it returns every
 #: summary with its result): one message per level was half the time of a level of a

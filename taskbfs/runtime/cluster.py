@@ -127,6 +127,12 @@ class Runtime:
                 "could not register the taskbfs placement plugin on the scheduler "
                 f"(is taskbfs installed where the scheduler runs?): {exc}"
             ) from None
+        for name in config.WORKER_WARM_UP:
+            try:
+                self.client.run(warm_worker, name)
+            except Exception as exc:  # a warm-up only saves time: never fail the start for it
+                logger.warning("taskbfs: the worker warm-up %s failed: %s", name, exc)
+
 
     # ------------------------------------------------------------------ info
     @property
@@ -255,6 +261,17 @@ class Runtime:
 
     def __repr__(self) -> str:
         return f"Runtime({self.client.scheduler.address!r})"
+
+
+def warm_worker(name: str, dask_worker=None):
+    """Call the function ``name`` ("module:function") on this worker (run by
+    :class:`Runtime` at its start, with ``client.run``, for each of
+    ``config.WORKER_WARM_UP``): it gets the worker and loads what its tasks will need.
+    The runtime knows the function by name only, and imports it there."""
+    import importlib
+
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)(dask_worker)
 
 
 def _check_address(address: str) -> None:

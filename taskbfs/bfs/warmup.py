@@ -1,0 +1,74 @@
+"""Loading a search's compiled code on every worker before the first search, not inside it.
+
+Returns
+    :func:`warm_up` (run once per runtime, on every worker, by :func:`taskbfs.bfs`):
+    the seconds it took on that worker.
+Approach
+    numba compiles each kernel once per machine (``cache=True``), but a new process still
+    loads each one, with its typed-list and sort helpers, at its first call: ~0.4-0.9 s
+    that landed in the first search of a process on 2 cores, 30-70x a steady search of
+    a scale-16 graph (``benchmarks/first_search.py``). So, once per runtime, every worker
+    runs the search task's body on a tiny graph, without Dask: every direction, one task
+    and several, the compiled small levels and the level loop, a directed graph (its
+    transposed slices), and on a GPU worker the GPU steps (not under numba's CUDA
+    simulator, whose kernels are Python). Nothing of it is kept but what numba and CUDA
+    keep.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import numpy as np
+
+from taskbfs import config
+from taskbfs.bfs.included import run_search
+from taskbfs.bfs.placement import _slices
+from taskbfs.graph import Graph, partition
+from taskbfs.runtime import CUDA, SMP, Policy
+
+logger = logging.getLogger(__name__)
+
+
+def _graphs() -> list[Graph]:
+    """A path with a star at its end (deep, then wide: both directions; levels small
+    enough for the compiled loop, and one too big for it), undirected and directed."""
+    n = 100 + 2 * config.COMPILED_LEVEL_EDGES
+    src = np.r_[np.arange(99), np.full(n - 100, 99)]
+    dst = np.r_[np.arange(1, 100), np.arange(100, n)]
+    return [Graph.from_edges(src, dst, num_vertices=n),
+            Graph.from_edges(src, dst, num_vertices=n, directed=True)]
+
+
+def _search(graph: Graph, tasks: int, direction: str, device: str, policy: Policy) -> None:
+    parts = partition(graph, tasks)
+    out = _slices(graph, parts, graph.token)
+    transposed = _slices(graph.transpose(), parts, graph.token + "/T", out=graph) \
+        if graph.directed else out
+    args = [s for t in range(tasks) for s in (out[t], transposed[t])]
+    init = {"bounds": parts.bounds, "source": 0, "direction_mode": direction,
+            "total_edges": graph.num_arcs, "alpha": config.DO_ALPHA, "beta": config.DO_BETA}
+    run_search(*args, graph.degrees(), init=init, policy=policy, cuts=[0, graph.num_vertices],
+               slices_per_task=2, device=device)
+
+
+def warm_up(dask_worker=None) -> float:
+    """Run the search body on tiny graphs here (see the module docstring); returns the
+    seconds it took. Never raises: a failure is logged and the searches go on."""
+    start = time.perf_counter()
+    on_gpu = bool(dask_worker is not None and dask_worker.state.total_resources.get("GPU"))
+    # numba's CUDA simulator runs kernels as Python: nothing to load, and slow to run
+    on_gpu = on_gpu and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1"
+    runs = [(SMP, Policy("cpu"))] + ([(CUDA, Policy("gpu")), (CUDA, Policy("hybrid", lam=2))]
+                                     if on_gpu else [])
+    try:
+        for graph in _graphs():
+            for device, policy in runs:
+                for tasks in (1, 3):
+                    for direction in ("auto", "top-down", "bottom-up"):
+                        _search(graph, tasks, direction, device, policy)
+    except Exception:  # the warm-up must never stop a search
+        logger.exception("taskbfs: warming up the search code failed; searches go on")
+    return time.perf_counter() - start

@@ -1,0 +1,40 @@
+"""The runtime's start runs the worker warm-ups (config.WORKER_WARM_UP) on every worker;
+the BFS's warm-up (taskbfs.bfs.warmup) runs the search body on tiny graphs."""
+
+from __future__ import annotations
+
+import threading
+
+from distributed import LocalCluster
+
+import taskbfs as tb
+from taskbfs.bfs import warmup
+
+CALLS: list = []
+_lock = threading.Lock()
+
+
+def record(dask_worker) -> str:
+    """A warm-up for the test: notes which worker ran it."""
+    with _lock:
+        CALLS.append(dask_worker.address)
+    return dask_worker.address
+
+
+def test_every_worker_runs_the_warm_ups_when_a_runtime_starts(monkeypatch):
+    monkeypatch.setattr(tb.config, "WORKER_WARM_UP", (f"{__name__}:record", "no.such.module:f"))
+    CALLS.clear()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0", resources={"CPU": 1}) as cluster:
+        with tb.Runtime(cluster.scheduler_address) as rt:  # the bad name is logged, not raised
+            assert sorted(CALLS) == sorted(rt.client.scheduler_info()["workers"])
+
+
+def test_the_bfs_warm_up_runs_the_search_body_and_never_raises(monkeypatch):
+    assert warmup.warm_up() >= 0.0  # a plain call, no worker: the CPU searches
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(warmup, "run_search", broken)
+    assert warmup.warm_up() >= 0.0  # logged, not raised
