@@ -7,9 +7,9 @@ Approach
     A level of a path or a mesh has a handful of frontier vertices: its kernels take a
     microsecond, and the level loop's host work per level (a step per task, the barrier,
     the direction rule) costs a hundred times that. This kernel is that loop, compiled:
-    per level, each task's top-down step exactly as :func:`taskbfs.kernels.cpu.top_down_step`
-    runs it (``top_down_step_unique`` when the step reads more edges than the bitmap has
-    words), counting what each step reports; then the barrier exactly as
+    per level, each task's top-down step by the same kernel as
+    :func:`taskbfs.kernels.cpu.top_down_step` (``top_down_step_unique`` when the step reads
+    more edges than the bitmap has words), counting what each step reports; then the barrier exactly as
     :func:`taskbfs.kernels.merge.accept_candidates` keeps candidates (owner by owner,
     steps in task order, first unvisited occurrence wins); then Beamer's rule
     (:func:`taskbfs.kernels.direction.switch_direction`, top-down side). So its levels,
@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from taskbfs.kernels.bitmap import test_and_set, test_bit
+from taskbfs.kernels.bitmap import test_and_set
+from taskbfs.kernels.cpu import _top_down, frontier_edge_count
 
 #: Status codes: why :func:`small_top_down_levels` stopped.
 DONE = 0  # the frontier is empty: the search is over
@@ -103,7 +104,8 @@ def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, front
             if offsets[t + 1] - offsets[t] > cpu_max[t]:
                 return 1
         nsteps = limits[1]
-        if (limits[0] >= level_stats.shape[0] or nsteps + num_tasks > step_stats.shape[0]
+        if (limits[0] >= level_stats.shape[0]
+                or nsteps + min(num_tasks, state[1]) > step_stats.shape[0]
                 or limits[2] + state[2] > pairs.shape[0]):
             return 3
         level = state[0]
@@ -114,28 +116,15 @@ def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, front
             if last == first:
                 continue
             indptr = indptrs[t]
-            indices = indices_list[t]
             lo = bounds[t]
-            size = 0
-            for i in range(first, last):
-                u = frontier[i]
-                size += indptr[u - lo + 1] - indptr[u - lo]
-            unique = size > words
+            mine = frontier[first:last]
+            size = frontier_edge_count(indptr, lo, mine)
+            unique = size > words  # as the level loop's CPU step decides (bfs/steps.py)
             if unique:
                 seen[:] = 0
-            found = 0
-            for i in range(first, last):
-                u = frontier[i]
-                for e in range(indptr[u - lo], indptr[u - lo + 1]):
-                    v = indices[e]
-                    if test_bit(visited, v):
-                        continue
-                    if unique and test_and_set(seen, v):
-                        continue
-                    cand_v[ncand] = v
-                    cand_u[ncand] = u
-                    ncand += 1
-                    found += 1
+            found, _edges = _top_down(indptr, indices_list[t], lo, mine, visited, seen, unique,
+                                      cand_v[ncand:], cand_u[ncand:])
+            ncand += found
             step_stats[nsteps, 0] = level
             step_stats[nsteps, 1] = t
             step_stats[nsteps, 2] = last - first
