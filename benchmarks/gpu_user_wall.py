@@ -4,7 +4,7 @@ Returns (prints; writes ``--csv``): for Graph500 Kronecker graphs (scales 22 and
 default, edgefactor 16) and the same search keys (``tb.search_keys``), per configuration,
 a markdown table and one CSV row: the harmonic-mean TEPS over the keys (Graph500 traversed
 edges / the wall time of the call), the median wall ms, the ratio of that TEPS to the plain
-GPU loop's direction-optimizing and top-down searches, taskbfs's own ``r.elapsed`` beside
+GPU loop's direction-optimizing and top-down searches, taskbfs's ``r.search_seconds`` beside
 the wall and the share of the wall outside it (the call's time around the search: graph
 check, submission, result), and for the plain loop the copy of its parents to the host,
 which its wall leaves out (its result stays in GPU memory).
@@ -110,7 +110,7 @@ def time_taskbfs(graph, key, strategy, direction, runtime, args, check) -> Searc
     wall = time.perf_counter() - start
     if check:
         tb.validate(graph, key, r.parents, levels=r.distances)
-    return Search(wall, r.elapsed, None, tb.traversed_edges(graph, r.parents), r.num_levels,
+    return Search(wall, r.search_seconds, None, tb.traversed_edges(graph, r.parents), r.num_levels,
                   r.num_tasks)
 
 
@@ -128,7 +128,7 @@ def run_config(label, graph, keys, runtime, device_graph, args) -> list:
 
 
 def summary(label, searches, args) -> dict:
-    """The configuration's row: harmonic-mean TEPS, wall times, time outside ``elapsed``."""
+    """The configuration's row: harmonic-mean TEPS, wall times, time outside ``search_seconds``."""
     strategy, direction = CONFIGS[label]
     walls = np.array([s.wall for s in searches])
     row = {
@@ -164,7 +164,7 @@ def markdown_table(rows) -> str:
         return "–" if value == "" else f"{value * scale:{fmt}}{unit}"
 
     lines = ["| config | T | MTEPS (hmean) | median ms | × plain-do | × plain-td | "
-             "r.elapsed ms | outside r.elapsed | parents copy ms | levels |",
+             "r.search_seconds ms | outside the search | parents copy ms | levels |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         lines.append(" | ".join([
