@@ -13,7 +13,9 @@ Approach
     scheduling, two hops and a round trip through the client) whatever its work; an
     included one costs what its kernels cost plus a thread-pool hand-off. The steps of a
     level run side by side on the process's thread pool (as the worker would run them on
-    its threads); a level with one step runs it in the task's own thread.
+    its threads); a level with one step runs it in the task's own thread. Small top-down
+    levels whose steps all run on the CPU go many at a time through a compiled loop
+    (:mod:`taskbfs.bfs.compiled_levels`): a deep graph's levels cost microseconds.
 Devices
     Each step runs on the device the search's :class:`~taskbfs.runtime.Policy` gives its
     size and task id (:meth:`Policy.decide`, the rule the scheduler plugin applies to a
