@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.linalg
+
 from taskbfs.errors import InvalidParameterError
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime
 

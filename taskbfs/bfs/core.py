@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 
 from taskbfs import config
-from taskbfs.bfs.placement import place_graph
-from taskbfs.bfs.result import BFSResult
 from taskbfs.bfs.compiled_levels import LEVELS_NAME
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
+from taskbfs.bfs.placement import place_graph
+from taskbfs.bfs.result import BFSResult
 from taskbfs.bfs.state import (
     AUTO,
     BOTTOM_UP,

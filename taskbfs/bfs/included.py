@@ -38,6 +38,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from taskbfs import config
+from taskbfs.bfs.compiled_levels import (
+    LEVELS_NAME,
+    LevelSummaries,
+    SliceLists,
+    cpu_sizes,
+    run_small_levels,
+    small_levels_apply,
+)
 from taskbfs.bfs.state import (
     TOP_DOWN,
     Frontier,
@@ -47,14 +55,6 @@ from taskbfs.bfs.state import (
     assemble_all,
     first_frontier,
     pool,
-)
-from taskbfs.bfs.compiled_levels import (
-    LEVELS_NAME,
-    LevelSummaries,
-    SliceLists,
-    cpu_sizes,
-    run_small_levels,
-    small_levels_apply,
 )
 from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
 from taskbfs.runtime import CUDA, SMP, Policy, Task, include, include_each

@@ -26,7 +26,6 @@ from distributed import Client, LocalCluster, Worker
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError, TaskBFSError
-from taskbfs.runtime.task import CUDA, SMP
 from taskbfs.runtime.plugin import (
     CPU_RESOURCE,
     GPU_RESOURCE,
@@ -35,6 +34,7 @@ from taskbfs.runtime.plugin import (
     cluster_resources,
     detach,
 )
+from taskbfs.runtime.task import CUDA, SMP
 
 logger = logging.getLogger(__name__)
 
