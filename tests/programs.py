@@ -1,6 +1,8 @@
 """Task programs the runtime tests run, beside the BFS: the tiled Cholesky of
 ``examples/cholesky.py`` and a wavefront.
 
+``PROBE``, ``CPU_ONLY``, ``GPU_ONLY``
+    Tasks that return ``(device, value)``: where the runtime ran them.
 ``HOST_CHOLESKY``
     The Cholesky example's tasks with their host code in the ``cuda`` slot too: for
     clusters whose ``GPU`` worker is fake (no CUDA there), where a test checks placement,
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from taskbfs.runtime import Task
+from taskbfs.runtime import CUDA, SMP, Task
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -86,3 +88,17 @@ def summed_area_table(program, a, tile: int, batch: bool = True) -> np.ndarray:
 
     tiles = program.gather([name(i, j) for i in range(mt) for j in range(nt)])
     return np.block([tiles[i * nt:(i + 1) * nt] for i in range(mt)])
+
+
+def _on_cpu(v):
+    return (SMP, v)
+
+
+def _on_gpu(v):
+    return (CUDA, v)
+
+
+#: Tasks that say where they ran: ``(device, value)``.
+PROBE = Task("probe", smp=_on_cpu, cuda=_on_gpu)
+CPU_ONLY = Task("cpu_only", smp=_on_cpu)
+GPU_ONLY = Task("gpu_only", cuda=_on_gpu)

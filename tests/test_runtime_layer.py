@@ -36,19 +36,9 @@ from taskbfs.runtime import (
 )
 from taskbfs.runtime.policy import as_policy
 
+from programs import CPU_ONLY, PROBE  # isort: skip  (tests/programs.py)
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _on_cpu(v):
-    return (SMP, v)
-
-
-def _on_gpu(v):
-    return (CUDA, v)
-
-
-PROBE = Task("probe", smp=_on_cpu, cuda=_on_gpu)
-CPU_ONLY = Task("cpu_only", smp=_on_cpu)
 
 
 # ---------------------------------------------------------------- what importing pulls in

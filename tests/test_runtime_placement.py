@@ -19,20 +19,7 @@ from distributed import Client, LocalCluster, Scheduler, SpecCluster, Worker
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task, fetch_placements, publish
 
-from programs import HOST_CHOLESKY, cholesky  # isort: skip  (tests/programs.py)
-
-
-def _on_cpu(v):
-    return (SMP, v)
-
-
-def _on_gpu(v):
-    return (CUDA, v)
-
-
-PROBE = Task("probe", smp=_on_cpu, cuda=_on_gpu)
-CPU_ONLY = Task("cpu_only", smp=_on_cpu)
-GPU_ONLY = Task("gpu_only", cuda=_on_gpu)
+from programs import CPU_ONLY, GPU_ONLY, HOST_CHOLESKY, PROBE, cholesky  # isort: skip  (tests/programs.py)
 
 
 @pytest.fixture(scope="module")

@@ -71,8 +71,7 @@ class LevelBlock:
         i = level - self.first - 1
         stats = self.level_stats[i]
         last = i == len(self.level_stats) - 1
-        steps = self.step_stats
-        before = steps[steps[:, 0] == level - 1]  # the steps this level's barrier merged
+        before = self._steps_of(level - 1)  # the steps this level's barrier merged
         examined = np.zeros(num_tasks, dtype=np.int64)
         found = np.zeros(num_tasks, dtype=np.int64)
         examined[before[:, 1]] = before[:, 3]
@@ -81,7 +80,7 @@ class LevelBlock:
             counts = self.last_counts
         else:
             counts = np.zeros(num_tasks, dtype=np.int64)
-            mine = steps[steps[:, 0] == level]
+            mine = self._steps_of(level)
             counts[mine[:, 1]] = mine[:, 2]
         return LevelSummary(
             level=level, direction=self.direction if last else TOP_DOWN, frontier_counts=counts,
@@ -89,6 +88,11 @@ class LevelBlock:
             unexplored_edges=int(stats[2]), found=found, barrier_start=self.start,
             barrier_stop=self.stop, chained=int(stats[0]) > 0, assembled=int(stats[0]) == 0,
             reached=int(stats[3]))
+
+    def _steps_of(self, level: int) -> np.ndarray:
+        """The rows of ``step_stats`` of ``level`` (recorded in level order)."""
+        first, stop = np.searchsorted(self.step_stats[:, 0], [level, level + 1])
+        return self.step_stats[first:stop]
 
     @property
     def last_level(self) -> int:
@@ -118,18 +122,13 @@ class LevelSummaries:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         item = self._items[index]
-        if isinstance(item, tuple):
+        if isinstance(item, tuple):  # built once, when first read
             block, level = item
-            item = block.summary(level, self.num_tasks)
+            item = self._items[index] = block.summary(level, self.num_tasks)
         return item
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
-
-    def block_steps(self) -> list:
-        """``(block, level, task)`` of every step the compiled blocks ran."""
-        return [(block, int(level), int(task)) for block in self.blocks
-                for level, task in block.step_stats[:, :2].tolist()]
 
 
 def small_levels_apply(frontier: Frontier, summary: LevelSummary) -> bool:

@@ -157,9 +157,10 @@ def _announced(summary: LevelSummary, policy: Policy, device: str,
     task runs the level it opens), ``assembled`` at the end, and the device of each of
     the level's steps (``gpu_steps``)."""
     sizes = summary.frontier_counts
-    gpu_steps = np.array([int(device == CUDA and size > 0
-                              and policy.decide(int(size), task_id=t) == CUDA)
-                          for t, size in enumerate(sizes.tolist())], dtype=np.int64)
+    gpu_steps = np.zeros(sizes.size, dtype=np.int64)  # a CPU worker's: none
+    if device == CUDA:
+        for t in np.flatnonzero(sizes).tolist():
+            gpu_steps[t] = policy.decide(int(sizes[t]), task_id=t) == CUDA
     summary = replace(summary, chained=summary.frontier_size > 0,
                       assembled=summary.frontier_size == 0, gpu_steps=gpu_steps)
     publisher.add(summary)
