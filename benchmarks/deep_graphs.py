@@ -77,7 +77,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
           f"date {time.strftime('%Y-%m-%d %H:%M')}; taskbfs dispatch "
-          f"{tb.config.DEFAULT_DISPATCH}, compiled levels <= {tb.config.COMPILED_LEVEL_EDGES} edges")
+          f"{tb.config.get('dispatch')}, compiled levels <= {tb.config.get('search.compiled-level-edges')} edges")
     with tb.Runtime() as runtime:
         for n in args.paths:
             measure(f"path {n:,}", path_graph(n), args.repeats, runtime, args.tasks)

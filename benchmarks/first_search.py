@@ -7,7 +7,7 @@ Returns
     ``--repeats`` calls on other keys, and their ratio. Issue "Speed as the user gets it"
     (item 3) asks for at most 2x: numba's functions are compiled once per machine
     (``cache=True``), and a runtime's start loads them on every worker
-    (``config.WORKER_WARM_UP``).
+    (``taskbfs.runtime.worker-warm-up``).
 Approach
     Each strategy runs in its own subprocess (``python first_search.py --child ...``), so
     nothing of an earlier search is warm in it.
@@ -35,7 +35,7 @@ def child(scale: int, strategy: str, repeats: int) -> dict:
         from taskbfs.bfs.core import default_tasks
         from taskbfs.bfs.placement import place_graph
 
-        place_graph(runtime, graph, default_tasks(runtime, strategy), tb.config.DEFAULT_BALANCE,
+        place_graph(runtime, graph, default_tasks(runtime, strategy), tb.config.get("balance"),
                     need_transpose=True)
         walls = []
         for key in keys:

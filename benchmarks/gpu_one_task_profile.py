@@ -27,6 +27,7 @@ import pstats
 import sys
 import time
 
+import dask
 import numpy as np
 
 import taskbfs as tb
@@ -99,19 +100,22 @@ def main():
     parser.add_argument("--switch-intervals", type=float, nargs="*", default=[],
                         help="GIL switch intervals (seconds) to run the tb.bfs searches under")
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
-                        help="taskbfs.config settings for this run (Python literals)")
+                        help="taskbfs settings for this run, e.g. gpu.result-ranges=1 "
+                             "(Python literals)")
     args = parser.parse_args()
     for item in args.set:
         name, value = item.split("=", 1)
-        if not hasattr(tb.config, name):
-            parser.error(f"--set: taskbfs.config has no {name}")
-        setattr(tb.config, name, ast.literal_eval(value))
+        try:
+            tb.config.get(name)
+        except KeyError:
+            parser.error(f"--set: no setting taskbfs.{name}")
+        dask.config.set({f"taskbfs.{name}": ast.literal_eval(value)})
     graph = tb.kronecker(args.scale)
     parts = partition(graph, args.tasks)
     bounds = np.ascontiguousarray(parts.bounds, dtype=np.int64)
     slices = _slices(graph, parts, graph.token)
     degrees = graph.degrees()
-    policy = Policy(args.strategy, lam=tb.config.DEFAULT_LAMBDA)
+    policy = Policy(args.strategy, lam=tb.config.get("lambda"))
     keys = [int(k) for k in tb.search_keys(graph, args.searches + 1)]
     print(f"scale {args.scale}: {graph.num_vertices:,} vertices, {graph.num_arcs:,} arcs; "
           f"T = {args.tasks}, {args.strategy}, {args.direction}, device {args.device}; "

@@ -5,7 +5,7 @@ Kronecker graphs (scales 20, 22, 24 by default) and task counts T in {4, 16, 64,
 the MTEPS (Graph500 traversed edges / search time, harmonic mean over the search keys) of
 ``tb.bfs`` on the embedded default cluster (one CPU worker with every core, one GPU
 worker) for the strategies cpu (all steps on the CPU), gpu (all on the GPU), hybrid
-(frontier > λ → GPU; λ = ``config.DEFAULT_LAMBDA`` unless ``--lam``), fixed (the first
+(frontier > λ → GPU; λ = ``taskbfs.lambda`` unless ``--lam``), fixed (the first
 half of the tasks on the GPU), each direction-optimizing, plus gpu-td (all on the GPU,
 top-down only: the paper's algorithm). For each: levels, the device decisions per level
 (``t3/4``: a top-down level whose 4 step tasks ran 3 on the GPU; ``b`` bottom-up), and
@@ -37,6 +37,7 @@ import platform
 import time
 from pathlib import Path
 
+import dask
 import numpy as np
 from scipy.sparse.csgraph import breadth_first_order
 
@@ -183,40 +184,27 @@ def run_config(graph, keys, reached, scale, tasks, label, args, runtime, writer,
                cpu_mteps)
 
 
-#: Runtime variants compared with ``--variant`` (config settings; the embedded cluster runs
-#: in this process, so they reach its workers).
+#: Runtime variants compared with ``--variant`` (taskbfs settings; the embedded cluster
+#: runs in this process, so they reach its workers).
 VARIANTS = {
     "default": {},
     # the top-down barrier's large merges on one thread (what taskbfs did before threads)
-    "serial": {"PARALLEL_ACCEPT_MIN": 1 << 62},
+    "serial": {"search.parallel-accept-min": 1 << 62},
     # every step and barrier a Dask task of its own (bfs's dispatch="tasks"), not one task
     # for the whole search with them included
-    "tasks": {"DEFAULT_DISPATCH": "tasks"},
-    # a one-task GPU search's result written on the host from every step's pairs instead
-    # of kept on the device and copied back once
-    "hostresult": {"RESULT_ON_DEVICE": False},
-    # a T = 1 top-down GPU step's discoveries checked and counted by the barrier on the host
-    "hostbits": {"TOP_DOWN_BITS_ON_DEVICE": False},
+    "tasks": {"dispatch": "tasks"},
     # GPU step outputs not bucketed by result ranges (each result slice scans them whole)
-    "noranges": {"RESULT_RANGES": 1},
-    # a T = 1 GPU step's next-level inputs not kept on the device (uploaded every level)
-    "nochain": {"CHAIN_LEVELS_ON_DEVICE": False},
+    "noranges": {"gpu.result-ranges": 1},
     # GPU step outputs copied back into new pageable arrays instead of reused pinned buffers
-    "nopool": {"PINNED_POOL_BYTES": 0},
+    "nopool": {"gpu.pinned-pool-bytes": 0},
 }
 
 
 @contextlib.contextmanager
 def runtime_variant(name: str):
     """Apply one of :data:`VARIANTS` for the duration of a search."""
-    saved = {key: getattr(config, key) for key in VARIANTS[name]}
-    for key, value in VARIANTS[name].items():
-        setattr(config, key, value)
-    try:
+    with dask.config.set({f"taskbfs.{key}": value for key, value in VARIANTS[name].items()}):
         yield
-    finally:
-        for key, value in saved.items():
-            setattr(config, key, value)
 
 
 def report(scale, tasks, label, teps, splits, first, num_keys, args, writer, cpu_mteps):
@@ -254,7 +242,7 @@ def main():
     parser.add_argument("--tasks", type=int, nargs="+", default=[4, 16, 64, 256])
     parser.add_argument("--strategies", nargs="+", default=DEFAULT_CONFIGS, choices=list(CONFIGS))
     parser.add_argument("--keys", type=int, default=8)
-    parser.add_argument("--lam", type=float, default=config.DEFAULT_LAMBDA)
+    parser.add_argument("--lam", type=float, default=config.get("lambda"))
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--variant", nargs="+", default=["default"], choices=list(VARIANTS),
                         help="runtime variants (see VARIANTS), interleaved key by key; each "

@@ -238,9 +238,9 @@ def parse_args():
     parser.add_argument("--tasks", type=int, default=None,
                         help="taskbfs's T (default: tb.default_tasks for each strategy)")
     parser.add_argument("--alpha", type=float, default=peer.ALPHA,
-                        help="the plain loop's Beamer alpha (taskbfs uses config.DO_ALPHA)")
+                        help="the plain loop's Beamer alpha (taskbfs uses the setting taskbfs.direction.alpha)")
     parser.add_argument("--beta", type=float, default=peer.BETA,
-                        help="the plain loop's Beamer beta (taskbfs uses config.DO_BETA)")
+                        help="the plain loop's Beamer beta (taskbfs uses taskbfs.direction.beta)")
     parser.add_argument("--validate", choices=["all", "first"], default="all",
                         help="Graph500 validation of every search, or of each "
                              "configuration's first key only")
@@ -258,7 +258,7 @@ def main():
           f"GPU: {gpu}", flush=True)
     cupy_version = peer.cupy.__version__ if peer.cupy is not None else "not installed"
     print(f"CuPy {cupy_version}; plain loop alpha {args.alpha:g}, beta {args.beta:g}; taskbfs "
-          f"alpha {config.DO_ALPHA:g}, beta {config.DO_BETA:g}, T {args.tasks or 'default'}; "
+          f"alpha {config.get('direction.alpha'):g}, beta {config.get('direction.beta'):g}, T {args.tasks or 'default'}; "
           f"validate {args.validate}", flush=True)
     args.csv.parent.mkdir(parents=True, exist_ok=True)
     with tb.Runtime() as rt, open(args.csv, "w", newline="") as fh:

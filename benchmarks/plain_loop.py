@@ -76,7 +76,7 @@ class Slices:
     (bottom-up steps of a directed graph; the same slices when undirected).
     """
 
-    def __init__(self, graph, tasks: int, balance: str = config.DEFAULT_BALANCE):
+    def __init__(self, graph, tasks: int, balance: str | None = None):
         parts = partition(graph, tasks, balance=balance)
         self.bounds = np.ascontiguousarray(parts.bounds, dtype=np.int64)
         self.num_tasks = parts.num_tasks
@@ -87,7 +87,7 @@ class Slices:
                     if graph.directed else self.out)
 
 
-def plain_bfs(graph, source: int, tasks: int = config.DEFAULT_TASKS, threads: int | None = None,
+def plain_bfs(graph, source: int, tasks: int | None = None, threads: int | None = None,
               direction: str = AUTO, slices: Slices | None = None, pool=None,
               alpha: float | None = None, beta: float | None = None) -> PlainResult:
     """BFS from ``source`` with taskbfs's step and barrier code over T slices, in a plain loop.
@@ -118,7 +118,7 @@ def plain_bfs(graph, source: int, tasks: int = config.DEFAULT_TASKS, threads: in
     source = graph.check_vertex(source, "source")
     if direction not in (AUTO, TOP_DOWN, BOTTOM_UP):
         raise ValueError(f"unknown direction {direction!r}")
-    s = slices if slices is not None else Slices(graph, tasks)
+    s = slices if slices is not None else Slices(graph, config.get("tasks") if tasks is None else tasks)
     threads = int(threads or os.cpu_count() or 1)
     own_pool = pool is None and threads > 1
     if own_pool:

@@ -73,12 +73,12 @@ def _graph_options(p: argparse.ArgumentParser) -> None:
 def cluster_options(p: argparse.ArgumentParser) -> None:
     """The task and cluster options every command shares (--tasks, --strategy, --lam, ...)."""
     c = p.add_argument_group("tasks and cluster")
-    c.add_argument("--tasks", type=int, default=None, help=f"number of tasks T (default: one per CPU thread of the cluster, at most {config.DEFAULT_TASKS})")
+    c.add_argument("--tasks", type=int, default=None, help=f"number of tasks T (default: one per CPU thread of the cluster, at most {config.get('tasks')})")
     c.add_argument("--strategy", default="hybrid", choices=["hybrid", "fixed", "cpu", "gpu"])
-    c.add_argument("--lam", type=float, default=None, help=f"hybrid threshold λ (default {config.DEFAULT_LAMBDA})")
+    c.add_argument("--lam", type=float, default=None, help=f"hybrid threshold λ (default {config.get('lambda')})")
     c.add_argument("--direction", default="auto", choices=["auto", "top-down", "bottom-up"])
-    c.add_argument("--dispatch", default="auto", choices=["auto", "tasks"],
-                   help="auto: one task runs the whole search on the worker that holds the "
+    c.add_argument("--dispatch", default=None, choices=["auto", "tasks"],
+                   help=f"(default {config.get('dispatch')}) auto: one task runs the whole search on the worker that holds the "
                         "graph when there is one; tasks: every step and barrier as a Dask task")
     c.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="Dask scheduler address (default: start the embedded cluster)")

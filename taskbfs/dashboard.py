@@ -19,7 +19,7 @@ Approach
     task: vertices, directed; last task: done), so no message is added to the run. A search
     run as one task (:mod:`taskbfs.bfs.included`) has no placed steps: its levels come from
     the summaries it publishes for the live page (the latest at most every
-    ``config.SUMMARY_INTERVAL``, each saying which steps run on the GPU), which the plugin
+    ``taskbfs.search.summary-interval``, each saying which steps run on the GPU), which the plugin
     hands to :meth:`LiveRuns.message`. The
     Bokeh page and the JSON handler read :class:`LiveRuns` on the scheduler's event loop
     (the same thread): no locks. When the last runtime leaves the scheduler, the plugin

@@ -44,7 +44,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from taskbfs.config import GRAPH500_KEYS
 from taskbfs.errors import InvalidParameterError, ValidationError
 
 __all__ = [
@@ -57,6 +56,9 @@ __all__ = [
 
 #: Arcs examined per vectorised chunk in the rule 3/4 pass (bounds temporary memory to
 #: a few tens of MB whatever the graph size).
+#: Search keys (roots) per run, as the specification says: "Sampling 64 Search Keys".
+SEARCH_KEYS = 64
+
 _ARC_CHUNK = 1 << 22
 
 # Outcome codes of the numba parent-chain walk.
@@ -396,7 +398,7 @@ def traversed_edges(graph, parents) -> int:
 
 
 # ---------------------------------------------------------------------- search keys
-def search_keys(graph, count: int = GRAPH500_KEYS, seed: int = 1) -> np.ndarray:
+def search_keys(graph, count: int = SEARCH_KEYS, seed: int = 1) -> np.ndarray:
     """Sample ``count`` distinct search roots among the vertices with degree >= 1.
 
     As the specification says ("Sampling 64 Search Keys"): roots are sampled at random,

@@ -23,7 +23,7 @@ import argparse
 import sys
 import time
 
-from taskbfs import config
+from taskbfs.graph500 import SEARCH_KEYS
 
 #: Largest --scale accepted (the generator's limit).
 _MAX_SCALE = 40
@@ -40,8 +40,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     g.add_argument("--scale", type=int, default=16, help="Kronecker scale: 2**scale vertices (default 16)")
     g.add_argument("--edgefactor", type=int, default=16, help="edges per vertex (default 16)")
     g.add_argument("--seed", type=int, default=1, help="generator and search-key seed (default 1)")
-    g.add_argument("--keys", type=int, default=config.GRAPH500_KEYS,
-                   help=f"number of search keys, i.e. searches (default {config.GRAPH500_KEYS})")
+    g.add_argument("--keys", type=int, default=SEARCH_KEYS,
+                   help=f"number of search keys, i.e. searches (default {SEARCH_KEYS})")
     from taskbfs.cli import cluster_options  # cli imports this module only to call add_parser
 
     cluster_options(p)

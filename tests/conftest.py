@@ -11,3 +11,19 @@ def runtime():
     from taskbfs.runtime.cluster import default_runtime
 
     return default_runtime()
+
+
+@pytest.fixture
+def setting():
+    """``setting(name, value)`` sets ``taskbfs.<name>`` in ``dask.config`` for this test
+    (taken back after it)."""
+    import dask
+
+    applied = []
+
+    def set_value(name: str, value) -> None:
+        applied.append(dask.config.set({f"taskbfs.{name}": value}))
+
+    yield set_value
+    for change in reversed(applied):
+        change.__exit__(None, None, None)

@@ -38,11 +38,11 @@ DEVICE_COLUMNS = ("h2d_bytes", "d2h_bytes", "kernel_seconds")
 
 
 @pytest.fixture(autouse=True)
-def _levels_as_tasks(monkeypatch):
+def _levels_as_tasks(setting, monkeypatch):
     """These tests follow the GPU steps as tasks, level by level: the search as one task
-    on the GPU worker (``config.DEFAULT_DISPATCH`` "auto") is off unless a test asks for
+    on the GPU worker (``taskbfs.dispatch`` "auto") is off unless a test asks for
     it (the section "every level in one task" below)."""
-    monkeypatch.setattr(tb.config, "DEFAULT_DISPATCH", "tasks")
+    setting("dispatch", "tasks")
 
 
 # --------------------------------------------------------------------------- the driver
@@ -187,7 +187,7 @@ def test_default_t_is_one_task_per_gpu_for_hybrid_and_gpu(runtime):
     g = _kron()
     source = _hub_source(g)
     slots = runtime.resources()["CPU"]
-    for strategy, want in (("hybrid", 1), ("gpu", 1), ("cpu", min(slots, tb.config.DEFAULT_TASKS))):
+    for strategy, want in (("hybrid", 1), ("gpu", 1), ("cpu", min(slots, tb.config.get("tasks")))):
         r = tb.bfs(g, source, strategy=strategy, lam=0, runtime=runtime)
         _check(g, source, r)
         assert r.num_tasks == want == tb.default_tasks(runtime, strategy)
@@ -292,7 +292,7 @@ def test_large_frontier_counts_edges_on_the_device_and_returns_the_cpu_dtype(mon
 
 @needs_gpu
 @pytest.mark.parametrize("cuts", [[40, 80], [1, 2, 127], [64]])
-def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
+def test_top_down_candidates_bucketed_on_the_device(setting, monkeypatch, cuts):
     """A top-down GPU step groups its candidates by owner on the device: the same buckets
     (as sets of pairs; the order inside one is free) as the host's counting sort."""
     from dataclasses import replace
@@ -301,7 +301,7 @@ def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
     from taskbfs.bfs.state import bucketed
     from taskbfs.bfs.steps import for_barrier
 
-    monkeypatch.setattr(dc.config, "DEVICE_BUCKET_MIN", 0)
+    setting("gpu.device-bucket-min", 0)
     g = _kron()
     bounds = np.array([0, *cuts, g.num_vertices], dtype=np.int64)
     parts = _slices(g, bounds.tolist(), "device-bucket-test")
@@ -330,10 +330,9 @@ def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
 
 
 @needs_gpu
-def test_gpu_top_down_search_with_device_buckets(runtime, monkeypatch):
-    from taskbfs.bfs import device_cache as dc
+def test_gpu_top_down_search_with_device_buckets(setting, runtime, monkeypatch):
 
-    monkeypatch.setattr(dc.config, "DEVICE_BUCKET_MIN", 0)
+    setting("gpu.device-bucket-min", 0)
     g = _kron()
     source = _hub_source(g)
     r = tb.bfs(g, source, tasks=3, strategy="gpu", direction="top-down", runtime=runtime)
@@ -362,20 +361,22 @@ def _odd_sized():
 def test_sole_top_down_step_returns_bits_the_barrier_only_ors(runtime, monkeypatch, graph,
                                                               direction):
     """T = 1: the GPU step's discoveries come back as bitmap words with their degree sum
-    (``config.TOP_DOWN_BITS_ON_DEVICE``), and the barrier takes them as the next frontier
+    (``device_cache._owns_every_vertex``), and the barrier takes them as the next frontier
     without a pass over them; the search, its levels and its counts are those of the
-    barrier's own pass (the setting off; parents may differ: which frontier vertex's
+    barrier's own pass (the step made to return its candidates instead; parents may differ: which frontier vertex's
     thread claims a vertex first is a race on the device, and both are checked)."""
-    from taskbfs.bfs import state
+    from taskbfs.bfs import device_cache, state
 
     g = graph()
     source = _hub_source(g)
+    owns_every_vertex = device_cache._owns_every_vertex
     taken = []
     as_found = state._accept_as_found
     monkeypatch.setattr(state, "_accept_as_found", lambda *a: taken.append(1) or as_found(*a))
     runs = {}
     for on in (False, True):
-        monkeypatch.setattr(tb.config, "TOP_DOWN_BITS_ON_DEVICE", on)
+        monkeypatch.setattr(device_cache, "_owns_every_vertex",
+                            owns_every_vertex if on else lambda *a: False)
         taken.clear()
         r = runs[on] = tb.bfs(g, source, tasks=1, strategy="gpu", direction=direction,
                               runtime=runtime)
@@ -395,15 +396,15 @@ def test_sole_top_down_step_returns_bits_the_barrier_only_ors(runtime, monkeypat
     (_odd_sized, 2, "bottom-up"),
     (_directed, 1, "bottom-up"),  # the transposed slices' steps
 ])
-def test_gpu_outputs_bucketed_by_result_ranges(runtime, monkeypatch, graph, tasks, direction):
-    """A GPU step whose range spans several result ranges (``config.RESULT_RANGES``, here 5
+def test_gpu_outputs_bucketed_by_result_ranges(setting, runtime, monkeypatch, graph, tasks, direction):
+    """A GPU step whose range spans several result ranges (``taskbfs.gpu.result-ranges``, here 5
     over 192 bitmap bits) groups its output by them on the device, and the result
     slices (here 3, cutting through the ranges) read only the buckets that overlap them:
     the same distances as scipy, valid parents."""
     from taskbfs.bfs import core, state
 
-    monkeypatch.setattr(tb.config, "DEVICE_BUCKET_MIN", 0)
-    monkeypatch.setattr(tb.config, "RESULT_RANGES", 5)
+    setting("gpu.device-bucket-min", 0)
+    setting("gpu.result-ranges", 5)
     monkeypatch.setattr(core, "assembly_count", lambda num_vertices, slots: 3)
     seen = []
     assemble_range = state.assemble_range
@@ -434,17 +435,21 @@ def test_gpu_outputs_bucketed_by_result_ranges(runtime, monkeypatch, graph, task
 def test_sole_step_leaves_the_next_levels_inputs_on_the_device(runtime, monkeypatch, graph,
                                                                direction):
     """T = 1: a GPU step that owns every vertex leaves the visited bitmap (its discoveries
-    ORed in) and the next frontier on the device (``config.CHAIN_LEVELS_ON_DEVICE``), so
+    ORed in) and the next frontier on the device (``DeviceCache.keep_for_next_level``), so
     the next level's step uploads neither: its bytes up drop by exactly the visited
     bitmap plus the frontier (vertices top-down, bits bottom-up). The search is the one
-    the setting off runs: same levels and counts, scipy's distances, valid parents."""
+    that keeps nothing there runs: same levels and counts, scipy's distances, valid parents."""
+    from taskbfs.bfs.device_cache import DeviceCache
+
     g = graph()
     source = _hub_source(g)
     words = (g.num_vertices + 63) // 64
+    keep = DeviceCache.keep_for_next_level
     tb.bfs(g, source, tasks=1, strategy="gpu", runtime=runtime)  # the slices' upload
     runs = {}
     for on in (False, True):
-        monkeypatch.setattr(tb.config, "CHAIN_LEVELS_ON_DEVICE", on)
+        monkeypatch.setattr(DeviceCache, "keep_for_next_level",
+                            keep if on else lambda self, *a, **k: setattr(self, "_chain", None))
         r = runs[on] = tb.bfs(g, source, tasks=1, strategy="gpu", direction=direction,
                               runtime=runtime, dispatch="tasks")
         _check(g, source, r)
@@ -607,18 +612,23 @@ def test_hybrid_levels_inside_tasks_are_placed_as_the_policy_places_steps(runtim
     ("hybrid", 1, 6),  # steps on both devices: the CPU ones' pairs are written on the host
     ("hybrid", 1, 10**9),  # every step on the CPU: the device's result stays -1
 ])
-def test_result_kept_on_the_device_is_the_result_assembled_on_the_host(
+def test_result_kept_on_the_device_is_the_result_assembled_on_the_host(setting,
         runtime, monkeypatch, graph, direction, strategy, tasks, lam):
     """With every level in one GPU task and one task (or every step on the GPU), the GPU
     steps write their pairs into the result on the device and it is copied back once
-    (``config.RESULT_ON_DEVICE``): the same distances as the host's assembly, valid parents,
-    the same level table; one device result per search when on, none when off."""
-    monkeypatch.setattr(tb.config, "DEFAULT_DISPATCH", "auto")
+    (``included._keeps_result_on_device``): the same distances as the host's assembly,
+    valid parents, the same level table; one device result per search when kept there,
+    none when not."""
+    from taskbfs.bfs import included
+
+    setting("dispatch", "auto")
+    keeps = included._keeps_result_on_device
     g = graph()
     source = _hub_source(g)
     runs = {}
     for on_device in (False, True):
-        monkeypatch.setattr(tb.config, "RESULT_ON_DEVICE", on_device)
+        monkeypatch.setattr(included, "_keeps_result_on_device",
+                            keeps if on_device else lambda *a: False)
         before = _gpu_cache_stats(runtime)["results"]
         r = runs[on_device] = tb.bfs(g, source, tasks=tasks, strategy=strategy, lam=lam,
                                      direction=direction, runtime=runtime)

@@ -77,16 +77,16 @@ def test_stragglers_after_the_bottom_up_levels_stay_top_down(runtime):
 
 
 @pytest.mark.parametrize("dispatch", ["tasks", "auto"])
-def test_alpha_changed_after_import_reaches_the_next_search(runtime, monkeypatch, dispatch):
-    """``config.DO_ALPHA`` is read at each search, by the client and the worker alike: a
+def test_alpha_changed_after_import_reaches_the_next_search(setting, runtime, monkeypatch, dispatch):
+    """``taskbfs.direction.alpha`` is read at each search, by the client and the worker alike: a
     tiny α never goes bottom-up (m_f > m_u / α never holds), the default does here."""
     from reference import scipy_distances
 
     graph = tb.kronecker(10, seed=5)
     source = int(np.argmax(graph.degrees()))
     directions = []
-    for alpha in (tb.config.DO_ALPHA, 1e-9):
-        monkeypatch.setattr(tb.config, "DO_ALPHA", alpha)
+    for alpha in (tb.config.get("direction.alpha"), 1e-9):
+        setting("direction.alpha", alpha)
         r = tb.bfs(graph, source, tasks=2, strategy="cpu", runtime=runtime, dispatch=dispatch)
         np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
         directions.append(set(r.levels["direction"]))
@@ -128,10 +128,10 @@ def test_assembly_count_follows_slots_size_and_cap():
     from taskbfs import config
     from taskbfs.bfs.state import assembly_count, assembly_cuts
 
-    big = 64 * config.ASSEMBLY_MIN_VERTICES
+    big = 64 * config.get("search.assembly-min-vertices")
     assert assembly_count(big, 2) == 2
-    assert assembly_count(big, 1000) == config.MAX_ASSEMBLY_TASKS
-    assert assembly_count(3 * config.ASSEMBLY_MIN_VERTICES, 16) == 3
+    assert assembly_count(big, 1000) == config.get("search.max-assembly-tasks")
+    assert assembly_count(3 * config.get("search.assembly-min-vertices"), 16) == 3
     assert assembly_count(10, 16) == 1
     cuts = assembly_cuts(10, 4)
     assert cuts[0] == 0 and cuts[-1] == 10 and len(cuts) == 5 and np.all(np.diff(cuts) > 0)
@@ -141,7 +141,7 @@ def test_assembly_count_follows_slots_size_and_cap():
 @pytest.mark.parametrize("bounds", [[0, 1000], [0, 70, 130, 131, 600, 1000], [0, 64, 128, 999, 1000]])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("threads", [2, 4, 8])
-def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, seed, threads):
+def test_top_down_barrier_on_threads_equals_the_serial_one(setting, monkeypatch, bounds, seed, threads):
     """Owners accepted on several threads (each on a copy of its visited words, ORed back:
     neighbours share boundary words here) give the serial barrier's frontier, counts,
     edges and visited set exactly (one owner is accepted serially)."""
@@ -162,7 +162,7 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, 
     monkeypatch.setattr(state, "_threads", lambda: threads)
     results = {}
     for mode, minimum in (("serial", 1 << 60), ("threads", 0)):
-        monkeypatch.setattr(state.config, "PARALLEL_ACCEPT_MIN", minimum)
+        setting("search.parallel-accept-min", minimum)
         mine = visited.copy()
         frontier, counts, edges = state._accept_top_down(bounds, mine, steps, degrees)
         results[mode] = (frontier, counts, edges, mine)

@@ -199,13 +199,13 @@ def test_data_follows_a_running_search(runtime, base):
     assert final["level"] == result.levels["level"].iloc[-1]
 
 
-def test_data_shows_levels_run_inside_the_search_task(runtime, base, monkeypatch):
+def test_data_shows_levels_run_inside_the_search_task(setting, runtime, base, monkeypatch):
     """Levels run inside a search's one task are placed by no one: the page shows them
     from the summaries the task publishes (here every one: no interval between them),
     the same as the search's own level table (and no compiled blocks of levels, which
     send their last level's summary only)."""
-    monkeypatch.setattr(tb.config, "SUMMARY_INTERVAL", 0.0)
-    monkeypatch.setattr(tb.config, "COMPILED_LEVEL_EDGES", 0)
+    setting("search.summary-interval", 0.0)
+    setting("search.compiled-level-edges", 0)
     graph = _grid(30)  # 59 small top-down levels
     result = tb.bfs(graph, 0, tasks=4, runtime=runtime, direction="top-down")
     assert result.trace["included"].all()

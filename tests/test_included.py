@@ -78,7 +78,7 @@ def test_a_deep_search_is_one_task_that_writes_the_result(runtime):
 @pytest.mark.parametrize("dispatch", ["auto", "tasks"])
 def test_progress_sees_the_last_level(runtime, dispatch):
     """``progress`` gets summaries as the search goes: every level's when dispatched, the
-    latest at most every ``config.SUMMARY_INTERVAL`` when the search is one task; the
+    latest at most every ``taskbfs.search.summary-interval`` when the search is one task; the
     last (empty frontier) always."""
     graph = build(SHAPES["grid_40x40"])
     seen = []
@@ -123,17 +123,17 @@ def _summary(level: int, chained: bool) -> LevelSummary:
                         frontier_size=1, frontier_edges=2, chained=chained)
 
 
-def test_chained_summaries_are_sent_at_most_every_interval(monkeypatch):
+def test_chained_summaries_are_sent_at_most_every_interval(setting, monkeypatch):
     sent = []
     monkeypatch.setattr(state, "publish", lambda message, sizes: sent.append(message))
-    monkeypatch.setattr(state.config, "SUMMARY_INTERVAL", 3600.0)
+    setting("search.summary-interval", 3600.0)
     publisher = SummaryPublisher()
     for level in range(5):
         publisher.add(_summary(level, chained=True))
     assert [m["summaries"][0]["level"] for m in sent] == [0]  # the first goes at once
     publisher.add(_summary(5, chained=False))  # one the client acts on: at once
     assert [m["summaries"][0]["level"] for m in sent] == [0, 5]
-    monkeypatch.setattr(state.config, "SUMMARY_INTERVAL", 0.0)
+    setting("search.summary-interval", 0.0)
     publisher.add(_summary(6, chained=True))
     assert [m["summaries"][0]["level"] for m in sent] == [0, 5, 6]
     assert LevelSummary.from_message(sent[-1]["summaries"][0]).frontier_counts.tolist() == [1, 0]
@@ -149,8 +149,8 @@ def test_dispatch_must_be_a_choice(runtime):
 @pytest.mark.parametrize("prefix", ["path", "grid", "kronecker_like", "directed_dag", "star",
                                     "components", "random_directed", "binary_tree"])
 @pytest.mark.parametrize("bound, per_call", [(0, None), (8, None), (None, 3), (1 << 40, 2)])
-def test_compiled_levels_are_the_levels_they_replace(runtime, monkeypatch, prefix, bound, per_call):
-    """Small top-down levels run by the compiled loop (``config.COMPILED_LEVEL_EDGES``;
+def test_compiled_levels_are_the_levels_they_replace(setting, runtime, monkeypatch, prefix, bound, per_call):
+    """Small top-down levels run by the compiled loop (``taskbfs.search.compiled-level-edges``;
     0: none, 8: a few, else all of them, in calls of ``per_call`` levels) make the same
     levels, counts and trace rows as the level loop's steps and barriers, whether the
     loop stops at a level that is not small, at one Beamer's rule turns bottom-up, at
@@ -158,7 +158,7 @@ def test_compiled_levels_are_the_levels_they_replace(runtime, monkeypatch, prefi
     from taskbfs.bfs import compiled_levels
 
     if bound is not None:
-        monkeypatch.setattr(tb.config, "COMPILED_LEVEL_EDGES", bound)
+        setting("search.compiled-level-edges", bound)
     if per_call is not None:
         monkeypatch.setattr(compiled_levels, "_LEVELS_PER_CALL", per_call)
     shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))

@@ -8,13 +8,13 @@ import pytest
 from taskbfs import config
 from taskbfs.errors import InvalidParameterError
 from taskbfs.graph import Graph, kronecker, kronecker_edges, num_chunks
-from taskbfs.graph.kronecker import _kronecker_raw, _scramble, _scramble_keys
+from taskbfs.graph.kronecker import INITIATOR, _kronecker_raw, _scramble, _scramble_keys
 
 
 @pytest.fixture
-def small_chunks(monkeypatch):
+def small_chunks(setting, monkeypatch):
     """Chunks of 1000 edges, so small graphs have several (and a short last one)."""
-    monkeypatch.setattr(config, "KRONECKER_CHUNK_EDGES", 1000)
+    setting("kronecker.chunk-edges", 1000)
     return 1000
 
 
@@ -67,7 +67,7 @@ def test_num_chunks(small_chunks):
 
 
 def test_num_chunks_default_size():
-    per = config.KRONECKER_CHUNK_EDGES
+    per = config.get("kronecker.chunk-edges")
     assert num_chunks(20, 16) == (16 << 20) // per
     assert num_chunks(40, 16) == (16 << 40) // per  # counted, never generated
 
@@ -139,7 +139,7 @@ def test_quadrant_statistics_match_initiator():
     (0,0), (0,1), (1,0), (1,1) with probabilities A, B, C, D."""
     scale = 12
     src, dst = _kronecker_raw(scale, 16, seed=5)  # 65536 edges
-    a, b, c = config.KRONECKER_A, config.KRONECKER_B, config.KRONECKER_C
+    a, b, c = INITIATOR
     expected = np.array([a, b, c, 1 - a - b - c])
     for bit in (scale - 1, 0, scale // 2):  # the top bit, and two others
         i = (src >> bit) & 1

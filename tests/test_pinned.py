@@ -101,10 +101,9 @@ def test_free_buffers_of_other_classes_make_room_for_a_new_class():
 
 
 @needs_gpu
-def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(monkeypatch):
+def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(setting, monkeypatch):
     from numba import cuda
 
-    from taskbfs import config
     from taskbfs.bfs import pinned
 
     monkeypatch.setattr(pinned, "_pool", None)
@@ -113,7 +112,7 @@ def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(monkeypatch):
     out = pinned.copy_to_host(device, 300, np.int64)
     np.testing.assert_array_equal(out, data[:300])
     assert pinned.pinned_pool().allocated == 1
-    monkeypatch.setattr(config, "PINNED_POOL_BYTES", 0)
+    setting("gpu.pinned-pool-bytes", 0)
     monkeypatch.setattr(pinned, "_pool", None)
     plain = pinned.copy_to_host(device, 300, np.int64)
     np.testing.assert_array_equal(plain, data[:300])
@@ -122,12 +121,11 @@ def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(monkeypatch):
 
 @needs_gpu
 @pytest.mark.parametrize("n", [1, 999, 1000, 4321])
-def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(monkeypatch, n):
+def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(setting, monkeypatch, n):
     """A result copied out when the pool has no room goes through the pinned staging chunk,
     a chunk at a time (here 1000 int64 items), each copied into place on threads."""
     from numba import cuda
 
-    from taskbfs import config
     from taskbfs.bfs import pinned
 
     data = np.arange(5000, dtype=np.int64) * 3 - 7
@@ -136,7 +134,7 @@ def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(monkeypatch, 
     pooled = pinned.copy_out(device, n, np.int64)
     np.testing.assert_array_equal(pooled, data[:n])
     assert pinned.pinned_pool().allocated == 1
-    monkeypatch.setattr(config, "PINNED_POOL_BYTES", 0)
+    setting("gpu.pinned-pool-bytes", 0)
     monkeypatch.setattr(pinned, "_pool", None)
     monkeypatch.setattr(pinned, "STAGE_BYTES", 8 * 1000)
     monkeypatch.setattr(pinned, "_stage", None)

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 from distributed import Client
 
-import taskbfs.config
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task, fetch_placements
 
@@ -189,8 +188,8 @@ def test_embedded_runtime_close_closes_its_cluster():
     rt.close()  # idempotent
 
 
-def test_bad_address_raises_quickly(monkeypatch):
-    monkeypatch.setattr(taskbfs.config, "CONNECT_TIMEOUT", 2)
+def test_bad_address_raises_quickly(setting, monkeypatch):
+    setting("runtime.connect-timeout", 2)
     address = f"tcp://127.0.0.1:{_closed_port()}"
     t0 = time.monotonic()
     with pytest.raises(TaskBFSError, match=f"cannot reach a Dask scheduler at '{address}'"):

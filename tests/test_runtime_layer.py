@@ -69,7 +69,7 @@ def test_the_package_loads_its_rooms_on_first_use():
         "from taskbfs.bfs.core import bfs\n"  # importing the subpackage first ...
         "assert tb.bfs is bfs\n"  # ... leaves tb.bfs the search function
         "assert tb.Graph.__name__ == 'Graph' and tb.trace.__name__ == 'taskbfs.trace'\n"
-        "assert tb.config.DEFAULT_LAMBDA >= 0 and callable(tb.validate)\n"
+        "assert tb.config.get('lambda') >= 0 and callable(tb.validate)\n"
         "assert all(getattr(tb, name) is not None for name in tb.__all__)\n"
         "try:\n    tb.no_such_name\nexcept AttributeError as e:\n    print(e)\n"
     )

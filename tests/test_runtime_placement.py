@@ -288,12 +288,11 @@ def test_embedded_runtime_with_fake_gpu_worker():
 
 
 @pytest.mark.parametrize("profile_gpu_workers", [False, True])
-def test_embedded_gpu_workers_run_the_profiler_only_when_asked(monkeypatch, profile_gpu_workers):
+def test_embedded_gpu_workers_run_the_profiler_only_when_asked(setting, monkeypatch, profile_gpu_workers):
     """distributed's statistical profiler stalls the GPU worker's task (it samples its stack
-    holding the GIL): ``config.PROFILE_GPU_WORKERS`` leaves it off there, on the CPU worker."""
-    import taskbfs as tb
+    holding the GIL): ``taskbfs.runtime.profile-gpu-workers`` leaves it off there, on the CPU worker."""
 
-    monkeypatch.setattr(tb.config, "PROFILE_GPU_WORKERS", profile_gpu_workers)
+    setting("runtime.profile-gpu-workers", profile_gpu_workers)
     with Runtime(threads=2, gpus=1, dashboard_address=None) as rt:
         profiling = rt.client.run(lambda dask_worker: (
             bool(dask_worker.state.total_resources.get("GPU")),
@@ -309,7 +308,7 @@ def test_default_tasks_one_per_gpu_for_the_strategies_that_use_it(hetero, plain)
     assert tb.default_tasks(hetero, "hybrid") == tb.default_tasks(hetero, "gpu") == 1
     assert tb.default_tasks(hetero, "cpu") == tb.default_tasks(hetero, "fixed") == 2
     # a plain cluster advertises no resources: the CPU rule's cap, whatever the strategy
-    assert tb.default_tasks(plain, "hybrid") == tb.config.DEFAULT_TASKS
+    assert tb.default_tasks(plain, "hybrid") == tb.config.get("tasks")
     with pytest.raises(InvalidParameterError, match="strategy"):
         tb.default_tasks(hetero, "fastest")
     g = tb.Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 4])

@@ -1,4 +1,4 @@
-"""The runtime's start runs the worker warm-ups (config.WORKER_WARM_UP) on every worker;
+"""The runtime's start runs the worker warm-ups (taskbfs.runtime.worker-warm-up) on every worker;
 the BFS's warm-up (taskbfs.bfs.warmup) runs the search body on tiny graphs."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ def record(dask_worker) -> str:
     return dask_worker.address
 
 
-def test_every_worker_runs_the_warm_ups_when_a_runtime_starts(monkeypatch):
-    monkeypatch.setattr(tb.config, "WORKER_WARM_UP", (f"{__name__}:record", "no.such.module:f"))
+def test_every_worker_runs_the_warm_ups_when_a_runtime_starts(setting, monkeypatch):
+    setting("runtime.worker-warm-up", (f"{__name__}:record", "no.such.module:f"))
     CALLS.clear()
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0", resources={"CPU": 1}) as cluster:

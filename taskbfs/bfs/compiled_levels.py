@@ -9,7 +9,7 @@ Approach
     a few frontier vertices each. Inside the search's one task a level still costs host
     work per step and per barrier (~0.1 ms on 2 cores), which is the whole search time
     of such a graph. While the frontier is top-down, on the CPU and has at most
-    ``config.COMPILED_LEVEL_EDGES`` edges, the levels run in
+    ``taskbfs.search.compiled-level-edges`` edges, the levels run in
     :func:`taskbfs.kernels.levels.small_top_down_levels` instead: the same steps, the
     same barrier, the same counts, with no host work per level. Each level still has its
     summary (built when read) and its steps their rows in the trace (one included task,
@@ -133,11 +133,11 @@ class LevelSummaries:
 
 def small_levels_apply(frontier: Frontier, summary: LevelSummary) -> bool:
     """Whether the compiled loop runs the level ``summary`` opens: a top-down level of at
-    most ``config.COMPILED_LEVEL_EDGES`` frontier edges, all its steps on the CPU (its
+    most ``taskbfs.search.compiled-level-edges`` frontier edges, all its steps on the CPU (its
     ``gpu_steps`` say none on the GPU)."""
     return (frontier.direction == TOP_DOWN and frontier.bounds is not None
             and not summary.gpu_steps.any()
-            and 0 < summary.frontier_edges <= config.COMPILED_LEVEL_EDGES)
+            and 0 < summary.frontier_edges <= config.get("search.compiled-level-edges"))
 
 
 def cpu_sizes(policy, num_tasks: int, on_gpu_worker: bool) -> np.ndarray:
@@ -182,7 +182,7 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
     current = frontier.vertices
     edges = _edges(degrees, current)
     # no frontier has more edges than are left: the buffers need no more room than that
-    max_edges = min(config.COMPILED_LEVEL_EDGES, progress.unexplored_edges + edges)
+    max_edges = min(config.get("search.compiled-level-edges"), progress.unexplored_edges + edges)
     vertices = np.empty(max(max_edges, current.size), dtype=np.int64)
     vertices[: current.size] = current
     offsets = frontier.offsets.astype(np.int64, copy=True)

@@ -64,7 +64,7 @@ FINISH = Task(RESULT_NAME, smp=assemble_search)
 
 def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hybrid",
         lam: float | None = None, runtime=None, direction: str = AUTO,
-        balance: str = config.DEFAULT_BALANCE, gpu_share: float = config.DEFAULT_GPU_SHARE,
+        balance: str | None = None, gpu_share: float | None = None,
         progress=None, dispatch: str | None = None) -> BFSResult:
     """Breadth-first search from ``source`` as a program of tasks on a Dask cluster.
 
@@ -78,14 +78,14 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         so T above the vertex count runs one task per vertex: ``result.num_tasks`` says
         how many ran); default :func:`default_tasks`: one per GPU worker for ``hybrid``
         and ``gpu`` on a cluster with GPUs, else one per CPU slot, at most
-        ``config.DEFAULT_TASKS``.
+        ``taskbfs.tasks``.
     strategy : {"hybrid", "fixed", "cpu", "gpu"}
         hybrid: a task goes to the GPU when its frontier exceeds λ (paper Sec. V.A);
         fixed: the first ``gpu_share`` of the tasks always run on the GPU (Sec. V.B);
         cpu / gpu: every task on that device. Without GPU workers, hybrid and fixed run
         everything on the CPU; gpu raises :class:`~taskbfs.errors.DeviceUnavailableError`.
     lam : float, optional
-        λ of the hybrid strategy (default ``config.DEFAULT_LAMBDA``).
+        λ of the hybrid strategy (default ``taskbfs.lambda``).
     runtime : Runtime, distributed.Client, str or None
         Where to run; None uses the embedded default cluster (started once per process).
     direction : {"auto", "top-down", "bottom-up"}
@@ -97,10 +97,10 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     progress : callable, optional
         Called as ``progress(summary)`` with level summaries as the search goes (the CLI's
         progress display): every level's when levels are dispatched; when the search is
-        one task, the latest level's at most every ``config.SUMMARY_INTERVAL`` seconds,
+        one task, the latest level's at most every ``taskbfs.search.summary-interval`` seconds,
         and the last.
     dispatch : {"auto", "tasks"}, optional
-        Default ``config.DEFAULT_DISPATCH`` ("auto"). "auto": the runtime includes a level's step tasks and barrier in one task on the
+        Default ``taskbfs.dispatch`` ("auto"). "auto": the runtime includes a level's step tasks and barrier in one task on the
         worker that holds their data when there is one that can run every device the
         policy may ask for (the embedded cluster; then the whole search is one task,
         :mod:`taskbfs.bfs.included`), and dispatches them through the scheduler
@@ -127,11 +127,13 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     requested = _check_tasks(tasks)
     direction = _check_choice("direction", direction, DIRECTIONS)
     strategy = _check_choice("strategy", strategy, STRATEGIES)
-    dispatch = _check_choice("dispatch", config.DEFAULT_DISPATCH if dispatch is None else dispatch,
+    dispatch = _check_choice("dispatch", config.get("dispatch") if dispatch is None else dispatch,
                              DISPATCH)
-    share = _check_share(gpu_share)
-    policy = Policy(strategy, lam=config.DEFAULT_LAMBDA if lam is None else lam)
+    share = _check_share(config.get("gpu-share") if gpu_share is None else gpu_share)
+    balance = config.get("balance") if balance is None else balance
+    policy = Policy(strategy, lam=lam)
     rt = _runtime(runtime)
+    rt.share_settings()
     resources = rt.resources()
     slots = int(resources.get(CPU_RESOURCE, 0))
     # A task owns at least one vertex: more tasks than vertices means one task per vertex.
@@ -549,8 +551,8 @@ def default_tasks(runtime=None, strategy: str = "hybrid") -> int:
     """T when ``bfs`` is not given ``tasks``.
 
     With GPU workers and a strategy that sends big levels to them (``hybrid``, ``gpu``):
-    ``config.DEFAULT_TASKS_PER_GPU`` per GPU worker. Otherwise (``cpu``, ``fixed``, or no
-    GPU): one task per CPU slot of the cluster, at most ``config.DEFAULT_TASKS``. See
+    ``taskbfs.tasks-per-gpu`` per GPU worker. Otherwise (``cpu``, ``fixed``, or no
+    GPU): one task per CPU slot of the cluster, at most ``taskbfs.tasks``. See
     those settings for the measurements behind them.
 
     Parameters
@@ -566,13 +568,13 @@ def default_tasks(runtime=None, strategy: str = "hybrid") -> int:
 def _default_for(resources: dict, strategy: str) -> int:
     gpus = int(resources.get(GPU_RESOURCE, 0))
     if gpus and strategy in ("hybrid", "gpu"):
-        return max(1, gpus * config.DEFAULT_TASKS_PER_GPU)
+        return max(1, gpus * config.get("tasks-per-gpu"))
     return tasks_for_slots(int(resources.get(CPU_RESOURCE, 0)))
 
 
 def tasks_for_slots(slots: int) -> int:
     """The default T for a cluster of ``slots`` CPU slots (0: unknown)."""
-    return max(1, min(config.DEFAULT_TASKS, slots or config.DEFAULT_TASKS))
+    return max(1, min(config.get("tasks"), slots or config.get("tasks")))
 
 
 def _check_choice(name: str, value, choices) -> str:

@@ -12,7 +12,7 @@ Approach
     and later BFS calls on the same graph: the :class:`~taskbfs.kernels.gpu.DevicePartition`
     lives in the worker's :func:`~taskbfs.runtime.worker.worker_cache`, keyed by
     ``(graph token + orientation, task, lo, hi)``, least recently used evicted first when
-    the slices would exceed a device-memory budget (``config.DEVICE_MEMORY_BUDGET``).
+    the slices would exceed a device-memory budget (``taskbfs.gpu.device-memory-budget``).
     Per level only the task's frontier vertices (top-down), the visited bitmap and the
     frontier bitmap (bottom-up) go up, and the discovered ``(vertex, parent)`` pairs plus
     three counters come back. The two bitmaps are the same for every task of a level: they
@@ -57,8 +57,8 @@ class DeviceCache:
     ----------
     budget : int, optional
         Device bytes the cached slices and the scratch buffers may take together. Default
-        ``config.DEVICE_MEMORY_BUDGET``, or when that is None,
-        ``config.DEVICE_MEMORY_FRACTION`` of the device's free memory at first use.
+        ``taskbfs.gpu.device-memory-budget``, or when that is None,
+        ``taskbfs.gpu.device-memory-fraction`` of the device's free memory at first use.
 
     Attributes
     ----------
@@ -258,13 +258,13 @@ class DeviceCache:
         device array) with their bitmap ``words`` (every word) are the next frontier as the
         barrier will make it (``state._accept_as_found``, ``state._fold_bottom_up``): the
         next level's step of this search on this GPU then uploads neither the visited
-        bitmap (ORed with ``words`` here), nor the frontier bits, nor the frontier vertices
-        (``config.CHAIN_LEVELS_ON_DEVICE``). Any upload for another level drops this.
+        bitmap (ORed with ``words`` here), nor the frontier bits, nor the frontier vertices.
+        Any upload for another level drops this.
         """
         from taskbfs.kernels._gpu_owned import or_into
 
         progress = frontier.progress
-        if not config.CHAIN_LEVELS_ON_DEVICE or progress is None or not progress.search:
+        if progress is None or not progress.search:
             self._chain = None
             return
         config_ = self.launch_config()
@@ -360,9 +360,9 @@ def _quiet_occupancy_warnings() -> None:
 
 
 def _default_budget() -> int:
-    """``config.DEVICE_MEMORY_BUDGET`` or a fraction of the free device memory now."""
-    if config.DEVICE_MEMORY_BUDGET is not None:
-        return int(config.DEVICE_MEMORY_BUDGET)
+    """``taskbfs.gpu.device-memory-budget`` or a fraction of the free device memory now."""
+    if config.get("gpu.device-memory-budget") is not None:
+        return int(config.get("gpu.device-memory-budget"))
     from numba import cuda
 
     try:
@@ -371,7 +371,7 @@ def _default_budget() -> int:
         free = math.inf
     if not math.isfinite(free):
         return SIMULATOR_BUDGET
-    return int(config.DEVICE_MEMORY_FRACTION * free)
+    return int(config.get("gpu.device-memory-fraction") * free)
 
 
 def _release_device_memory() -> None:
@@ -505,25 +505,23 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
 
 def _spans_result_ranges(dev) -> bool:
     """Whether a bottom-up step's range spans two result ranges or more."""
-    return (dev.hi - dev.lo) * config.RESULT_RANGES >= 2 * dev.num_vertices
+    return (dev.hi - dev.lo) * config.get("gpu.result-ranges") >= 2 * dev.num_vertices
 
 
 def _result_ranges(dev) -> np.ndarray:
-    """``config.RESULT_RANGES`` equal ranges of every vertex id the bitmaps cover: the
+    """``taskbfs.gpu.result-ranges`` equal ranges of every vertex id the bitmaps cover: the
     buckets of a GPU step's output when it can hold vertices of several of them (a
     top-down step that owns every vertex; a bottom-up step whose range spans two or
     more), so that each result-assembly slice reads only the buckets that overlap it,
     not the whole output (see ``Discoveries.ranges``)."""
-    return np.linspace(0, dev.num_vertices, config.RESULT_RANGES + 1).round().astype(np.int64)
+    return np.linspace(0, dev.num_vertices, config.get("gpu.result-ranges") + 1).round().astype(np.int64)
 
 
 def _owns_every_vertex(part, dev, bounds: np.ndarray) -> bool:
-    """Whether a top-down step's discoveries can leave the device as bitmap words
-    (``config.TOP_DOWN_BITS_ON_DEVICE``): the task owns every vertex, so it is the level's
+    """Whether a top-down step's discoveries can leave the device as bitmap words: the task owns every vertex, so it is the level's
     only step, its candidates (unique and unvisited: the vertex mask) are the next
     frontier, and its slice's offsets give every vertex's out-degree."""
-    return (config.TOP_DOWN_BITS_ON_DEVICE and part.out_indptr is None
-            and _is_sole_step(dev, bounds))
+    return part.out_indptr is None and _is_sole_step(dev, bounds)
 
 
 def _is_sole_step(dev, bounds: np.ndarray) -> bool:
@@ -537,7 +535,7 @@ def _bucket_on_device(bounds: np.ndarray, n_found: int) -> bool:
     the launches (fewer are bucketed on the host by ``steps.for_barrier``)."""
     from taskbfs.kernels._gpu_bucket import MAX_OWNERS
 
-    return 2 <= bounds.size - 1 <= MAX_OWNERS and n_found >= config.DEVICE_BUCKET_MIN
+    return 2 <= bounds.size - 1 <= MAX_OWNERS and n_found >= config.get("gpu.device-bucket-min")
 
 
 def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):

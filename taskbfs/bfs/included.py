@@ -24,10 +24,10 @@ Devices
     one GPU), traced ``cuda``, the CPU ones side by side on the host's threads, traced
     ``smp``. When every pair a GPU step reports is one the barrier keeps (one task, or
     every step on the GPU), the GPU steps write the result into device memory and it
-    crosses the bus once, at the end (``config.RESULT_ON_DEVICE``).
+    crosses the bus once, at the end.
 Messages
     The client needs no level summary to go on, so the task sends them for the live
-    page and ``progress`` only, at most every ``config.SUMMARY_INTERVAL`` seconds (the
+    page and ``progress`` only, at most every ``taskbfs.search.summary-interval`` seconds (the
     last one at once); every summary comes back with the outcome.
 """
 
@@ -37,7 +37,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from taskbfs import config
 from taskbfs.bfs.compiled_levels import (
     LEVELS_NAME,
     LevelSummaries,
@@ -185,11 +184,11 @@ def _run_steps(calls, policy: Policy, device: str) -> list:
 
 def _keeps_result_on_device(device: str, policy: Policy, num_tasks: int) -> bool:
     """Whether the GPU steps of this search write their pairs into a result on the device
-    (``config.RESULT_ON_DEVICE``), which then crosses the bus once, at the end: on the GPU
+    which then crosses the bus once, at the end: on the GPU
     worker, when every pair a GPU step reports is one the barrier keeps: one task (one
     step a level, its pairs unique and unvisited), or every step on the GPU whatever its
     size (the level's vertex mask reports each vertex once)."""
-    if not config.RESULT_ON_DEVICE or device != CUDA:
+    if device != CUDA:
         return False
     return num_tasks == 1 or all(policy.decide(0, task_id=t) == CUDA for t in range(num_tasks))
 

@@ -17,7 +17,7 @@ Approach
 Encoding
     Buffers are uint8 numba ``pinned_array`` s, lent as arrays of the requested dtype
     made with ``np.frombuffer``, whose views all keep the lent array alive; the pool
-    holds at most ``config.PINNED_POOL_BYTES`` in all (0 turns it off).
+    holds at most ``taskbfs.gpu.pinned-pool-bytes`` in all (0 turns it off).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class PinnedPool:
     ----------
     budget : int, optional
         Bytes of pinned memory the pool may hold in all (lent and free). Default
-        ``config.PINNED_POOL_BYTES`` at each request.
+        ``taskbfs.gpu.pinned-pool-bytes`` at each request.
 
     Attributes
     ----------
@@ -62,7 +62,7 @@ class PinnedPool:
 
     @property
     def budget(self) -> int:
-        return int(config.PINNED_POOL_BYTES if self._budget is None else self._budget)
+        return int(config.get("gpu.pinned-pool-bytes") if self._budget is None else self._budget)
 
     @property
     def free_bytes(self) -> int:

@@ -41,7 +41,7 @@ class BFSResult:
         the end (first start to last stop).
     assembly_d2h_bytes : int
         Bytes those tasks copied from a GPU: the result, when the search kept it in GPU
-        memory (``config.RESULT_ON_DEVICE``; the steps' own moves are in ``trace``).
+        memory (the steps' own moves are in ``trace``).
     traversed_edges : int
         Edges of the traversed component, counted as Graph500 does.
     strategy, direction : str

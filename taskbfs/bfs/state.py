@@ -192,7 +192,7 @@ class SummaryPublisher:
     the client submits the next level, or the search ended) goes at once. A chained one
     (the task that sent it goes on with the next level itself, and returns every summary
     at the end) is for the live page and ``progress`` only: the latest one is sent once
-    ``config.SUMMARY_INTERVAL`` seconds have passed since the last message, the others
+    ``taskbfs.search.summary-interval`` seconds have passed since the last message, the others
     not at all, so a deep search inside one task sends a few messages a second, not one
     per level. A message carries its summary's counts as the sizes of the next level's
     steps (for the placement plugin)."""
@@ -202,7 +202,7 @@ class SummaryPublisher:
 
     def add(self, summary: LevelSummary) -> None:
         now = time.perf_counter()
-        if not summary.chained or now - self.sent >= config.SUMMARY_INTERVAL:
+        if not summary.chained or now - self.sent >= config.get("search.summary-interval"):
             publish({"summaries": [summary.to_message()]},
                     sizes=(size_label(summary.level), summary.frontier_counts))
             self.sent = now
@@ -331,10 +331,10 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
 
 
 def switch_parameters(alpha: float | None, beta: float | None) -> tuple[float, float]:
-    """Beamer's α and β: those given, else ``config.DO_ALPHA`` / ``config.DO_BETA`` as they
+    """Beamer's α and β: those given, else ``taskbfs.direction.alpha`` / ``taskbfs.direction.beta`` as they
     are now (read at each search, so that a changed setting reaches the next one)."""
-    return (config.DO_ALPHA if alpha is None else alpha,
-            config.DO_BETA if beta is None else beta)
+    return (config.get("direction.alpha") if alpha is None else alpha,
+            config.get("direction.beta") if beta is None else beta)
 
 
 def barrier(*args, level: int):
@@ -443,7 +443,7 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     for s, d in enumerate(steps):
         offsets[s] = d.offsets + base
         base += d.vertices.size
-    if candidates.size >= config.PARALLEL_ACCEPT_MIN and num_tasks > 1 and _threads() > 1:
+    if candidates.size >= config.get("search.parallel-accept-min") and num_tasks > 1 and _threads() > 1:
         return _accept_by_owner(bounds, visited, candidates, offsets, degrees)
     new_frontier = np.empty(candidates.size, dtype=np.int64)
     out_offsets = np.empty(num_tasks + 1, dtype=np.int64)
@@ -547,9 +547,9 @@ def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
 
 def assembly_count(num_vertices: int, slots: int) -> int:
     """How many tasks write a search's result: one per slot, at most
-    ``config.MAX_ASSEMBLY_TASKS``, each with at least ``config.ASSEMBLY_MIN_VERTICES``."""
-    by_size = -(-int(num_vertices) // config.ASSEMBLY_MIN_VERTICES)
-    return max(1, min(int(slots), config.MAX_ASSEMBLY_TASKS, by_size))
+    ``taskbfs.search.max-assembly-tasks``, each with at least ``taskbfs.search.assembly-min-vertices``."""
+    by_size = -(-int(num_vertices) // config.get("search.assembly-min-vertices"))
+    return max(1, min(int(slots), config.get("search.max-assembly-tasks"), by_size))
 
 
 def assembly_cuts(num_vertices: int, count: int) -> list[int]:

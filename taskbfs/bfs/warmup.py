@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 def _graphs() -> list[Graph]:
     """A path with a star at its end (deep, then wide: both directions; levels small
     enough for the compiled loop, and one too big for it), undirected and directed."""
-    n = 100 + 2 * config.COMPILED_LEVEL_EDGES
+    n = 100 + 2 * config.get("search.compiled-level-edges")
     src = np.r_[np.arange(99), np.full(n - 100, 99)]
     dst = np.r_[np.arange(1, 100), np.arange(100, n)]
     return [Graph.from_edges(src, dst, num_vertices=n),
@@ -49,7 +49,7 @@ def _search(graph: Graph, tasks: int, direction: str, device: str, policy: Polic
         if graph.directed else out
     args = [s for t in range(tasks) for s in (out[t], transposed[t])]
     init = {"bounds": parts.bounds, "source": 0, "direction_mode": direction,
-            "total_edges": graph.num_arcs, "alpha": config.DO_ALPHA, "beta": config.DO_BETA}
+            "total_edges": graph.num_arcs, "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta")}
     run_search(*args, graph.degrees(), init=init, policy=policy, cuts=[0, graph.num_vertices],
                slices_per_task=2, device=device)
 

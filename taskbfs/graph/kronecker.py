@@ -22,7 +22,7 @@ loop (numba) over the edges. The vertex ids are then relabelled by a permutation
 Chunks
 ------
 The edges are cut into ``num_chunks(scale, edgefactor)`` chunks of
-``config.KRONECKER_CHUNK_EDGES`` edges (the last one shorter). Chunk ``i`` draws from its
+``taskbfs.kronecker.chunk-edges`` edges (the last one shorter). Chunk ``i`` draws from its
 own stream, ``PCG64(SeedSequence(seed, spawn_key=(i,)))`` (what ``SeedSequence.spawn``
 would give child ``i``), so a worker can generate chunk ``i`` alone; the full list is the
 chunks concatenated in chunk order. The edges depend on the seed and on the chunk size:
@@ -56,6 +56,9 @@ __all__ = ["kronecker", "kronecker_edges", "num_chunks"]
 
 MIN_SCALE, MAX_SCALE = 1, 40
 
+#: Initiator probabilities A, B, C of the Graph500 specification (D = 1 - A - B - C).
+INITIATOR = (0.57, 0.19, 0.19)
+
 _BLOCK = 1 << 16  # edges processed at a time inside a chunk (keeps temporaries in cache)
 _MASK64 = (1 << 64) - 1
 # Odd multipliers of the Graph500 reference ``scramble`` (generator/graph_generator.c).
@@ -74,7 +77,7 @@ def num_chunks(scale: int, edgefactor: int = 16) -> int:
     1
     """
     scale, edgefactor = _check_scale(scale), _check_edgefactor(edgefactor)
-    return max(1, math.ceil(_num_edges(scale, edgefactor) / config.KRONECKER_CHUNK_EDGES))
+    return max(1, math.ceil(_num_edges(scale, edgefactor) / config.get("kronecker.chunk-edges")))
 
 
 def kronecker_edges(scale: int, edgefactor: int = 16, seed: int = 1, chunk: int | None = None):
@@ -200,7 +203,7 @@ def _place_bits(uniforms, scale, k, t_ab, t_a, t_c, src, dst):  # pragma: no cov
 
 def _thresholds():
     """``rand > p`` with ``rand = u / 2**32`` is ``u > floor(p * 2**32)`` for integer ``u``."""
-    a, b, c = config.KRONECKER_A, config.KRONECKER_B, config.KRONECKER_C
+    a, b, c = INITIATOR
     ab = a + b
     c_norm, a_norm = c / (1.0 - ab), a / ab
 
@@ -259,7 +262,7 @@ def _num_edges(scale: int, edgefactor: int) -> int:
 
 
 def _chunk_bounds(chunk: int, total: int) -> tuple[int, int]:
-    size = config.KRONECKER_CHUNK_EDGES
+    size = config.get("kronecker.chunk-edges")
     return chunk * size, min(total, (chunk + 1) * size)
 
 

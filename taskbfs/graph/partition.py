@@ -169,7 +169,7 @@ class Partition:
             )
 
 
-def partition(graph: Graph, tasks: int, balance: str = config.DEFAULT_BALANCE) -> Partition:
+def partition(graph: Graph, tasks: int, balance: str | None = None) -> Partition:
     """Cut ``graph``'s vertices into ``tasks`` contiguous, non-empty ranges.
 
     Parameters
@@ -177,7 +177,7 @@ def partition(graph: Graph, tasks: int, balance: str = config.DEFAULT_BALANCE) -
     graph : Graph
     tasks : int
         T, in ``1 .. graph.num_vertices``.
-    balance : {"edges", "vertices"}, default ``config.DEFAULT_BALANCE``
+    balance : {"edges", "vertices"}, default ``taskbfs.balance``
         ``"vertices"``: ranges of (almost) equal vertex counts. ``"edges"``: ranges of
         about equal stored arcs (cut points found by ``searchsorted`` on the cumulative
         degree, ``graph.indptr``), then nudged apart so that no range is empty. A vertex
@@ -203,6 +203,8 @@ def partition(graph: Graph, tasks: int, balance: str = config.DEFAULT_BALANCE) -
     """
     n = graph.num_vertices
     tasks = _check_tasks(tasks, n)
+    if balance is None:
+        balance = config.get("balance")
     if balance == "vertices":
         bounds = (np.arange(tasks + 1, dtype=np.int64) * n) // tasks
     elif balance == "edges":

@@ -11,6 +11,10 @@ its workers) and shortens its client's batching interval. On a cluster that is n
 own (an address or a Client it was given), :meth:`Runtime.close` puts all of that back
 once no other runtime uses it: plugins unregistered, batching intervals of the client,
 the scheduler and the workers restored, per-worker caches dropped, the client left open.
+
+Settings (``taskbfs.*`` in ``dask.config``) are read where they are used. Workers in other
+processes get the caller's: :meth:`Runtime.share_settings` sends them when they changed,
+as a worker plugin (so workers that join later get them too), taken back on close.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import weakref
 
 import dask
 from distributed import Client, LocalCluster, Worker
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError, TaskBFSError
@@ -99,6 +104,7 @@ class Runtime:
         self._sped_up = False
         self._listeners: dict[str, bool] = {}  # name -> whether add_listener put it in place
         self._programs: weakref.WeakSet = weakref.WeakSet()
+        self._shared_settings = None  # the settings last sent to the workers
         if address_or_client is None:
             self._owned_cluster = start_embedded_cluster(threads, gpus, dashboard_address)
             self.client = self._owned_client = Client(self._owned_cluster, set_as_default=False)
@@ -109,7 +115,7 @@ class Runtime:
             _check_address(address_or_client)
             try:
                 self.client = self._owned_client = Client(
-                    address_or_client, set_as_default=False, timeout=config.CONNECT_TIMEOUT
+                    address_or_client, set_as_default=False, timeout=config.get("runtime.connect-timeout")
                 )
             except (OSError, TimeoutError) as exc:
                 raise TaskBFSError(f"cannot reach a Dask scheduler at {address_or_client!r}: {exc}") from None
@@ -127,7 +133,8 @@ class Runtime:
                 "could not register the taskbfs placement plugin on the scheduler "
                 f"(is taskbfs installed where the scheduler runs?): {exc}"
             ) from None
-        for name in config.WORKER_WARM_UP:
+        self.share_settings()
+        for name in config.get("runtime.worker-warm-up"):
             try:
                 self.client.run(warm_worker, name)
             except Exception as exc:  # a warm-up only saves time: never fail the start for it
@@ -195,6 +202,22 @@ class Runtime:
             return SMP
         return CUDA if gpus == 1 else None
 
+    def share_settings(self) -> None:
+        """Give the workers this process's ``taskbfs`` settings, if they changed since the
+        last call (a dictionary comparison when they did not).
+
+        Workers in this process read the same settings already; those of other processes
+        get them through a worker plugin (:class:`SettingsPlugin`), which workers that join
+        later run too, and which puts their own settings back when :meth:`close` removes it.
+        """
+        if self.in_process:
+            return
+        settings = config.snapshot()
+        if settings == self._shared_settings:
+            return
+        self.client.register_plugin(SettingsPlugin(settings), name=SettingsPlugin.name)
+        self._shared_settings = settings
+
     # ------------------------------------------------------------------ consumers
     def add_listener(self, name: str, setup) -> bool:
         """Hook a listener into the scheduler plugin's placement decisions, once per name.
@@ -245,6 +268,12 @@ class Runtime:
                 logger.debug("taskbfs: could not detach from the scheduler", exc_info=True)
         self._attached = False
         self._listeners.clear()
+        if self._shared_settings is not None and running:
+            try:
+                self.client.unregister_worker_plugin(SettingsPlugin.name)
+            except Exception:  # the workers may be gone already
+                logger.debug("taskbfs: could not take the settings back", exc_info=True)
+        self._shared_settings = None
         if self._sped_up:
             _restore_client(self.client)
             self._sped_up = False
@@ -263,10 +292,35 @@ class Runtime:
         return f"Runtime({self.client.scheduler.address!r})"
 
 
+class SettingsPlugin(WorkerPlugin):
+    """Sets ``taskbfs.*`` in a worker process's ``dask.config`` to the caller's settings,
+    and puts the worker's own back at teardown.
+
+    Parameters
+    ----------
+    settings : dict
+        The ``taskbfs`` subtree of the caller's ``dask.config``.
+    """
+
+    name = "taskbfs-settings"
+
+    def __init__(self, settings: dict):
+        self.settings = settings
+        self._applied = None
+
+    def setup(self, worker) -> None:
+        self._applied = dask.config.set({"taskbfs": self.settings})
+
+    def teardown(self, worker) -> None:
+        if self._applied is not None:
+            self._applied.__exit__(None, None, None)
+            self._applied = None
+
+
 def warm_worker(name: str, dask_worker=None):
     """Call the function ``name`` ("module:function") on this worker (run by
     :class:`Runtime` at its start, with ``client.run``, for each of
-    ``config.WORKER_WARM_UP``): it gets the worker and loads what its tasks will need.
+    ``taskbfs.runtime.worker-warm-up``): it gets the worker and loads what its tasks will need.
     The runtime knows the function by name only, and imports it there."""
     import importlib
 
@@ -319,7 +373,7 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
                         "name": f"gpu-{i}"},
         }
     if gpus:
-        with dask.config.set({"distributed.worker.profile.enabled": config.PROFILE_GPU_WORKERS}):
+        with dask.config.set({"distributed.worker.profile.enabled": config.get("runtime.profile-gpu-workers")}):
             cluster.sync(cluster._correct_state)  # the GPU workers start here
         cluster.wait_for_workers(1 + gpus)
     return cluster
@@ -333,10 +387,9 @@ def _freeze_long_lived_objects() -> None:
     object numba, pandas, distributed and the cluster hold (~300 K), which took 170 ms on
     2 cores: a search that met one ran 3-4x its time. Frozen, those long-lived objects are
     skipped (a full pass: 7-25 ms); they are only never freed by the cycle collector
-    (reference counting still frees them). ``config.FREEZE_GC_AT_START`` turns it off.
+    (reference counting still frees them).
     """
-    if config.FREEZE_GC_AT_START:
-        gc.freeze()
+    gc.freeze()
 
 
 #: Per client: [its batching interval before the first runtime shortened it, runtimes using it].
@@ -357,7 +410,7 @@ def _speed_up_client(client: Client) -> bool:
     if entry is None:
         entry = _client_intervals[client] = [comm.interval, 0]
     entry[1] += 1
-    comm.interval = config.CLIENT_BATCH_INTERVAL
+    comm.interval = config.get("runtime.client-batch-interval")
     return True
 
 

@@ -81,6 +81,10 @@ class PlacementPlugin(SchedulerPlugin):
         How many programs' decision logs to keep (oldest dropped first).
     max_decisions : int
         Most decisions kept per program.
+    stream_interval : float
+        Batching interval, in seconds, it sets on the scheduler's streams to workers and
+        clients (``taskbfs.runtime.scheduler-stream-interval`` of the runtime that
+        registered it).
 
     Attributes
     ----------
@@ -104,8 +108,10 @@ class PlacementPlugin(SchedulerPlugin):
 
     name = PLUGIN_NAME
 
-    def __init__(self, max_programs: int = 64, max_decisions: int = 100_000):
+    def __init__(self, max_programs: int = 64, max_decisions: int = 100_000,
+                 stream_interval: float = 0.0):
         self.max_programs = max_programs
+        self.stream_interval = float(stream_interval)
         self.max_decisions = max_decisions
         self.decisions: OrderedDict[str, deque] = OrderedDict()
         self.listeners: dict[str, object] = {}
@@ -325,9 +331,9 @@ class PlacementPlugin(SchedulerPlugin):
         """
         for stream in (*scheduler.stream_comms.values(), *scheduler.client_comms.values()):
             interval = getattr(stream, "interval", None)
-            if interval is not None and interval != config.SCHEDULER_STREAM_INTERVAL:
+            if interval is not None and interval != self.stream_interval:
                 self._intervals.setdefault(stream, interval)
-                stream.interval = config.SCHEDULER_STREAM_INTERVAL
+                stream.interval = self.stream_interval
 
     # ------------------------------------------------------------- handlers
     def placements(self, program: str | None = None) -> list[dict] | dict:
@@ -353,14 +359,15 @@ class LatencyPlugin(WorkerPlugin):
 
     name = "taskbfs-latency"
 
-    def __init__(self):
+    def __init__(self, interval: float = 0.0):
+        self.interval = float(interval)  # taskbfs.runtime.worker-stream-interval
         self._intervals: dict[int, float] = {}  # id(worker) -> its interval before ours
 
     def setup(self, worker) -> None:
         stream = getattr(worker, "batched_stream", None)
         if stream is not None and hasattr(stream, "interval"):
             self._intervals.setdefault(id(worker), stream.interval)
-            stream.interval = config.WORKER_STREAM_INTERVAL
+            stream.interval = self.interval
 
     def teardown(self, worker) -> None:
         interval = self._intervals.pop(id(worker), None)
@@ -416,7 +423,8 @@ def attach(client, user: str) -> None:
     workers unless they are there, and counts ``user`` among the plugin's users; one
     scheduler call, so that two runtimes attaching at once register one plugin.
     """
-    client.run_on_scheduler(_attach, user)
+    client.run_on_scheduler(_attach, user, config.get("runtime.scheduler-stream-interval"),
+                            config.get("runtime.worker-stream-interval"))
 
 
 def detach(client, user: str) -> bool:
@@ -429,20 +437,22 @@ def detach(client, user: str) -> bool:
     return client.run_on_scheduler(_detach, user)
 
 
-async def _attach(user: str, dask_scheduler=None) -> None:
+async def _attach(user: str, scheduler_interval: float, worker_interval: float,
+                  dask_scheduler=None) -> None:
     from distributed.protocol.pickle import dumps
 
     scheduler = dask_scheduler
     plugin = scheduler.plugins.get(PLUGIN_NAME)
     if plugin is None:
-        plugin = PlacementPlugin()
+        plugin = PlacementPlugin(stream_interval=scheduler_interval)
         plugin.setup(scheduler)
         scheduler.add_plugin(plugin, name=PLUGIN_NAME)
         plugin.registered.add("scheduler")
     plugin.users.add(user)
     if LatencyPlugin.name not in scheduler.worker_plugins:
         plugin.registered.add("worker")
-        await scheduler.register_worker_plugin(None, dumps(LatencyPlugin()), LatencyPlugin.name,
+        await scheduler.register_worker_plugin(None, dumps(LatencyPlugin(worker_interval)),
+                                               LatencyPlugin.name,
                                                idempotent=True)
 
 

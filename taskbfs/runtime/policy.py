@@ -60,8 +60,9 @@ class Policy:
     Parameters
     ----------
     kind : {"hybrid", "fixed", "cpu", "gpu"}
-    lam : float
-        Threshold λ of the hybrid policy (tasks with size > λ go to the GPU).
+    lam : float, optional
+        Threshold λ of the hybrid policy (tasks with size > λ go to the GPU); default the
+        setting ``taskbfs.lambda``.
     gpu_tasks : frozenset of int
         Task ids bound to the GPU by the fixed policy.
 
@@ -74,7 +75,7 @@ class Policy:
     """
 
     kind: str = "hybrid"
-    lam: float = config.DEFAULT_LAMBDA
+    lam: float | None = None
     gpu_tasks: frozenset = field(default_factory=frozenset)
 
     def __post_init__(self):
@@ -83,7 +84,7 @@ class Policy:
                 f"unknown placement policy {self.kind!r}; choose one of {', '.join(POLICY_KINDS)}"
             )
         try:
-            lam = float(self.lam)
+            lam = float(config.get("lambda") if self.lam is None else self.lam)
         except (TypeError, ValueError):
             raise InvalidParameterError(f"lam (λ) must be a number, got {self.lam!r}") from None
         if not lam >= 0:  # also rejects NaN
