@@ -403,8 +403,9 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
         # Bottom-up steps read only the bitmap: ship it alone, not the vertex lists too.
         vertices, bits, task_sizes = np.empty(0, dtype=np.int64), new_bits, unvisited.copy()
     else:
-        if new_frontier is None:
-            new_frontier = concat([d.vertices for d in ordered])
+        if new_frontier is None:  # back to top-down: a small frontier, made int64 like
+            # the top-down barrier's (one dtype, one compiled variant of each step kernel)
+            new_frontier = concat([d.vertices for d in ordered]).astype(np.int64, copy=False)
         np.cumsum(counts, out=offsets[1:])
         vertices, bits, task_sizes = new_frontier, None, counts
     nxt = Frontier(level, next_direction, vertices, offsets, bits, visited, bounds,

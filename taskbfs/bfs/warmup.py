@@ -17,10 +17,12 @@ Approach
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
 
+import dask
 import numpy as np
 
 from taskbfs import config
@@ -33,11 +35,15 @@ logger = logging.getLogger(__name__)
 
 
 def _graphs() -> list[Graph]:
-    """A path with a star at its end (deep, then wide: both directions; levels small
-    enough for the compiled loop, and one too big for it), undirected and directed."""
-    n = 100 + 2 * config.get("search.compiled-level-edges")
-    src = np.r_[np.arange(99), np.full(n - 100, 99)]
-    dst = np.r_[np.arange(1, 100), np.arange(100, n)]
+    """A path, a star at its end, and a path hanging from the star's last leaf (deep, then
+    wide, then deep again: top-down, bottom-up, and top-down from a bottom-up level's
+    frontier; levels small enough for the compiled loop, and one too big for it),
+    undirected and directed."""
+    leaves = 2 * config.get("search.compiled-level-edges")
+    star = 100 + leaves  # vertices of the path and the star
+    n = star + 50
+    src = np.r_[np.arange(99), np.full(leaves, 99), star - 1, np.arange(star, n - 1)]
+    dst = np.r_[np.arange(1, 100), np.arange(100, star), np.arange(star, n)]
     return [Graph.from_edges(src, dst, num_vertices=n),
             Graph.from_edges(src, dst, num_vertices=n, directed=True)]
 
@@ -54,6 +60,14 @@ def _search(graph: Graph, tasks: int, direction: str, device: str, policy: Polic
                slices_per_task=2, device=device)
 
 
+def _compiled_levels(on: bool):
+    """Leave ``taskbfs.search.compiled-level-edges`` as set, or turn the compiled small
+    levels off (so that the tiny graphs' levels run as the steps of a big graph's do)."""
+    if on:
+        return contextlib.nullcontext()
+    return dask.config.set({"taskbfs.search.compiled-level-edges": 0})
+
+
 def warm_up(dask_worker=None) -> float:
     """Run the search body on tiny graphs here (see the module docstring); returns the
     seconds it took. Never raises: a failure is logged and the searches go on."""
@@ -64,11 +78,13 @@ def warm_up(dask_worker=None) -> float:
     runs = [(SMP, Policy("cpu"))] + ([(CUDA, Policy("gpu")), (CUDA, Policy("hybrid", lam=2))]
                                      if on_gpu else [])
     try:
-        for graph in _graphs():
-            for device, policy in runs:
-                for tasks in (1, 3):
-                    for direction in ("auto", "top-down", "bottom-up"):
-                        _search(graph, tasks, direction, device, policy)
+        for compiled_levels in (True, False):  # without: the level loop's small steps
+            with _compiled_levels(compiled_levels):
+                for graph in _graphs():
+                    for device, policy in runs:
+                        for tasks in (1, 3):
+                            for direction in ("auto", "top-down", "bottom-up"):
+                                _search(graph, tasks, direction, device, policy)
     except Exception:  # the warm-up must never stop a search
         logger.exception("taskbfs: warming up the search code failed; searches go on")
     return time.perf_counter() - start
