@@ -131,6 +131,53 @@ class LevelSummaries:
         return (self[i] for i in range(len(self)))
 
 
+def outside_blocks(summaries):
+    """The summaries that no compiled block made (those of the levels the level loop ran;
+    a compiled block's are built only when read one by one)."""
+    made = np.zeros(len(summaries), dtype=bool)
+    for block in getattr(summaries, "blocks", ()):
+        made[block.first + 1 : block.last_level + 1] = True
+    return (summaries[level] for level in np.flatnonzero(~made).tolist())
+
+
+#: Per-level columns of :func:`summary_columns` (int64 unless said).
+SUMMARY_COLUMNS = ("frontier_size", "frontier_edges", "unexplored_edges", "edges_examined",
+                   "h2d_bytes", "d2h_bytes", "kernel_ns")
+
+
+def summary_columns(summaries) -> dict[str, np.ndarray]:
+    """The summaries as columns, one entry per level (index = level): those of
+    :data:`SUMMARY_COLUMNS` (``edges_examined``: the total the level's barrier merged),
+    ``direction`` (object), ``barrier_start`` and ``barrier_stop`` (float). A compiled
+    block's levels come from its arrays at once, not one summary at a time (a deep graph
+    has hundreds of thousands of them)."""
+    n = len(summaries)
+    cols = {name: np.zeros(n, dtype=np.int64) for name in SUMMARY_COLUMNS}
+    cols["direction"] = np.full(n, TOP_DOWN, dtype=object)
+    cols["barrier_start"] = np.zeros(n)
+    cols["barrier_stop"] = np.zeros(n)
+    for block in getattr(summaries, "blocks", ()):
+        made = slice(block.first + 1, block.last_level + 1)
+        for k, name in enumerate(("frontier_size", "frontier_edges", "unexplored_edges")):
+            cols[name][made] = block.level_stats[:, k]
+        cols["direction"][block.last_level] = block.direction
+        # the barrier of level L merged the steps of level L - 1
+        np.add.at(cols["edges_examined"], block.step_stats[:, 0] + 1, block.step_stats[:, 3])
+        cols["barrier_start"][made] = block.start
+        cols["barrier_stop"][made] = block.stop
+    for summary in outside_blocks(summaries):
+        level = summary.level
+        device = np.asarray(summary.device_stats, dtype=np.int64).reshape(-1, 4).sum(axis=0)
+        values = (summary.frontier_size, summary.frontier_edges, summary.unexplored_edges,
+                  int(np.sum(summary.edges_examined)), *device[1:].tolist())
+        for name, value in zip(SUMMARY_COLUMNS, values, strict=True):
+            cols[name][level] = value
+        cols["direction"][level] = summary.direction
+        cols["barrier_start"][level] = summary.barrier_start
+        cols["barrier_stop"][level] = summary.barrier_stop
+    return cols
+
+
 def small_levels_apply(frontier: Frontier, summary: LevelSummary) -> bool:
     """Whether the compiled loop runs the level ``summary`` opens: a top-down level of at
     most ``taskbfs.search.compiled-level-edges`` frontier edges, all its steps on the CPU (its

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from taskbfs import config
-from taskbfs.bfs.compiled_levels import LEVELS_NAME
+from taskbfs.bfs.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
 from taskbfs.bfs.placement import place_graph
 from taskbfs.bfs.result import BFSResult
@@ -255,8 +255,7 @@ class _Search:
                                       summaries)
 
         def levels():
-            return _level_table(summaries, result.trace, wall_start,
-                                _barrier_places(records, summaries))
+            return _level_table(summaries, result.trace, wall_start, records)
 
         result = BFSResult(
             source=self.source,
@@ -371,45 +370,59 @@ def _next_summaries(program: Program, producer: str) -> list[LevelSummary]:
     return summaries_of(program.next_message(watch=[producer]))
 
 
+_TRACE_COLUMNS = ["level", "task", "lo", "hi", "direction", "size", "edges_examined", "found",
+                  "device", "worker", "thread", "start", "stop", "name", "included"]
+
+
 def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
-    columns = ["level", "task", "lo", "hi", "direction", "size", "edges_examined", "found",
-               "device", "worker", "thread", "start", "stop", "name", "included"]
     rows = [r for r in records
             if r.get("name") == STEP.name and _had_work(r["level"], r["task"], summaries)]
-    rows += _compiled_step_rows(records, summaries)
-    if not rows:
-        return pd.DataFrame(columns=columns)
+    frames = [_step_frame(rows, summaries)] if rows else []
+    frames += _compiled_step_frames(records, summaries)
+    if not frames:
+        return pd.DataFrame(columns=_TRACE_COLUMNS)
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    tasks = df["task"].to_numpy()
+    df["lo"] = parts.bounds[tasks]
+    df["hi"] = parts.bounds[tasks + 1]
+    df["start"] -= wall_start
+    df["stop"] -= wall_start
+    return (df[_TRACE_COLUMNS].sort_values(["level", "task"], kind="stable")
+            .reset_index(drop=True))
+
+
+def _step_frame(rows: list[dict], summaries) -> pd.DataFrame:
+    """Trace rows of the step tasks (dispatched or included) from their records."""
     df = pd.DataFrame(rows)
     df["size"] = [int(summaries[r["level"]].frontier_counts[r["task"]]) for r in rows]
     df["direction"] = [summaries[r["level"]].direction for r in rows]
-    df["lo"] = parts.bounds[df["task"].to_numpy()]
-    df["hi"] = parts.bounds[df["task"].to_numpy() + 1]
     df["edges_examined"], df["found"] = _step_counts(df, summaries)
-    # run inside a small-level task (its key in the record) rather than as a task of its own
+    # run inside another task (its key in the record) rather than as a task of its own
     df["included"] = df["included"].notna() if "included" in df else False
-    df["start"] -= wall_start
-    df["stop"] -= wall_start
-    return df[columns].sort_values(["level", "task"]).reset_index(drop=True)
+    return df
 
 
-def _compiled_step_rows(records, summaries) -> list[dict]:
+def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
     """Trace rows of the steps that compiled level blocks ran
-    (:mod:`taskbfs.bfs.compiled_levels`): each with the record of the included task that
-    ran its block (worker, thread, start, stop)."""
+    (:mod:`taskbfs.bfs.compiled_levels`), one frame per block, from its step array: each
+    with the record of the included task that ran the block (worker, thread, start,
+    stop)."""
     blocks = getattr(summaries, "blocks", ())
     if not blocks:
         return []
     ran_by = {r["level"]: r for r in records if r.get("name") == LEVELS_NAME}
-    rows = []
+    frames = []
     for block in blocks:
         record = ran_by.get(block.first, {})
-        base = {"name": STEP.name, "device": record.get("device", "smp"),
-                "worker": record.get("worker"), "thread": record.get("thread"),
-                "start": record.get("start", block.start), "stop": record.get("stop", block.stop),
-                "included": record.get("included", True)}
-        rows += [{**base, "level": level, "task": task}
-                 for level, task in block.step_stats[:, :2].tolist()]
-    return rows
+        steps = block.step_stats
+        frames.append(pd.DataFrame({
+            "level": steps[:, 0], "task": steps[:, 1], "size": steps[:, 2],
+            "edges_examined": steps[:, 3], "found": steps[:, 4], "direction": TOP_DOWN,
+            "name": STEP.name, "device": record.get("device", "smp"),
+            "worker": record.get("worker"), "thread": record.get("thread"),
+            "start": record.get("start", block.start), "stop": record.get("stop", block.stop),
+            "included": record.get("included", True) is not None}))
+    return frames
 
 
 def _had_work(level: int, task: int, summaries) -> bool:
@@ -423,24 +436,23 @@ def _step_counts(df: pd.DataFrame, summaries):
     deduplication), from the summary of the barrier that merged the step (level + 1)."""
     examined = np.zeros(len(df), dtype=np.int64)
     found = np.zeros(len(df), dtype=np.int64)
-    by_level = {s.level: s for s in summaries}
     tasks = df["task"].to_numpy()
     for level, idx in df.groupby("level").indices.items():
-        merged = by_level.get(int(level) + 1)
-        if merged is not None and merged.edges_examined.size:
-            examined[idx] = merged.edges_examined[tasks[idx]]
-            found[idx] = merged.found[tasks[idx]]
+        if int(level) + 1 < len(summaries):
+            merged = summaries[int(level) + 1]
+            if merged.edges_examined.size:
+                examined[idx] = merged.edges_examined[tasks[idx]]
+                found[idx] = merged.found[tasks[idx]]
     return examined, found
 
 
-def _devices_per_level(trace: pd.DataFrame) -> dict:
-    """Level → (CPU tasks, GPU tasks), in one pass over the trace."""
-    if not len(trace):
-        return {}
-    counts = pd.crosstab(trace["level"], trace["device"])
-    cpu = counts["smp"] if "smp" in counts else pd.Series(0, index=counts.index)
-    gpu = counts["cuda"] if "cuda" in counts else pd.Series(0, index=counts.index)
-    return {int(level): (int(c), int(g)) for level, c, g in zip(counts.index, cpu, gpu, strict=True)}
+def _devices_per_level(trace: pd.DataFrame, num_levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per level: (CPU tasks, GPU tasks) of the trace."""
+    levels = trace["level"].to_numpy(dtype=np.int64)
+    on_gpu = (trace["device"] == "cuda").to_numpy()
+    gpu = np.bincount(levels[on_gpu], minlength=num_levels)[:num_levels]
+    cpu = np.bincount(levels, minlength=num_levels)[:num_levels] - gpu
+    return cpu, gpu
 
 
 def _span(records, name: str) -> float:
@@ -451,46 +463,51 @@ def _span(records, name: str) -> float:
     return max(r["stop"] for r in mine) - min(r["start"] for r in mine)
 
 
-def _barrier_places(records, summaries=()) -> dict:
-    """Level → (worker, thread) of the barrier that merged that level's steps (for levels
-    of a compiled block, of the included task that ran it)."""
-    places = {r["level"]: (r["worker"], r["thread"]) for r in records
-              if r.get("name") == BARRIER.name and "level" in r}
+def _barrier_places(records, summaries, num_levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per level: worker and thread of the barrier that merged that level's steps (for
+    levels of a compiled block, of the included task that ran it); None where unknown."""
+    workers = np.full(num_levels, None, dtype=object)
+    threads = np.full(num_levels, None, dtype=object)
+    for r in records:
+        if r.get("name") == BARRIER.name and 0 <= r.get("level", -1) < num_levels:
+            workers[r["level"]], threads[r["level"]] = r["worker"], r["thread"]
     ran_by = {r["level"]: r for r in records if r.get("name") == LEVELS_NAME}
     for block in getattr(summaries, "blocks", ()):
         record = ran_by.get(block.first)
         if record is not None:
-            for level in range(block.first, block.last_level):
-                places[level] = (record["worker"], record["thread"])
-    return places
+            ran = slice(block.first, min(block.last_level, num_levels))
+            workers[ran], threads[ran] = record["worker"], record["thread"]
+    return workers, threads
 
 
-def _level_table(summaries, trace: pd.DataFrame, wall_start: float,
-                 barrier_places: dict | None = None) -> pd.DataFrame:
-    devices = _devices_per_level(trace)
-    barrier_places = barrier_places or {}
-    rows = []
-    for prev, cur in zip(summaries[:-1], summaries[1:], strict=True):
-        cpu, gpu = devices.get(prev.level, (0, 0))
-        rows.append({
-            "level": prev.level,
-            "direction": prev.direction,
-            "frontier_size": prev.frontier_size,
-            "frontier_edges": prev.frontier_edges,
-            "unexplored_edges": prev.unexplored_edges,
-            "edges_examined": int(cur.edges_examined.sum()),
-            "discovered": cur.frontier_size,
-            "tasks": cpu + gpu,
-            "tasks_cpu": cpu,
-            "tasks_gpu": gpu,
-            "start": prev.barrier_stop - wall_start,
-            "stop": cur.barrier_stop - wall_start,
-            "barrier_seconds": cur.barrier_stop - cur.barrier_start,
-            "barrier_worker": barrier_places.get(prev.level, (None, None))[0],
-            "barrier_thread": barrier_places.get(prev.level, (None, None))[1],
-            **_device_totals(cur),
-        })
-    return pd.DataFrame(rows)
+def _level_table(summaries, trace: pd.DataFrame, wall_start: float, records=()) -> pd.DataFrame:
+    """One row per level that ran: its opening summary's counts and the closing
+    barrier's (edges examined, vertices discovered, device traffic, times)."""
+    cols = summary_columns(summaries)
+    levels = len(summaries) - 1
+    cpu, gpu = _devices_per_level(trace, levels)
+    workers, threads = _barrier_places(records, summaries, levels)
+    opened, closed = slice(0, levels), slice(1, levels + 1)
+    return pd.DataFrame({
+        "level": np.arange(levels, dtype=np.int64),
+        "direction": cols["direction"][opened],
+        "frontier_size": cols["frontier_size"][opened],
+        "frontier_edges": cols["frontier_edges"][opened],
+        "unexplored_edges": cols["unexplored_edges"][opened],
+        "edges_examined": cols["edges_examined"][closed],
+        "discovered": cols["frontier_size"][closed],
+        "tasks": cpu + gpu,
+        "tasks_cpu": cpu,
+        "tasks_gpu": gpu,
+        "start": cols["barrier_stop"][opened] - wall_start,
+        "stop": cols["barrier_stop"][closed] - wall_start,
+        "barrier_seconds": cols["barrier_stop"][closed] - cols["barrier_start"][closed],
+        "barrier_worker": workers,
+        "barrier_thread": threads,
+        "h2d_bytes": cols["h2d_bytes"][closed],
+        "d2h_bytes": cols["d2h_bytes"][closed],
+        "kernel_seconds": cols["kernel_ns"][closed] / 1e9,
+    })
 
 
 #: Per-task device columns of the trace (0 for CPU tasks), from LevelSummary.device_stats.
@@ -502,20 +519,14 @@ def _device_rows(summary) -> np.ndarray:
     return np.asarray(getattr(summary, "device_stats", ()), dtype=np.int64).reshape(-1, 4)
 
 
-def _device_totals(summary) -> dict:
-    """A level's device traffic and kernel time (the steps that the summary merged)."""
-    rows = _device_rows(summary)
-    return {"h2d_bytes": int(rows[:, 1].sum()), "d2h_bytes": int(rows[:, 2].sum()),
-            "kernel_seconds": float(rows[:, 3].sum()) / 1e9}
-
-
 def _with_device_stats(trace: pd.DataFrame, summaries) -> pd.DataFrame:
     """Add the per-task device columns: the barrier after level L reports the steps of L."""
     for name in DEVICE_COLUMNS:
         trace[name] = 0.0 if name == "kernel_seconds" else 0
     if not len(trace):
         return trace
-    stats = [(s.level - 1, *row) for s in summaries for row in _device_rows(s).tolist()]
+    stats = [(s.level - 1, *row) for s in outside_blocks(summaries)  # blocks: CPU only
+             for row in _device_rows(s).tolist()]
     if not stats:
         return trace
     found = pd.DataFrame(stats, columns=["level", "task", "h2d_bytes", "d2h_bytes", "kernel_ns"])
