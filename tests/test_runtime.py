@@ -192,10 +192,16 @@ def test_policy_without_gpu_raises():
     assert Policy("gpu").needs_gpu and not Policy("hybrid").needs_gpu
 
 
-@pytest.mark.parametrize("lam", [-1, -0.5, math.nan, "many", None])
+@pytest.mark.parametrize("lam", [-1, -0.5, math.nan, "many"])
 def test_policy_rejects_bad_lambda(lam):
     with pytest.raises(InvalidParameterError, match="lam"):
         Policy("hybrid", lam=lam)
+
+
+def test_policy_without_lambda_takes_the_setting():
+    from taskbfs import config
+
+    assert Policy("hybrid", lam=None).lam == float(config.get("lambda"))
 
 
 def test_policy_rejects_unknown_kind():
