@@ -147,7 +147,7 @@ class LevelTasks:
                            seen, out_start, cand_v, cand_u, buck_v, buck_u, buck_off, cap_start,
                            counts, task_edges, new_bits, next_v, next_u, next_off, stats)
 
-        idents = _on_threads(slot, threads)
+        idents = _on_threads(slot, threads, self.threads)
         n_new = int(next_off[-1])
         return steps, (counts, task_edges, new_bits, next_v[:n_new], next_u[:n_new], next_off,
                        stats, idents)
@@ -178,7 +178,7 @@ class LevelTasks:
                             next_u, next_off, stats)
 
         if steps.size:
-            idents = _on_threads(slot, threads)
+            idents = _on_threads(slot, threads, self.threads)
         else:
             idents, next_off[:] = [], 0
         n_new = int(next_off[-1])
@@ -195,16 +195,16 @@ class LevelTasks:
         return self._seen
 
 
-def _on_threads(slot, threads: int) -> list[int]:
-    """Call ``slot(k)`` for k in 0 .. threads-1: 0 in this thread, the others on the pool;
-    the threads' idents by k."""
+def _on_threads(slot, threads: int, pool_size: int) -> list[int]:
+    """Call ``slot(k)`` for k in 0 .. threads-1: 0 in this thread, the others on the pool
+    of ``pool_size`` threads; the threads' idents by k."""
     idents = [threading.get_ident()] * threads
 
     def run(k):
         idents[k] = threading.get_ident()
         slot(k)
 
-    others = [pool(threads).submit(run, k) for k in range(1, threads)]
+    others = [pool(pool_size).submit(run, k) for k in range(1, threads)]
     run(0)
     for f in others:
         f.result()
