@@ -138,11 +138,12 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
     summary = _announced(summary, policy, device, publisher)
     summaries = LevelSummaries(num_tasks)
     summaries.append(summary)
-    lists = SliceLists([s[0] for s in slices])  # top-down steps read the out-adjacency
     cpu_max = cpu_sizes(policy, num_tasks, device == CUDA)
     threads = worker_threads()
     # on a CPU worker every step runs on the CPU: the level runs on the worker's threads
     on_threads = LevelTasks(slices, degrees, threads) if device == SMP else None
+    # top-down steps read the out-adjacency (a CPU worker keeps its lists with the slices)
+    lists = on_threads.lists if on_threads else SliceLists([s[0] for s in slices])
     while summary.frontier_size:
         if small_levels_apply(frontier, summary):
             frontier, block = include(LEVELS_NAME, run_small_levels, {"level": frontier.level},

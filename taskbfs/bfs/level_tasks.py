@@ -54,6 +54,11 @@ class TaskLists:
         self.out_indptrs, self.out_indices, self.in_indptrs, self.in_indices, \
             self.searchables, self.out_offsets = head._lists[1]
 
+    def get(self):
+        """The out-adjacency lists, as :class:`~taskbfs.bfs.compiled_levels.SliceLists`
+        gives them to the compiled small levels."""
+        return self.out_indptrs, self.out_indices
+
     @staticmethod
     def _made(slices):
         lists = tuple(List() for _ in range(6))

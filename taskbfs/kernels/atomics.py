@@ -1,7 +1,8 @@
 """Atomic integer updates, a wall clock and a yield for compiled code run on several threads.
 
 Returns
-    :func:`fetch_add` / :func:`fetch_or` (the value before the update), :func:`wall_ns`
+    :func:`fetch_add` / :func:`fetch_or` (the value before the update), :func:`load_acquire`,
+    :func:`wall_ns`
     (``time.time_ns()`` from compiled code), :func:`yield_cpu`.
 Approach
     numba offers no atomics on the CPU: these are LLVM ``atomicrmw`` instructions on one
@@ -39,6 +40,20 @@ def _rmw(op: str, result_type):
 fetch_add = _rmw("add", types.int64)
 #: ``fetch_or(a, i, x)``: OR ``x`` into the uint64 ``a[i]`` atomically; returns the old value.
 fetch_or = _rmw("or", types.uint64)
+
+
+@intrinsic
+def load_acquire(typingctx, arr, idx):
+    """``a[i]`` of an int64 array, read atomically (a wait loop re-reads it every time)."""
+    sig = types.int64(arr, idx)
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+        return builder.load_atomic(ptr, "acquire", 8)
+
+    return sig, codegen
 
 
 @intrinsic

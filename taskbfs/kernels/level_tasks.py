@@ -33,32 +33,34 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from taskbfs.kernels.atomics import fetch_add, fetch_or, wall_ns, yield_cpu
+from taskbfs.kernels.atomics import fetch_add, fetch_or, load_acquire, wall_ns, yield_cpu
 from taskbfs.kernels.cpu import _top_down, bottom_up_step_words
 from taskbfs.kernels.merge import bucket_by_owner
 
-#: Entries of ``sync``: a claim counter and a done counter per phase, then the open phase.
-SYNC_SIZE = 7
-_PHASE = 6
+#: Entries of ``sync``: a claim counter and a done counter per phase, then the open phase,
+#: each in its own cache line (8 int64), so that waiting threads do not slow the claims.
+_LINE = 8
+_PHASE = 6 * _LINE
+SYNC_SIZE = 7 * _LINE
 #: Columns of ``stats`` (one row per step task).
 START, STOP, SLOT, EDGES, FOUND = range(5)
 
 
 @njit(nogil=True, cache=True, inline="always")
 def _claim(sync, phase):
-    return fetch_add(sync, 2 * phase, 1)
+    return fetch_add(sync, 2 * phase * _LINE, 1)
 
 
 @njit(nogil=True, cache=True, inline="always")
 def _finished(sync, phase, pieces):
     """Count a finished piece of ``phase``; whether it was the phase's last."""
-    return fetch_add(sync, 2 * phase + 1, 1) == pieces - 1
+    return fetch_add(sync, (2 * phase + 1) * _LINE, 1) == pieces - 1
 
 
 @njit(nogil=True, cache=True)
 def _wait_for(sync, phase):
     spins = 0
-    while fetch_add(sync, _PHASE, 0) < phase:
+    while load_acquire(sync, _PHASE) < phase:
         spins += 1
         if spins > 256:
             yield_cpu()
