@@ -132,8 +132,8 @@ def _list_to_bits(frontier, bits):
 
 def prange_bfs(graph: tb.Graph, source: int, alpha=None, beta=None):
     """Direction-optimizing BFS from ``source`` (see the module docstring)."""
-    alpha = config.DO_ALPHA if alpha is None else alpha
-    beta = config.DO_BETA if beta is None else beta
+    alpha = config.get("direction.alpha") if alpha is None else alpha
+    beta = config.get("direction.beta") if beta is None else beta
     n = graph.num_vertices
     indptr, indices = graph.indptr, graph.indices
     degrees = np.diff(indptr)
