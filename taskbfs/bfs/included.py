@@ -45,6 +45,7 @@ from taskbfs.bfs.compiled_levels import (
     run_small_levels,
     small_levels_apply,
 )
+from taskbfs.bfs.level_tasks import LevelTasks
 from taskbfs.bfs.state import (
     TOP_DOWN,
     Frontier,
@@ -56,11 +57,22 @@ from taskbfs.bfs.state import (
     pool,
 )
 from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
-from taskbfs.runtime import CUDA, SMP, Policy, Task, include, include_each
+from taskbfs.runtime import (
+    CUDA,
+    SMP,
+    Policy,
+    Task,
+    include,
+    include_each,
+    record_included,
+    worker_threads,
+)
 
 #: Trace names of the included barrier and result assembly (those of the dispatched tasks).
 BARRIER_NAME = "bfs_barrier"
 RESULT_NAME = "bfs_result"
+#: The fewest vertices of a result slice written by one thread (a few hundred µs of work).
+_RESULT_PIECE = 1 << 16
 
 
 @dataclass
@@ -126,14 +138,22 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
     summary = _announced(summary, policy, device, publisher)
     summaries = LevelSummaries(num_tasks)
     summaries.append(summary)
-    lists = SliceLists([s[0] for s in slices])  # top-down steps read the out-adjacency
     cpu_max = cpu_sizes(policy, num_tasks, device == CUDA)
+    threads = worker_threads()
+    # on a CPU worker every step runs on the CPU: the level runs on the worker's threads
+    on_threads = LevelTasks(slices, degrees, threads) if device == SMP else None
+    # top-down steps read the out-adjacency (a CPU worker keeps its lists with the slices)
+    lists = on_threads.lists if on_threads else SliceLists([s[0] for s in slices])
     while summary.frontier_size:
         if small_levels_apply(frontier, summary):
             frontier, block = include(LEVELS_NAME, run_small_levels, {"level": frontier.level},
                                       frontier, lists, degrees, cpu_max)
             summaries.add_block(block)
             summary = _announced(summaries[-1], policy, device, publisher)
+            continue
+        if on_threads is not None:
+            frontier, summary = _level_on_threads(on_threads, frontier)
+            summaries.append(_announced(summary, policy, device, publisher))
             continue
         calls = [(_step_tags(frontier, t), (slice_for(slices[t], frontier), frontier))
                  for t in range(num_tasks) if frontier.has_work(t)]
@@ -145,9 +165,30 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
         summaries.append(summary)
         frontier = nxt
     d2h = _result_bytes(frontier)
+    if device == SMP:
+        cuts = result_cuts(cuts, threads)
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
-                                 frontier, init["source"], cuts)
+                                 frontier, init["source"], cuts, threads)
     return SearchOutcome(distances, parents, summaries, d2h)
+
+
+def _level_on_threads(level_tasks: LevelTasks, frontier: Frontier):
+    """One level by :class:`LevelTasks`, its steps and barrier traced as included tasks:
+    ``(next frontier, summary)``."""
+    nxt, summary, rows, barrier = level_tasks.run(frontier)
+    record_included(STEP.name, rows)
+    record_included(BARRIER_NAME, [barrier])
+    return nxt, summary
+
+
+def result_cuts(cuts: list, threads: int) -> list:
+    """``cuts``, or finer ones over the same vertices when the worker has more threads
+    than slices: about four slices per thread, none under ``_RESULT_PIECE`` vertices."""
+    first, stop = cuts[0], cuts[-1]
+    count = min(4 * threads, (stop - first) // _RESULT_PIECE)
+    if count <= len(cuts) - 1:
+        return cuts
+    return (first + np.linspace(0, stop - first, count + 1).round().astype(int)).tolist()
 
 
 def _announced(summary: LevelSummary, policy: Policy, device: str,
@@ -201,7 +242,7 @@ def _result_bytes(frontier: Frontier) -> int:
     return 2 * 8 * int(frontier.bounds[-1])
 
 
-def _assemble(frontier: Frontier, source: int, cuts: list):
+def _assemble(frontier: Frontier, source: int, cuts: list, threads: int | None = None):
     """The search's ``(distances, parents)`` from every step's output (the last
     frontier's ``included``), or the result on the GPU with the CPU steps' pairs."""
     logs = [d for _, d in frontier.included]
@@ -210,7 +251,8 @@ def _assemble(frontier: Frontier, source: int, cuts: list):
         from taskbfs.bfs.device_cache import result_to_host
 
         return result_to_host(frontier, logs, levels, source)
-    return assemble_all(logs, levels, source=source, bounds=frontier.bounds, cuts=cuts)
+    return assemble_all(logs, levels, source=source, bounds=frontier.bounds, cuts=cuts,
+                        threads=threads)
 
 
 def _step_tags(frontier: Frontier, t: int) -> dict:

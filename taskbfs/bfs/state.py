@@ -29,6 +29,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 
 import numpy as np
 
@@ -112,6 +113,8 @@ class Frontier:
     #: ``(distances, parents)`` when a small-level task ended the search and wrote the
     #: result itself (its summary says ``assembled``).
     result: tuple | None = None
+    #: Per task, the edges leaving its frontier vertices (top-down levels; None: not known).
+    task_edges: np.ndarray | None = None
 
     def of_task(self, t: int) -> np.ndarray:
         """Task ``t``'s frontier vertices."""
@@ -367,10 +370,8 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
     """
     start = time.time()
     bounds = frontier.bounds
-    progress = frontier.progress
     num_tasks = bounds.size - 1
     n = degrees.size
-    level = frontier.level + 1
     edges_examined = np.zeros(num_tasks, dtype=np.int64)
     found = np.zeros(num_tasks, dtype=np.int64)
     for d in discoveries:
@@ -384,34 +385,51 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
     visited = frontier.visited_bits
     if frontier.direction == BOTTOM_UP:
         new_bits, ordered, counts, task_edges = _fold_bottom_up(bounds, visited, discoveries, n)
-        new_frontier = None
+        new_frontier = partial(concat, [d.vertices for d in ordered])  # made if needed
     else:
         new_frontier, counts, task_edges = _accept_top_down(bounds, visited, discoveries, degrees)
         new_bits = _sole_step_words(bounds, discoveries, n)
+    return next_level(frontier, counts, task_edges, new_frontier, new_bits, n,
+                      edges_examined=edges_examined, found=found, device_stats=device_stats,
+                      start=start)
+
+
+def next_level(frontier: Frontier, counts, task_edges, new_frontier, new_bits, num_vertices: int,
+               *, edges_examined, found, start: float,
+               device_stats=None) -> tuple[Frontier, LevelSummary]:
+    """The end of every barrier: from what the level found, per owning task (``counts``
+    vertices, ``task_edges`` edges leaving them; ``new_frontier`` grouped by owner, or a
+    function that makes it; ``new_bits`` their bitmap, or None), Beamer's rule, the next
+    :class:`Frontier` (in the form its direction reads) and the level's summary."""
+    bounds = frontier.bounds
+    progress = frontier.progress
+    num_tasks = bounds.size - 1
+    level = frontier.level + 1
     n_new = int(counts.sum())
     unvisited = progress.unvisited_per_task - counts
     frontier_edges = int(task_edges.sum())
     unexplored = progress.unexplored_edges - frontier_edges
     next_direction = switch_direction(progress.direction_mode, frontier.direction, n_new,
-                                      frontier_edges, unexplored, n, progress.alpha, progress.beta,
-                                      previous_size=progress.frontier_size)
+                                      frontier_edges, unexplored, num_vertices, progress.alpha,
+                                      progress.beta, previous_size=progress.frontier_size)
     offsets = np.zeros(num_tasks + 1, dtype=np.int64)
     if next_direction == BOTTOM_UP and n_new:
         if new_bits is None:
-            new_bits = empty_bitmap(n)
-            frontier_bitmap(new_frontier, new_bits)
+            new_bits = empty_bitmap(num_vertices)
+            frontier_bitmap(new_frontier() if callable(new_frontier) else new_frontier, new_bits)
         # Bottom-up steps read only the bitmap: ship it alone, not the vertex lists too.
         vertices, bits, task_sizes = np.empty(0, dtype=np.int64), new_bits, unvisited.copy()
+        next_edges = None
     else:
-        if new_frontier is None:  # back to top-down: a small frontier, made int64 like
-            # the top-down barrier's (one dtype, one compiled variant of each step kernel)
-            new_frontier = concat([d.vertices for d in ordered]).astype(np.int64, copy=False)
         np.cumsum(counts, out=offsets[1:])
-        vertices, bits, task_sizes = new_frontier, None, counts
-    nxt = Frontier(level, next_direction, vertices, offsets, bits, visited, bounds,
+        vertices = new_frontier() if callable(new_frontier) else new_frontier
+        # back to top-down: int64 like the top-down barrier's (one compiled variant per kernel)
+        vertices = vertices.astype(np.int64, copy=False)
+        bits, task_sizes, next_edges = None, counts, task_edges
+    nxt = Frontier(level, next_direction, vertices, offsets, bits, frontier.visited_bits, bounds,
                    replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored,
                            frontier_size=n_new),
-                   frontier.included)
+                   frontier.included, task_edges=next_edges)
     summary = LevelSummary(
         level=level,
         direction=next_direction,
@@ -423,8 +441,8 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
         found=found,
         barrier_start=start,
         barrier_stop=time.time(),
-        device_stats=device_stats,
-        reached=n - int(unvisited.sum()),
+        device_stats=np.zeros((0, 4), np.int64) if device_stats is None else device_stats,
+        reached=num_vertices - int(unvisited.sum()),
     )
     return nxt, summary
 
@@ -510,7 +528,7 @@ def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
     return new_frontier, counts, task_edges
 
 
-_thread_pool: ThreadPoolExecutor | None = None
+_thread_pools: dict[int, ThreadPoolExecutor] = {}
 _pool_lock = threading.Lock()
 
 
@@ -518,14 +536,15 @@ def _threads() -> int:
     return os.cpu_count() or 1
 
 
-def pool() -> ThreadPoolExecutor:
-    """The process's pool for work on threads inside a task (one thread per core): the
-    barrier's, the result assembly's, a small-level task's steps."""
-    global _thread_pool
+def pool(threads: int | None = None) -> ThreadPoolExecutor:
+    """The process's pool of ``threads`` threads (default: one per core) for work on
+    threads inside a task: the barrier's, the result assembly's, a level's tasks."""
+    threads = threads or _threads()
     with _pool_lock:
-        if _thread_pool is None:
-            _thread_pool = ThreadPoolExecutor(_threads(), thread_name_prefix="taskbfs-barrier")
-        return _thread_pool
+        if threads not in _thread_pools:
+            _thread_pools[threads] = ThreadPoolExecutor(threads,
+                                                        thread_name_prefix="taskbfs-level")
+        return _thread_pools[threads]
 
 
 def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
@@ -573,10 +592,12 @@ def assemble_search(*logs, source: int, lo: int, hi: int, bounds, levels):
     return assemble_range(*logs, source=source, lo=lo, hi=hi, bounds=bounds, levels=list(levels))
 
 
-def assemble_all(logs, levels, *, source: int, bounds, cuts) -> tuple[np.ndarray, np.ndarray]:
+def assemble_all(logs, levels, *, source: int, bounds, cuts,
+                 threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The result over ``[cuts[0], cuts[-1])``, ``(distances, parents)``, from every step's
     output of a search: :func:`assemble_range` over the slices between ``cuts``, on the
-    thread pool, each writing its part of the two arrays."""
+    thread pool (of ``threads``, default one per core), each writing its part of the two
+    arrays."""
     bounds = np.asarray(bounds, dtype=np.int64)
     first = cuts[0]
     distances = np.empty(cuts[-1] - first, dtype=np.int64)
@@ -590,7 +611,7 @@ def assemble_all(logs, levels, *, source: int, bounds, cuts) -> tuple[np.ndarray
         assemble_range(*[logs[i] for i in mine], source=source, lo=lo, hi=hi, bounds=bounds,
                        levels=[levels[i] for i in mine], out=out)
 
-    list(pool().map(piece, cuts[:-1], cuts[1:]))
+    list(pool(threads).map(piece, cuts[:-1], cuts[1:]))
     return distances, parents
 
 

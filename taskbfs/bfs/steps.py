@@ -42,6 +42,8 @@ class GraphSlice:
     token: str  # graph identity + orientation, the device cache key
     out_indptr: np.ndarray | None = None  # None: ``indptr`` is the out-adjacency
     _searchable: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: The typed lists of every task's slices, kept on task 0's (see ``level_tasks.TaskLists``).
+    _lists: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def nbytes(self) -> int:

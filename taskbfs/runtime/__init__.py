@@ -16,6 +16,7 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 ``publish``         a task sends a small message to its program (``Program.next_message``)
 ``include``         run work now inside the running task (OmpSs ``final``), traced as a task
 ``include_each``    several such pieces, side by side on a thread pool
+``record_included`` records of included pieces that compiled code ran and timed
 ==================  ===============================================================
 """
 
@@ -24,7 +25,15 @@ from taskbfs.runtime.plugin import PlacementPlugin, fetch_placements
 from taskbfs.runtime.policy import POLICY_KINDS, FunctionPolicy, PlacementPolicy, Policy
 from taskbfs.runtime.program import Program
 from taskbfs.runtime.task import CUDA, SMP, Task
-from taskbfs.runtime.worker import current_device, include, include_each, publish, worker_cache
+from taskbfs.runtime.worker import (
+    current_device,
+    include,
+    include_each,
+    publish,
+    record_included,
+    worker_cache,
+    worker_threads,
+)
 
 __all__ = [
     "CUDA",
@@ -43,5 +52,7 @@ __all__ = [
     "include",
     "include_each",
     "publish",
+    "record_included",
     "worker_cache",
+    "worker_threads",
 ]

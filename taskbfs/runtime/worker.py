@@ -14,6 +14,7 @@ cluster (:func:`forget_worker_state`).
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 import weakref
@@ -37,6 +38,14 @@ def _current_worker():
         return get_worker()
     except ValueError:  # not inside a worker (e.g. a direct call in a test)
         return None
+
+
+def worker_threads() -> int:
+    """How many threads the running task's worker has (the cores outside a worker)."""
+    worker = _current_worker()
+    if worker is None:
+        return os.cpu_count() or 1
+    return int(worker.state.nthreads)
 
 
 def current_device(worker=None) -> str:
@@ -171,6 +180,36 @@ def include_each(name: str, func, calls, executor=None, device: str = SMP) -> li
     if executor is None or len(calls) < 2:
         return [run(call) for call in calls]
     return list(executor.map(run, calls))
+
+
+def record_included(name: str, rows, device: str = SMP) -> None:
+    """Trace records of included tasks of the running one that some other code ran and
+    timed itself (a compiled executor that runs many pieces on its threads with no Python
+    between them): as :func:`include_each` records them, with the given threads and times.
+
+    Parameters
+    ----------
+    name : str
+        The name the trace gives each.
+    rows : iterable of (tags, thread, start, stop)
+        One per piece: its trace tags, the thread that ran it (``threading.get_ident()``)
+        and its start and stop (``time.time()`` seconds).
+    device : {"smp", "cuda"}
+    """
+    from distributed.worker import thread_state
+
+    program = getattr(_running, "program", None)
+    worker = _current_worker() if program is not None else None
+    if worker is None:
+        return
+    parent = str(getattr(thread_state, "key", ""))
+    address = worker.address
+    records = [{"key": f"{parent}/{name}-{next(_included)}", "name": name, "device": device,
+                "worker": address, "thread": thread, "start": start, "stop": stop,
+                **tags, "included": parent}
+               for tags, thread, start, stop in rows]
+    with _lock:
+        _records.setdefault(worker, defaultdict(list))[program].extend(records)
 
 
 def execute_after(after: list, task: Task, meta: dict, *args, **kwargs):

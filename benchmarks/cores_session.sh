@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# cores_session.sh — issues 22 and 23 on the 16-core device host: the T curves (granularity.py,
+# every core, dispatch auto and tasks) and the thread-scaling table (thread_scaling.py: the
+# plain prange loop at 1..16 threads, taskbfs cpu at 2..16 worker threads, scales 21 and 23).
+# Usage (repo root, device machine, wheels carried in .whl/ or WHL):
+#   OUT=out SCALES="21 23" bash benchmarks/cores_session.sh
+set -u -o pipefail
+OUT=${OUT:-./out}
+WHL=${WHL:-.whl}
+mkdir -p "$OUT"
+if ls "$WHL"/*.whl >/dev/null 2>&1; then
+  "${PYTHON:-python3}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site "$WHL"/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1
+"${PYTHON:-python3}" -c "import os, platform, numba, numpy; print(platform.node(), os.cpu_count(), 'cores;', 'numba', numba.__version__, 'numpy', numpy.__version__)" | tee "$OUT/env.log"
+date -u | tee -a "$OUT/env.log"
+timeout "${GRAN_SECONDS:-150}" "${PYTHON:-python3}" benchmarks/granularity.py --scale "${GRAN_SCALE:-21}" --keys 4 \
+  --tasks 1 4 16 64 128 256 --dispatch auto tasks --repeats 2 --csv "$OUT/granularity.csv" 2>&1 | tee "$OUT/granularity.log"
+timeout "${SCALING_SECONDS:-240}" "${PYTHON:-python3}" benchmarks/thread_scaling.py --scales ${SCALES:-21 23} --keys 8 \
+  --plain-threads 1 2 4 8 16 --threads 2 4 8 16 --tasks 64 128 2>&1 | tee "$OUT/scaling.log"

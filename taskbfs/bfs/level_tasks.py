@@ -1,0 +1,244 @@
+"""A level's T step tasks and its barrier on a CPU worker's threads, microseconds per task.
+
+Returns
+    :class:`LevelTasks`: :meth:`LevelTasks.run` takes a level's :class:`Frontier` and
+    returns the next one, the level's summary and the trace rows of its steps and barrier.
+Approach
+    In a search run as one task on a CPU worker (:mod:`taskbfs.bfs.included`), every step
+    runs on the CPU. Handing each of T steps to a thread pool from Python costs tens of
+    microseconds per task and holds the GIL, and a serial barrier leaves the other cores
+    idle: with T = 256 that is most of a level. Here the worker's P threads (the task's
+    own and P - 1 of :func:`~taskbfs.bfs.state.pool`) each make one compiled call
+    (:mod:`taskbfs.kernels.level_tasks`) that claims the level's steps one at a time
+    (largest first), then the barrier's owners, then their copies: a task costs what its
+    kernel costs plus a few atomic operations, and the barrier runs on every thread. The
+    kernels are those of the level loop and its barrier keeps the same candidates, so the
+    frontiers, counts and parents are the ones the level loop makes. Each step is timed
+    in the compiled code and traced as an included ``bfs_step`` (its thread, start, stop).
+Encoding
+    A level's accepted ``(vertex, parent)`` pairs reach the result assembly as one
+    :class:`Discoveries` (``task`` -1) grouped by owning task (``offsets``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+from numba.typed import List
+
+from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier, LevelSummary, next_level, pool
+from taskbfs.kernels.bitmap import empty_bitmap
+from taskbfs.kernels.level_tasks import (
+    EDGES,
+    FOUND,
+    SLOT,
+    START,
+    STOP,
+    SYNC_SIZE,
+    bottom_up_level,
+    top_down_level,
+)
+
+
+class TaskLists:
+    """Every task's slices as the numba typed lists the compiled level reads. Made once per
+    placed graph and kept with task 0's slice (a list of T arrays costs ~3 µs per entry)."""
+
+    def __init__(self, slices):
+        head = slices[0][0]
+        key = tuple(id(s) for group in slices for s in group)
+        if head._lists is None or head._lists[0] != key:
+            head._lists = (key, self._made(slices))
+        self.out_indptrs, self.out_indices, self.in_indptrs, self.in_indices, \
+            self.searchables, self.out_offsets = head._lists[1]
+
+    def get(self):
+        """The out-adjacency lists, as :class:`~taskbfs.bfs.compiled_levels.SliceLists`
+        gives them to the compiled small levels."""
+        return self.out_indptrs, self.out_indices
+
+    @staticmethod
+    def _made(slices):
+        lists = tuple(List() for _ in range(6))
+        for group in slices:
+            out, inward = group[0], group[-1]  # a bottom-up step reads the transposed slice
+            lists[0].append(np.ascontiguousarray(out.indptr, dtype=np.int64))
+            lists[1].append(out.indices)
+            lists[2].append(np.ascontiguousarray(inward.indptr, dtype=np.int64))
+            lists[3].append(inward.indices)
+            lists[4].append(inward.searchable_bits())
+            lists[5].append(np.ascontiguousarray(inward.out_offsets, dtype=np.int64))
+        return lists
+
+
+class LevelTasks:
+    """Runs the levels of one search on ``threads`` threads (see the module docstring).
+
+    Parameters
+    ----------
+    slices : sequence of tuple of GraphSlice
+        Per task: its out-adjacency slice, then its transposed one if it has one.
+    degrees : ndarray of int64
+    threads : int
+        The worker's threads (this one included).
+    """
+
+    def __init__(self, slices, degrees: np.ndarray, threads: int):
+        self.lists = TaskLists(slices)
+        self.degrees = degrees
+        self.threads = max(1, int(threads))
+        self._seen = None
+
+    def run(self, frontier: Frontier):
+        """``(next frontier, summary, step rows, barrier row)`` of the level ``frontier``
+        opens; a row is ``(tags, thread, start, stop)`` as
+        :func:`taskbfs.runtime.record_included` takes it."""
+        start = time.time()
+        if frontier.direction == BOTTOM_UP:
+            steps, out = self._bottom_up(frontier)
+        else:
+            steps, out = self._top_down(frontier)
+        counts, task_edges, new_bits, next_v, next_u, next_off, stats, idents = out
+        barrier_start = max(float(stats[:, STOP].max()) / 1e9, start) if steps.size else start
+        num_tasks = frontier.bounds.size - 1
+        edges_examined = np.zeros(num_tasks, dtype=np.int64)
+        found = np.zeros(num_tasks, dtype=np.int64)
+        edges_examined[steps] = stats[:, EDGES]
+        found[steps] = stats[:, FOUND]
+        frontier.included.append((frontier.level, Discoveries(-1, next_v, next_u, 0,
+                                                              offsets=next_off)))
+        nxt, summary = next_level(frontier, counts, task_edges, next_v, new_bits,
+                                  self.degrees.size, edges_examined=edges_examined,
+                                  found=found, start=barrier_start)
+        rows = _step_rows(frontier, steps, stats, idents)
+        barrier = ({"level": frontier.level}, threading.get_ident(), barrier_start,
+                   summary.barrier_stop)
+        return nxt, summary, rows, barrier
+
+    def _top_down(self, frontier: Frontier):
+        lists, degrees = self.lists, self.degrees
+        bounds = frontier.bounds
+        num_tasks = bounds.size - 1
+        sizes = np.diff(frontier.offsets)
+        steps = np.flatnonzero(sizes)
+        edges = _task_edges(frontier, degrees)[steps]
+        out_start = np.zeros(steps.size + 1, dtype=np.int64)
+        np.cumsum(edges, out=out_start[1:])
+        total = int(out_start[-1])
+        dtype = lists.out_indices[0].dtype
+        cand_v, cand_u = np.empty(total, dtype), np.empty(total, dtype)
+        buck_v, buck_u = ((cand_v, cand_u) if num_tasks == 1
+                          else (np.empty(total, dtype), np.empty(total, dtype)))
+        threads = min(self.threads, steps.size)
+        seen = self._seen_bits(threads, frontier.visited_bits.size,
+                               bool((edges > frontier.visited_bits.size).any()))
+        buck_off = np.empty((steps.size, num_tasks + 1), dtype=np.int64)
+        cap_start = np.empty(num_tasks + 1, dtype=np.int64)
+        counts = np.empty(num_tasks, dtype=np.int64)
+        task_edges = np.empty(num_tasks, dtype=np.int64)
+        new_bits = empty_bitmap(degrees.size)
+        next_off = np.empty(num_tasks + 1, dtype=np.int64)
+        stats = np.empty((steps.size, 5), dtype=np.int64)
+        # every accepted vertex was a candidate: the candidates bound the next frontier
+        next_v, next_u = np.empty(total, np.int64), np.empty(total, np.int64)
+        order = np.argsort(-edges, kind="stable")
+        sync = np.zeros(SYNC_SIZE, dtype=np.int64)
+
+        def slot(k):
+            top_down_level(k, sync, order, steps, lists.out_indptrs, lists.out_indices, bounds,
+                           frontier.vertices, frontier.offsets, frontier.visited_bits, degrees,
+                           seen, out_start, cand_v, cand_u, buck_v, buck_u, buck_off, cap_start,
+                           counts, task_edges, new_bits, next_v, next_u, next_off, stats)
+
+        idents = _on_threads(slot, threads, self.threads)
+        n_new = int(next_off[-1])
+        return steps, (counts, task_edges, new_bits, next_v[:n_new], next_u[:n_new], next_off,
+                       stats, idents)
+
+    def _bottom_up(self, frontier: Frontier):
+        lists, degrees = self.lists, self.degrees
+        bounds = frontier.bounds
+        num_tasks = bounds.size - 1
+        unvisited = frontier.progress.unvisited_per_task
+        steps = np.flatnonzero(unvisited) if frontier.bits is not None else np.zeros(0, np.int64)
+        dtype = lists.in_indices[0].dtype
+        n = degrees.size
+        out_v, out_u = np.empty(n, dtype), np.empty(n, dtype)
+        counts = np.zeros(num_tasks, dtype=np.int64)
+        task_edges = np.zeros(num_tasks, dtype=np.int64)
+        new_bits = empty_bitmap(n)
+        next_off = np.empty(num_tasks + 1, dtype=np.int64)
+        next_v, next_u = np.empty(n, np.int64), np.empty(n, np.int64)
+        stats = np.empty((steps.size, 5), dtype=np.int64)
+        order = np.argsort(-unvisited[steps], kind="stable")
+        sync = np.zeros(SYNC_SIZE, dtype=np.int64)
+        threads = min(self.threads, steps.size)
+
+        def slot(k):
+            bottom_up_level(k, sync, order, steps, lists.in_indptrs, lists.in_indices,
+                            lists.searchables, lists.out_offsets, bounds, frontier.visited_bits,
+                            frontier.bits, out_v, out_u, counts, task_edges, new_bits, next_v,
+                            next_u, next_off, stats)
+
+        if steps.size:
+            idents = _on_threads(slot, threads, self.threads)
+        else:
+            idents, next_off[:] = [], 0
+        n_new = int(next_off[-1])
+        return steps, (counts, task_edges, new_bits, next_v[:n_new], next_u[:n_new], next_off,
+                       stats, idents)
+
+    def _seen_bits(self, threads: int, words: int, needed: bool) -> np.ndarray:
+        """Per thread, a zeroed bitmap for steps that report each vertex once (the kernel
+        leaves it zeroed): made when a level first needs it, kept for the search."""
+        if not needed:
+            return np.zeros((threads, 0), dtype=np.uint64)
+        if self._seen is None or self._seen.shape[0] < threads:
+            self._seen = np.zeros((threads, words), dtype=np.uint64)
+        return self._seen
+
+
+def _on_threads(slot, threads: int, pool_size: int) -> list[int]:
+    """Call ``slot(k)`` for k in 0 .. threads-1: 0 in this thread, the others on the pool
+    of ``pool_size`` threads; the threads' idents by k."""
+    idents = [threading.get_ident()] * threads
+
+    def run(k):
+        idents[k] = threading.get_ident()
+        slot(k)
+
+    others = [pool(pool_size).submit(run, k) for k in range(1, threads)]
+    run(0)
+    for f in others:
+        f.result()
+    return idents
+
+
+def _task_edges(frontier: Frontier, degrees: np.ndarray) -> np.ndarray:
+    """Per task, the edges leaving its frontier vertices (known from the barrier that made
+    the frontier, else summed here)."""
+    if frontier.task_edges is not None:
+        return frontier.task_edges
+    sums = np.cumsum(degrees[frontier.vertices])
+    ends = np.concatenate([[0], sums])[frontier.offsets]
+    return np.diff(ends)
+
+
+def _step_rows(frontier: Frontier, steps, stats, idents) -> list:
+    """The trace rows of a level's steps (as a step's tags in the level loop)."""
+    if frontier.direction == BOTTOM_UP:
+        sizes = frontier.progress.unvisited_per_task
+    else:
+        sizes = np.diff(frontier.offsets)
+    level, direction = frontier.level, frontier.direction
+    return [({"level": level, "task": t, "size": size, "direction": direction},
+             idents[slot], start / 1e9, stop / 1e9)
+            for t, size, start, stop, slot in zip(steps.tolist(), sizes[steps].tolist(),
+                                                  stats[:, START].tolist(),
+                                                  stats[:, STOP].tolist(),
+                                                  stats[:, SLOT].tolist(), strict=True)]
+
+
+__all__ = ["LevelTasks", "LevelSummary"]

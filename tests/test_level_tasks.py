@@ -1,0 +1,128 @@
+"""A level's tasks and barrier on several threads (taskbfs.bfs.level_tasks): the same levels
+as the level loop's steps and serial barrier, on many shapes, task counts and thread counts;
+every task of every level traced with its own thread and times; the result slices."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from reference import scipy_distances
+from shapes import shapes
+
+import taskbfs as tb
+from taskbfs.bfs.included import result_cuts
+from taskbfs.bfs.level_tasks import LevelTasks
+from taskbfs.bfs.placement import _slices
+from taskbfs.bfs.state import BOTTOM_UP, advance, first_frontier
+from taskbfs.bfs.steps import slice_for, step_smp
+from taskbfs.graph import partition
+
+SHAPES = {s.name: s for s in shapes()}
+
+
+def build(shape) -> tb.Graph:
+    return tb.Graph.from_edges(shape.src, shape.dst, num_vertices=shape.num_vertices,
+                               directed=shape.directed)
+
+
+def task_slices(graph, tasks):
+    parts = partition(graph, tasks)
+    out = _slices(graph, parts, graph.token)
+    if not graph.directed:
+        return parts, [(s,) for s in out]
+    inward = _slices(graph.transpose(), parts, graph.token + "/T", out=graph)
+    return parts, list(zip(out, inward, strict=True))
+
+
+def loop_levels(graph, parts, slices, source, direction):
+    """(frontier, summary, steps run) of every level made by the level loop: steps one
+    by one, then the serial barrier (state.advance)."""
+    degrees = np.diff(graph.indptr).astype(np.int64)
+    frontier, summary = first_frontier(degrees, parts.bounds, source, direction)
+    made = [(frontier, summary, 0)]
+    while summary.frontier_size:
+        found = [step_smp(slice_for(slices[t], frontier), frontier)
+                 for t in range(parts.num_tasks) if frontier.has_work(t)]
+        frontier, summary = advance(frontier, found, degrees)
+        made.append((frontier, summary, len(found)))
+    return made
+
+
+def same_frontier(a, b):
+    assert a.level == b.level and a.direction == b.direction
+    if a.direction == BOTTOM_UP:
+        np.testing.assert_array_equal(a.bits, b.bits)
+    else:
+        np.testing.assert_array_equal(a.offsets, b.offsets)
+        np.testing.assert_array_equal(a.vertices, b.vertices)  # same order: same barrier
+
+
+@pytest.mark.parametrize("direction", ["auto", "top-down", "bottom-up"])
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_levels_on_threads_are_the_level_loops(name, direction):
+    """Frontiers (vertices in order, offsets, bitmaps), visited sets and per-task counts
+    equal the level loop's at every level, for 1 to 4 threads and task counts up to one
+    per vertex (more tasks than threads, steps claimed in any order)."""
+    shape = SHAPES[name]
+    graph = build(shape)
+    degrees = np.diff(graph.indptr).astype(np.int64)
+    for tasks in sorted({1, min(3, graph.num_vertices), min(64, graph.num_vertices)}):
+        parts, slices = task_slices(graph, tasks)
+        for source in shape.sources[:2]:
+            expected = loop_levels(graph, parts, slices, source, direction)
+            for threads in (1, 4):
+                runner = LevelTasks(slices, degrees, threads)
+                frontier, summary = first_frontier(degrees, parts.bounds, source, direction)
+                for want_frontier, want, steps in expected[1:]:
+                    frontier, summary, rows, _barrier = runner.run(frontier)
+                    same_frontier(frontier, want_frontier)
+                    for field in ("frontier_counts", "edges_examined", "found"):
+                        np.testing.assert_array_equal(getattr(summary, field), getattr(want, field))
+                    assert (summary.frontier_size, summary.frontier_edges, summary.reached,
+                            summary.unexplored_edges) == (want.frontier_size, want.frontier_edges,
+                                                          want.reached, want.unexplored_edges)
+                    assert len(rows) == steps
+                # the visited set is updated in place: compare it once, at the end
+                np.testing.assert_array_equal(frontier.visited_bits, want_frontier.visited_bits)
+
+
+def test_every_task_of_every_level_is_traced_with_its_thread_and_times(runtime):
+    """T = 256 on a Kronecker graph: one included step row per task with work per level,
+    each with a thread of this process, and start <= stop inside the call; the result is
+    right (scipy, Graph500 rules)."""
+    graph = tb.kronecker(12, 16, seed=3)
+    source = int(tb.search_keys(graph, 1, seed=2)[0])
+    r = tb.bfs(graph, source, tasks=256, strategy="cpu", runtime=runtime)
+    np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
+    tb.validate(graph, source, r.parents, levels=r.distances)
+    trace = r.trace
+    steps = trace[trace["name"] == "bfs_step"]
+    # the tasks with work per level, from the distances: owners of the level's vertices
+    # (top-down) or of the vertices still unvisited (bottom-up)
+    bounds = partition(graph, 256).bounds
+    owner = np.searchsorted(bounds, np.arange(graph.num_vertices), side="right") - 1
+    far = np.where(r.distances < 0, graph.num_vertices, r.distances)
+    expected = 0
+    for level, direction in r.levels[["level", "direction"]].itertuples(index=False):
+        mine = far == level if direction == "top-down" else far > level
+        if (far == level).any():  # the last level (an empty frontier) runs no step
+            expected += np.unique(owner[mine]).size
+    assert len(steps) == expected > 256
+    assert steps[["device", "thread", "start", "stop"]].notna().all().all()
+    assert (steps["device"] == "smp").all() and steps["included"].all()
+    assert (steps["start"] <= steps["stop"]).all()
+    assert steps["start"].min() >= 0 and steps["stop"].max() <= r.elapsed
+    threads = {t.ident for t in threading.enumerate()}
+    assert set(steps["thread"]) <= threads
+    assert not steps.duplicated(["level", "task"]).any()
+
+
+def test_result_slices_follow_the_threads():
+    """Finer result slices over the same vertices when there are more threads than slices;
+    never under the smallest piece."""
+    assert result_cuts([0, 10], 16) == [0, 10]
+    cuts = result_cuts([0, 1 << 22], 16)
+    assert cuts[0] == 0 and cuts[-1] == 1 << 22 and len(cuts) == 65
+    assert result_cuts([0, 1 << 16, 1 << 17], 1) == [0, 1 << 16, 1 << 17]
