@@ -105,7 +105,7 @@ def _worker_setting(name):
 def process_cluster():
     """One worker process (2 threads, ``CPU=2``) on 127.0.0.1: settings cross a process."""
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, resources={"CPU": 2},
-                      host="127.0.0.1", dashboard_address=None, memory_limit=0) as cluster:
+                      host="127.0.0.1", dashboard_address="127.0.0.1:0", memory_limit=0) as cluster:
         with Client(cluster, set_as_default=False) as client:
             yield client
 
@@ -240,7 +240,7 @@ def test_batching_intervals_are_the_settings(setting):
     setting("runtime.worker-stream-interval", 0.006)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
                       host="127.0.0.1",
-                      dashboard_address=None, resources={"CPU": 1}) as cluster:
+                      dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster:
         assert all(isinstance(w, Worker) for w in cluster.workers.values())
         with Client(cluster, set_as_default=False) as client, tb.Runtime(client) as rt:
             r = tb.bfs(_graph(shapes.path(30)), 0, strategy="cpu", runtime=rt)
