@@ -127,11 +127,56 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
     source = graph.check_vertex(source, "source")
     parents = _check_parent_array(parents, graph.num_vertices)
     tree_levels = _tree_levels_or_raise(parents, source)
+    by_rows = getattr(graph, "row_witnesses", None)  # a graph kept in pieces on workers
+    if by_rows is not None:
+        _raise_witnesses(by_rows(tree_levels, parents, source), graph.directed, levels,
+                         parents, tree_levels, source)
+        return tree_levels
     _check_parent_edges(graph, parents, source)
     if levels is not None:
         _check_reported_levels(levels, parents, tree_levels, source)
     _check_graph_edges(graph, tree_levels)
     return tree_levels
+
+
+def row_witnesses(indptr, indices, lo: int, levels: np.ndarray, parents: np.ndarray,
+                  source: int, directed: bool) -> dict:
+    """Rules 3, 4 and 5 over the rows ``lo .. lo + len(indptr) - 2`` of a graph (a
+    range's local CSR: ``indptr`` starts at 0, ``indices`` are global ids), given every
+    vertex's tree level and parent: ``{3: (u, v) | None, 4: (u, v) | None, 5: v | None}``,
+    each the first witness in row order (rule 5: the smallest vertex whose parent's row
+    lies here and does not hold it)."""
+    lev = levels.astype(np.int32) if levels.size < 2**31 else levels
+    hi = lo + indptr.size - 1
+    deg = np.diff(indptr)
+    witness = {3: None, 4: None, 5: None}
+    for a, b in _row_chunks(indptr, _ARC_CHUNK):
+        a0 = int(indptr[a])
+        dst = indices[a0 : indptr[b]]
+        lu = np.repeat(lev[lo + a : lo + b], deg[a:b])
+        for rule, mask in _edge_rule_masks(lu, lev[dst], directed):
+            hit = np.flatnonzero(mask)
+            if witness[rule] is None and hit.size:
+                arc = a0 + int(hit[0])
+                u = lo + int(np.searchsorted(indptr, arc, side="right")) - 1
+                witness[rule] = (u, int(indices[arc]))
+    v = _first_missing_parent_arc_in(indptr, indices, lo, hi, parents, source)
+    witness[5] = None if v < 0 else int(v)
+    return witness
+
+
+def _raise_witnesses(witness: dict, directed: bool, levels, parents, tree_levels,
+                     source: int) -> None:
+    """Raise the rule a graph's :func:`row_witnesses` found broken, in the order
+    :func:`validate` checks them."""
+    if witness[5] is not None:
+        _raise_rule5(witness[5], parents, directed)
+    if levels is not None:
+        _check_reported_levels(levels, parents, tree_levels, source)
+    if witness[4] is not None:
+        _raise_rule4(witness[4], tree_levels, directed)
+    if witness[3] is not None:
+        _raise_rule3(witness[3], tree_levels, directed)
 
 
 def _check_parent_array(parents, n: int) -> np.ndarray:
@@ -221,11 +266,28 @@ def _check_parent_edges(graph, parents: np.ndarray, source: int) -> None:
     """Rule 5: the arc parents[v] → v exists for every reached v other than the source."""
     v = _first_missing_parent_arc(graph.indptr, graph.indices, parents, source)
     if v >= 0:
-        p = int(parents[v])
-        kind = "an arc" if graph.directed else "an edge"
-        raise ValidationError(
-            5, f"vertex {v} has parent {p} but ({p}, {v}) is not {kind} of the graph", v
-        )
+        _raise_rule5(v, parents, graph.directed)
+
+
+def _raise_rule5(v: int, parents: np.ndarray, directed: bool):
+    p = int(parents[v])
+    kind = "an arc" if directed else "an edge"
+    raise ValidationError(5, f"vertex {v} has parent {p} but ({p}, {v}) is not {kind} of the graph", v)
+
+
+@njit(cache=True)
+def _first_missing_parent_arc_in(indptr, indices, lo, hi, parents, source):  # pragma: no cover
+    """:func:`_first_missing_parent_arc` for the vertices whose parent is in ``[lo, hi)``,
+    rows local to the range."""
+    for v in range(parents.size):
+        p = parents[v]
+        if p < lo or p >= hi or v == source:
+            continue
+        row = indices[indptr[p - lo] : indptr[p - lo + 1]]
+        k = np.searchsorted(row, v)
+        if k == row.size or row[k] != v:
+            return v
+    return -1
 
 
 @njit(cache=True)

@@ -28,6 +28,7 @@ import pandas as pd
 
 from taskbfs import config
 from taskbfs.bfs.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
+from taskbfs.bfs.distributed import DistributedGraph
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
 from taskbfs.bfs.placement import place_graph
 from taskbfs.bfs.result import BFSResult
@@ -121,8 +122,9 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     ([0, 1, 2, 3], [0, 0, 1, 2])
     """
     called, called_wall = time.perf_counter(), time.time()
-    if not isinstance(graph, Graph):
-        raise InvalidParameterError(f"graph must be a taskbfs.Graph, got {type(graph).__name__}")
+    if not isinstance(graph, (Graph, DistributedGraph)):
+        raise InvalidParameterError(f"graph must be a taskbfs.Graph or DistributedGraph, got "
+                                    f"{type(graph).__name__}")
     source = graph.check_vertex(source, "source")
     requested = _check_tasks(tasks)
     direction = _check_choice("direction", direction, DIRECTIONS)
@@ -132,7 +134,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     share = _check_share(config.get("gpu-share") if gpu_share is None else gpu_share)
     balance = config.get("balance") if balance is None else balance
     policy = Policy(strategy, lam=lam)
-    rt = _runtime(runtime)
+    rt = _runtime(runtime if runtime is not None else getattr(graph, "runtime", None))
     rt.share_settings()
     resources = rt.resources()
     slots = int(resources.get(CPU_RESOURCE, 0))

@@ -42,7 +42,10 @@ class PlacedGraph:
 def place_graph(runtime, graph: Graph, tasks: int, balance: str,
                 need_transpose: bool) -> PlacedGraph:
     """``graph`` cut into ``tasks`` ranges by ``balance`` and its slices scattered to the
-    workers, or what an earlier call placed."""
+    workers, or what an earlier call placed. A graph that lives on the workers already
+    (:class:`~taskbfs.bfs.distributed.DistributedGraph`) places itself there."""
+    if not isinstance(graph, Graph):
+        return graph.place(runtime, tasks, balance, need_transpose)
     cache = _placed.setdefault(runtime, OrderedDict())
     key = (graph.token, int(tasks), balance)
     placed = cache.get(key)

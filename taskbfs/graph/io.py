@@ -46,7 +46,7 @@ import numpy as np
 from taskbfs.errors import EmptyGraphError, GraphFormatError, InvalidParameterError
 from taskbfs.graph._graph import Graph, index_dtype
 
-__all__ = ["read_graph", "save_graph", "KNOWN_FORMATS", "GraphFileNotFoundError"]
+__all__ = ["read_graph", "read_edges", "save_graph", "KNOWN_FORMATS", "GraphFileNotFoundError"]
 
 #: Format names accepted by ``format=``.
 KNOWN_FORMATS = ("mtx", "edgelist", "npz")
@@ -128,6 +128,43 @@ def read_graph(path, format: str | None = None, directed: bool | None = None) ->
     >>> g.num_vertices, g.num_edges, g.directed
     (3, 2, False)
     """
+    path, fmt, directed = _checked_file(path, format, directed)
+    if fmt == "npz":
+        return _read_npz(path, directed)
+    if fmt == "mtx":
+        return _read_mtx(path, directed)
+    return _read_edgelist(path, directed)
+
+
+def read_edges(path, format: str | None = None, directed: bool | None = None):
+    """The edges of one MatrixMarket or edge-list file, before any graph is built (a
+    graph built in pieces reads its files this way, one per task).
+
+    Parameters are those of :func:`read_graph` (``.npz`` files hold a graph, not edges,
+    and are refused).
+
+    Returns
+    -------
+    src, dst : ndarray of int64
+        0-based endpoints as the file lists them (a symmetric MatrixMarket file read as
+        directed lists both arcs of each entry).
+    num_vertices : int or None
+        The declared size of a MatrixMarket file; None for an edge list.
+    directed : bool
+        Whether the edges are arcs (``directed``, or the file's default as in
+        :func:`read_graph`).
+    """
+    path, fmt, directed = _checked_file(path, format, directed)
+    if fmt == "npz":
+        raise InvalidParameterError(f"{path}: an .npz file holds a graph, not an edge list")
+    if fmt == "mtx":
+        return _mtx_edges(path, directed)
+    src, dst = _edgelist_pair(path)
+    return src, dst, None, bool(directed)
+
+
+def _checked_file(path, format, directed):
+    """``(path, format, directed)`` checked: a known format, an existing file."""
     path = os.fspath(path)
     fmt = _resolve_format(path, format)
     if directed is not None and not isinstance(directed, (bool, np.bool_)):
@@ -136,12 +173,7 @@ def read_graph(path, format: str | None = None, directed: bool | None = None) ->
         raise GraphFileNotFoundError(path)
     if os.path.isdir(path):
         raise GraphFormatError("is a directory, not a graph file", path)
-    directed = None if directed is None else bool(directed)
-    if fmt == "npz":
-        return _read_npz(path, directed)
-    if fmt == "mtx":
-        return _read_mtx(path, directed)
-    return _read_edgelist(path, directed)
+    return path, fmt, None if directed is None else bool(directed)
 
 
 def save_graph(graph: Graph, path, format: str | None = None) -> None:
@@ -314,6 +346,12 @@ class _EdgeListLayout:
 
 
 def _read_edgelist(path: str, directed: bool | None) -> Graph:
+    src, dst = _edgelist_pair(path)
+    return Graph.from_edges(src, dst, directed=bool(directed))
+
+
+def _edgelist_pair(path: str):
+    """``(src, dst)`` of an edge-list file; raises if it holds no edge."""
     layout = _sniff_edgelist(path)
     pair = None
     if layout is not None:
@@ -325,7 +363,7 @@ def _read_edgelist(path: str, directed: bool | None) -> Graph:
             f"{path}: no edges found (the file is empty or holds only comments, blank "
             f"lines or a header), so the graph has no vertices"
         )
-    return Graph.from_edges(pair[0], pair[1], directed=bool(directed))
+    return pair
 
 
 def _fast_edgelist(path: str, layout: _EdgeListLayout):
@@ -398,6 +436,12 @@ class _MtxHeader:
 
 
 def _read_mtx(path: str, directed: bool | None) -> Graph:
+    src, dst, n, directed = _mtx_edges(path, directed)
+    return Graph.from_edges(src, dst, num_vertices=n, directed=directed)
+
+
+def _mtx_edges(path: str, directed: bool | None):
+    """``(src, dst, n, directed)`` of a MatrixMarket file, 0-based."""
     head = _mtx_header(path)
     pair = _fast_mtx(path, head)
     if pair is None:
@@ -407,7 +451,7 @@ def _read_mtx(path: str, directed: bool | None) -> Graph:
         directed = not head.symmetric
     if head.symmetric and directed:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-    return Graph.from_edges(src, dst, num_vertices=head.n, directed=directed)
+    return src, dst, head.n, bool(directed)
 
 
 def _mtx_header(path: str) -> _MtxHeader:

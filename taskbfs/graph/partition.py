@@ -20,7 +20,7 @@ from taskbfs import config
 from taskbfs.errors import InvalidParameterError, InvalidVertexError
 from taskbfs.graph._graph import Graph
 
-__all__ = ["Partition", "partition", "BALANCES"]
+__all__ = ["Partition", "partition", "partition_indptr", "BALANCES"]
 
 #: Accepted values of ``balance``.
 BALANCES = ("edges", "vertices")
@@ -201,14 +201,21 @@ def partition(graph: Graph, tasks: int, balance: str | None = None) -> Partition
     >>> partition(star, 3, balance="edges").bounds.tolist()
     [0, 1, 3, 6]
     """
-    n = graph.num_vertices
+    return partition_indptr(graph.indptr, tasks, balance)
+
+
+def partition_indptr(indptr: np.ndarray, tasks: int,
+                     balance: str = config.DEFAULT_BALANCE) -> Partition:
+    """:func:`partition` of the graph whose CSR offsets are ``indptr`` (all that it
+    reads of the graph; a graph built in pieces has it from their degrees)."""
+    n = indptr.size - 1
     tasks = _check_tasks(tasks, n)
     if balance is None:
         balance = config.get("balance")
     if balance == "vertices":
         bounds = (np.arange(tasks + 1, dtype=np.int64) * n) // tasks
     elif balance == "edges":
-        bounds = _edge_balanced_bounds(graph.indptr, tasks)
+        bounds = _edge_balanced_bounds(indptr, tasks)
     else:
         raise InvalidParameterError(
             f"balance must be one of {', '.join(repr(b) for b in BALANCES)}, got {balance!r}"

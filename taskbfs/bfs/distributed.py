@@ -1,0 +1,492 @@
+"""``DistributedGraph``: a graph built on the workers and kept there, never on the client.
+
+What it returns
+---------------
+:class:`DistributedGraph`, made by :func:`kronecker` / :func:`read_graph` with a
+``runtime`` (or :meth:`DistributedGraph.from_dask`): the CSR of each of R vertex ranges
+lives on a worker as a :class:`~taskbfs.bfs.steps.GraphSlice` future. :func:`taskbfs.bfs`
+searches it like a :class:`~taskbfs.graph.Graph` (:meth:`DistributedGraph.place` gives
+the search its :class:`~taskbfs.bfs.placement.PlacedGraph`), and
+:func:`taskbfs.validate` checks a search's parents against it range by range on the
+workers.
+
+Approach (all Dask tasks; no edge crosses the client)
+-----------------------------------------------------
+1. Each edge chunk (a Kronecker chunk generated on a worker, a file read there, a
+   partition of a dask collection) is counted per bin of vertex ids
+   (:func:`~taskbfs.graph.chunked.arc_histogram`); the summed counts give R ranges of
+   about equal arcs (:func:`~taskbfs.graph.chunked.range_bounds`), the ``"edges"``
+   balance.
+2. All-to-all: each chunk groups its arcs by owning range
+   (:func:`~taskbfs.graph.chunked.split_arcs`); a task per (chunk, range) takes one
+   group, and a task per range builds its rows from the groups every chunk sent it
+   (:func:`~taskbfs.graph.chunked.range_csr`), exactly as ``Graph.from_edges`` would.
+3. A search with other ranges (another T, or ``balance="vertices"``) gets its partition
+   computed on a worker from the degrees (the same cut ``partition`` makes) and its
+   slices cut out of the built ones by tasks (:func:`~taskbfs.graph.chunked.join_rows`);
+   a directed graph's transposed slices are built by the same all-to-all, from the
+   slices' own arcs.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections import OrderedDict
+
+import numpy as np
+from distributed import Future
+
+from taskbfs import config
+from taskbfs.bfs.placement import MAX_PLACED_GRAPHS, PlacedGraph
+from taskbfs.bfs.steps import GraphSlice
+from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
+from taskbfs.graph import Graph, Partition
+from taskbfs.graph.partition import partition_indptr
+from taskbfs.graph import io as graph_io
+from taskbfs.graph import kronecker as graph_kronecker
+from taskbfs.graph._graph import _as_vertex_array, _check_num_vertices
+from taskbfs.graph.chunked import (
+    MAX_BUILD_VERTICES,
+    arc_histogram,
+    join_rows,
+    kronecker_chunk,
+    kronecker_chunk_count,
+    piece_arcs,
+    range_bounds,
+    range_csr,
+    split_arcs,
+)
+
+__all__ = ["DistributedGraph", "kronecker", "read_graph"]
+
+#: Bins of vertex ids the per-chunk arc counts are kept in (at most; one bin per vertex
+#: below it): the ranges' cut points fall on bin edges.
+HISTOGRAM_BINS = 1 << 16
+#: Histograms summed per task of the reduction tree.
+_FAN_IN = 16
+
+
+class DistributedGraph:
+    """A CSR graph whose vertex ranges live on the workers of one runtime.
+
+    Build it with :func:`taskbfs.kronecker` or :func:`taskbfs.read_graph` given a
+    ``runtime``, or with :meth:`from_dask`; search it with :func:`taskbfs.bfs` (on the
+    same runtime, the default) and check a result with :func:`taskbfs.validate`.
+
+    Attributes
+    ----------
+    num_vertices, num_arcs, num_edges : int
+    directed : bool
+    token : str
+        Identity of the data (the device caches key slices by it).
+    ranges : Partition
+        The vertex ranges it was built in, one :class:`GraphSlice` future each.
+    slices : list of distributed.Future
+    runtime : Runtime
+
+    Examples
+    --------
+    >>> import taskbfs as tb
+    >>> with tb.Runtime() as rt:                                    # doctest: +SKIP
+    ...     g = tb.kronecker(16, runtime=rt)
+    ...     r = tb.bfs(g, 0, runtime=rt)
+    ...     tb.validate(g, 0, r.parents, levels=r.distances)
+    """
+
+    def __init__(self, runtime, ranges: Partition, slices: list, num_arcs: int, directed: bool,
+                 token: str):
+        self.runtime = runtime
+        self.ranges = ranges
+        self.slices = slices
+        self.num_vertices = ranges.num_vertices
+        self.num_arcs = int(num_arcs)
+        self.directed = bool(directed)
+        self.token = token
+        self._degrees: Future | None = None
+        self._placed: OrderedDict = OrderedDict()
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_chunks(cls, runtime, chunks: list, num_vertices: int | None = None,
+                    directed: bool = False, ranges: int | None = None) -> DistributedGraph:
+        """Build from edge chunks already on the workers: futures of ``(src, dst)`` pairs
+        (any integer arrays; checked there, as ``Graph.from_edges`` checks its input)."""
+        rt = _as_runtime(runtime)
+        client = rt.client
+        chunks = [client.submit(_checked_pair, c, i, pure=False) for i, c in enumerate(chunks)]
+        if not chunks:
+            raise EmptyGraphError("no edge chunks were given, so the graph has no vertices")
+        if num_vertices is None:
+            largest = max(client.gather([client.submit(_largest_id, c) for c in chunks]))
+            num_vertices = largest + 1
+        n = _check_num_vertices(num_vertices)
+        if n > MAX_BUILD_VERTICES:
+            raise InvalidParameterError(
+                f"num_vertices = {n}: a graph built on the workers has at most "
+                f"{MAX_BUILD_VERTICES} vertices")
+        checks = [client.submit(_check_ids, c, i, n) for i, c in enumerate(chunks)]
+        client.gather(checks)  # raises the first chunk's bad vertex id
+        return cls._build(rt, chunks, n, bool(directed), _check_ranges(ranges, rt, n))
+
+    @classmethod
+    def from_dask(cls, edges, dst=None, num_vertices: int | None = None, directed: bool = False,
+                  runtime=None, ranges: int | None = None,
+                  columns: tuple[str, str] = ("src", "dst")) -> DistributedGraph:
+        """Build from a dask collection of edges: a ``dask.dataframe`` with the
+        ``columns`` (source, target), or two 1-D dask arrays ``edges`` (sources) and
+        ``dst`` with the same chunks. Each partition becomes one edge chunk on the
+        workers."""
+        rt = _as_runtime(runtime)
+        client = rt.client
+        if dst is None:
+            if not hasattr(edges, "to_delayed") or not hasattr(edges, "columns"):
+                raise InvalidParameterError(
+                    "from_dask takes a dask.dataframe, or two dask arrays (src, dst)")
+            missing = [c for c in columns if c not in edges.columns]
+            if missing:
+                raise InvalidParameterError(f"the dataframe has no column {missing[0]!r} "
+                                            f"(columns: {list(edges.columns)})")
+            frames = client.compute(edges[list(columns)].to_delayed())
+            chunks = [client.submit(_frame_pair, f, *columns) for f in frames]
+        else:
+            src_parts, dst_parts = edges.to_delayed().ravel(), dst.to_delayed().ravel()
+            if edges.chunks != dst.chunks:
+                raise InvalidParameterError(
+                    f"src and dst must have the same chunks, got {edges.chunks} and {dst.chunks}")
+            pairs = client.compute([list(p) for p in zip(src_parts, dst_parts, strict=True)])
+            chunks = list(pairs)
+        return cls.from_chunks(rt, chunks, num_vertices, directed, ranges)
+
+    @classmethod
+    def _build(cls, rt, chunks: list, n: int, directed: bool, ranges: int) -> DistributedGraph:
+        client = rt.client
+        token = uuid.uuid4().hex
+        bins = min(n, max(HISTOGRAM_BINS, ranges))
+        counts = [client.submit(_histogram, c, n, bins, directed) for c in chunks]
+        while len(counts) > 1:
+            counts = [client.submit(_summed, *counts[i : i + _FAN_IN])
+                      for i in range(0, len(counts), _FAN_IN)]
+        bounds = client.submit(range_bounds, counts[0], n, ranges).result()
+        splits = [client.submit(_split, c, bounds, n, directed) for c in chunks]
+        del chunks, counts
+        slices = []
+        for r in range(ranges):
+            groups = [client.submit(_group, s, r) for s in splits]
+            slices.append(client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n,
+                                        token, *groups))
+        del splits
+        arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
+        return cls(rt, Partition(bounds), slices, arcs, directed, token)
+
+    # ------------------------------------------------------------------ what bfs reads
+    @property
+    def num_edges(self) -> int:
+        """Edges: arcs if directed, arcs / 2 if undirected."""
+        return self.num_arcs if self.directed else self.num_arcs // 2
+
+    def check_vertex(self, v, name: str = "vertex") -> int:
+        """``v`` as an int if it is a vertex of this graph, else
+        :class:`~taskbfs.errors.InvalidVertexError` naming it (as ``Graph.check_vertex``)."""
+        return Graph.check_vertex(self, v, name)
+
+    def degree(self, v: int) -> int:
+        """Out-degree of ``v`` (read on the worker holding its range)."""
+        v = self.check_vertex(v)
+        t = self.ranges.owner(v)
+        return self.runtime.client.submit(_slice_degree, self.slices[t], v).result()
+
+    def degrees(self) -> np.ndarray:
+        """Out-degree of every vertex (int64), gathered from the workers (8 bytes per
+        vertex on the client; what ``tb.search_keys`` and ``tb.traversed_edges`` read)."""
+        return self.degrees_future().result()
+
+    def degrees_future(self) -> Future:
+        """A future of the whole out-degree array, on a worker (a search reads it there)."""
+        if self._degrees is None:
+            self._degrees = self.runtime.client.submit(_concatenated_degrees, *self.slices)
+        return self._degrees
+
+    def place(self, runtime, tasks: int, balance: str, need_transpose: bool) -> PlacedGraph:
+        """The :class:`PlacedGraph` a search with T = ``tasks`` and ``balance`` reads: the
+        built slices when they are its ranges (``tasks`` = R and ``balance="edges"``:
+        they are balanced by edges already), else slices cut from them on the workers."""
+        self._check_runtime(runtime)
+        key = (int(tasks), balance)
+        placed = self._placed.get(key)
+        if placed is None:
+            placed = self._placement(int(tasks), balance)
+            self._placed[key] = placed
+            while len(self._placed) > MAX_PLACED_GRAPHS:
+                self._placed.popitem(last=False)
+        self._placed.move_to_end(key)
+        if need_transpose and placed.transposed is None:
+            placed.transposed = self._transposed(placed) if self.directed else placed.slices
+        return placed
+
+    def _placement(self, tasks: int, balance: str) -> PlacedGraph:
+        client = self.runtime.client
+        if tasks == self.ranges.num_tasks and balance == "edges":
+            return PlacedGraph(self.ranges, self.slices, self.degrees_future(), self.num_arcs)
+        bounds = client.submit(_partition_bounds, self.degrees_future(), tasks, balance).result()
+        parts = Partition(bounds)
+        slices = [client.submit(_cut_slice, t, lo, hi, self.token, *self._covering(lo, hi))
+                  for t, (lo, hi) in enumerate(parts)]
+        return PlacedGraph(parts, slices, self.degrees_future(), self.num_arcs)
+
+    def _covering(self, lo: int, hi: int) -> list:
+        """The built slices overlapping ``[lo, hi)``."""
+        first, last = self.ranges.owner(np.array([lo, hi - 1]))
+        return self.slices[int(first) : int(last) + 1]
+
+    def _transposed(self, placed: PlacedGraph) -> list:
+        """The placed ranges' slices of the reversed graph (in-neighbours), by the same
+        all-to-all as the build, from the slices' own arcs."""
+        client, n = self.runtime.client, self.num_vertices
+        bounds = placed.parts.bounds
+        splits = [client.submit(_reversed_split, s, bounds, n) for s in placed.slices]
+        out = []
+        for t, (lo, hi) in enumerate(placed.parts):
+            groups = [client.submit(_group, s, t) for s in splits]
+            out.append(client.submit(_transposed_slice, placed.slices[t], n,
+                                     self.token + "/T", *groups))
+        return out
+
+    def _check_runtime(self, runtime) -> None:
+        if runtime.client is not self.runtime.client:
+            raise InvalidParameterError(
+                "this DistributedGraph lives on the workers of another runtime "
+                f"({self.runtime.client}); search it there (runtime=None uses its own)")
+
+    # ------------------------------------------------------------------ leaving the workers
+    def gather(self, max_bytes: int | None = None) -> Graph:
+        """The whole graph on the client, as a :class:`~taskbfs.graph.Graph` with the same
+        token.
+
+        Parameters
+        ----------
+        max_bytes : int, optional
+            Refuse (:class:`~taskbfs.errors.InvalidParameterError`) a graph whose CSR
+            arrays need more; default half the memory this machine has free.
+        """
+        itemsize = np.dtype(np.int32 if self.num_vertices <= np.iinfo(np.int32).max
+                            else np.int64).itemsize
+        need = self.num_arcs * itemsize + 8 * (self.num_vertices + 1)
+        limit = _free_memory() // 2 if max_bytes is None else int(max_bytes)
+        if need > limit:
+            raise InvalidParameterError(
+                f"gathering this graph needs {need / 2**30:.2f} GiB on the client, more than "
+                f"the {limit / 2**30:.2f} GiB allowed (max_bytes); keep it on the workers")
+        pieces = self.runtime.client.gather(self.slices)
+        indptr = np.zeros(self.num_vertices + 1, dtype=np.int64)
+        offset = 0
+        for s in pieces:
+            indptr[s.lo + 1 : s.hi + 1] = s.indptr[1:] + offset
+            offset += int(s.indptr[-1])
+        indices = np.concatenate([s.indices for s in pieces])
+        return Graph(indptr, indices, self.num_vertices, self.directed, token=self.token)
+
+    def row_witnesses(self, levels: np.ndarray, parents: np.ndarray, source: int) -> dict:
+        """Graph500 rules 3, 4 and 5 checked range by range on the workers: the first
+        witness of each (``{3: (u, v) | None, 4: (u, v) | None, 5: v | None}``), the
+        ones a whole-graph pass in vertex order finds first
+        (:func:`taskbfs.graph500.validate` calls this)."""
+        client = self.runtime.client
+        levels_f, parents_f = client.scatter([levels, parents], broadcast=False)
+        found = client.gather([client.submit(_slice_witnesses, s, levels_f, parents_f, source,
+                                             self.directed) for s in self.slices])
+        out = {3: None, 4: None, 5: None}
+        for rule in (3, 4):
+            out[rule] = next((w[rule] for w in found if w[rule] is not None), None)
+        fives = [w[5] for w in found if w[5] is not None]
+        out[5] = min(fives) if fives else None
+        return out
+
+    def __repr__(self) -> str:
+        kind = "directed" if self.directed else "undirected"
+        return (f"DistributedGraph({kind}, num_vertices={self.num_vertices}, "
+                f"num_edges={self.num_edges}, ranges={self.ranges.num_tasks})")
+
+
+# ====================================================================== public builders
+def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, runtime=None,
+              ranges: int | None = None):
+    """The undirected Graph500 Kronecker graph (:func:`taskbfs.graph.kronecker`); with a
+    ``runtime``, built on its workers as a :class:`DistributedGraph` of ``ranges``
+    vertex ranges (default: one per CPU slot, at most ``config.DEFAULT_TASKS``), each
+    chunk of the edge list generated by a task of its own.
+
+    Examples
+    --------
+    >>> import taskbfs as tb
+    >>> tb.kronecker(6, edgefactor=8, seed=3).num_vertices
+    64
+    """
+    if runtime is None:
+        if ranges is not None:
+            raise InvalidParameterError("ranges is for a graph built on the workers (runtime=...)")
+        return graph_kronecker(scale, edgefactor, seed)
+    rt = _as_runtime(runtime)
+    size = config.KRONECKER_CHUNK_EDGES
+    count = kronecker_chunk_count(scale, edgefactor, seed, size)
+    chunks = [rt.client.submit(kronecker_chunk, scale, edgefactor, seed, i, size, pure=False)
+              for i in range(count)]
+    return DistributedGraph.from_chunks(rt, chunks, 1 << scale, False, ranges)
+
+
+def read_graph(path, format: str | None = None, directed: bool | None = None, runtime=None,
+               ranges: int | None = None):
+    """Read a graph file (:func:`taskbfs.graph.read_graph`); with a ``runtime``, read a
+    list of MatrixMarket or edge-list files on its workers (one task per file; the files
+    must be readable there) into a :class:`DistributedGraph`. Edge-list ids are kept as
+    given (``num_vertices`` = the largest id + 1); MatrixMarket files must agree on
+    their declared size."""
+    if runtime is None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidParameterError("a list of files is read on the workers: pass runtime=")
+        return graph_io.read_graph(path, format=format, directed=directed)
+    rt = _as_runtime(runtime)
+    paths = [os.fspath(p) for p in ([path] if isinstance(path, (str, os.PathLike)) else path)]
+    if not paths:
+        raise InvalidParameterError("no files to read")
+    read = [rt.client.submit(graph_io.read_edges, p, format, directed, pure=False) for p in paths]
+    heads = rt.client.gather([rt.client.submit(_file_head, r) for r in read])
+    kinds = {d for _, d in heads}
+    if len(kinds) > 1:
+        raise InvalidParameterError(
+            f"the files disagree on directedness ({paths[0]} is "
+            f"{'directed' if heads[0][1] else 'undirected'}); pass directed=")
+    sizes = {n for n, _ in heads if n is not None}
+    if len(sizes) > 1:
+        raise InvalidParameterError(f"the MatrixMarket files declare different sizes {sorted(sizes)}")
+    n = sizes.pop() if sizes else None
+    chunks = [rt.client.submit(_edges_of, r) for r in read]
+    return DistributedGraph.from_chunks(rt, chunks, n, kinds.pop(), ranges)
+
+
+# ====================================================================== worker tasks
+def _checked_pair(pair, index: int):
+    src, dst = pair
+    src = _as_vertex_array(src, f"chunk {index}: src")
+    dst = _as_vertex_array(dst, f"chunk {index}: dst")
+    if src.shape != dst.shape:
+        raise InvalidParameterError(f"chunk {index}: src and dst have lengths {src.size} "
+                                    f"and {dst.size}")
+    return src, dst
+
+
+def _largest_id(pair) -> int:
+    return int(max(pair[0].max(initial=-1), pair[1].max(initial=-1)))
+
+
+def _check_ids(pair, index: int, n: int) -> None:
+    src, dst = pair
+    bad = np.flatnonzero((src >= n) | (dst >= n))
+    if bad.size:
+        k = int(bad[0])
+        raise InvalidVertexError(f"chunk {index}, edge {k} ({int(src[k])}, {int(dst[k])}) names "
+                                 f"a vertex outside 0..{n - 1} (num_vertices={n})")
+
+
+def _split(pair, bounds: np.ndarray, n: int, directed: bool):
+    return split_arcs(pair[0], pair[1], bounds, n, directed)
+
+
+def _histogram(pair, n: int, bins: int, directed: bool) -> np.ndarray:
+    return arc_histogram(pair[0], pair[1], n, bins, directed)
+
+
+def _summed(*counts) -> np.ndarray:
+    return np.sum(counts, axis=0)
+
+
+def _group(split, r: int) -> np.ndarray:
+    keys, offsets = split
+    return keys[offsets[r] : offsets[r + 1]]
+
+
+def _range_slice(r: int, lo: int, hi: int, n: int, token: str, *groups) -> GraphSlice:
+    indptr, indices = range_csr(groups, lo, hi, n)
+    return GraphSlice(r, lo, hi, indptr, indices, token)
+
+
+def _arc_count(piece: GraphSlice) -> int:
+    return int(piece.indptr[-1])
+
+
+def _slice_degree(piece: GraphSlice, v: int) -> int:
+    return int(piece.indptr[v - piece.lo + 1] - piece.indptr[v - piece.lo])
+
+
+def _concatenated_degrees(*pieces) -> np.ndarray:
+    return np.concatenate([np.diff(p.indptr) for p in pieces])
+
+
+def _partition_bounds(degrees: np.ndarray, tasks: int, balance: str) -> np.ndarray:
+    indptr = np.zeros(degrees.size + 1, dtype=np.int64)
+    np.cumsum(degrees, out=indptr[1:])
+    return partition_indptr(indptr, tasks, balance).bounds
+
+
+def _cut_slice(t: int, lo: int, hi: int, token: str, *pieces) -> GraphSlice:
+    indptr, indices = join_rows(lo, hi, [(p.lo, p.indptr, p.indices) for p in pieces])
+    return GraphSlice(t, lo, hi, indptr, indices, token)
+
+
+def _reversed_split(piece: GraphSlice, bounds: np.ndarray, n: int):
+    src, dst = piece_arcs(piece.indptr, piece.indices, piece.lo)
+    return split_arcs(dst, src, bounds, n, True)
+
+
+def _transposed_slice(piece: GraphSlice, n: int, token: str, *groups) -> GraphSlice:
+    indptr, indices = range_csr(groups, piece.lo, piece.hi, n)
+    return GraphSlice(piece.task, piece.lo, piece.hi, indptr, indices, token, piece.indptr)
+
+
+def _slice_witnesses(piece: GraphSlice, levels, parents, source: int, directed: bool) -> dict:
+    from taskbfs.graph500 import row_witnesses
+
+    return row_witnesses(piece.indptr, piece.indices, piece.lo, levels, parents, source, directed)
+
+
+def _frame_pair(frame, source: str, target: str):
+    return frame[source].to_numpy(), frame[target].to_numpy()
+
+
+def _file_head(read) -> tuple:
+    return read[2], read[3]
+
+
+def _edges_of(read):
+    return read[0], read[1]
+
+
+# ====================================================================== helpers
+def _as_runtime(runtime):
+    from taskbfs.bfs.core import _runtime
+
+    if runtime is None:
+        raise InvalidParameterError("a graph built on the workers needs runtime= (a Runtime, "
+                                    "a distributed.Client or a scheduler address)")
+    return _runtime(runtime)
+
+
+def _check_ranges(ranges, rt, n: int) -> int:
+    if ranges is None:
+        from taskbfs.bfs.core import tasks_for_slots
+        from taskbfs.runtime.plugin import CPU_RESOURCE
+
+        ranges = tasks_for_slots(int(rt.resources().get(CPU_RESOURCE, 0)))
+    if isinstance(ranges, (bool, np.bool_)) or not isinstance(ranges, (int, np.integer)) \
+            or ranges < 1:
+        raise InvalidParameterError(f"ranges must be an integer >= 1, got {ranges!r}")
+    return int(min(ranges, n))
+
+
+def _free_memory() -> int:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:  # pragma: no cover - distributed depends on psutil
+        return 1 << 62
