@@ -9,8 +9,10 @@ Contents
 --------
 =========================  ===================================================
 ``Graph``                  CSR graph; ``Graph.from_edges(src, dst, ...)``
-``read_graph``             .mtx, SNAP edge lists (.txt/.el/.csv), .npz
-``kronecker``              Graph500 Kronecker generator (``kronecker_edges``)
+``read_graph``             .mtx, SNAP edge lists (.txt/.el/.csv), .npz; files on workers
+``kronecker``              Graph500 Kronecker generator (``kronecker_edges``); with
+                           ``runtime=``, built on the workers
+``DistributedGraph``       a graph kept in vertex ranges on the workers
 ``partition``              T vertex ranges (``Partition``)
 ``bfs``                    the task-based BFS → ``BFSResult`` (``default_tasks``: its T)
 ``validate``               Graph500 validation rules (raises ``ValidationError``)
@@ -52,12 +54,13 @@ _LAZY = {
     "BFSResult": "taskbfs.bfs",
     "bfs": "taskbfs.bfs",
     "default_tasks": "taskbfs.bfs",
+    "DistributedGraph": "taskbfs.bfs.distributed",
     "Graph": "taskbfs.graph",
     "Partition": "taskbfs.graph",
-    "kronecker": "taskbfs.graph",
+    "kronecker": "taskbfs._entry",
     "kronecker_edges": "taskbfs.graph",
     "partition": "taskbfs.graph",
-    "read_graph": "taskbfs.graph",
+    "read_graph": "taskbfs._entry",
     "save_graph": "taskbfs.graph",
     "search_keys": "taskbfs.graph500",
     "teps_statistics": "taskbfs.graph500",
@@ -105,6 +108,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BFSResult",
     "DeviceUnavailableError",
+    "DistributedGraph",
     "EmptyGraphError",
     "Graph",
     "GraphFormatError",

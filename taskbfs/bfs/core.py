@@ -28,7 +28,7 @@ import pandas as pd
 
 from taskbfs import config
 from taskbfs.bfs.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
-from taskbfs.bfs.distributed import DistributedGraph
+from taskbfs.bfs.distributed import DistributedGraph, KeptResult, outcome_summaries
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
 from taskbfs.bfs.placement import place_graph
 from taskbfs.bfs.result import BFSResult
@@ -171,6 +171,7 @@ class _Outcome:
     summaries: list
     seconds: float  # from the first submission to the result in the client's hands
     assembly_d2h_bytes: int = 0
+    kept: KeptResult | None = None  # the result left on the workers (distances None)
 
 
 class _Search:
@@ -194,6 +195,8 @@ class _Search:
                      "total_edges": placed.num_arcs, "alpha": alpha, "beta": beta}
         self.tags = {"vertices": graph.num_vertices, "directed": bool(graph.directed),
                      "arcs": placed.num_arcs}
+        # a graph kept on the workers keeps its results there too (gathered when read)
+        self.keep = isinstance(graph, DistributedGraph)
 
     def included(self, device: str) -> _Outcome:
         """The whole search as one task on the worker that holds every slice
@@ -209,6 +212,11 @@ class _Search:
         if self.progress is not None:
             while not self._report(_next_summaries(program, "search")):
                 pass
+        if self.keep:
+            future = program.future("search")
+            summaries, d2h = outcome_summaries(program.client, future)
+            return _Outcome(None, None, summaries, time.perf_counter() - start, d2h,
+                            KeptResult.of_search(program.client, future, self.parts.bounds))
         outcome = program.get("search")
         return _Outcome(outcome.distances, outcome.parents, outcome.summaries,
                         time.perf_counter() - start, outcome.assembly_d2h_bytes)
@@ -235,6 +243,10 @@ class _Search:
             logs += _submit_level(program, self.slices, summaries[-1])
         pieces = _submit_assembly(program, self.parts, self.source, _ran(logs, summaries),
                                   self.cuts)
+        if self.keep:
+            kept = KeptResult(program.client, [program.future(p) for p in pieces], self.cuts)
+            program.taskwait(pieces)
+            return _Outcome(None, None, summaries, time.perf_counter() - start, kept=kept)
         distances, parents = _joined(program.gather(pieces))
         return _Outcome(distances, parents, summaries, time.perf_counter() - start)
 
@@ -275,6 +287,8 @@ class _Search:
             placements=placements,
             assembly_seconds=_span(records, FINISH.name),
             assembly_d2h_bytes=outcome.assembly_d2h_bytes,
+            kept=outcome.kept,
+            bounds=parts.bounds,
         )
         return result
 

@@ -1,7 +1,10 @@
 """``BFSResult``: what :func:`taskbfs.bfs` returns.
 
 Its tables (``trace``, ``levels``) are built when first read, from the records the search
-collected: a search pays nothing for tables nobody looks at.
+collected: a search pays nothing for tables nobody looks at. A search of a graph kept on
+the workers (:class:`~taskbfs.bfs.distributed.DistributedGraph`) leaves its distances and
+parents there too: :meth:`BFSResult.to_dask` reads them as dask arrays, and the attributes
+gather them on first read.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ class BFSResult:
     ----------
     source : int
     distances : ndarray of int64
-        Hops from the source; -1 for unreached vertices.
+        Hops from the source; -1 for unreached vertices. Gathered from the workers on
+        first read when the search left them there (see :meth:`to_dask`).
     parents : ndarray of int64
         BFS tree (Graph500 convention): ``parents[source] == source``, -1 unreached.
     trace : pandas.DataFrame
@@ -55,10 +59,13 @@ class BFSResult:
                  levels: pd.DataFrame | Callable[[], pd.DataFrame], elapsed: float,
                  traversed_edges: int, strategy: str, direction: str, num_tasks: int,
                  placements: list | None = None, search_seconds: float | None = None,
-                 assembly_seconds: float = 0.0, assembly_d2h_bytes: int = 0):
+                 assembly_seconds: float = 0.0, assembly_d2h_bytes: int = 0, kept=None,
+                 bounds: np.ndarray | None = None):
         self.source = source
-        self.distances = distances
-        self.parents = parents
+        self._distances = distances
+        self._parents = parents
+        self._kept = kept  # KeptResult: distances and parents still on the workers
+        self._bounds = bounds
         self._trace = trace
         self._levels = levels
         self.elapsed = elapsed
@@ -70,6 +77,59 @@ class BFSResult:
         self.search_seconds = elapsed if search_seconds is None else search_seconds
         self.assembly_seconds = assembly_seconds
         self.assembly_d2h_bytes = assembly_d2h_bytes
+
+    @property
+    def distances(self) -> np.ndarray:
+        """Hops from the source (int64; -1 unreached); gathered on first read if kept."""
+        self._bring_home()
+        return self._distances
+
+    @distances.setter
+    def distances(self, value) -> None:
+        self._distances, self._kept = value, None
+
+    @property
+    def parents(self) -> np.ndarray:
+        """The BFS tree (int64; ``parents[source] == source``, -1 unreached)."""
+        self._bring_home()
+        return self._parents
+
+    @parents.setter
+    def parents(self, value) -> None:
+        self._parents, self._kept = value, None
+
+    @property
+    def on_workers(self) -> bool:
+        """Whether distances and parents are still only on the workers."""
+        return self._distances is None and self._kept is not None
+
+    def to_dask(self):
+        """``(distances, parents)`` as dask arrays.
+
+        For a search of a :class:`~taskbfs.DistributedGraph` they are backed by futures
+        on the workers that hold them (one chunk per task's vertex range when the search
+        ran as one task, per assembly slice when its levels were dispatched) and nothing
+        is gathered: compute them on the runtime's client (a Client you made is the
+        default one; else ``rt.client.compute(x)`` or ``with rt.client.as_current():``).
+        For any other search they wrap the arrays in this process, chunked by the
+        tasks' vertex ranges.
+
+        Examples
+        --------
+        >>> d, p = r.to_dask()                                  # doctest: +SKIP
+        >>> int((d >= 0).sum().compute())                       # doctest: +SKIP
+        """
+        import dask.array as da
+
+        if self._kept is not None:
+            return self._kept.to_dask()
+        chunks = (tuple(np.diff(self._bounds).tolist()),) if self._bounds is not None else -1
+        return da.from_array(self.distances, chunks=chunks), da.from_array(self.parents,
+                                                                           chunks=chunks)
+
+    def _bring_home(self) -> None:
+        if self._distances is None and self._kept is not None:
+            self._distances, self._parents = self._kept.gather()
 
     @property
     def trace(self) -> pd.DataFrame:
