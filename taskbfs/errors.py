@@ -28,6 +28,7 @@ class GraphFormatError(TaskBFSError, ValueError):
     def __init__(self, message: str, path: str | None = None, line: int | None = None):
         self.path = path
         self.line = line
+        self.reason = message
         where = ""
         if path is not None:
             where = f"{path}"
@@ -35,6 +36,9 @@ class GraphFormatError(TaskBFSError, ValueError):
                 where += f", line {line}"
             where += ": "
         super().__init__(where + message)
+
+    def __reduce__(self):  # the error crosses processes when a worker reads the file
+        return type(self), (self.reason, self.path, self.line)
 
 
 class InvalidParameterError(TaskBFSError, ValueError):

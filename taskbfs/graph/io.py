@@ -80,6 +80,9 @@ class GraphFileNotFoundError(GraphFormatError, FileNotFoundError):
         self.errno = errno.ENOENT
         self.filename = path
 
+    def __reduce__(self):
+        return type(self), (self.filename,)
+
 
 # ====================================================================== public API
 def read_graph(path, format: str | None = None, directed: bool | None = None) -> Graph:

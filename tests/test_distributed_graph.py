@@ -1,0 +1,297 @@
+"""Graphs built on the workers (``tb.DistributedGraph``) and results left there.
+
+What it proves
+--------------
+* The chunk-level build (``taskbfs.graph.chunked``: histogram, range bounds, all-to-all
+  split, range CSR) gives exactly ``Graph.from_edges``'s CSR on every shape of
+  ``tests/shapes.py``, for several chunkings and range counts; a re-cut and a transpose
+  of the ranges give the re-cut / transposed graph's rows.
+* On the embedded runtime, one worker process and three worker processes: a graph built
+  on the workers (from dask arrays, a dask dataframe, Kronecker chunks generated there,
+  edge-list and MatrixMarket files read there) gathers to exactly the graph built here
+  from the same edges; searches of it (dispatch "auto" and "tasks", T equal to or other
+  than its ranges, every direction) give scipy's distances and parents that pass the
+  Graph500 rules, checked range by range on the workers; wrong parents are caught by the
+  same rule as with the graph in hand.
+* Results of such searches stay on the workers until read: ``r.to_dask()`` chunks, the
+  values once computed, ``r.distances`` gathered on first read.
+* Bad input is a clear error naming the chunk, edge, file or parameter.
+"""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pandas as pd
+import pytest
+from distributed import Client, LocalCluster
+from reference import scipy_distances
+from shapes import shape, shapes
+
+import taskbfs as tb
+from taskbfs import config
+from taskbfs.bfs.distributed import DistributedGraph
+from taskbfs.graph.chunked import (
+    arc_histogram,
+    join_rows,
+    piece_arcs,
+    range_bounds,
+    range_csr,
+    split_arcs,
+)
+
+# ---------------------------------------------------------------------- no Dask: the pieces
+
+
+def _chunked_csr(src, dst, n, directed, chunks, ranges, bins):
+    """The chunk-level build run in this process: returns (bounds, [(indptr, indices)])."""
+    pairs = list(zip(np.array_split(src, chunks), np.array_split(dst, chunks), strict=True))
+    hist = sum(arc_histogram(s, d, n, bins, directed) for s, d in pairs)
+    bounds = range_bounds(hist, n, ranges)
+    splits = [split_arcs(s, d, bounds, n, directed) for s, d in pairs]
+    rows = [range_csr([k[o[r]:o[r + 1]] for k, o in splits], int(bounds[r]), int(bounds[r + 1]), n)
+            for r in range(ranges)]
+    return bounds, rows
+
+
+def _joined(bounds, rows):
+    indptr, offset = [np.zeros(1, dtype=np.int64)], 0
+    for ip, _ in rows:
+        indptr.append(ip[1:] + offset)
+        offset += int(ip[-1])
+    return np.concatenate(indptr), np.concatenate([ix for _, ix in rows])
+
+
+@pytest.mark.parametrize("s", shapes(), ids=lambda s: s.name)
+@pytest.mark.parametrize("chunks, ranges, bins", [(1, 1, 64), (3, 2, 5), (7, 5, 1 << 16)])
+def test_pieces_are_from_edges_csr(s, chunks, ranges, bins):
+    ranges = min(ranges, s.num_vertices)
+    bins = min(max(bins, ranges), s.num_vertices)
+    g = tb.Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
+    bounds, rows = _chunked_csr(s.src, s.dst, s.num_vertices, s.directed, chunks, ranges, bins)
+    assert bounds[0] == 0 and bounds[-1] == s.num_vertices and np.all(np.diff(bounds) > 0)
+    indptr, indices = _joined(bounds, rows)
+    np.testing.assert_array_equal(indptr, g.indptr)
+    np.testing.assert_array_equal(indices, g.indices)
+    assert indices.dtype == g.indices.dtype
+    # another cut of the same rows, and the transpose by the same all-to-all
+    other = tb.partition(g, min(3, s.num_vertices), balance="vertices")
+    pieces = [(int(bounds[r]), *rows[r]) for r in range(ranges)]
+    for lo, hi in other:
+        ip, ix = join_rows(lo, hi, pieces)
+        np.testing.assert_array_equal(ip, g.indptr[lo:hi + 1] - g.indptr[lo])
+        np.testing.assert_array_equal(ix, g.indices[g.indptr[lo]:g.indptr[hi]])
+    reversed_ = [split_arcs(*piece_arcs(ip, ix, lo)[::-1], bounds, s.num_vertices, True)
+                 for lo, ip, ix in pieces]
+    gt = g.transpose()
+    for r in range(ranges):
+        lo, hi = int(bounds[r]), int(bounds[r + 1])
+        ip, ix = range_csr([k[o[r]:o[r + 1]] for k, o in reversed_], lo, hi, s.num_vertices)
+        np.testing.assert_array_equal(ix, gt.indices[gt.indptr[lo]:gt.indptr[hi]])
+
+
+def test_range_bounds_balance_arcs():
+    """Cuts fall where the cumulative arc count crosses k * arcs / R (bins of 4 ids)."""
+    hist = np.array([10, 0, 0, 10, 10, 0, 0, 10])
+    np.testing.assert_array_equal(range_bounds(hist, 32, 2), [0, 16, 32])
+    np.testing.assert_array_equal(range_bounds(hist, 30, 4), [0, 4, 16, 20, 30])
+    with pytest.raises(tb.InvalidParameterError, match="ranges"):
+        range_bounds(hist, 32, 9)
+
+
+# ---------------------------------------------------------------------- clusters
+
+@pytest.fixture(scope="module", params=["embedded", "1 process", "3 processes"])
+def rt(request, runtime):
+    """The embedded runtime, and LocalClusters of one and of three worker processes."""
+    if request.param == "embedded":
+        yield runtime
+        return
+    workers = 1 if request.param == "1 process" else 3
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      host="127.0.0.1", dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client, tb.Runtime(client) as wrapped:
+        yield wrapped
+
+
+def _local(s):
+    return tb.Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
+
+
+def _same_csr(dg: DistributedGraph, g: tb.Graph):
+    h = dg.gather()
+    assert (h.num_vertices, h.directed, dg.num_arcs) == (g.num_vertices, g.directed, g.num_arcs)
+    np.testing.assert_array_equal(h.indptr, g.indptr)
+    np.testing.assert_array_equal(h.indices, g.indices)
+
+
+def _searches_match_scipy(dg, g, rt, source, **kwargs):
+    expected = scipy_distances(g, source)
+    for dispatch in ("auto", "tasks"):
+        r = tb.bfs(dg, source, runtime=rt, dispatch=dispatch, **kwargs)
+        assert r.on_workers
+        np.testing.assert_array_equal(r.distances, expected)
+        tb.validate(dg, source, r.parents, levels=r.distances)
+        tb.validate(g, source, r.parents, levels=r.distances)
+
+
+SEARCHED = ["binary_tree_10", "components", "duplicate_edges", "directed_dag",
+            "random_directed_400_1200", "kronecker_like_10_8", "single_vertex"]
+
+
+@pytest.mark.parametrize("name", SEARCHED)
+def test_from_dask_arrays_equals_from_edges(rt, name):
+    s = shape(name)
+    g = _local(s)
+    for chunk in (max(1, s.src.size // 3), s.src.size or 1):
+        src, dst = da.from_array(s.src, chunks=chunk), da.from_array(s.dst, chunks=chunk)
+        for ranges in (1, 3):
+            dg = DistributedGraph.from_dask(src, dst, num_vertices=s.num_vertices,
+                                            directed=s.directed, runtime=rt, ranges=ranges)
+            _same_csr(dg, g)
+    source = s.sources[-1]
+    _searches_match_scipy(dg, g, rt, source, tasks=min(3, s.num_vertices))
+    _searches_match_scipy(dg, g, rt, source, tasks=min(2, s.num_vertices), balance="vertices",
+                          direction="bottom-up")
+
+
+@pytest.mark.parametrize("chunk_edges", [1 << 10, 3000, 1 << 20])
+def test_kronecker_built_on_workers(rt, monkeypatch, chunk_edges):
+    """Chunks generated on the workers, with the chunk size the client has set."""
+    monkeypatch.setattr(config, "KRONECKER_CHUNK_EDGES", chunk_edges)
+    dg = tb.kronecker(11, edgefactor=8, seed=4, runtime=rt, ranges=4)
+    g = tb.kronecker(11, edgefactor=8, seed=4)
+    assert isinstance(dg, DistributedGraph) and dg.ranges.num_tasks == 4
+    _same_csr(dg, g)
+    _searches_match_scipy(dg, g, rt, int(np.argmax(g.degrees())), tasks=4)
+    _searches_match_scipy(dg, g, rt, 7, tasks=3, direction="top-down")
+
+
+def test_files_read_on_workers(rt, tmp_path):
+    s = shape("random_directed_400_1200")
+    cuts = np.array_split(np.arange(s.src.size), 3)
+    paths = []
+    for i, idx in enumerate(cuts):
+        path = tmp_path / f"part{i}.txt"
+        path.write_text("# u v\n" + "".join(f"{u} {v}\n" for u, v in zip(s.src[idx], s.dst[idx],
+                                                                            strict=True)))
+        paths.append(path)
+    for directed in (False, True):
+        dg = tb.read_graph(paths, directed=directed, runtime=rt, ranges=2)
+        g = tb.Graph.from_edges(s.src, s.dst, directed=directed)
+        _same_csr(dg, g)
+    _searches_match_scipy(dg, g, rt, 0, tasks=3)
+    mtx = []
+    for i, idx in enumerate(cuts):
+        path = tmp_path / f"part{i}.mtx"
+        body = "".join(f"{u + 1} {v + 1}\n" for u, v in zip(s.src[idx], s.dst[idx], strict=True))
+        path.write_text(f"%%MatrixMarket matrix coordinate pattern general\n"
+                        f"{s.num_vertices} {s.num_vertices} {idx.size}\n{body}")
+        mtx.append(path)
+    dg = tb.read_graph(mtx, runtime=rt)
+    _same_csr(dg, tb.Graph.from_edges(s.src, s.dst, s.num_vertices, directed=True))
+
+
+def test_from_dask_dataframe(rt):
+    dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe needs pandas and pyarrow")
+    s = shape("grid_40x40")
+    frame = dd.from_pandas(pd.DataFrame({"a": s.src, "b": s.dst, "w": 1.0}), npartitions=4)
+    dg = DistributedGraph.from_dask(frame, runtime=rt, columns=("a", "b"))
+    g = _local(s)
+    _same_csr(dg, g)
+    _searches_match_scipy(dg, g, rt, 17, tasks=2)
+
+
+def test_validation_on_workers_finds_what_the_graph_in_hand_finds(rt):
+    s = shape("grid_40x40")
+    dg = DistributedGraph.from_dask(da.from_array(s.src, chunks=500),
+                                    da.from_array(s.dst, chunks=500), runtime=rt, ranges=3)
+    g = _local(s)
+    parents = tb.bfs(dg, 0, runtime=rt).parents
+    wrong = {5: parents.copy(), 4: parents.copy()}
+    wrong[5][41] = 0  # vertex 41 is (1, 1): 0 is not its neighbour
+    wrong[4][1599] = -1  # the far corner, a leaf of every BFS tree from 0, left out
+    cycle = tb.Graph.from_edges(np.arange(6), (np.arange(6) + 1) % 6)
+    dcycle = DistributedGraph.from_dask(da.from_array(np.arange(6), chunks=4),
+                                        da.from_array((np.arange(6) + 1) % 6, chunks=4),
+                                        runtime=rt, ranges=2)
+    cases = [(g, dg, wrong[5], 5), (g, dg, wrong[4], 4),
+             (cycle, dcycle, np.array([0, 0, 1, 2, 3, 4]), 3)]  # edge (0, 5): levels 0 and 5
+    for in_hand, kept, bad, rule in cases:
+        with pytest.raises(tb.ValidationError) as here:
+            tb.validate(in_hand, 0, bad)
+        with pytest.raises(tb.ValidationError) as there:
+            tb.validate(kept, 0, bad)
+        assert there.value.rule == here.value.rule == rule
+        assert str(there.value) == str(here.value)
+
+
+def test_results_stay_on_the_workers(rt):
+    s = shape("kronecker_like_10_8")
+    dg = DistributedGraph.from_dask(da.from_array(s.src, chunks=2000),
+                                    da.from_array(s.dst, chunks=2000), runtime=rt, ranges=3)
+    expected = scipy_distances(_local(s), 0)
+    for dispatch, tasks in (("auto", 3), ("tasks", 2)):
+        r = tb.bfs(dg, 0, tasks=tasks, dispatch=dispatch, runtime=rt)
+        assert r.on_workers
+        d, p = r.to_dask()
+        assert d.shape == p.shape == (s.num_vertices,) and d.dtype == np.int64
+        if dispatch == "auto" and not rt.in_process:
+            assert len(d.chunks[0]) == 1  # no worker holds every slice: levels dispatched
+        with rt.client.as_current():
+            np.testing.assert_array_equal(d.compute(), expected)
+            assert int((p >= 0).sum().compute()) == int((expected >= 0).sum())
+        assert r.on_workers  # nothing gathered yet
+        np.testing.assert_array_equal(r.distances, expected)
+        assert not r.on_workers
+
+
+def test_in_process_results_have_task_chunks(runtime):
+    g = tb.kronecker(8, seed=2)
+    r = tb.bfs(g, 0, tasks=3, runtime=runtime)
+    d, _ = r.to_dask()
+    assert d.chunks == (tuple(tb.partition(g, 3).sizes.tolist()),)
+    np.testing.assert_array_equal(d.compute(), r.distances)
+
+
+# ---------------------------------------------------------------------- errors
+
+def test_bad_input_is_a_clear_error(runtime, tmp_path):
+    src = da.from_array(np.array([0, 1, 2, 3]), chunks=2)
+    with pytest.raises(tb.InvalidVertexError, match=r"chunk 1, edge 1 \(3, 9\)"):
+        DistributedGraph.from_dask(src, da.from_array(np.array([1, 2, 3, 9]), chunks=2),
+                                   num_vertices=5, runtime=runtime)
+    with pytest.raises(tb.InvalidVertexError, match="chunk 0: src"):
+        DistributedGraph.from_dask(da.from_array(np.array([-1, 1])),
+                                   da.from_array(np.array([1, 2])), runtime=runtime)
+    with pytest.raises(tb.InvalidParameterError, match="same chunks"):
+        DistributedGraph.from_dask(src, da.from_array(np.arange(4), chunks=3), runtime=runtime)
+    with pytest.raises(tb.InvalidParameterError, match="ranges"):
+        DistributedGraph.from_dask(src, src, runtime=runtime, ranges=0)
+    with pytest.raises(tb.InvalidParameterError, match="runtime"):
+        DistributedGraph.from_dask(src, src)
+    with pytest.raises(tb.InvalidParameterError, match="ranges"):
+        tb.kronecker(4, ranges=2)
+    with pytest.raises(tb.InvalidParameterError, match="scale"):
+        tb.kronecker(0, runtime=runtime)
+    with pytest.raises(tb.GraphFormatError, match="missing.txt"):
+        tb.read_graph([tmp_path / "missing.txt"], runtime=runtime)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0 1\n1 x\n")
+    with pytest.raises(tb.GraphFormatError, match="bad.txt, line 2"):
+        tb.read_graph([bad], runtime=runtime)
+    dg = tb.kronecker(6, runtime=runtime, ranges=2)
+    with pytest.raises(tb.InvalidParameterError, match="max_bytes"):
+        dg.gather(max_bytes=100)
+    with pytest.raises(tb.InvalidVertexError, match="source"):
+        tb.bfs(dg, 64, runtime=runtime)
+
+
+def test_graph_of_another_runtime_is_refused(runtime):
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,  # inproc: no port
+                      dashboard_address=None) as cluster, Client(cluster, set_as_default=False) as c:
+        dg = tb.kronecker(6, runtime=c, ranges=2)
+        with pytest.raises(tb.InvalidParameterError, match="another runtime"):
+            tb.bfs(dg, 0, runtime=runtime)
+        r = tb.bfs(dg, 0)  # its own runtime by default
+        np.testing.assert_array_equal(r.distances, scipy_distances(tb.kronecker(6), 0))
