@@ -109,7 +109,7 @@ def rt(request, runtime):
         return
     workers = 1 if request.param == "1 process" else 3
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      host="127.0.0.1", dashboard_address=None) as cluster, \
+                      host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
             Client(cluster, set_as_default=False) as client, tb.Runtime(client) as wrapped:
         yield wrapped
 
@@ -288,8 +288,8 @@ def test_bad_input_is_a_clear_error(runtime, tmp_path):
 
 
 def test_graph_of_another_runtime_is_refused(runtime):
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,  # inproc: no port
-                      dashboard_address=None) as cluster, Client(cluster, set_as_default=False) as c:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster, set_as_default=False) as c:
         dg = tb.kronecker(6, runtime=c, ranges=2)
         with pytest.raises(tb.InvalidParameterError, match="another runtime"):
             tb.bfs(dg, 0, runtime=runtime)

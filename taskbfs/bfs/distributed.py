@@ -110,10 +110,14 @@ class DistributedGraph:
     def from_chunks(cls, runtime, chunks: list, num_vertices: int | None = None,
                     directed: bool = False, ranges: int | None = None) -> DistributedGraph:
         """Build from edge chunks already on the workers: futures of ``(src, dst)`` pairs
-        (any integer arrays; checked there, as ``Graph.from_edges`` checks its input)."""
+        (any integer arrays; checked there, as ``Graph.from_edges`` checks its input).
+        The list is emptied, so that each chunk is released as soon as it is split."""
         rt = _as_runtime(runtime)
         client = rt.client
-        chunks = [client.submit(_checked_pair, c, i, pure=False) for i, c in enumerate(chunks)]
+        raw, chunks = list(chunks), chunks
+        chunks.clear()
+        chunks = [client.submit(_checked_pair, c, i, pure=False) for i, c in enumerate(raw)]
+        del raw
         if not chunks:
             raise EmptyGraphError("no edge chunks were given, so the graph has no vertices")
         if num_vertices is None:
@@ -146,15 +150,14 @@ class DistributedGraph:
             if missing:
                 raise InvalidParameterError(f"the dataframe has no column {missing[0]!r} "
                                             f"(columns: {list(edges.columns)})")
-            frames = client.compute(edges[list(columns)].to_delayed())
-            chunks = [client.submit(_frame_pair, f, *columns) for f in frames]
+            chunks = [client.submit(_frame_pair, f, *columns)
+                      for f in client.compute(edges[list(columns)].to_delayed())]
         else:
             src_parts, dst_parts = edges.to_delayed().ravel(), dst.to_delayed().ravel()
             if edges.chunks != dst.chunks:
                 raise InvalidParameterError(
                     f"src and dst must have the same chunks, got {edges.chunks} and {dst.chunks}")
-            pairs = client.compute([list(p) for p in zip(src_parts, dst_parts, strict=True)])
-            chunks = list(pairs)
+            chunks = client.compute([list(p) for p in zip(src_parts, dst_parts, strict=True)])
         return cls.from_chunks(rt, chunks, num_vertices, directed, ranges)
 
     @classmethod
@@ -168,7 +171,8 @@ class DistributedGraph:
                       for i in range(0, len(counts), _FAN_IN)]
         bounds = client.submit(range_bounds, counts[0], n, ranges).result()
         splits = [client.submit(_split, c, bounds, n, directed) for c in chunks]
-        del chunks, counts
+        chunks.clear()  # the caller's list too: a chunk is released once it is split
+        del counts
         slices = []
         for r in range(ranges):
             groups = [client.submit(_group, s, r) for s in splits]
