@@ -42,7 +42,6 @@ from taskbfs.bfs.placement import MAX_PLACED_GRAPHS, PlacedGraph
 from taskbfs.bfs.steps import GraphSlice
 from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
 from taskbfs.graph import Graph, Partition
-from taskbfs.graph.partition import partition_indptr
 from taskbfs.graph import io as graph_io
 from taskbfs.graph._graph import _as_vertex_array, _check_num_vertices
 from taskbfs.graph.chunked import (
@@ -56,6 +55,7 @@ from taskbfs.graph.chunked import (
     range_csr,
     split_arcs,
 )
+from taskbfs.graph.partition import partition_indptr
 
 __all__ = ["DistributedGraph", "build_from_files", "build_kronecker"]
 
@@ -174,10 +174,10 @@ class DistributedGraph:
         chunks.clear()  # the caller's list too: a chunk is released once it is split
         del counts
         slices = []
-        for r in range(ranges):
+        for r, owner in zip(range(ranges), _owners(client, ranges)):
             groups = [client.submit(_group, s, r) for s in splits]
             slices.append(client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n,
-                                        token, *groups))
+                                        token, *groups, **owner))
         del splits
         arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
         return cls(rt, Partition(bounds), slices, arcs, directed, token)
@@ -233,8 +233,9 @@ class DistributedGraph:
             return PlacedGraph(self.ranges, self.slices, self.degrees_future(), self.num_arcs)
         bounds = client.submit(_partition_bounds, self.degrees_future(), tasks, balance).result()
         parts = Partition(bounds)
-        slices = [client.submit(_cut_slice, t, lo, hi, self.token, *self._covering(lo, hi))
-                  for t, (lo, hi) in enumerate(parts)]
+        slices = [client.submit(_cut_slice, t, lo, hi, self.token, *self._covering(lo, hi),
+                                **owner)
+                  for (t, (lo, hi)), owner in zip(enumerate(parts), _owners(client, tasks))]
         return PlacedGraph(parts, slices, self.degrees_future(), self.num_arcs)
 
     def _covering(self, lo: int, hi: int) -> list:
@@ -249,10 +250,11 @@ class DistributedGraph:
         bounds = placed.parts.bounds
         splits = [client.submit(_reversed_split, s, bounds, n) for s in placed.slices]
         out = []
-        for t, (lo, hi) in enumerate(placed.parts):
+        owners = _owners(client, placed.parts.num_tasks)  # as the slices were dealt out
+        for t in range(placed.parts.num_tasks):
             groups = [client.submit(_group, s, t) for s in splits]
             out.append(client.submit(_transposed_slice, placed.slices[t], n,
-                                     self.token + "/T", *groups))
+                                     self.token + "/T", *groups, **owners[t]))
         return out
 
     def _check_runtime(self, runtime) -> None:
@@ -450,6 +452,17 @@ def _as_runtime(runtime):
         raise InvalidParameterError("a graph built on the workers needs runtime= (a Runtime, "
                                     "a distributed.Client or a scheduler address)")
     return _runtime(runtime)
+
+
+def _owners(client, count: int) -> list[dict]:
+    """``submit`` keywords that deal ``count`` ranges out to the workers in turn (the
+    scheduler would put them where most of their input lies, often all on one); a
+    preference, not a restriction."""
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    if len(workers) < 2:
+        return [{}] * count
+    return [{"workers": [workers[r % len(workers)]], "allow_other_workers": True}
+            for r in range(count)]
 
 
 def _check_ranges(ranges, rt, n: int) -> int:

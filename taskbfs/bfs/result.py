@@ -166,6 +166,9 @@ class BFSResult:
         return int(np.count_nonzero(self.distances >= 0))
 
     def __repr__(self) -> str:
+        if self.on_workers:  # printing it gathers nothing
+            return (f"BFSResult(source={self.source}, on the workers, elapsed={self.elapsed:.4f}s, "
+                    f"MTEPS={self.mteps:.1f}, strategy={self.strategy!r})")
         return (
             f"BFSResult(source={self.source}, reached={self.reached}, levels={self.num_levels}, "
             f"elapsed={self.elapsed:.4f}s, MTEPS={self.mteps:.1f}, strategy={self.strategy!r})"
