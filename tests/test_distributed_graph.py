@@ -29,7 +29,6 @@ from reference import scipy_distances
 from shapes import shape, shapes
 
 import taskbfs as tb
-from taskbfs import config
 from taskbfs.bfs.distributed import DistributedGraph
 from taskbfs.graph.chunked import (
     arc_histogram,
@@ -88,6 +87,30 @@ def test_pieces_are_from_edges_csr(s, chunks, ranges, bins):
         lo, hi = int(bounds[r]), int(bounds[r + 1])
         ip, ix = range_csr([k[o[r]:o[r + 1]] for k, o in reversed_], lo, hi, s.num_vertices)
         np.testing.assert_array_equal(ix, gt.indices[gt.indptr[lo]:gt.indptr[hi]])
+
+
+@pytest.mark.parametrize("header, sep, newline", [("", " ", "\n"), ("src,dst\n", ",", "\n"),
+                                                  ("# c\n% x\nu\tv\n", "\t", "\r\n")])
+def test_edge_list_read_in_byte_ranges(tmp_path, header, sep, newline):
+    """Every line lands in exactly one byte range, whatever the cut; errors name the line."""
+    from taskbfs.graph.io import byte_ranges, read_edges
+
+    s = shape("random_sparse_500_1000")
+    path = tmp_path / "edges.csv"
+    lines = [f"{u}{sep}{v}" + ("\n# comment\n" if i % 300 == 7 else "")
+             for i, (u, v) in enumerate(zip(s.src, s.dst, strict=True))]
+    path.write_bytes((header + "\n".join(lines) + "\n").replace("\n", newline).encode())
+    whole = read_edges(path)
+    np.testing.assert_array_equal(whole[0], s.src)
+    for size in (1, 13, 1000, 1 << 20):
+        parts = [read_edges(path, byte_range=r) for r in byte_ranges(path, size)]
+        np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), s.src)
+        np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), s.dst)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0 1\n" * 1000 + "1 x\n")
+    with pytest.raises(tb.GraphFormatError, match="bad.txt, line 1001"):
+        [read_edges(bad, byte_range=r) for r in byte_ranges(bad, 1000)]
+    assert byte_ranges(tmp_path / "g.mtx", 10) is None
 
 
 def test_range_bounds_balance_arcs():
@@ -156,9 +179,9 @@ def test_from_dask_arrays_equals_from_edges(rt, name):
 
 
 @pytest.mark.parametrize("chunk_edges", [1 << 10, 3000, 1 << 20])
-def test_kronecker_built_on_workers(rt, monkeypatch, chunk_edges):
+def test_kronecker_built_on_workers(rt, setting, chunk_edges):
     """Chunks generated on the workers, with the chunk size the client has set."""
-    monkeypatch.setattr(config, "KRONECKER_CHUNK_EDGES", chunk_edges)
+    setting("kronecker.chunk-edges", chunk_edges)
     dg = tb.kronecker(11, edgefactor=8, seed=4, runtime=rt, ranges=4)
     g = tb.kronecker(11, edgefactor=8, seed=4)
     assert isinstance(dg, DistributedGraph) and dg.ranges.num_tasks == 4
@@ -167,7 +190,8 @@ def test_kronecker_built_on_workers(rt, monkeypatch, chunk_edges):
     _searches_match_scipy(dg, g, rt, 7, tasks=3, direction="top-down")
 
 
-def test_files_read_on_workers(rt, tmp_path):
+def test_files_read_on_workers(rt, tmp_path, setting):
+    setting("files.read-bytes", 1000)  # the client's value is passed on
     s = shape("random_directed_400_1200")
     cuts = np.array_split(np.arange(s.src.size), 3)
     paths = []

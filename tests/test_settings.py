@@ -41,6 +41,7 @@ TESTED_ELSEWHERE = {
     "gpu.device-bucket-min": "test_bfs_gpu.py",
     "gpu.result-ranges": "test_bfs_gpu.py",
     "kronecker.chunk-edges": "test_kronecker.py",
+    "files.read-bytes": "test_distributed_graph.py",
     "runtime.connect-timeout": "test_runtime_cluster.py",
     "runtime.profile-gpu-workers": "test_runtime_placement.py",
     "runtime.worker-warm-up": "test_runtime_warmup.py",

@@ -316,9 +316,9 @@ class DistributedGraph:
 # ====================================================================== builders
 def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int | None):
     """:func:`taskbfs.kronecker` with a runtime: each chunk of the edge list (chunks of
-    ``config.KRONECKER_CHUNK_EDGES`` as the client has it) generated on a worker."""
+    the setting ``kronecker.chunk-edges`` as the client has it) generated on a worker."""
     rt = _as_runtime(runtime)
-    size = config.KRONECKER_CHUNK_EDGES
+    size = config.get("kronecker.chunk-edges")
     count = kronecker_chunk_count(scale, edgefactor, seed, size)
     chunks = [rt.client.submit(kronecker_chunk, scale, edgefactor, seed, i, size, pure=False)
               for i in range(count)]
@@ -327,13 +327,21 @@ def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int
 
 def build_from_files(path, format: str | None, directed: bool | None, runtime,
                      ranges: int | None):
-    """:func:`taskbfs.read_graph` with a runtime: each file read by a task of its own."""
+    """:func:`taskbfs.read_graph` with a runtime: an edge-list file read by a task per
+    ``files.read-bytes`` (a setting) byte range, any other file by a task of its own."""
     rt = _as_runtime(runtime)
     paths = [os.fspath(p) for p in ([path] if isinstance(path, (str, os.PathLike)) else path)]
     if not paths:
         raise InvalidParameterError("no files to read")
-    read = [rt.client.submit(graph_io.read_edges, p, format, directed, pure=False) for p in paths]
-    heads = rt.client.gather([rt.client.submit(_file_head, r) for r in read])
+    client = rt.client
+    plans = client.gather([client.submit(graph_io.byte_ranges, p, config.get("files.read-bytes"), format,
+                                         pure=False) for p in paths])
+    read = []
+    for p, plan in zip(paths, plans, strict=True):
+        ranges_of_p = [None] if plan is None else plan  # None: the whole file in one task
+        read += [client.submit(graph_io.read_edges, p, format, directed, r, pure=False)
+                 for r in ranges_of_p]
+    heads = client.gather([client.submit(_file_head, r) for r in read])
     kinds = {d for _, d in heads}
     if len(kinds) > 1:
         raise InvalidParameterError(
@@ -343,7 +351,8 @@ def build_from_files(path, format: str | None, directed: bool | None, runtime,
     if len(sizes) > 1:
         raise InvalidParameterError(f"the MatrixMarket files declare different sizes {sorted(sizes)}")
     n = sizes.pop() if sizes else None
-    chunks = [rt.client.submit(_edges_of, r) for r in read]
+    chunks = [client.submit(_edges_of, r) for r in read]
+    del read  # the chunks hold the edges now
     return DistributedGraph.from_chunks(rt, chunks, n, kinds.pop(), ranges)
 
 

@@ -70,7 +70,7 @@ def kronecker_chunk_count(scale: int, edgefactor: int, seed: int, chunk_edges: i
 def kronecker_chunk(scale: int, edgefactor: int, seed: int, chunk: int, chunk_edges: int):
     """Chunk ``chunk`` of the Kronecker edge list cut into chunks of ``chunk_edges``:
     what :func:`~taskbfs.graph.kronecker_edges` gives for that chunk when
-    ``config.KRONECKER_CHUNK_EDGES == chunk_edges`` (passed explicitly, so that a worker
+    the setting ``kronecker.chunk-edges`` is ``chunk_edges`` (passed explicitly, so that a worker
     process generates the chunk the client asked for whatever its own settings)."""
     scale, edgefactor, seed = _check_scale(scale), _check_edgefactor(edgefactor), _check_seed(seed)
     total = _num_edges(scale, edgefactor)

@@ -33,20 +33,22 @@ import bz2
 import codecs
 import errno
 import gzip
+import io
 import lzma
 import os
 import re
 import warnings
 import zipfile
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from taskbfs.errors import EmptyGraphError, GraphFormatError, InvalidParameterError
 from taskbfs.graph._graph import Graph, index_dtype
 
-__all__ = ["read_graph", "read_edges", "save_graph", "KNOWN_FORMATS", "GraphFileNotFoundError"]
+__all__ = ["read_graph", "read_edges", "byte_ranges", "save_graph", "KNOWN_FORMATS",
+           "GraphFileNotFoundError"]
 
 #: Format names accepted by ``format=``.
 KNOWN_FORMATS = ("mtx", "edgelist", "npz")
@@ -139,12 +141,18 @@ def read_graph(path, format: str | None = None, directed: bool | None = None) ->
     return _read_edgelist(path, directed)
 
 
-def read_edges(path, format: str | None = None, directed: bool | None = None):
+def read_edges(path, format: str | None = None, directed: bool | None = None,
+               byte_range: tuple[int, int] | None = None):
     """The edges of one MatrixMarket or edge-list file, before any graph is built (a
     graph built in pieces reads its files this way, one per task).
 
     Parameters are those of :func:`read_graph` (``.npz`` files hold a graph, not edges,
-    and are refused).
+    and are refused), and:
+
+    byte_range : (start, stop), optional
+        Read only the lines of an uncompressed edge-list file that start at a byte offset
+        in ``start .. stop - 1`` (:func:`byte_ranges` cuts a file into such ranges; every
+        line falls in exactly one). Errors still name the file's line.
 
     Returns
     -------
@@ -160,10 +168,35 @@ def read_edges(path, format: str | None = None, directed: bool | None = None):
     path, fmt, directed = _checked_file(path, format, directed)
     if fmt == "npz":
         raise InvalidParameterError(f"{path}: an .npz file holds a graph, not an edge list")
+    if byte_range is not None:
+        _check_rangeable(path, fmt)
+        src, dst = _edgelist_range(path, int(byte_range[0]), int(byte_range[1]))
+        return src, dst, None, bool(directed)
     if fmt == "mtx":
         return _mtx_edges(path, directed)
     src, dst = _edgelist_pair(path)
     return src, dst, None, bool(directed)
+
+
+def byte_ranges(path, size: int, format: str | None = None) -> list[tuple[int, int]] | None:
+    """``(start, stop)`` byte ranges of about ``size`` bytes covering an uncompressed
+    edge-list file (for :func:`read_edges`); None for a file that cannot be read in
+    ranges (MatrixMarket, compressed)."""
+    path = os.fspath(path)
+    fmt = _resolve_format(path, format)
+    if fmt != "edgelist" or os.path.splitext(path)[1].lower() in _COMPRESSED:
+        return None
+    if not os.path.exists(path):
+        raise GraphFileNotFoundError(path)
+    total = os.path.getsize(path)
+    cuts = list(range(0, total, max(1, int(size)))) + [total]
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)] or [(0, 0)]
+
+
+def _check_rangeable(path: str, fmt: str) -> None:
+    if fmt != "edgelist" or os.path.splitext(path)[1].lower() in _COMPRESSED:
+        raise InvalidParameterError(
+            f"{path}: only uncompressed edge-list files are read in byte ranges")
 
 
 def _checked_file(path, format, directed):
@@ -369,9 +402,12 @@ def _edgelist_pair(path: str):
     return pair
 
 
-def _fast_edgelist(path: str, layout: _EdgeListLayout):
-    """pandas with each candidate separator; None unless it gives valid ids throughout."""
+def _fast_edgelist(path, layout: _EdgeListLayout):
+    """pandas with each candidate separator; None unless it gives valid ids throughout
+    (``path`` may be an in-memory buffer)."""
     for sep in layout.seps:
+        if hasattr(path, "seek"):
+            path.seek(0)
         pair = _read_table(path, sep, layout.comment, layout.header_line)
         if pair is not None:
             ok = pair[0].size == 0 or min(pair[0].min(), pair[1].min()) >= 0
@@ -403,10 +439,11 @@ def _sniff_edgelist(path: str) -> _EdgeListLayout | None:
     return None
 
 
-def _scan_edgelist(path: str, layout: _EdgeListLayout):
-    """The careful path: parse line by line, raising at the first bad line."""
+def _scan_edgelist(path: str, layout: _EdgeListLayout, lines=None):
+    """The careful path: parse line by line (``lines``: ``(lineno, text)`` pairs, by
+    default the file's), raising at the first bad line."""
     src, dst = array("q"), array("q")
-    for lineno, text in _numbered_lines(path):
+    for lineno, text in _numbered_lines(path) if lines is None else lines:
         if lineno == layout.header_line:
             continue
         _check_text(text, path, lineno)
@@ -423,6 +460,56 @@ def _scan_edgelist(path: str, layout: _EdgeListLayout):
         src.append(_parse_id(tokens[0], path, lineno))
         dst.append(_parse_id(tokens[1], path, lineno))
     return np.frombuffer(src, dtype=np.int64), np.frombuffer(dst, dtype=np.int64)
+
+
+def _edgelist_range(path: str, start: int, stop: int):
+    """``(src, dst)`` of the lines of an edge-list file that start in ``[start, stop)``."""
+    layout = _sniff_edgelist(path)
+    if layout is None:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    with open(path, "rb") as f:
+        if start > 0:
+            f.seek(start - 1)
+            f.readline()  # the rest of a line that started before ``start``
+        begin = f.tell()
+        block = f.read(max(0, stop - begin)) if begin < stop else b""
+        if block and not block.endswith(b"\n"):
+            block += f.readline()  # the line that starts before ``stop`` ends after it
+    if begin == 0 and block.startswith(codecs.BOM_UTF8):
+        block = block[len(codecs.BOM_UTF8):]
+    if layout.header_line:
+        block = _without_header(path, layout, begin, block)
+    quiet = replace(layout, header_line=0)
+    pair = _fast_edgelist(io.BytesIO(block), quiet) if block.strip() else None
+    if pair is None and block.strip():
+        first = _line_number(path, begin)
+        lines = ((first + i, raw.strip()) for i, raw in enumerate(block.split(b"\n")))
+        pair = _scan_edgelist(path, quiet, lines)
+    if pair is None:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return pair
+
+
+def _without_header(path: str, layout: _EdgeListLayout, begin: int, block: bytes) -> bytes:
+    """``block`` (read from byte ``begin``) with the file's header line made a comment if
+    it holds it (not cut, so that line numbers stay)."""
+    with open(path, "rb") as f:
+        offset = sum(len(f.readline()) for _ in range(layout.header_line - 1))
+        length = len(f.readline().rstrip(b"\r\n"))
+    if begin <= offset < begin + len(block):
+        at = offset - begin
+        block = block[:at] + layout.comment.encode() * length + block[at + length:]
+    return block
+
+
+def _line_number(path: str, offset: int) -> int:
+    """The 1-based number of the line starting at byte ``offset`` (counts the lines
+    before it: only on the way to an error)."""
+    count = 0
+    with open(path, "rb") as f:
+        while f.tell() < offset:
+            count += f.read(min(1 << 24, offset - f.tell())).count(b"\n")
+    return count + 1
 
 
 # ====================================================================== MatrixMarket

@@ -204,8 +204,7 @@ def partition(graph: Graph, tasks: int, balance: str | None = None) -> Partition
     return partition_indptr(graph.indptr, tasks, balance)
 
 
-def partition_indptr(indptr: np.ndarray, tasks: int,
-                     balance: str = config.DEFAULT_BALANCE) -> Partition:
+def partition_indptr(indptr: np.ndarray, tasks: int, balance: str | None = None) -> Partition:
     """:func:`partition` of the graph whose CSR offsets are ``indptr`` (all that it
     reads of the graph; a graph built in pieces has it from their degrees)."""
     n = indptr.size - 1
