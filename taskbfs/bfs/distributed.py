@@ -174,7 +174,7 @@ class DistributedGraph:
         chunks.clear()  # the caller's list too: a chunk is released once it is split
         del counts
         slices = []
-        for r, owner in zip(range(ranges), _owners(client, ranges)):
+        for r, owner in enumerate(_owners(client, ranges)):
             groups = [client.submit(_group, s, r) for s in splits]
             slices.append(client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n,
                                         token, *groups, **owner))
@@ -235,7 +235,7 @@ class DistributedGraph:
         parts = Partition(bounds)
         slices = [client.submit(_cut_slice, t, lo, hi, self.token, *self._covering(lo, hi),
                                 **owner)
-                  for (t, (lo, hi)), owner in zip(enumerate(parts), _owners(client, tasks))]
+                  for (t, (lo, hi)), owner in zip(enumerate(parts), _owners(client, tasks), strict=True)]
         return PlacedGraph(parts, slices, self.degrees_future(), self.num_arcs)
 
     def _covering(self, lo: int, hi: int) -> list:
