@@ -42,6 +42,7 @@ TESTED_ELSEWHERE = {
     "gpu.result-ranges": "test_bfs_gpu.py",
     "kronecker.chunk-edges": "test_kronecker.py",
     "runtime.connect-timeout": "test_runtime_cluster.py",
+    "runtime.dashboard-address": "test_runtime_cluster.py",
     "runtime.profile-gpu-workers": "test_runtime_placement.py",
     "runtime.worker-warm-up": "test_runtime_warmup.py",
 }
