@@ -78,7 +78,11 @@ class GraphFileNotFoundError(GraphFormatError, FileNotFoundError):
     def __init__(self, path: str):
         super().__init__("no such file", path)
         self.errno = errno.ENOENT
+        self.strerror = "no such file"
         self.filename = path
+
+    def __str__(self) -> str:  # OSError's would be "[Errno 2] None: 'path'"
+        return f"no such file: {self.filename}"
 
 
 # ====================================================================== public API
