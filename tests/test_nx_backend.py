@@ -17,11 +17,11 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 from shapes import shapes
 
 nx = pytest.importorskip("networkx", reason="networkx is optional (the 'networkx' extra)")
