@@ -96,7 +96,8 @@ def cluster_options(p: argparse.ArgumentParser) -> None:
                    help="Dask scheduler address (default: start the embedded cluster)")
     c.add_argument("--dashboard-address", metavar="ADDRESS", default=None,
                    help=f"embedded cluster: where to serve the dashboard (default "
-                        f"{config.DASHBOARD_ADDRESS}: this machine, a free port; 'none': no dashboard)")
+                        f"{config.get('runtime.dashboard-address')}: this machine, a free port; "
+                        f"'none': no dashboard)")
 
 
 def check_cluster_options(args) -> None:
@@ -121,7 +122,9 @@ def open_runtime(args):
 
     if args.scheduler is not None:
         return tb.Runtime(args.scheduler)
-    address = args.dashboard_address or config.DASHBOARD_ADDRESS
+    address = args.dashboard_address
+    if address is None:
+        return tb.Runtime(None)  # the setting taskbfs.runtime.dashboard-address
     return tb.Runtime(None, dashboard_address=None if address.lower() == "none" else address)
 
 

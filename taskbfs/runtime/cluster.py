@@ -111,6 +111,8 @@ class Runtime:
         self._owned_cluster = None
         self._dashboard_link: str | None = None
         self._owned_client = None
+        if dashboard_address == "default":
+            dashboard_address = config.get("runtime.dashboard-address")
         self._dashboard_address = dashboard_address
         self._user = f"runtime-{uuid.uuid4().hex[:12]}"  # how the scheduler plugin counts us
         self._attached = False
