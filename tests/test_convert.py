@@ -218,3 +218,13 @@ def test_transpose_keeps_labels():
     g = tb.Graph.from_edges(["a", "b"], ["b", "c"], directed=True)
     t = g.transpose()
     assert t.labels is g.labels and t.neighbors(t.vertex("b")).tolist() == [g.vertex("a")]
+
+
+def test_the_docstring_examples_run():
+    import doctest
+
+    from taskbfs.graph import _graph, convert
+
+    for module in (convert, _graph):
+        outcome = doctest.testmod(module)
+        assert outcome.failed == 0 and outcome.attempted > 0, module

@@ -156,10 +156,13 @@ def from_networkx(G) -> Graph:
 
     Examples
     --------
-    >>> import networkx as nx                     # doctest: +SKIP
-    >>> g = tb.Graph.from_networkx(nx.Graph([("a", "b"), ("b", "c")]))  # doctest: +SKIP
-    >>> g.labels.tolist(), g.vertex("c")          # doctest: +SKIP
+    >>> import networkx as nx
+    >>> import taskbfs as tb
+    >>> g = tb.Graph.from_networkx(nx.Graph([("a", "b"), ("b", "c")]))
+    >>> g.labels.tolist(), g.vertex("c")
     (['a', 'b', 'c'], 2)
+    >>> sorted(g.to_networkx().edges)
+    [('a', 'b'), ('b', 'c')]
     """
     if not _is_networkx(G):
         raise InvalidParameterError(f"expected a networkx graph, got {type(G).__name__}")
