@@ -228,3 +228,17 @@ def test_the_docstring_examples_run():
     for module in (convert, _graph):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and outcome.attempted > 0, module
+
+
+def test_labels_survive_npz_and_text_formats_refuse_them(tmp_path):
+    g = tb.Graph.from_edges(["a", "b", "c"], ["b", "c", "a"], directed=True)
+    g.save(tmp_path / "g.npz")
+    back = tb.read_graph(tmp_path / "g.npz")
+    assert back.labels.tolist() == ["a", "b", "c"] and back.vertex("c") == 2
+    assert np.array_equal(back.indices, g.indices) and back.directed
+    assert tb.read_graph(tmp_path / "g.npz", directed=False).labels.tolist() == ["a", "b", "c"]
+    with pytest.raises(InvalidParameterError, match="labelled.*save it as .npz"):
+        g.save(tmp_path / "g.mtx")
+    tuples = tb.Graph.from_edges([(0, 1)], [(1, 1)])
+    with pytest.raises(InvalidParameterError, match="all strings or all numbers; these are tuple"):
+        tuples.save(tmp_path / "t.npz")
