@@ -8,7 +8,9 @@ scheduler plugin from the task's frontier size and the threshold λ, then a barr
 Contents
 --------
 =========================  ===================================================
-``Graph``                  CSR graph; ``Graph.from_edges(src, dst, ...)``
+``Graph``                  CSR graph; ``Graph.from_edges(src, dst, ...)``, ``from_scipy``,
+                           ``from_networkx`` / ``to_networkx``, ``from_pandas``
+``relabel``                arbitrary vertex ids (strings, ...) numbered 0..k-1, with labels
 ``read_graph``             .mtx, SNAP edge lists (.txt/.el/.csv), .npz; files on workers
 ``kronecker``              Graph500 Kronecker generator (``kronecker_edges``); with
                            ``runtime=``, built on the workers
@@ -61,6 +63,7 @@ _LAZY = {
     "kronecker_edges": "taskbfs.graph",
     "partition": "taskbfs.graph",
     "read_graph": "taskbfs._entry",
+    "relabel": "taskbfs.graph",
     "save_graph": "taskbfs.graph",
     "search_keys": "taskbfs.graph500",
     "teps_statistics": "taskbfs.graph500",
@@ -125,6 +128,7 @@ __all__ = [
     "kronecker_edges",
     "partition",
     "read_graph",
+    "relabel",
     "save_graph",
     "search_keys",
     "teps_statistics",

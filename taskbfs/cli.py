@@ -5,20 +5,29 @@ on the embedded default cluster or on a scheduler; prints graph size, levels, ti
 and the validation verdict.
 ``taskbfs graph500``  the Graph500 benchmark: timed generation and construction, search keys,
 a validated BFS per key, the reference statistics block (``taskbfs/graph500_cli.py``).
-Every taskbfs error ends the command with a one-line message
-and exit status 2; nothing else is caught.
+Also ``python -m taskbfs``. Every option is checked before any graph is generated or read
+and before any cluster starts; every taskbfs error ends the command with a one-line
+message and exit status 2; nothing else is caught. ``--json`` writes one JSON document on
+stdout (the text goes to stderr). Only this module, argparse and the settings are
+imported for ``--help`` and ``--version``: numba, distributed and pandas come with the
+first command that needs them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import sys
 import time
 
-from taskbfs import config
-from taskbfs.errors import TaskBFSError
+from taskbfs import __version__, config
+from taskbfs.errors import InvalidParameterError, TaskBFSError
 
 EXIT_USAGE = 2
+#: Largest --scale accepted (the generator's limit).
+MAX_SCALE = 40
 
 
 def main(argv=None) -> int:
@@ -40,6 +49,7 @@ def main(argv=None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="taskbfs", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(title="commands")
     run = sub.add_parser("run", help="run BFS on a generated or given graph")
     _graph_options(run)
@@ -54,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="write the task trace of every search: FILE.parquet or FILE.csv")
     run.add_argument("--timeline", metavar="FILE.png", default=None,
                      help="draw the last search's execution timeline (needs matplotlib)")
+    run.add_argument("--json", action="store_true",
+                     help="write the results as one JSON document on stdout (text to stderr)")
     run.set_defaults(func=cmd_run)
     from taskbfs import graph500_cli
 
@@ -82,6 +94,54 @@ def cluster_options(p: argparse.ArgumentParser) -> None:
                         "graph when there is one; tasks: every step and barrier as a Dask task")
     c.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="Dask scheduler address (default: start the embedded cluster)")
+    c.add_argument("--dashboard-address", metavar="ADDRESS", default=None,
+                   help=f"embedded cluster: where to serve the dashboard (default "
+                        f"{config.get('runtime.dashboard-address')}: this machine, a free port; "
+                        f"'none': no dashboard)")
+
+
+def check_cluster_options(args) -> None:
+    """Refuse bad task and cluster options (before any graph or cluster exists)."""
+    if args.tasks is not None and args.tasks < 1:
+        raise InvalidParameterError(f"--tasks must be >= 1, got {args.tasks}")
+    if args.lam is not None and not (math.isfinite(args.lam) and args.lam >= 0):
+        raise InvalidParameterError(f"--lam must be >= 0 (the threshold λ), got {args.lam}")
+    if args.scheduler is not None:
+        from taskbfs.runtime.cluster import _check_address
+
+        _check_address(args.scheduler)
+        if args.dashboard_address is not None:
+            raise InvalidParameterError(
+                "--dashboard-address is for the embedded cluster; a scheduler started "
+                "separately serves its own (dask scheduler --dashboard-address)")
+
+
+def open_runtime(args):
+    """The runtime the options name: ``--scheduler``, or the embedded cluster."""
+    import taskbfs as tb
+
+    if args.scheduler is not None:
+        return tb.Runtime(args.scheduler)
+    address = args.dashboard_address
+    if address is None:
+        return tb.Runtime(None)  # the setting taskbfs.runtime.dashboard-address
+    return tb.Runtime(None, dashboard_address=None if address.lower() == "none" else address)
+
+
+def describe_cluster(rt) -> str:
+    """One line on the cluster: workers, CPU threads, GPU workers, dashboard."""
+    res = rt.resources()
+    workers = int(res.get("workers", 0))
+    parts = [f"{workers} worker{'s' if workers != 1 else ''}"]
+    if "CPU" in res:
+        parts.append(f"{int(res['CPU'])} CPU threads")
+    parts.append(f"{int(res.get('GPU', 0))} GPU{'s' if res.get('GPU', 0) != 1 else ''}")
+    return f"{', '.join(parts)}; dashboard: {rt.dashboard_link or 'none'}"
+
+
+def cluster_json(rt) -> dict:
+    return {"address": rt.client.scheduler.address, "dashboard": rt.dashboard_link,
+            **{k: int(v) for k, v in rt.resources().items()}}
 
 
 def search_options(args) -> dict:
@@ -90,94 +150,218 @@ def search_options(args) -> dict:
             "direction": args.direction, "dispatch": args.dispatch}
 
 
-def load_graph(args):
+def check_graph_options(args) -> None:
+    """Refuse bad graph options: a file that is not there, numbers out of range."""
+    path = getattr(args, "graph", None)
+    if path:
+        if not os.path.exists(path):
+            raise InvalidParameterError(f"no such file: {path}")
+        if os.path.isdir(path):
+            raise InvalidParameterError(f"{path} is a directory, not a graph file")
+        return
+    if not 1 <= args.scale <= MAX_SCALE:
+        raise InvalidParameterError(f"--scale must be in 1..{MAX_SCALE}, got {args.scale}")
+    if args.edgefactor < 1:
+        raise InvalidParameterError(f"--edgefactor must be >= 1, got {args.edgefactor}")
+    if args.seed < 0:
+        raise InvalidParameterError(f"--seed must be >= 0, got {args.seed}")
+
+
+def load_graph(args, show_progress: bool = False):
     """The graph the options ask for, and a one-line description of it."""
     import taskbfs as tb
 
     if args.graph:
         t0 = time.perf_counter()
-        graph = tb.read_graph(args.graph, directed=args.directed)
+        with _ticker(f"reading {args.graph}", show_progress):
+            graph = tb.read_graph(args.graph, directed=args.directed)
         return graph, f"{args.graph} (read in {time.perf_counter() - t0:.2f} s)"
     t0 = time.perf_counter()
-    graph = tb.kronecker(args.scale, edgefactor=args.edgefactor, seed=args.seed)
+    src, dst = kronecker_edges(args.scale, args.edgefactor, args.seed, show_progress)
+    with _ticker("building the CSR graph", show_progress):
+        graph = tb.Graph.from_edges(src, dst, num_vertices=1 << args.scale, directed=False)
     return graph, (f"Kronecker scale {args.scale}, edgefactor {args.edgefactor}, seed {args.seed} "
                    f"(generated in {time.perf_counter() - t0:.2f} s)")
+
+
+def kronecker_edges(scale: int, edgefactor: int, seed: int, show_progress: bool):
+    """The Kronecker edge list, chunk by chunk with a progress bar on stderr when asked
+    (the same list as :func:`taskbfs.kronecker_edges` makes at once)."""
+    import numpy as np
+
+    import taskbfs as tb
+    from taskbfs.graph import num_chunks
+
+    chunks = num_chunks(scale, edgefactor)
+    if not show_progress or chunks == 1:
+        return tb.kronecker_edges(scale, edgefactor, seed=seed)
+    from tqdm import tqdm
+
+    pieces = [tb.kronecker_edges(scale, edgefactor, seed=seed, chunk=i)
+              for i in tqdm(range(chunks), desc="generating edges", unit=" chunk",
+                            file=sys.stderr, leave=False)]
+    return np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces])
+
+
+class _ticker:
+    """While the block runs, a line on stderr saying what runs and for how long."""
+
+    def __init__(self, what: str, show: bool):
+        self.what, self.show = what, show
+
+    def __enter__(self):
+        if self.show:
+            import threading
+
+            from tqdm import tqdm
+
+            self.bar = tqdm(desc=self.what, bar_format="{desc}: {elapsed}", file=sys.stderr,
+                            leave=False)
+            self.done = threading.Event()
+            self.thread = threading.Thread(target=self._tick, daemon=True)
+            self.thread.start()
+        return self
+
+    def _tick(self):
+        while not self.done.wait(0.5):
+            self.bar.refresh()
+
+    def __exit__(self, *exc):
+        if self.show:
+            self.done.set()
+            self.thread.join()
+            self.bar.close()
 
 
 def cmd_run(args) -> int:
     """``taskbfs run``."""
     import taskbfs as tb
 
-    _check_reports(args)
-    graph, origin = load_graph(args)
-    print(f"graph: {origin}")
+    _check_run_options(args)
+    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
+    text = sys.stderr if args.json else sys.stdout  # --json: stdout is the document alone
+    graph, origin = load_graph(args, show_progress)
+    print(f"graph: {origin}", file=text)
     print(f"       {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
-          f"{'directed' if graph.directed else 'undirected'}")
+          f"{'directed' if graph.directed else 'undirected'}", file=text)
     if args.source is not None:
         sources = [graph.check_vertex(args.source, "--source")]
     else:
-        if args.keys < 1:
-            raise tb.InvalidParameterError(f"--keys must be >= 1, got {args.keys}")
         sources = tb.search_keys(graph, args.keys, seed=args.seed).tolist()
         if not sources:
             raise tb.InvalidParameterError("the graph has no vertex of degree >= 1 to start from")
-    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
-    results = []
-    with tb.Runtime(args.scheduler) as rt:
-        print(f"cluster: {rt.resources()}  dashboard: {rt.dashboard_link}")
-        _warm_up(tb, graph, sources[0], args, rt)
-        failures = 0
+    results, verdicts = [], []
+    with open_runtime(args) as rt:
+        print(f"cluster: {describe_cluster(rt)}", file=text)
+        cluster = cluster_json(rt)
+        _warm_up(tb, graph, sources[0], args, rt, text)
         for source in sources:
             result = _run_one(tb, graph, source, args, rt, show_progress)
             results.append(result)
-            verdict = ""
-            if args.validate:
-                try:
-                    tb.validate(graph, source, result.parents, levels=result.distances)
-                    verdict = "  validation: passed"
-                except tb.ValidationError as exc:
-                    verdict = f"  validation: FAILED ({exc})"
-                    failures += 1
+            verdicts.append(_validation(tb, graph, source, result) if args.validate else None)
+            shown = "" if verdicts[-1] is None else f"  validation: {verdicts[-1]}"
             print(f"source {source}: reached {result.reached:,} vertices in {result.num_levels} levels, "
                   f"{result.traversed_edges:,} edges, {result.elapsed:.4f} s, "
-                  f"{result.mteps:,.1f} MTEPS{verdict}")
-    _write_reports(args, results)
-    return 1 if failures else 0
+                  f"{result.mteps:,.1f} MTEPS{shown}", file=text)
+    if len(results) > 1:
+        print(summary_table(results), file=text)
+    _write_reports(args, results, text)
+    if args.json:
+        json.dump(_run_document(graph, origin, cluster, results, verdicts), sys.stdout, indent=1)
+        print()
+    return 1 if any(v is not None and v != "passed" for v in verdicts) else 0
 
 
-def _warm_up(tb, graph, source, args, rt) -> None:
+def _check_run_options(args) -> None:
+    check_graph_options(args)
+    check_cluster_options(args)
+    if args.source is not None and args.source < 0:
+        raise InvalidParameterError(f"--source must be a vertex id >= 0, got {args.source}")
+    if args.keys < 1:
+        raise InvalidParameterError(f"--keys must be >= 1, got {args.keys}")
+    if args.graph is None and args.source is not None and args.source >= 1 << args.scale:
+        raise InvalidParameterError(
+            f"--source {args.source} is not a vertex of a scale-{args.scale} graph "
+            f"(0..{(1 << args.scale) - 1})")
+    _check_reports(args)
+
+
+def _validation(tb, graph, source, result) -> str:
+    try:
+        tb.validate(graph, source, result.parents, levels=result.distances)
+        return "passed"
+    except tb.ValidationError as exc:
+        return f"FAILED ({exc})"
+
+
+def summary_table(results) -> str:
+    """Time and MTEPS over several searches: min, median, max and (MTEPS) the harmonic
+    mean, as Graph500 compares rates."""
+    from taskbfs.graph500 import teps_statistics
+
+    stats = teps_statistics([r.elapsed for r in results], [r.traversed_edges for r in results])
+    head = f"summary over {len(results)} searches:"
+    lines = [f"{head:<28}{'min':>10}{'median':>10}{'max':>10}{'harmonic mean':>15}",
+             f"{'  time (s)':<28}{stats['min_time']:>10.4f}{stats['median_time']:>10.4f}"
+             f"{stats['max_time']:>10.4f}",
+             f"{'  MTEPS':<28}{stats['min_TEPS'] / 1e6:>10,.1f}{stats['median_TEPS'] / 1e6:>10,.1f}"
+             f"{stats['max_TEPS'] / 1e6:>10,.1f}{stats['harmonic_mean_TEPS'] / 1e6:>15,.1f}"]
+    return "\n".join(lines)
+
+
+def _run_document(graph, origin, cluster, results, verdicts) -> dict:
+    """What ``taskbfs run --json`` prints."""
+    from taskbfs.graph500 import teps_statistics
+
+    doc = {"taskbfs": __version__,
+           "graph": {"origin": origin, "vertices": graph.num_vertices, "edges": graph.num_edges,
+                     "directed": graph.directed},
+           "cluster": cluster,
+           "searches": [{"source": r.source, "reached": r.reached, "levels": r.num_levels,
+                         "traversed_edges": r.traversed_edges, "seconds": r.elapsed,
+                         "mteps": r.mteps, "tasks": r.num_tasks, "validation": v}
+                        for r, v in zip(results, verdicts, strict=True)]}
+    if results:
+        stats = teps_statistics([r.elapsed for r in results], [r.traversed_edges for r in results])
+        doc["summary"] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
+                          for k, v in stats.items()}
+    return doc
+
+
+def _warm_up(tb, graph, source, args, rt, text=sys.stdout) -> None:
     """One untimed search first: compiles the kernels (numba) and places the partitions,
     so that the figures printed afterwards time the traversal alone."""
     t0 = time.perf_counter()
     tb.bfs(graph, source, runtime=rt, **search_options(args))
     print(f"warm-up: one untimed search ({time.perf_counter() - t0:.2f} s: kernel "
-          f"compilation and partition placement)")
+          f"compilation and partition placement)", file=text)
 
 
 def _check_reports(args) -> None:
     """Refuse a bad ``--trace`` / ``--timeline`` before any search runs."""
-    from taskbfs import trace
+    if args.trace or args.timeline:
+        from taskbfs import trace  # pandas: only when asked for
 
-    if args.trace:
-        trace.check_trace_path(args.trace)
-    if args.timeline:
-        trace.check_plotting("--timeline")
+        if args.trace:
+            trace.check_trace_path(args.trace)
+        if args.timeline:
+            trace.check_plotting("--timeline")
 
 
-def _write_reports(args, results) -> None:
+def _write_reports(args, results, text=sys.stdout) -> None:
     """``--trace`` and ``--timeline``."""
     from taskbfs import trace
 
     if args.trace:
         path = trace.write_trace(results, args.trace)
-        print(f"trace: {path} ({sum(len(r.trace) for r in results):,} tasks)")
+        print(f"trace: {path} ({sum(len(r.trace) for r in results):,} tasks)", file=text)
     if args.timeline and results:
         import matplotlib
 
         matplotlib.use("Agg")  # a file, never a window
         ax = trace.plot_timeline(results[-1])
         ax.figure.savefig(args.timeline, dpi=120, bbox_inches="tight")
-        print(f"timeline: {args.timeline}")
+        print(f"timeline: {args.timeline}", file=text)
 
 
 def _run_one(tb, graph, source, args, rt, show_progress):

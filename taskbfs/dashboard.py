@@ -10,7 +10,9 @@ Returns
     direction, the work (frontier vertices, or unvisited vertices on bottom-up levels) of
     each task of that level coloured by the device the plugin chose, against the threshold
     λ; the tasks per device per level; the frontier per level; vertices and edges visited
-    and TEPS so far.
+    and TEPS so far; a table of the earlier searches. ``/individual-taskbfs`` is the same
+    plots without the dashboard's frame, listed in the dashboard's ``individual-plots.json``
+    so that JupyterLab's dask-labextension offers it as a panel.
 Approach
     Scheduler half only, and cheap: :class:`LiveRuns` is one of the plugin's
     ``listeners`` (named :data:`LISTENER`), called in the scheduler's thread with every placement decision (key,
@@ -26,10 +28,14 @@ Approach
     and its listeners go; the page stays served, showing the last search, and the next
     :func:`install` feeds the same board again.
 TEPS so far
-    Graph500's count: the edges of the visited vertices (their degree sum, halved for an
-    undirected graph) over the time from the search's first task to the placement of the
-    latest level (or to its last task, once done), on the scheduler's clock. When a search
-    is done this is its ``traversed_edges`` over about its ``elapsed``.
+    Graph500's count over the levels that have run: the edges of the vertices those levels
+    expanded (their frontiers' degree sum, halved for an undirected graph; a level's
+    frontier is counted once the next level is placed, i.e. once it ran) over the time from
+    the search's first task to the placement of the latest level (or to its last task, once
+    done), on the scheduler's clock. A search run as one task reports the same count in
+    its summaries (every arc, less the unvisited vertices' and the frontier's yet to be
+    expanded). When a search is done this is its ``traversed_edges`` over about its
+    ``elapsed``.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ logger = logging.getLogger(__name__)
 #: Path of the page (under the dashboard's prefix) and of its data.
 PAGE = "/taskbfs"
 DATA = "/taskbfs/data.json"
+#: The plots alone, for dask-labextension (listed by the dashboard's individual-plots.json).
+INDIVIDUAL_PAGE = "/individual-taskbfs"
 #: Refresh period of the page (ms).
 REFRESH_MS = 250
 #: Searches remembered per scheduler (oldest dropped first).
@@ -86,7 +94,7 @@ class _Run:
         self.levels: dict[int, _Level] = {}
         self.level = -1
         self.visited = 0
-        self.degree_sum = 0
+        self.degree_sum = 0  # of the frontiers expanded so far (a one-task search's summaries)
         self.arcs: int | None = None
         self.included = False  # one task runs the whole search: counts come as summaries
         self.last_level_placed = now
@@ -95,7 +103,26 @@ class _Run:
 
     @property
     def edges(self) -> int:
-        return self.degree_sum if self.directed else self.degree_sum // 2
+        """Edges of the levels that have run (see the module docstring, TEPS so far)."""
+        degree_sum = self.degree_sum if self.included else self._expanded()
+        return degree_sum if self.directed else degree_sum // 2
+
+    def _expanded(self) -> int:
+        """Degree sum of the frontiers of the placed levels that have run: all of them
+        once done, else those below the latest placed barrier's level."""
+        placed = [n for n, lv in self.levels.items() if lv.frontier_edges is not None]
+        latest = max(placed, default=-1)
+        return sum(self.levels[n].frontier_edges for n in placed
+                   if self.finished is not None or n < latest)
+
+    def summary(self) -> dict:
+        """One row of the page's table of searches."""
+        elapsed = self.elapsed
+        return {"program": self.program, "state": "done" if self.finished is not None else "running",
+                "started": float(self.started), "vertices": self.vertices,
+                "levels": len(self.levels), "visited": int(self.visited), "edges": int(self.edges),
+                "elapsed": float(elapsed),
+                "mteps": float(self.edges / elapsed / 1e6) if elapsed > 0 else 0.0}
 
     @property
     def elapsed(self) -> float:
@@ -156,7 +183,6 @@ class LiveRuns:
             lv.frontier = decision["frontier"]
             lv.frontier_edges = decision.get("frontier_edges") or 0
             run.visited += lv.frontier
-            run.degree_sum += lv.frontier_edges
             run.last_level_placed = now
 
     def message(self, program: str, message: dict) -> None:
@@ -174,7 +200,8 @@ class LiveRuns:
         if run.included and run.arcs is not None and "reached" in message:
             # cumulative counts: right however few of the levels' summaries are sent
             run.visited = int(message["reached"])
-            run.degree_sum = run.arcs - int(message.get("unexplored_edges") or 0)
+            run.degree_sum = (run.arcs - int(message.get("unexplored_edges") or 0)
+                              - int(message.get("frontier_edges") or 0))  # not expanded yet
         if message.get("assembled"):  # its last summary, from a task that writes the result
             run.finished = time.time()
             run.version += 1
@@ -226,14 +253,17 @@ class LiveRuns:
         ``elapsed``, ``teps``, ``placed``, ``tasks`` (the step tasks of the current level —
         of the level with the most work once the search is done —: ``level``, and per task
         ``task``, ``size``, ``device``) and ``levels`` (per level: ``level``,
-        ``direction``, ``frontier``, ``cpu``, ``gpu``).
+        ``direction``, ``frontier``, ``cpu``, ``gpu``) and ``history`` (the searches
+        remembered, newest first: :meth:`_Run.summary` rows).
         """
         run = self.latest(program)
         out = {"program": None, "programs": [p for p, r in self.runs.items() if r.is_bfs],
                "state": "idle", "policy": None, "lam": None, "level": None, "direction": None,
                "vertices": None, "visited": 0, "edges": 0, "elapsed": 0.0, "teps": 0.0, "placed": 0,
                "tasks": {"level": None, "task": [], "size": [], "device": []},
-               "levels": {"level": [], "direction": [], "frontier": [], "cpu": [], "gpu": []}}
+               "levels": {"level": [], "direction": [], "frontier": [], "cpu": [], "gpu": []},
+               "history": [r.summary() for r in sorted(
+                   (r for r in self.runs.values() if r.is_bfs), key=lambda r: -r.started)]}
         if run is None:
             return out
         current = run.levels.get(run.level)
@@ -356,10 +386,23 @@ def _add_bokeh_page(scheduler, http, prefix: str) -> None:
             variables["pages"].append(PAGE.strip("/"))  # a link in the dashboard's top bar
     except Exception:  # the navigation bar is a nicety
         logger.debug("taskbfs: dashboard navigation not extended", exc_info=True)
-    app = BokehApplication({PAGE: taskbfs_doc}, scheduler, prefix=prefix, template_variables=variables)
+    app = BokehApplication({PAGE: taskbfs_doc, INDIVIDUAL_PAGE: individual_taskbfs_doc}, scheduler,
+                           prefix=prefix, template_variables=variables)
     http.add_application(app)
     app.initialize(IOLoop.current())
     app.start()
+    _list_individual_page(http, app)
+
+
+def _list_individual_page(http, app) -> None:
+    """Name :data:`INDIVIDUAL_PAGE` among the paths of the dashboard's own Bokeh application,
+    which is where its ``individual-plots.json`` (read by dask-labextension) looks for
+    ``individual-*`` pages. Our application serves the page; the entry only lists it."""
+    ours = app.applications[INDIVIDUAL_PAGE]
+    for other in http.applications:
+        if other is not app and type(other).__name__.endswith("BokehTornado"):
+            other.applications.setdefault(INDIVIDUAL_PAGE, ours)
+            return
 
 
 # ----------------------------------------------------------------------------- the page
@@ -381,12 +424,38 @@ def taskbfs_doc(scheduler, extra, doc) -> None:
         logger.debug("taskbfs: dashboard template unavailable", exc_info=True)
 
 
+def individual_taskbfs_doc(scheduler, extra, doc) -> None:
+    """Build the Bokeh document of ``/individual-taskbfs``: the page's plots without the
+    dashboard's frame (a dask-labextension panel)."""
+    page = _Page(_boards.get(scheduler) or LiveRuns())
+    doc.title = "taskbfs"
+    page.root.sizing_mode = "stretch_both"
+    doc.add_root(page.root)
+    doc.add_periodic_callback(page.update, REFRESH_MS)
+    page.update()
+
+
+#: Columns of the table of searches: (field of a history row, title).
+HISTORY_COLUMNS = (("program", "search"), ("state", "state"), ("vertices", "vertices"),
+                   ("levels", "levels"), ("visited", "visited"), ("edges", "edges"),
+                   ("elapsed", "seconds"), ("mteps", "MTEPS"))
+
+
 class _Page:
     """The Bokeh models of the page and their refresh."""
 
     def __init__(self, board: LiveRuns):
         from bokeh.layouts import column, row
-        from bokeh.models import BasicTicker, ColumnDataSource, DataRange1d, Div, HoverTool
+        from bokeh.models import (
+            BasicTicker,
+            ColumnDataSource,
+            DataRange1d,
+            DataTable,
+            Div,
+            HoverTool,
+            NumberFormatter,
+            TableColumn,
+        )
         from bokeh.plotting import figure
 
         self.board = board
@@ -429,7 +498,17 @@ class _Page:
         for fig in (work, devices, frontier):  # task ids and levels are integers
             fig.xaxis.ticker = BasicTicker(min_interval=1)
         self.work = work
+        self.history = ColumnDataSource({field: [] for field, _ in HISTORY_COLUMNS},
+                                        name="taskbfs-history")
+        formats = {"elapsed": "0.000", "mteps": "0,0.0", "visited": "0,0", "edges": "0,0",
+                   "vertices": "0,0"}
+        columns = [TableColumn(field=field, title=title, **(
+                       {"formatter": NumberFormatter(format=formats[field])} if field in formats else {}))
+                   for field, title in HISTORY_COLUMNS]
+        table = DataTable(source=self.history, columns=columns, name="taskbfs-history-table",
+                          height=220, sizing_mode="stretch_width", index_position=None)
         self.root = column(self.header, row(work, devices, sizing_mode="stretch_width"), frontier,
+                           Div(text="<h3>Searches (newest first)</h3>"), table,
                            sizing_mode="stretch_width", name="taskbfs-root")
 
     def update(self) -> None:
@@ -437,6 +516,9 @@ class _Page:
         run = self.board.latest()
         stamp = (snap["program"], run.version if run else None, snap["state"])
         self.header.text = _header(snap)  # elapsed time moves on while running
+        history = {field: [row[field] for row in snap["history"]] for field, _ in HISTORY_COLUMNS}
+        if history != dict(self.history.data):
+            self.history.data = history
         if stamp == self.seen:
             return
         self.seen = stamp
@@ -474,4 +556,5 @@ def _header(snap: dict) -> str:
     )
 
 
-__all__ = ["DATA", "LISTENER", "PAGE", "LiveRuns", "board_on", "install", "taskbfs_doc"]
+__all__ = ["DATA", "INDIVIDUAL_PAGE", "LISTENER", "PAGE", "LiveRuns", "board_on",
+           "individual_taskbfs_doc", "install", "taskbfs_doc"]

@@ -124,7 +124,7 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
     ...
     taskbfs.errors.ValidationError: Graph500 rule 5 broken: vertex 2 has parent 0 but (0, 2) is not an edge of the graph
     """
-    source = graph.check_vertex(source, "source")
+    source = graph.vertex(source, "source")  # a label, for a labelled graph
     parents = _check_parent_array(parents, graph.num_vertices)
     tree_levels = _tree_levels_or_raise(parents, source)
     by_rows = getattr(graph, "row_witnesses", None)  # a graph kept in pieces on workers

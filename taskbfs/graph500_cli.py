@@ -20,13 +20,14 @@ Source
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 import time
 
-from taskbfs.graph500 import SEARCH_KEYS
-
-#: Largest --scale accepted (the generator's limit).
-_MAX_SCALE = 40
+#: The specification's number of search keys (``taskbfs.graph500.SEARCH_KEYS``, which a
+#: test compares; not imported here: ``taskbfs --help`` must not load numba).
+SEARCH_KEYS = 64
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -48,40 +49,39 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-validate", dest="validate", action="store_false",
                    help="skip the validation of each search (the specification requires it)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="per-key progress bar on stderr (default: when stderr is a terminal)")
+                   help="progress of generation and keys on stderr (default: when stderr is a terminal)")
+    p.add_argument("--json", action="store_true",
+                   help="write the statistics as one JSON document on stdout (text to stderr)")
     p.set_defaults(func=cmd_graph500)
     return p
 
 
 def _check_options(args) -> None:
+    from taskbfs.cli import check_cluster_options, check_graph_options
     from taskbfs.errors import InvalidParameterError
 
-    if not 1 <= args.scale <= _MAX_SCALE:
-        raise InvalidParameterError(f"--scale must be in 1..{_MAX_SCALE}, got {args.scale}")
-    if args.edgefactor < 1:
-        raise InvalidParameterError(f"--edgefactor must be >= 1, got {args.edgefactor}")
+    check_graph_options(args)
+    check_cluster_options(args)
     if args.keys < 1:
         raise InvalidParameterError(f"--keys must be >= 1, got {args.keys}")
-    if args.seed < 0:
-        raise InvalidParameterError(f"--seed must be >= 0, got {args.seed}")
-    if args.tasks is not None and not 1 <= args.tasks <= (1 << args.scale):
+    if args.tasks is not None and args.tasks > (1 << args.scale):
         raise InvalidParameterError(
             f"--tasks must be between 1 and the number of vertices (2**{args.scale} = "
             f"{1 << args.scale}), got {args.tasks}"
         )
-    if args.lam is not None and not args.lam >= 0:
-        raise InvalidParameterError(f"--lam must be >= 0, got {args.lam}")
 
 
 def cmd_graph500(args) -> int:
     """``taskbfs graph500``; returns the exit status."""
     import taskbfs as tb
-    from taskbfs.cli import search_options
+    from taskbfs.cli import describe_cluster, kronecker_edges, open_runtime, search_options
     from taskbfs.graph500 import format_statistics, teps_statistics
 
     _check_options(args)
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    text = sys.stderr if args.json else sys.stdout  # --json: stdout is the document alone
     t0 = time.perf_counter()
-    src, dst = tb.kronecker_edges(args.scale, args.edgefactor, seed=args.seed)
+    src, dst = kronecker_edges(args.scale, args.edgefactor, args.seed, show)
     generation = time.perf_counter() - t0
     t0 = time.perf_counter()
     graph = tb.Graph.from_edges(src, dst, num_vertices=1 << args.scale, directed=False)
@@ -91,13 +91,15 @@ def cmd_graph500(args) -> int:
     if not keys:
         raise tb.InvalidParameterError("the graph has no vertex of degree >= 1 to search from")
     print(f"graph: Kronecker scale {args.scale}, edgefactor {args.edgefactor}, seed {args.seed}: "
-          f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges (self-loops and duplicates dropped)")
+          f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges (self-loops and duplicates dropped)",
+          file=text)
     if len(keys) < args.keys:
-        print(f"keys: only {len(keys)} vertices have degree >= 1, so {len(keys)} searches instead of {args.keys}")
+        print(f"keys: only {len(keys)} vertices have degree >= 1, so {len(keys)} searches instead "
+              f"of {args.keys}", file=text)
 
-    with tb.Runtime(args.scheduler) as rt:
+    with open_runtime(args) as rt:
         resources = rt.resources()
-        print(f"cluster: {resources}  dashboard: {rt.dashboard_link}")
+        print(f"cluster: {describe_cluster(rt)}", file=text)
         default_t = tb.default_tasks(rt, args.strategy)
 
         def search(key):
@@ -106,13 +108,13 @@ def cmd_graph500(args) -> int:
         t0 = time.perf_counter()
         search(keys[0])
         print(f"warm-up: one untimed search from key {keys[0]} ({time.perf_counter() - t0:.2f} s: "
-              f"numba compilation, partition placement); not in the statistics")
-        times, edges, failures, validation = _run_keys(tb, graph, keys, search, args)
+              f"numba compilation, partition placement); not in the statistics", file=text)
+        times, edges, failures, validation = _run_keys(tb, graph, keys, search, args, show)
 
-    print(_validation_line(args.validate, failures, len(keys), validation))
-    print(f"searches: tasks T = {min(args.tasks or default_t, graph.num_vertices)}, "
-          f"strategy {args.strategy}, direction {args.direction}; "
-          f"num_mpi_processes below is the number of Dask workers")
+    print(_validation_line(args.validate, failures, len(keys), validation), file=text)
+    tasks = min(args.tasks or default_t, graph.num_vertices)
+    print(f"searches: tasks T = {tasks}, strategy {args.strategy}, direction {args.direction}; "
+          f"num_mpi_processes below is the number of Dask workers", file=text)
     stats = teps_statistics(times, edges)
     stats.pop("nbfs")
     header = {
@@ -123,14 +125,20 @@ def cmd_graph500(args) -> int:
         "num_mpi_processes": int(resources.get("workers", 1)),
         "construction_time": construction,
     }
-    print(format_statistics({**header, **stats}))
+    print(format_statistics({**header, **stats}), file=text)
+    if args.json:
+        document = {**header, **stats, "tasks": tasks, "strategy": args.strategy,
+                    "validation": "skipped" if not args.validate else
+                    ("failed" if failures else "passed"), "failed_keys": failures}
+        json.dump({k: None if isinstance(v, float) and math.isnan(v) else v
+                   for k, v in document.items()}, sys.stdout, indent=1)
+        print()
     return 1 if failures else 0
 
 
-def _run_keys(tb, graph, keys, search, args):
+def _run_keys(tb, graph, keys, search, args, show: bool):
     """One timed search (and, unless disabled, one validation) per key."""
     times, edges, failures, validation = [], [], [], 0.0
-    show = sys.stderr.isatty() if args.progress is None else args.progress
     bar = None
     if show:
         from tqdm import tqdm

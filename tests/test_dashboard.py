@@ -32,7 +32,15 @@ import numpy as np
 import pytest
 
 import taskbfs as tb
-from taskbfs.dashboard import DATA, DEVICE_COLORS, LISTENER, PAGE, LiveRuns, install
+from taskbfs.dashboard import (
+    DATA,
+    DEVICE_COLORS,
+    INDIVIDUAL_PAGE,
+    LISTENER,
+    PAGE,
+    LiveRuns,
+    install,
+)
 
 START_TIMEOUT = 60
 
@@ -80,8 +88,8 @@ def test_live_runs_follows_a_search_from_its_decisions():
     board("p", _decision(level=0, frontier=1, frontier_edges=4, time=100.5))
     snap = board.snapshot()
     assert snap["state"] == "running" and snap["level"] == 0 and snap["visited"] == 1
-    assert snap["edges"] == 2  # undirected: half the degree sum
-    assert snap["elapsed"] == pytest.approx(0.5) and snap["teps"] == pytest.approx(4.0)
+    assert snap["edges"] == 0 and snap["teps"] == 0  # level 0 is placed, it has not run
+    assert snap["elapsed"] == pytest.approx(0.5)
     assert snap["tasks"] == {"level": 0, "task": [0], "size": [1], "device": ["CPU"]}
     # level 1: two CPU tasks, one GPU task (size above λ)
     for task, size, device in ((0, 3, "smp"), (1, 25, "cuda"), (2, 2, "smp")):
@@ -89,7 +97,9 @@ def test_live_runs_follows_a_search_from_its_decisions():
                              time=101.0))
     board("p", _decision(level=1, frontier=30, frontier_edges=96, time=101.0))
     snap = board.snapshot()
-    assert snap["level"] == 1 and snap["visited"] == 31 and snap["edges"] == 50
+    assert snap["level"] == 1 and snap["visited"] == 31
+    assert snap["edges"] == 2  # level 0 ran (placing level 1 says so): half its degree sum
+    assert snap["teps"] == pytest.approx(2.0)  # over the 1 s until level 1 was placed
     assert snap["tasks"]["device"] == ["CPU", "GPU", "CPU"] and snap["lam"] == 10.0
     assert snap["levels"] == {"level": [0, 1], "direction": ["top-down", "top-down"],
                               "frontier": [1, 30], "cpu": [1, 2], "gpu": [0, 1]}
@@ -97,9 +107,47 @@ def test_live_runs_follows_a_search_from_its_decisions():
     board("p", _decision(done=True, time=102.0))
     snap = board.snapshot()
     assert snap["state"] == "done" and snap["elapsed"] == pytest.approx(2.0)
-    assert snap["teps"] == pytest.approx(25.0)
+    assert snap["edges"] == 50 and snap["teps"] == pytest.approx(25.0)  # every level ran
     assert snap["tasks"]["level"] == 1  # done: the busiest level is shown
+    assert snap["history"] == [{"program": "p", "state": "done", "started": 100.0, "vertices": 50,
+                                "levels": 3, "visited": 31, "edges": 50, "elapsed": 2.0,
+                                "mteps": pytest.approx(25e-6)}]
     assert json.loads(json.dumps(snap)) == snap  # plain data
+
+
+def test_live_runs_counts_a_one_task_search_from_its_summaries():
+    """A search run as one task: its summaries say what is reached and what is still
+    unexplored; the frontier's own edges are not expanded yet, so not counted."""
+    board = LiveRuns()
+    board("p", _decision(vertices=6, arcs=10, directed=True, search=True, level=0, time=100.0))
+    summary = {"chained": True, "level": 0, "direction": "top-down", "frontier_size": 1,
+               "frontier_edges": 3, "frontier_counts": [1, 0], "reached": 1, "unexplored_edges": 7}
+    board.message("p", {"summaries": [summary]})
+    assert board.snapshot()["edges"] == 0  # the source's 3 arcs are the frontier's
+    board.message("p", {"summaries": [dict(summary, level=1, frontier_size=3, frontier_edges=5,
+                                           frontier_counts=[1, 2], reached=4, unexplored_edges=2)]})
+    assert board.snapshot()["edges"] == 3  # level 0 ran: 10 - 2 unexplored - 5 of the frontier
+    board.message("p", {"level": 2, "frontier_size": 0, "frontier_edges": 0, "reached": 6,
+                        "unexplored_edges": 0, "assembled": True})
+    snap = board.snapshot()
+    assert snap["state"] == "done" and snap["edges"] == 10 and snap["visited"] == 6
+
+
+def test_the_page_shows_the_searches_in_a_table():
+    pytest.importorskip("bokeh", reason="the page is drawn with Bokeh (the 'notebooks' extra)")
+    from taskbfs.dashboard import _Page
+
+    board = LiveRuns()
+    for i, (start, arcs) in enumerate([(100.0, 40), (110.0, 60)]):
+        board(f"p{i}", _decision(vertices=20, directed=True, time=start))
+        board(f"p{i}", _decision(level=0, frontier=1, frontier_edges=arcs, time=start))
+        board(f"p{i}", _decision(done=True, time=start + 2))
+    page = _Page(board)
+    page.update()
+    rows = page.history.data
+    assert rows["program"] == ["p1", "p0"] and rows["state"] == ["done", "done"]  # newest first
+    assert rows["edges"] == [60, 40] and rows["mteps"] == pytest.approx([30e-6, 20e-6])
+    assert rows["levels"] == [1, 1] and rows["elapsed"] == [2.0, 2.0]
 
 
 def test_live_runs_keeps_the_latest_searches_only():
@@ -147,6 +195,11 @@ def test_the_page_is_added_by_a_search_not_by_the_runtime():
 def test_page_and_data_serve_over_http(base):
     status, html = _get(base + PAGE)
     assert status == 200 and "bokeh" in html.lower()
+    status, html = _get(base + INDIVIDUAL_PAGE)  # the plots alone, for dask-labextension
+    assert status == 200 and "bokeh" in html.lower()
+    _, listing = _get(base + "/individual-plots.json")  # where dask-labextension looks
+    assert json.loads(listing)["Individual Taskbfs"] == INDIVIDUAL_PAGE
+    assert "Individual Task Stream" in json.loads(listing)  # dask's own plots stay listed
     status, body = _get(base + DATA)
     assert status == 200 and set(json.loads(body)) >= {"program", "state", "level", "tasks", "levels", "teps"}
     _, nav = _get(base + "/status")
@@ -180,6 +233,9 @@ def test_data_follows_a_running_search(runtime, base):
     levels = [s["level"] for s in live]
     assert levels == sorted(levels) and levels[-1] > levels[0]  # it moved on while we watched
     trace = result.trace
+    expanded = result.levels.set_index("level")["frontier_edges"]
+    for snap in live:  # edges so far: those of the levels that ran before the current one
+        assert snap["edges"] == int(expanded[expanded.index < snap["level"]].sum()) // 2
     for snap in live:  # each snapshot's tasks are those the search ran at that level
         if snap["tasks"]["level"] is None:
             continue
@@ -400,7 +456,7 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
         pytest.skip("no Chromium binary found (looked for " + ", ".join(CHROMIUM_NAMES) +
                     " on PATH and $TASKBFS_CHROMIUM): install Debian's chromium package")
     graph = tb.kronecker(10, seed=5)
-    tb.bfs(graph, int(tb.search_keys(graph, 1, seed=3)[0]), tasks=8, runtime=runtime)  # something to show
+    earlier = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=3)[0]), tasks=8, runtime=runtime)
     grid = _grid(80)  # 159 levels: the page must follow it while it runs
     tb.bfs(grid, 0, tasks=2, runtime=runtime)  # warm-up
     box = {}
@@ -432,6 +488,8 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
     assert probe is not None and probe["bokeh"] >= 1, probe
     assert program in probe["text"] and "done" in probe["text"], probe["text"][:500]
     assert probe["canvases"] >= 3, probe  # the three plots
+    assert "Searches (newest first)" in probe["text"]  # the table of searches lists
+    assert _program_of(earlier) in probe["text"].split("Searches (newest first)", 1)[1]  # the earlier one
     assert probe["pixels"][DEVICE_COLORS["CPU"]] > 100, probe  # CPU task bars
     assert probe["pixels"]["#ffcc00"] > 100, probe  # frontier bars
     assert shot.stat().st_size > 10_000

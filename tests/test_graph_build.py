@@ -165,8 +165,8 @@ def test_id_out_of_range_raises():
 def test_non_integer_ids_raise():
     with pytest.raises(InvalidVertexError):
         Graph.from_edges([0.5], [1])
-    with pytest.raises(InvalidVertexError):
-        Graph.from_edges(["a"], ["b"])
+    with pytest.raises(InvalidVertexError, match="relabel=True"):
+        Graph.from_edges(["a"], ["b"], relabel=False)  # by default strings are relabelled
     g = Graph.from_edges([0.0, 1.0], [1.0, 2.0])  # integral floats are accepted
     assert g.num_edges == 2
 

@@ -88,10 +88,17 @@ def test_lambda_notebook_reads_a_recorded_crossover(tmp_path, monkeypatch):
                    "1,1e-5,2e-4,test fixture\n100,5e-5,2e-4,test fixture\n"
                    "1000,3e-4,2e-4,test fixture\n10000,3e-3,3e-4,test fixture\n")
     path = next(p for p in NOTEBOOKS if p.stem == "lambda_and_devices")
-    nb = _execute(path, f"SCALE = 9\nKEYS = 1\nLAMBDAS = [0, 1000]\nCROSSOVER_CSV = {str(csv)!r}")
+    for n, crossover in enumerate((900, 150)):  # the logs of two made-up runs
+        (tmp_path / f"lambda_crossover_run{n}.log").write_text(
+            f"machine: test; GPU: test fixture; date 2026-01-0{n + 1}\ncrossover: the GPU task is "
+            f"faster above ~{crossover} frontier vertices (lambda = {crossover}) on test fixture\n")
+    logs = str(tmp_path / "lambda_crossover*.log")
+    nb = _execute(path, f"SCALE = 9\nKEYS = 1\nLAMBDAS = [0, 1000]\nCROSSOVER_CSV = {str(csv)!r}\n"
+                        f"CROSSOVER_LOGS = {logs!r}")
     text = _text(nb)
     # log-log interpolation between 100 (CPU wins 4x) and 1000 (GPU wins 1.5x): 100 * 10**0.774
-    assert "recorded on: test fixture; crossover (λ for that machine): 594 frontier vertices" in text, text
+    assert "this run, on test fixture: crossover 594 frontier vertices" in text, text
+    assert "2 recorded runs: crossovers from 150 to 900 frontier vertices (6.0x apart)" in text, text
     assert "does not exist" not in text
 
 
@@ -102,4 +109,4 @@ def test_lambda_notebook_without_a_recorded_crossover(tmp_path, monkeypatch):
     nb = _execute(path, f"SCALE = 9\nKEYS = 1\nLAMBDAS = [0, 1000]\nCROSSOVER_CSV = {str(missing)!r}")
     text = _text(nb)
     assert f"No GPU measurement recorded: {missing} does not exist (yet)." in text, text
-    assert "recorded on:" not in text
+    assert "this run, on" not in text

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from distributed import Client
 
+import taskbfs as tb
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task, fetch_placements
 
@@ -207,8 +208,120 @@ def test_malformed_address_raises_at_once(address):
 
 @pytest.mark.parametrize("bad", [42, 3.5, object()])
 def test_runtime_rejects_other_types(bad):
-    with pytest.raises(InvalidParameterError, match="scheduler address, a distributed.Client or None"):
+    with pytest.raises(InvalidParameterError, match="scheduler address, a distributed.Client, a Cluster"):
         Runtime(bad)
+
+
+# ---------------------------------------------------------------- Cluster objects, dask-cuda, dashboard link
+def _kronecker_like():
+    from shapes import kronecker_like
+
+    shape = kronecker_like(scale=9, edgefactor=8, seed=3)
+    return shape, tb.Graph.from_edges(shape.src, shape.dst, shape.num_vertices)
+
+
+@pytest.mark.slow
+def test_runtime_takes_a_cluster_object_and_leaves_it_up():
+    from distributed import LocalCluster
+    from reference import scipy_distances
+
+    shape, graph = _kronecker_like()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster:
+        with Runtime(cluster) as rt:
+            assert rt.client.cluster is cluster and not rt.in_process
+            assert rt.resources() == {"CPU": 2, "workers": 2}
+            r = tb.bfs(graph, 0, tasks=4, runtime=rt)  # two processes: levels dispatched
+            assert np.array_equal(r.distances, scipy_distances(graph, 0))
+            tb.validate(graph, 0, r.parents, levels=r.distances)
+            assert len(set(r.trace["worker"])) == 2
+            client = rt.client
+        assert client.status == "closed" and cluster.status.name == "running"
+
+        class Deployed:  # what dask-jobqueue / dask-kubernetes clusters have in common
+            scheduler_address = cluster.scheduler_address
+
+        with Runtime(Deployed()) as rt:
+            assert rt.client.scheduler.address == cluster.scheduler_address
+            assert np.array_equal(tb.bfs(graph, 0, runtime=rt).distances, scipy_distances(graph, 0))
+
+
+_DASK_CUDA_STUB = '''"""A stand-in for the dask_cuda package: one worker plugin, as dask-cuda installs
+on each worker it starts (its RMM setup), and a preload that installs it."""
+from distributed import WorkerPlugin
+
+
+class RMMSetup(WorkerPlugin):
+    name = "rmm-setup-stub"
+
+
+async def dask_setup(worker):
+    await worker.plugin_add(plugin=RMMSetup(), name=RMMSetup.name)
+'''
+
+
+@pytest.mark.slow
+def test_dask_cuda_gpu_workers_are_recognised(tmp_path):
+    """A dask-cuda worker (a worker running a plugin of the ``dask_cuda`` package, in a
+    process that sees a CUDA device) gets GPU=1 and runs the GPU steps.
+
+    Faked: the dask_cuda package (a stub with one worker plugin, installed by a preload
+    as dask-cuda installs its own) and the device (the CUDA simulator). Both workers see
+    the simulated GPU; only the one with dask-cuda's plugin is taken as a GPU worker.
+    """
+    from reference import scipy_distances
+
+    (tmp_path / "dask_cuda").mkdir()
+    (tmp_path / "dask_cuda" / "__init__.py").write_text("")
+    (tmp_path / "dask_cuda" / "plugins.py").write_text(_DASK_CUDA_STUB)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=os.pathsep.join([str(tmp_path), WORKER_PYTHONPATH]))
+    dask = [sys.executable, "-m", "dask"]
+    logs = [open(tmp_path / f"{n}.log", "wb") for n in ("scheduler", "cpu", "cuda")]  # noqa: SIM115
+    procs = [subprocess.Popen(dask + ["scheduler", "--host", "127.0.0.1", "--port", "0",
+                                      "--no-dashboard", "--scheduler-file",
+                                      str(tmp_path / "s.json")],
+                              stdout=logs[0], stderr=subprocess.STDOUT, env=env)]
+    try:
+        _wait_for(tmp_path / "s.json", procs)
+        address = json.loads((tmp_path / "s.json").read_text())["address"]
+        worker = ["worker", address, "--host", "127.0.0.1", "--nthreads", "1"]
+        procs.append(subprocess.Popen(dask + worker + ["--name", "cpu", "--resources", "CPU=1"],
+                                      stdout=logs[1], stderr=subprocess.STDOUT, env=env))
+        procs.append(subprocess.Popen(dask + worker + ["--name", "cuda", "--preload",
+                                                       "dask_cuda.plugins"],
+                                      stdout=logs[2], stderr=subprocess.STDOUT, env=env))
+        with Client(address, timeout=START_TIMEOUT) as client:
+            client.wait_for_workers(2, timeout=START_TIMEOUT)
+            assert "GPU" not in str(client.scheduler_info()["workers"])  # as dask-cuda starts them
+        shape, graph = _kronecker_like()
+        with Runtime(address) as rt:
+            assert rt.resources() == {"CPU": 1, "GPU": 1, "workers": 2}
+            r = tb.bfs(graph, 0, tasks=2, strategy="gpu", runtime=rt)
+            assert np.array_equal(r.distances, scipy_distances(graph, 0))
+            tb.validate(graph, 0, r.parents, levels=r.distances)
+            assert set(r.trace["device"]) == {CUDA}
+            assert set(r.trace["worker"]) == {_workers_by_name(rt.client)["cuda"]}
+    finally:
+        _stop(procs[1:])
+        _stop(procs[:1])
+        for log in logs:
+            log.close()
+
+
+def test_dashboard_link_names_where_the_dashboard_listens(setting):
+    import urllib.request
+
+    with Runtime(threads=1, gpus=0) as rt:
+        link = rt.dashboard_link
+        assert link.startswith("http://127.0.0.1:") and link.endswith("/status")
+        with urllib.request.urlopen(link, timeout=10) as reply:  # it answers there
+            assert reply.status == 200
+    with Runtime(threads=1, gpus=0, dashboard_address=None) as rt:
+        assert rt.dashboard_link is None
+    setting("runtime.dashboard-address", None)
+    with Runtime(threads=1, gpus=0) as rt:
+        assert rt.dashboard_link is None
 
 
 # ---------------------------------------------------------------- deploy script

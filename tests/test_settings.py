@@ -43,6 +43,7 @@ TESTED_ELSEWHERE = {
     "kronecker.chunk-edges": "test_kronecker.py",
     "files.read-bytes": "test_distributed_graph.py",
     "runtime.connect-timeout": "test_runtime_cluster.py",
+    "runtime.dashboard-address": "test_runtime_cluster.py",
     "runtime.profile-gpu-workers": "test_runtime_placement.py",
     "runtime.worker-warm-up": "test_runtime_warmup.py",
 }

@@ -50,7 +50,7 @@ from taskbfs.bfs.state import (
 )
 from taskbfs.bfs.steps import STEP
 from taskbfs.errors import InvalidParameterError
-from taskbfs.graph import Graph
+from taskbfs.graph import Graph, as_graph
 from taskbfs.runtime import CUDA, Policy, Program, Task, fetch_placements
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
@@ -71,9 +71,13 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
 
     Parameters
     ----------
-    graph : Graph
-    source : int
-        Start vertex.
+    graph : Graph, scipy.sparse matrix or networkx graph
+        A scipy matrix or networkx graph is converted once and kept with the object
+        (:func:`taskbfs.graph.as_graph`; a later call reuses it and its placed partitions).
+    source : int or label
+        Start vertex: its id, or its label for a graph whose vertices are labelled
+        (string ids, a networkx graph's nodes: ``Graph.labels``; then
+        ``result.distance_dict()`` and ``result.parent_dict()`` speak labels too).
     tasks : int, optional
         Number T of vertex-range tasks, any number >= 1 (a task owns at least one vertex,
         so T above the vertex count runs one task per vertex: ``result.num_tasks`` says
@@ -122,10 +126,8 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     ([0, 1, 2, 3], [0, 0, 1, 2])
     """
     called, called_wall = time.perf_counter(), time.time()
-    if not isinstance(graph, (Graph, DistributedGraph)):
-        raise InvalidParameterError(f"graph must be a taskbfs.Graph or DistributedGraph, got "
-                                    f"{type(graph).__name__}")
-    source = graph.check_vertex(source, "source")
+    graph = graph if isinstance(graph, DistributedGraph) else as_graph(graph)
+    source = graph.vertex(source, "source")
     requested = _check_tasks(tasks)
     direction = _check_choice("direction", direction, DIRECTIONS)
     strategy = _check_choice("strategy", strategy, STRATEGIES)
@@ -156,6 +158,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         else:
             outcome = search.included(site)
         result = search.result(outcome, strategy, called_wall)
+        result.labels = graph.labels
     finally:
         program.close()
     result.elapsed = time.perf_counter() - called

@@ -193,6 +193,10 @@ class DistributedGraph:
         :class:`~taskbfs.errors.InvalidVertexError` naming it (as ``Graph.check_vertex``)."""
         return Graph.check_vertex(self, v, name)
 
+    def vertex(self, v, name: str = "vertex") -> int:
+        """The vertex number of ``v`` (a distributed graph has no labels: ``check_vertex``)."""
+        return self.check_vertex(v, name)
+
     def degree(self, v: int) -> int:
         """Out-degree of ``v`` (read on the worker holding its range)."""
         v = self.check_vertex(v)

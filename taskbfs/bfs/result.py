@@ -52,7 +52,12 @@ class BFSResult:
     num_tasks : int
     placements : list of dict
         The scheduler plugin's decision for each task.
+    labels : ndarray or None
+        The graph's vertex labels (``Graph.labels``) when it has them: ``labels[v]`` is
+        vertex ``v``'s id; :meth:`distance_dict` and :meth:`parent_dict` use them.
     """
+
+    labels: np.ndarray | None = None
 
     def __init__(self, source: int, distances: np.ndarray, parents: np.ndarray,
                  trace: pd.DataFrame | Callable[[], pd.DataFrame],
@@ -164,6 +169,21 @@ class BFSResult:
     def reached(self) -> int:
         """Number of vertices reached from the source (itself included)."""
         return int(np.count_nonzero(self.distances >= 0))
+
+    def distance_dict(self) -> dict:
+        """``{vertex: distance}`` over the reached vertices, keyed by label when the graph
+        has labels (as networkx's ``single_source_shortest_path_length``)."""
+        reached = np.flatnonzero(self.distances >= 0)
+        return dict(zip(self._names(reached), self.distances[reached].tolist(), strict=True))
+
+    def parent_dict(self) -> dict:
+        """``{vertex: parent}`` over the reached vertices (the source is its own parent),
+        keyed by and naming labels when the graph has them."""
+        reached = np.flatnonzero(self.parents >= 0)
+        return dict(zip(self._names(reached), self._names(self.parents[reached]), strict=True))
+
+    def _names(self, vertices: np.ndarray) -> list:
+        return (vertices if self.labels is None else self.labels[vertices]).tolist()
 
     def __repr__(self) -> str:
         if self.on_workers:  # printing it gathers nothing

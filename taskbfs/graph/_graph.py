@@ -47,6 +47,10 @@ class Graph:
         False: every edge is stored in both directions.
     token : str
         Identity of this graph's data; workers cache partitions under it.
+    labels : ndarray or None
+        The user's vertex ids when they were not the integers 0..n-1 (strings, a networkx
+        graph's nodes, ...): ``labels[v]`` is vertex ``v``'s id, :meth:`vertex` maps an
+        id to its vertex. None: vertex ids are the integers themselves.
 
     Examples
     --------
@@ -63,22 +67,31 @@ class Graph:
     num_vertices: int
     directed: bool = False
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    labels: np.ndarray | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def from_edges(cls, src, dst, num_vertices: int | None = None, directed: bool = False) -> Graph:
+    def from_edges(cls, src, dst=None, num_vertices: int | None = None, directed: bool = False,
+                   relabel: bool | None = None) -> Graph:
         """Build a graph from an edge list.
 
         Parameters
         ----------
-        src, dst : array_like of int
-            Edge endpoints, the same length. Vertex ids are kept as given (no relabelling):
-            ids that never appear become isolated vertices.
+        src, dst : array_like
+            Edge endpoints, the same length. Integer ids are kept as given (ids that never
+            appear become isolated vertices) unless ``relabel``. ``src`` may also be a
+            pandas DataFrame with columns ``source`` and ``target`` (``dst`` None); see
+            :meth:`from_pandas` for other column names.
         num_vertices : int, optional
             Number of vertices; default ``max(src, dst) + 1``. Must exceed every id.
+            Not with relabelled ids.
         directed : bool, default False
             False: the edge list is symmetrised (u–v becomes u→v and v→u).
             True: arcs are kept as given and BFS follows out-edges.
+        relabel : bool, optional
+            None (default): ids that are not integers (strings, tuples, ...) are numbered
+            0..k-1 in sorted order and kept as ``labels``; True: any ids are
+            (:func:`~taskbfs.graph.relabel`); False: ids must be integers.
 
         Returns
         -------
@@ -91,7 +104,20 @@ class Graph:
             A negative id, or an id ≥ ``num_vertices``.
         EmptyGraphError
             No vertices at all (no edges and no ``num_vertices``).
+
+        Examples
+        --------
+        >>> g = Graph.from_edges(["a", "b"], ["b", "c"])
+        >>> g.labels.tolist(), g.vertex("c")
+        (['a', 'b', 'c'], 2)
         """
+        if dst is None and hasattr(src, "columns"):
+            return cls.from_pandas(src, directed=directed, num_vertices=num_vertices,
+                                   relabel=relabel)
+        if dst is None:
+            raise InvalidParameterError("from_edges needs dst (or a DataFrame as src)")
+        if relabel or (relabel is None and not (_integer_ids(src) and _integer_ids(dst))):
+            return _relabelled(src, dst, num_vertices, directed)
         src = _as_vertex_array(src, "src")
         dst = _as_vertex_array(dst, "dst")
         if src.shape != dst.shape:
@@ -132,6 +158,40 @@ class Graph:
         src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
         return cls.from_edges(src, indices, num_vertices=n, directed=directed)
 
+    @classmethod
+    def from_scipy(cls, matrix, directed: bool | None = None) -> Graph:
+        """Build a graph from a square scipy.sparse matrix or array (entry ``(i, j)``
+        stored: arc ``i -> j``). See :func:`taskbfs.graph.from_scipy`."""
+        from taskbfs.graph.convert import from_scipy
+
+        return from_scipy(matrix, directed=directed)
+
+    @classmethod
+    def from_networkx(cls, G) -> Graph:
+        """Build a graph from a networkx graph, keeping non-integer nodes as ``labels``.
+        See :func:`taskbfs.graph.from_networkx`."""
+        from taskbfs.graph.convert import from_networkx
+
+        return from_networkx(G)
+
+    @classmethod
+    def from_pandas(cls, df, source: str = "source", target: str = "target",
+                    directed: bool = False, num_vertices: int | None = None,
+                    relabel: bool | None = None) -> Graph:
+        """Build a graph from a DataFrame of edges (columns ``source`` and ``target``).
+        See :func:`taskbfs.graph.from_pandas`."""
+        from taskbfs.graph.convert import from_pandas
+
+        return from_pandas(df, source=source, target=target, directed=directed,
+                           num_vertices=num_vertices, relabel=relabel)
+
+    def to_networkx(self):
+        """This graph as a networkx ``Graph`` or ``DiGraph``; its nodes are the ``labels``
+        when it has them, else the vertex numbers. See :func:`taskbfs.graph.to_networkx`."""
+        from taskbfs.graph.convert import to_networkx
+
+        return to_networkx(self)
+
     # ------------------------------------------------------------------ queries
     @property
     def num_arcs(self) -> int:
@@ -170,12 +230,32 @@ class Graph:
             )
         return iv
 
+    def vertex(self, v, name: str = "vertex") -> int:
+        """The vertex number of ``v``: a label of a labelled graph (see ``labels``), else
+        an integer id as :meth:`check_vertex` takes it."""
+        if self.labels is None:
+            return self.check_vertex(v, name)
+        labels, index = self.__dict__.get("_label_index", (None, None))
+        if labels is not self.labels:  # built on first use, again if the labels change
+            index = {x: i for i, x in enumerate(self.labels.tolist())}
+            self.__dict__["_label_index"] = (self.labels, index)
+        try:
+            return index[v]
+        except (KeyError, TypeError):
+            shown = ", ".join(repr(x) for x in self.labels[:3].tolist())
+            raise InvalidVertexError(
+                f"{name} {v!r} is not a vertex of this graph (its vertices are labelled: "
+                f"{shown}{', ...' if self.num_vertices > 3 else ''})"
+            ) from None
+
     def transpose(self) -> Graph:
         """The graph with every arc reversed (itself when undirected)."""
         if not self.directed:
             return self
         src = np.repeat(np.arange(self.num_vertices, dtype=np.int64), self.degrees())
-        return Graph.from_edges(self.indices, src, self.num_vertices, directed=True)
+        out = Graph.from_edges(self.indices, src, self.num_vertices, directed=True, relabel=False)
+        out.labels = self.labels
+        return out
 
     def to_scipy(self):
         """The adjacency as a ``scipy.sparse.csr_matrix`` of ones (for reference checks)."""
@@ -199,6 +279,32 @@ class Graph:
         return f"Graph({kind}, num_vertices={self.num_vertices}, num_edges={self.num_edges})"
 
 
+def _integer_ids(values) -> bool:
+    """Whether ``values`` hold integer vertex ids (integral floats count, as
+    :func:`_as_vertex_array` takes them)."""
+    if isinstance(values, (list, tuple)) and any(isinstance(v, tuple) for v in values):
+        return False  # tuple ids (grid coordinates, ...), not rows of integers
+    arr = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
+    return arr.dtype.kind in "iuf" or arr.size == 0
+
+
+def _relabelled(src, dst, num_vertices, directed) -> Graph:
+    """:meth:`Graph.from_edges` for ids numbered by :func:`~taskbfs.graph.relabel`."""
+    from taskbfs.graph.convert import relabel
+
+    if num_vertices is not None:
+        raise InvalidParameterError("num_vertices cannot be given with relabelled vertex ids")
+    (src_ids, dst_ids), labels = relabel(src, dst)
+    if src_ids.size != dst_ids.size:
+        raise InvalidParameterError(
+            f"src and dst must have the same length, got {src_ids.size} and {dst_ids.size}"
+        )
+    graph = Graph.from_edges(src_ids, dst_ids, num_vertices=labels.size or None,
+                             directed=directed, relabel=False)
+    graph.labels = labels
+    return graph
+
+
 def _as_vertex_array(values, name: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
@@ -207,7 +313,10 @@ def _as_vertex_array(values, name: str) -> np.ndarray:
         if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.floor(arr)):
             arr = arr.astype(np.int64)
         else:
-            raise InvalidVertexError(f"{name} must hold integer vertex ids, got dtype {arr.dtype}")
+            raise InvalidVertexError(
+                f"{name} must hold integer vertex ids, got dtype {arr.dtype} "
+                f"(other ids: relabel=True numbers them and keeps them as labels)"
+            )
     arr = arr.astype(np.int64, copy=False)
     if arr.size and arr.min() < 0:
         bad = int(np.flatnonzero(arr < 0)[0])

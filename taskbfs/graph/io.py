@@ -80,10 +80,14 @@ class GraphFileNotFoundError(GraphFormatError, FileNotFoundError):
     def __init__(self, path: str):
         super().__init__("no such file", path)
         self.errno = errno.ENOENT
+        self.strerror = "no such file"
         self.filename = path
 
     def __reduce__(self):
         return type(self), (self.filename,)
+
+    def __str__(self) -> str:  # OSError's would be "[Errno 2] None: 'path'"
+        return f"no such file: {self.filename}"
 
 
 # ====================================================================== public API
@@ -222,7 +226,8 @@ def save_graph(graph: Graph, path, format: str | None = None) -> None:
         Written exactly as given (no suffix is appended).
     format : {"npz", "mtx", "edgelist"}, optional
         Default from the suffix. ``npz`` keeps everything (the arrays, ``num_vertices``,
-        ``directed``). ``mtx`` writes a ``pattern`` file: ``symmetric`` (lower triangle)
+        ``directed``, the ``labels`` when they are all strings or all numbers; other
+        formats refuse a labelled graph). ``mtx`` writes a ``pattern`` file: ``symmetric`` (lower triangle)
         when undirected, ``general`` when directed. ``edgelist`` writes ``u v`` lines
         (comma separated for ``.csv``, tab otherwise), each undirected edge once with
         ``u < v``; isolated vertices above the largest id are not representable there.
@@ -242,6 +247,11 @@ def save_graph(graph: Graph, path, format: str | None = None) -> None:
         raise InvalidParameterError(f"save_graph needs a Graph, got {type(graph).__name__}")
     path = os.fspath(path)
     fmt = _resolve_format(path, format)
+    if graph.labels is not None and fmt != "npz":
+        raise InvalidParameterError(
+            f"{path}: a {fmt} file has integer vertex ids only, and this graph's vertices are "
+            "labelled (Graph.labels); save it as .npz, which keeps the labels"
+        )
     if fmt == "npz":
         _write_npz(graph, path)
     elif fmt == "mtx":
@@ -677,6 +687,7 @@ _NPZ_KEYS = ("taskbfs_version", "indptr", "indices", "num_vertices", "directed")
 
 
 def _write_npz(graph: Graph, path: str) -> None:
+    extra = {} if graph.labels is None else {"labels": _plain_labels(graph.labels, path)}
     with open(path, "wb") as f:
         np.savez(
             f,
@@ -685,7 +696,22 @@ def _write_npz(graph: Graph, path: str) -> None:
             indices=graph.indices,
             num_vertices=np.int64(graph.num_vertices),
             directed=np.bool_(graph.directed),
+            **extra,
         )
+
+
+def _plain_labels(labels: np.ndarray, path: str) -> np.ndarray:
+    """Labels as an array .npz keeps without pickling (strings or numbers of one kind)."""
+    if labels.dtype != object:
+        return labels
+    kinds = {type(x) for x in labels.tolist()}
+    plain = np.asarray(labels.tolist()) if len(kinds) == 1 and kinds <= {str, int, float} else None
+    if plain is None or plain.dtype == object or plain.shape != labels.shape:
+        raise InvalidParameterError(
+            f"{path}: .npz keeps labels that are all strings or all numbers; these are "
+            f"{', '.join(sorted(k.__name__ for k in kinds))} (save graph.labels yourself)"
+        )
+    return plain
 
 
 def _read_npz(path: str, directed: bool | None) -> Graph:
@@ -697,6 +723,7 @@ def _read_npz(path: str, directed: bool | None) -> Graph:
                     f"not a taskbfs graph file: missing array(s) {', '.join(missing)}", path
                 )
             data = {k: z[k] for k in _NPZ_KEYS}
+            labels = z["labels"] if "labels" in z.files else None
     except GraphFormatError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
@@ -712,12 +739,16 @@ def _read_npz(path: str, directed: bool | None) -> Graph:
         raise GraphFormatError("directed must be a boolean scalar", path)
     stored_directed = bool(data["directed"])
     indptr, indices = _check_csr(data["indptr"], data["indices"], n, stored_directed, path)
-    graph = Graph(indptr, indices, n, stored_directed)
+    if labels is not None and labels.shape != (n,):
+        raise GraphFormatError(f"labels must hold one label per vertex ({n}), got shape {labels.shape}", path)
     if directed is None or directed == stored_directed:
-        return graph
-    if directed:
-        return Graph(indptr, indices, n, True)  # both arcs of every edge, kept as arcs
-    return Graph.from_csr(indptr, indices, directed=False)  # symmetrise
+        graph = Graph(indptr, indices, n, stored_directed)
+    elif directed:
+        graph = Graph(indptr, indices, n, True)  # both arcs of every edge, kept as arcs
+    else:
+        graph = Graph.from_csr(indptr, indices, directed=False)  # symmetrise
+    graph.labels = labels
+    return graph
 
 
 def _npz_scalar(data: dict, key: str, path: str) -> int:

@@ -6,6 +6,13 @@ threads are the machine's cores and which advertises ``CPU=<threads>``, plus one
 per GPU advertising ``GPU=1`` and running one thread (as dask-cuda does). Under
 ``NUMBA_ENABLE_CUDASIM=1`` the simulated GPU counts as one GPU.
 
+A runtime also takes a Cluster object (``LocalCluster``, dask-jobqueue's, dask-kubernetes',
+or anything with a ``scheduler_address``). Workers of dask-cuda (``LocalCUDACluster``,
+``dask cuda worker``) advertise no ``GPU`` resource: a runtime finds them (a worker that
+runs one of dask-cuda's worker plugins and sees a CUDA device) and gives each ``GPU=1``
+(:func:`claim_dask_cuda_gpu`), which it keeps; workers that join later are not looked at
+(start them with ``--resources GPU=1``).
+
 Every runtime attaches the placement plugin to its scheduler (and the latency plugin to
 its workers) and shortens its client's batching interval. On a cluster that is not its
 own (an address or a Client it was given), :meth:`Runtime.close` puts all of that back
@@ -27,6 +34,7 @@ import weakref
 
 import dask
 from distributed import Client, LocalCluster, Worker
+from distributed.deploy import Cluster
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from taskbfs import config
@@ -70,16 +78,20 @@ class Runtime:
 
     Parameters
     ----------
-    address_or_client : str, distributed.Client or None
-        A scheduler address (``"tcp://host:8786"``) to connect to, a Client to wrap, or
-        None to start the embedded default cluster (closed again by :meth:`close`).
+    address_or_client : str, distributed.Client, Cluster or None
+        A scheduler address (``"tcp://host:8786"``) to connect to, a Client to wrap, a
+        Cluster object (``LocalCluster``, ``dask_cuda.LocalCUDACluster``, a dask-jobqueue
+        or dask-kubernetes cluster: anything with a ``scheduler_address``) to connect a
+        client of its own to (the cluster stays up after :meth:`close`), or None to start
+        the embedded default cluster (closed again by :meth:`close`).
     threads : int, optional
         Embedded default only: CPU worker threads (default: all cores).
     gpus : int, optional
         Embedded default only: GPU workers (default: :func:`detect_gpus`).
     dashboard_address : str or None
-        Embedded default only: where to serve the dashboard (``":0"`` picks a free port;
-        None serves none).
+        Embedded default only: where to serve the dashboard; ``"default"``: the setting
+        ``taskbfs.runtime.dashboard-address`` (``"127.0.0.1:0"``: this machine only, a
+        free port); ``":0"`` listens on every interface; None serves none.
 
     Notes
     -----
@@ -95,9 +107,12 @@ class Runtime:
     """
 
     def __init__(self, address_or_client=None, *, threads: int | None = None, gpus: int | None = None,
-                 dashboard_address: str | None = ":0"):
+                 dashboard_address: str | None = "default"):
         self._owned_cluster = None
+        self._dashboard_link: str | None = None
         self._owned_client = None
+        if dashboard_address == "default":
+            dashboard_address = config.get("runtime.dashboard-address")
         self._dashboard_address = dashboard_address
         self._user = f"runtime-{uuid.uuid4().hex[:12]}"  # how the scheduler plugin counts us
         self._attached = False
@@ -111,17 +126,12 @@ class Runtime:
             _freeze_long_lived_objects()
         elif isinstance(address_or_client, Client):
             self.client = address_or_client
-        elif isinstance(address_or_client, str):
-            _check_address(address_or_client)
-            try:
-                self.client = self._owned_client = Client(
-                    address_or_client, set_as_default=False, timeout=config.get("runtime.connect-timeout")
-                )
-            except (OSError, TimeoutError) as exc:
-                raise TaskBFSError(f"cannot reach a Dask scheduler at {address_or_client!r}: {exc}") from None
+        elif isinstance(address_or_client, (str, Cluster)) or _is_cluster_like(address_or_client):
+            self.client = self._owned_client = _connect(address_or_client)
         else:
             raise InvalidParameterError(
-                f"runtime must be a scheduler address, a distributed.Client or None, got {address_or_client!r}"
+                "runtime must be a scheduler address, a distributed.Client, a Cluster (an "
+                f"object with a scheduler_address) or None, got {address_or_client!r}"
             )
         self._sped_up = _speed_up_client(self.client)
         try:
@@ -134,6 +144,8 @@ class Runtime:
                 f"(is taskbfs installed where the scheduler runs?): {exc}"
             ) from None
         self.share_settings()
+        if self._owned_cluster is None:
+            self._claim_dask_cuda_gpus()
         for name in config.get("runtime.worker-warm-up"):
             try:
                 self.client.run(warm_worker, name)
@@ -141,16 +153,30 @@ class Runtime:
                 logger.warning("taskbfs: the worker warm-up %s failed: %s", name, exc)
 
 
+    def _claim_dask_cuda_gpus(self) -> None:
+        try:
+            claimed = self.client.run(claim_dask_cuda_gpu)
+        except Exception as exc:  # a worker that cannot run it is not a GPU worker we know of
+            logger.warning("taskbfs: could not look for dask-cuda GPU workers: %s", exc)
+            return
+        for worker in sorted(w for w, ok in claimed.items() if ok):
+            logger.info("taskbfs: dask-cuda worker %s runs GPU tasks (resource GPU=1 added)", worker)
+
     # ------------------------------------------------------------------ info
     @property
     def dashboard_link(self) -> str | None:
-        """URL of the Dask dashboard, if the scheduler serves one."""
+        """URL of the Dask dashboard, if the scheduler serves one: at the address its
+        HTTP server listens on (the scheduler's host when it listens on every
+        interface), formatted by distributed's ``distributed.dashboard.link`` template."""
         if self._owned_cluster is not None and self._dashboard_address is None:
             return None
-        try:
-            return self.client.dashboard_link
-        except Exception:
-            return None
+        if self._dashboard_link is None:
+            try:
+                self._dashboard_link = _dashboard_link(self.client)
+            except Exception:
+                logger.debug("taskbfs: no dashboard address", exc_info=True)
+                return None
+        return self._dashboard_link
 
     def resources(self) -> dict:
         """Totals the workers advertise: ``{"CPU": n, "GPU": m, "workers": k}``."""
@@ -317,6 +343,67 @@ class SettingsPlugin(WorkerPlugin):
             self._applied = None
 
 
+def _is_cluster_like(obj) -> bool:
+    return isinstance(getattr(obj, "scheduler_address", None), str)
+
+
+def _connect(target) -> Client:
+    """A Client of our own to a scheduler address, a Cluster, or a cluster-like object."""
+    if not isinstance(target, Cluster):
+        target = target if isinstance(target, str) else target.scheduler_address
+        _check_address(target)
+    try:
+        return Client(target, set_as_default=False, timeout=config.get("runtime.connect-timeout"))
+    except (OSError, TimeoutError) as exc:
+        where = target if isinstance(target, str) else getattr(target, "scheduler_address", target)
+        raise TaskBFSError(f"cannot reach a Dask scheduler at {where!r}: {exc}") from None
+
+
+async def claim_dask_cuda_gpu(dask_worker=None) -> bool:
+    """Give this worker the ``GPU`` resource if it is a dask-cuda GPU worker without it.
+
+    Run on every worker of a cluster that is not the runtime's own (``client.run``). A
+    dask-cuda worker (``LocalCUDACluster``, ``dask cuda worker``) is one running a worker
+    plugin defined by the ``dask_cuda`` package (dask-cuda installs its CPU affinity,
+    RMM and pre-import plugins on every worker it starts, one worker per GPU) in a
+    process that sees a CUDA device (:func:`detect_gpus`). Returns whether it was given
+    ``GPU=1``. A worker started with ``--resources GPU=...`` is left as it is.
+    """
+    state = dask_worker.state
+    if state.total_resources.get(GPU_RESOURCE, 0) > 0:
+        return False
+    plugins = getattr(dask_worker, "plugins", {}).values()
+    if not any(type(p).__module__.split(".")[0] == "dask_cuda" for p in plugins):
+        return False
+    if detect_gpus() < 1:
+        return False
+    await dask_worker.set_resources(**{GPU_RESOURCE: 1})
+    return True
+
+
+def _listening(dask_scheduler=None) -> list:
+    """(host, port) of every socket the scheduler's HTTP server (the dashboard) listens on."""
+    server = getattr(dask_scheduler, "http_server", None)
+    sockets = getattr(server, "_sockets", {}) if server is not None else {}
+    return [list(sock.getsockname()[:2]) for sock in sockets.values()]
+
+
+def _dashboard_link(client: Client) -> str | None:
+    """The dashboard's URL at an address its server listens on (see
+    :attr:`Runtime.dashboard_link`); None when the scheduler serves no dashboard."""
+    from distributed.comm.addressing import get_address_host
+    from distributed.utils import format_dashboard_link
+
+    port = client.scheduler_info().get("services", {}).get("dashboard")
+    if port is None:
+        return None
+    hosts = [host for host, bound in client.run_on_scheduler(_listening) if bound == port]
+    host = hosts[0] if hosts else ""
+    if host in ("", "0.0.0.0", "::"):  # every interface: the scheduler's host reaches it
+        host = get_address_host(client.scheduler.address)
+    return format_dashboard_link(host, port)
+
+
 def warm_worker(name: str, dask_worker=None):
     """Call the function ``name`` ("module:function") on this worker (run by
     :class:`Runtime` at its start, with ``client.run``, for each of
@@ -347,7 +434,7 @@ def _check_address(address: str) -> None:
 
 
 def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
-                           dashboard_address: str | None = ":0") -> LocalCluster:
+                           dashboard_address: str | None = "default") -> LocalCluster:
     """Start the in-process default cluster: one CPU worker plus one worker per GPU."""
     threads = int(threads or os.cpu_count() or 1)
     if threads < 1:
@@ -355,13 +442,15 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
     gpus = detect_gpus() if gpus is None else int(gpus)
     # Dask serves HTTP (health, metrics) even without a dashboard, by default on 8787:
     # with no dashboard wanted, keep that server off a fixed port too.
+    if dashboard_address == "default":
+        dashboard_address = config.get("runtime.dashboard-address")
     scheduler_kwargs = {"dashboard": False} if dashboard_address is None else {}
     cluster = LocalCluster(
         n_workers=1,
         threads_per_worker=threads,
         processes=False,
         resources={CPU_RESOURCE: threads},
-        dashboard_address=":0" if dashboard_address is None else dashboard_address,
+        dashboard_address="127.0.0.1:0" if dashboard_address is None else dashboard_address,
         scheduler_kwargs=scheduler_kwargs,
         memory_limit=0,
         silence_logs=logging.WARNING,
