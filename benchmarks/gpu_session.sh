@@ -14,6 +14,8 @@
 #   memory      host_memory_costs.py (pageable/pinned copies, first touch) -> $OUT/memory.log
 #   lambda      lambda_crossover.py (LAMBDA_ARGS)      -> $OUT/lambda.log, $OUT/lambda_crossover.csv
 #   strategies  gpu_strategies.py (STRATEGY_ARGS)      -> $OUT/strategies.log, $OUT/gpu_strategies.csv
+#   first       first_search.py (FIRST_ARGS): the first search of a fresh process against
+#               the steady ones                                           -> $OUT/first.log
 #   wall        gpu_user_wall.py (WALL_ARGS): the plain GPU loop (plain_gpu_loop.py, CuPy) and
 #               taskbfs timed by the user's stopwatch in one process -> $OUT/wall.log, $OUT/gpu_user_wall.csv
 # Environment: OUT (default ./out), PYTHON (python3), SESSION_SECONDS (the time the whole
@@ -123,6 +125,10 @@ from taskbfs.runtime.cluster import detect_gpus; print('detect_gpus', detect_gpu
   wall)
     timeout "$(left)" "$PY" benchmarks/gpu_user_wall.py --csv "$OUT/gpu_user_wall.csv" ${WALL_ARGS:-} \
       2>&1 | tee "$OUT/wall.log"
+    ;;
+  first)
+    timeout "$(left)" "$PY" benchmarks/first_search.py ${FIRST_ARGS:---scale 22 --strategies cpu hybrid gpu} \
+      2>&1 | tee "$OUT/first.log"
     ;;
   *) echo "unknown step $step" ;;
   esac
