@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from taskbfs import config
+from taskbfs.bfs.result import result_dtype
 from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier
 
 #: Name of the device cache in a worker's :func:`~taskbfs.runtime.worker.worker_cache`.
@@ -80,6 +81,7 @@ class DeviceCache:
         self._mask_level = None  # the frontier whose top-down discoveries the mask holds
         self._chain: _Chain | None = None  # what the last sole step left for its next level
         self._result = None  # (search, distances, parents): see search_result
+        self._levels = None  # ((graph, in-graph), DeviceLevels): see device_levels
         self._config = None
         self.hits = self.misses = self.evictions = self.results = 0
         self.uploaded_bytes = 0
@@ -123,6 +125,7 @@ class DeviceCache:
             self._mask_level = None
             self._chain = None
             self._result = None
+            self._levels = None
             self._slice_bytes = 0
             _release_device_memory()
 
@@ -292,10 +295,33 @@ class DeviceCache:
             return None
         return chain if chain.level == frontier.level else None
 
+    # ------------------------------------------------------------------ levels on the device
+    def device_levels(self, part, in_part, num_vertices: int):
+        """The :class:`~taskbfs.kernels.gpu_levels.DeviceLevels` over ``part`` (a slice of
+        every vertex) and ``in_part`` (its transpose, or ``part`` itself), made once per
+        pair of device slices and kept for the next searches: ``(levels, uploaded bytes)``,
+        the bytes of the slices copied to the device now (0 when they are here)."""
+        from taskbfs.kernels.bitmap import words_for
+        from taskbfs.kernels.gpu_levels import DeviceLevels
+
+        bits = 64 * words_for(num_vertices)
+        with self.lock:
+            dev, moved = self.partition(part, bits)
+            dev_in = dev
+            if in_part is not part:
+                dev_in, more = self.partition(in_part, bits)
+                moved += more
+            if self._levels is None or self._levels[0] != (dev, dev_in):
+                levels = DeviceLevels(dev, dev_in, num_vertices, self.launch_config(), self.buffer)
+                self._levels = ((dev, dev_in), levels)
+                self.results += 1
+            return self._levels[1], moved
+
     # ------------------------------------------------------------------ the search's result
     def search_result(self, frontier: Frontier):
-        """The distances and parents of ``frontier``'s search on this device (int64 device
-        arrays over every vertex id the bitmaps cover), -1 everywhere at the first call of
+        """The distances and parents of ``frontier``'s search on this device (device arrays
+        of :func:`~taskbfs.bfs.result.result_dtype` over every vertex id the bitmaps
+        cover), -1 everywhere at the first call of
         a search: its GPU steps write their pairs there (``Progress.result_on_device``).
         One search at a time: a new search takes the arrays over."""
         from taskbfs.kernels.gpu import _kernels
@@ -303,11 +329,12 @@ class DeviceCache:
         search = frontier.progress.search
         if self._result is None or self._result[0] != search:
             n = 64 * int(frontier.visited_bits.size)
+            dtype = result_dtype(int(frontier.bounds[-1]))
             config_ = self.launch_config()
             fill = _kernels(config_).fill
             arrays = []
             for name in ("result_distances", "result_parents"):
-                array = self.buffer(name, n, np.int64)[:n]
+                array = self.buffer(name, n, dtype)[:n]
                 fill[config_.blocks_for(n), config_.block_size](array, -1)
                 arrays.append(array)
             self._result = (search, *arrays)
@@ -668,21 +695,25 @@ def _download(out_v, out_u, n: int, dtype, parents: bool = True):
     return vertices, copy_to_host(out_u, n, out_u.dtype) if parents else None
 
 
-def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceCache | None = None):
-    """The search's ``(distances, parents)`` on the host, int64 over its vertices: the
-    result its GPU steps wrote on the device (``Progress.result_on_device``), copied back
-    once (into pinned buffers when the pool has room), with the pairs of ``logs`` that
-    came back whole (its CPU steps', which ran at ``levels``) written over it on the host.
+def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceCache | None = None,
+                   arrays=None):
+    """The search's ``(distances, parents)`` on the host, over its vertices, in the dtype of
+    the device's arrays (:func:`~taskbfs.bfs.result.result_dtype`): the result its GPU
+    steps wrote on the device (``arrays``, or ``Progress.result_on_device``'s
+    :meth:`DeviceCache.search_result`), copied back once (into pinned buffers when the
+    pool has room), with the pairs of ``logs`` that came back whole (its CPU steps',
+    which ran at ``levels``) written over it on the host.
 
     Those steps' vertices cannot be in the device's result: with one task, a level has one
-    step; with several, every step ran on this GPU (see ``included._keeps_result_on_device``).
+    step (:mod:`taskbfs.bfs.device_levels` marks the vertices they visited -2 there); with
+    several, every step ran on this GPU (see ``included._keeps_result_on_device``).
     """
     from taskbfs.kernels.merge import record_pairs, record_pairs_at
 
     cache = cache if cache is not None else device_cache()
     n = int(frontier.bounds[-1])
     with cache.lock:
-        on_device = cache.search_result(frontier)
+        on_device = arrays if arrays is not None else cache.search_result(frontier)
         distances, parents = (_into_host(array, n) for array in on_device)
     for d, level in zip(logs, levels, strict=True):
         if d.depths is not None:  # a block of compiled CPU levels
@@ -696,10 +727,11 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
 
 
 def _into_host(device_array, n: int) -> np.ndarray:
-    """``device_array[:n]`` copied into a new host array (see :func:`~taskbfs.bfs.pinned.copy_out`)."""
+    """``device_array[:n]`` copied into a new host array of its dtype (see
+    :func:`~taskbfs.bfs.pinned.copy_out`)."""
     from taskbfs.bfs.pinned import copy_out
 
-    return copy_out(device_array, n, np.int64)
+    return copy_out(device_array, n, device_array.dtype)
 
 
 __all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "result_to_host", "run_step_on_gpu"]

@@ -22,9 +22,10 @@ Devices
     dispatched step): on a CPU worker, always the CPU; on a GPU worker (a cluster with one
     GPU worker and a policy that uses it), the GPU steps one after another (the worker's
     one GPU), traced ``cuda``, the CPU ones side by side on the host's threads, traced
-    ``smp``. When every pair a GPU step reports is one the barrier keeps (one task, or
-    every step on the GPU), the GPU steps write the result into device memory and it
-    crosses the bus once, at the end.
+    ``smp``. With one task, a level whose step runs on the GPU keeps everything there:
+    the step and its barrier run on the device and only the level's counts come back
+    (:mod:`taskbfs.bfs.device_levels`). With several tasks all on the GPU, the GPU steps
+    write the result into device memory. Either way it crosses the bus once, at the end.
 Messages
     The client needs no level summary to go on, so the task sends them for the live
     page and ``progress`` only, at most every ``taskbfs.search.summary-interval`` seconds (the
@@ -45,7 +46,9 @@ from taskbfs.bfs.compiled_levels import (
     run_small_levels,
     small_levels_apply,
 )
+from taskbfs.bfs.device_levels import GpuLevels
 from taskbfs.bfs.level_tasks import LevelTasks
+from taskbfs.bfs.result import result_dtype
 from taskbfs.bfs.state import (
     TOP_DOWN,
     Frontier,
@@ -81,7 +84,7 @@ class SearchOutcome:
 
     Attributes
     ----------
-    distances, parents : ndarray of int64
+    distances, parents : ndarray of int32 (int64 from 2^31 vertices)
         The search's result (see :class:`~taskbfs.bfs.result.BFSResult`).
     summaries : LevelSummaries
         One per level, level 0 first (a sequence); the last one has an empty frontier.
@@ -134,6 +137,7 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
                                        init["direction_mode"], init["alpha"], init["beta"],
                                        init["total_edges"])
     frontier.progress.result_on_device = _keeps_result_on_device(device, policy, num_tasks)
+    gpu = GpuLevels(slices[0], policy, degrees.size) if GpuLevels.applies(device, num_tasks) else None
     publisher = SummaryPublisher()
     summary = _announced(summary, policy, device, publisher)
     summaries = LevelSummaries(num_tasks)
@@ -145,6 +149,13 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
     # top-down steps read the out-adjacency (a CPU worker keeps its lists with the slices)
     lists = on_threads.lists if on_threads else SliceLists([s[0] for s in slices])
     while summary.frontier_size:
+        if gpu is not None and gpu.runs(summary):  # one task, its step on the GPU
+            frontier, summary = gpu.level(frontier, summary)
+            summary = _announced(summary, policy, device, publisher)
+            summaries.append(summary)
+            continue
+        if gpu is not None:
+            frontier = gpu.to_host(frontier)
         if small_levels_apply(frontier, summary):
             frontier, block = include(LEVELS_NAME, run_small_levels, {"level": frontier.level},
                                       frontier, lists, degrees, cpu_max)
@@ -164,11 +175,11 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
         nxt.included.extend((frontier.level, d) for d in found)
         summaries.append(summary)
         frontier = nxt
-    d2h = _result_bytes(frontier)
+    d2h = gpu.result_bytes() if gpu is not None and gpu.ran else _result_bytes(frontier)
     if device == SMP:
         cuts = result_cuts(cuts, threads)
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
-                                 frontier, init["source"], cuts, threads)
+                                 frontier, init["source"], cuts, threads, gpu)
     return SearchOutcome(distances, parents, summaries, d2h)
 
 
@@ -225,26 +236,30 @@ def _run_steps(calls, policy: Policy, device: str) -> list:
 
 def _keeps_result_on_device(device: str, policy: Policy, num_tasks: int) -> bool:
     """Whether the GPU steps of this search write their pairs into a result on the device
-    which then crosses the bus once, at the end: on the GPU
-    worker, when every pair a GPU step reports is one the barrier keeps: one task (one
-    step a level, its pairs unique and unvisited), or every step on the GPU whatever its
-    size (the level's vertex mask reports each vertex once)."""
-    if device != CUDA:
+    which then crosses the bus once, at the end: on the GPU worker, with several tasks,
+    when every step runs on the GPU whatever its size (the level's vertex mask reports
+    each vertex once, so every pair a GPU step reports is one the barrier keeps). With
+    one task the GPU levels keep the whole level there (:class:`GpuLevels`)."""
+    if device != CUDA or GpuLevels.applies(device, num_tasks):
         return False
-    return num_tasks == 1 or all(policy.decide(0, task_id=t) == CUDA for t in range(num_tasks))
+    return all(policy.decide(0, task_id=t) == CUDA for t in range(num_tasks))
 
 
 def _result_bytes(frontier: Frontier) -> int:
-    """Bytes the assembly copies from the device: the two int64 arrays of a result kept
-    there, else none."""
+    """Bytes the assembly copies from the device: the two arrays of a result kept there,
+    else none."""
     if frontier.progress is None or not frontier.progress.result_on_device:
         return 0
-    return 2 * 8 * int(frontier.bounds[-1])
+    n = int(frontier.bounds[-1])
+    return 2 * result_dtype(n).itemsize * n
 
 
-def _assemble(frontier: Frontier, source: int, cuts: list, threads: int | None = None):
+def _assemble(frontier: Frontier, source: int, cuts: list, threads: int | None = None,
+              gpu: GpuLevels | None = None):
     """The search's ``(distances, parents)`` from every step's output (the last
     frontier's ``included``), or the result on the GPU with the CPU steps' pairs."""
+    if gpu is not None and gpu.ran:
+        return gpu.result(frontier, source)
     logs = [d for _, d in frontier.included]
     levels = [level for level, _ in frontier.included]
     if frontier.progress is not None and frontier.progress.result_on_device:

@@ -15,16 +15,23 @@ import numpy as np
 import pandas as pd
 
 
+def result_dtype(num_vertices: int) -> np.dtype:
+    """The dtype of a search's ``distances`` and ``parents``: int32 when every vertex id
+    fits it (fewer than 2^31 vertices; half the bytes to write, copy and keep), int64
+    beyond. The same on every path (CPU, GPU, dispatched or one task)."""
+    return np.dtype(np.int32 if int(num_vertices) < 2**31 else np.int64)
+
+
 class BFSResult:
     """Result of one breadth-first search.
 
     Attributes
     ----------
     source : int
-    distances : ndarray of int64
+    distances : ndarray of int32 (int64 from 2^31 vertices on, see :func:`result_dtype`)
         Hops from the source; -1 for unreached vertices. Gathered from the workers on
         first read when the search left them there (see :meth:`to_dask`).
-    parents : ndarray of int64
+    parents : ndarray, the dtype of ``distances``
         BFS tree (Graph500 convention): ``parents[source] == source``, -1 unreached.
     trace : pandas.DataFrame
         One row per executed task: level, task, lo, hi, direction, size (frontier or

@@ -34,6 +34,7 @@ from functools import partial
 import numpy as np
 
 from taskbfs import config
+from taskbfs.bfs.result import result_dtype
 from taskbfs.kernels.bitmap import empty_bitmap, words_for
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
 from taskbfs.kernels.merge import (
@@ -600,8 +601,9 @@ def assemble_all(logs, levels, *, source: int, bounds, cuts,
     arrays."""
     bounds = np.asarray(bounds, dtype=np.int64)
     first = cuts[0]
-    distances = np.empty(cuts[-1] - first, dtype=np.int64)
-    parents = np.empty(cuts[-1] - first, dtype=np.int64)
+    dtype = result_dtype(int(bounds[-1]))
+    distances = np.empty(cuts[-1] - first, dtype=dtype)
+    parents = np.empty(cuts[-1] - first, dtype=dtype)
 
     def piece(lo, hi):
         tasks = tasks_overlapping(bounds, lo, hi)
@@ -632,15 +634,17 @@ def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels, out=Non
     levels : sequence of int
         The level each log's step ran at (its discoveries are at ``level + 1``).
     out : (ndarray, ndarray), optional
-        int64 arrays of ``hi - lo`` entries to write into (default: new ones).
+        Arrays of ``hi - lo`` entries to write into (default: new ones of
+        :func:`~taskbfs.bfs.result.result_dtype`).
 
     Returns
     -------
-    (distances, parents) : ndarrays of int64 over ``[lo, hi)``, -1 for unreached.
+    (distances, parents) : ndarrays of ``result_dtype`` over ``[lo, hi)``, -1 for unreached.
     """
     if out is None:
-        distances = np.empty(hi - lo, dtype=np.int64)
-        parents = np.empty(hi - lo, dtype=np.int64)
+        dtype = result_dtype(int(bounds[-1]))
+        distances = np.empty(hi - lo, dtype=dtype)
+        parents = np.empty(hi - lo, dtype=dtype)
     else:
         distances, parents = out
     distances.fill(-1)

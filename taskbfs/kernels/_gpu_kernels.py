@@ -327,6 +327,7 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
         block=block,
         items=items,
         tile=tile,
+        block_exclusive_scan=block_exclusive_scan,
         scan_tiles=scan_tiles,
         add_tile_offsets=add_tile_offsets,
         fill=fill,

@@ -1,0 +1,191 @@
+"""The GPU levels of a one-task search (T = 1) on the GPU worker: step and barrier on the device.
+
+Returns
+    :class:`GpuLevels`: :meth:`~GpuLevels.level` runs a level whose step the policy puts
+    on the GPU and returns ``(next Frontier, LevelSummary)``, as the host's step and
+    barrier (:func:`~taskbfs.bfs.state.advance`) would; :meth:`~GpuLevels.result` gives
+    the search's ``(distances, parents)`` on the host at the end.
+Approach
+    When one task owns every vertex, a GPU level's discoveries are the next frontier as
+    they are, so its barrier needs no host: the step (``bfs_step``, traced ``cuda``) runs
+    the level's kernels on the device (:class:`~taskbfs.kernels.gpu_levels.DeviceLevels`)
+    and reads back the level's counts (vertices found, their out-arcs, entries read); the
+    barrier (``bfs_barrier``, traced ``cuda``) applies Beamer's rule to them, converts the
+    frontier on the device when the direction changes, and makes the level's summary. The
+    frontier, the visited set and the result stay in device memory; the next
+    :class:`~taskbfs.bfs.state.Frontier` is a shell (``vertices`` and ``bits`` None) while
+    they do. A level whose step the policy puts on the CPU (hybrid) gets the state back
+    from the barrier before it (visited bitmap and frontier), and the next GPU level takes
+    it up again; the CPU steps' pairs are written over the device's result on the host at
+    the end (:func:`~taskbfs.bfs.device_cache.result_to_host`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary
+from taskbfs.bfs.steps import STEP
+from taskbfs.kernels.direction import BOTTOM_UP, switch_direction
+from taskbfs.runtime import CUDA, Policy, include_each
+
+#: The trace name of the barrier (that of the dispatched barrier task).
+BARRIER_NAME = "bfs_barrier"
+
+
+class GpuLevels:
+    """One search's levels on this worker's GPU (see the module docstring).
+
+    Parameters
+    ----------
+    slices : tuple of GraphSlice
+        The search's one task's slices: ``(part,)`` or ``(part, transposed part)``.
+    policy : Policy
+        Where each level's step runs (the host between GPU levels when it says so).
+    num_vertices : int
+    cache : DeviceCache, optional
+        Default: this worker's.
+    """
+
+    def __init__(self, slices, policy: Policy, num_vertices: int, cache=None):
+        self.slices = slices
+        self.policy = policy
+        self.n = int(num_vertices)
+        self._cache = cache
+        self.levels = None  # the DeviceLevels, once a level ran on the GPU
+        self.on_device = False  # the frontier and visited set are on the device now
+
+    @staticmethod
+    def applies(device: str, num_tasks: int) -> bool:
+        """Whether a search task on ``device`` with ``num_tasks`` tasks runs its GPU levels
+        here: on the GPU worker, one task."""
+        return device == CUDA and num_tasks == 1
+
+    @staticmethod
+    def runs(summary: LevelSummary) -> bool:
+        """Whether the level ``summary`` opens runs on the GPU (its ``gpu_steps``)."""
+        return bool(summary.gpu_steps.size and summary.gpu_steps[0])
+
+    @property
+    def cache(self):
+        if self._cache is None:
+            from taskbfs.bfs.device_cache import device_cache
+
+            self._cache = device_cache()
+        return self._cache
+
+    # ------------------------------------------------------------------ a level
+    def level(self, frontier: Frontier, summary: LevelSummary) -> tuple[Frontier, LevelSummary]:
+        """The level ``summary`` opens, step and barrier, as included tasks traced ``cuda``."""
+        tags = {"level": frontier.level, "task": 0, "size": int(summary.frontier_counts[0]),
+                "direction": frontier.direction}
+        counts, h2d = include_each(STEP.name, self._step, [(tags, (frontier, summary))],
+                                   device=CUDA)[0]
+        return include_each(BARRIER_NAME, self._barrier,
+                            [({"level": frontier.level}, (frontier, counts, h2d))], device=CUDA)[0]
+
+    def _step(self, frontier: Frontier, summary: LevelSummary):
+        with self.cache.lock:
+            h2d = 0 if self.on_device else self._enter(frontier)
+            if frontier.direction == TOP_DOWN:
+                counts = self.levels.top_down(frontier.level, summary.frontier_size,
+                                              summary.frontier_edges)
+            else:
+                counts = self.levels.bottom_up(frontier.level)
+        return counts, h2d
+
+    def _barrier(self, frontier: Frontier, counts, h2d: int) -> tuple[Frontier, LevelSummary]:
+        """:func:`~taskbfs.bfs.state.advance` for one task whose discoveries are on the
+        device: the rule from the counts, the frontier converted there."""
+        from taskbfs.kernels.gpu_levels import COUNTS_BYTES
+
+        start = time.time()
+        progress = frontier.progress
+        level = frontier.level + 1
+        n_new = counts.found
+        unvisited = progress.unvisited_per_task - n_new
+        unexplored = progress.unexplored_edges - counts.next_edges
+        direction = switch_direction(progress.direction_mode, frontier.direction, n_new,
+                                     counts.next_edges, unexplored, self.n, progress.alpha,
+                                     progress.beta, previous_size=progress.frontier_size)
+        top_down = not (direction == BOTTOM_UP and n_new)
+        seconds, d2h = counts.seconds, COUNTS_BYTES
+        if n_new and top_down != (frontier.direction == TOP_DOWN):
+            with self.cache.lock:
+                seconds += self.levels.convert(level, top_down, n_new)
+        sizes = np.array([n_new], dtype=np.int64) if top_down else unvisited.copy()
+        offsets = np.array([0, n_new if top_down else 0], dtype=np.int64)
+        empty = np.empty(0, dtype=np.int64)
+        nxt = Frontier(level, direction, None if n_new else empty, offsets, None,
+                       frontier.visited_bits, frontier.bounds,
+                       replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored,
+                               frontier_size=n_new),
+                       frontier.included)
+        if n_new and self.policy.decide(int(sizes[0]), task_id=0) != CUDA:
+            d2h += self._leave(nxt)
+        device_stats = np.array([[0, h2d, d2h, round(seconds * 1e9)]], dtype=np.int64)
+        summary = LevelSummary(
+            level=level, direction=direction, frontier_counts=sizes, frontier_size=n_new,
+            frontier_edges=counts.next_edges,
+            edges_examined=np.array([counts.examined], dtype=np.int64),
+            unexplored_edges=unexplored, found=np.array([n_new], dtype=np.int64),
+            barrier_start=start, barrier_stop=time.time(), device_stats=device_stats,
+            reached=self.n - int(unvisited.sum()))
+        return nxt, summary
+
+    # ------------------------------------------------------------------ state in and out
+    def _enter(self, frontier: Frontier) -> int:
+        """Hand the host's state of ``frontier``'s level to the device; bytes moved."""
+        moved = 0
+        if self.levels is None:
+            self.levels, moved = self.cache.device_levels(self.slices[0], self.slices[-1], self.n)
+            self.levels.start_search()
+        top_down = frontier.direction == TOP_DOWN
+        data = frontier.vertices if top_down else frontier.bits
+        moved += self.levels.enter(frontier.level, top_down, frontier.visited_bits, data)
+        self.on_device = True
+        return moved
+
+    def _leave(self, frontier: Frontier) -> int:
+        """Fill the shell ``frontier`` in from the device (its visited bitmap in place);
+        bytes moved."""
+        top_down = frontier.direction == TOP_DOWN
+        with self.cache.lock:
+            visited, data, moved = self.levels.leave(frontier.level, top_down,
+                                                     frontier.progress.frontier_size)
+        frontier.visited_bits[:] = visited
+        if top_down:
+            frontier.vertices = data
+        else:
+            frontier.vertices, frontier.bits = np.empty(0, dtype=np.int64), data
+        self.on_device = False
+        return moved
+
+    def to_host(self, frontier: Frontier) -> Frontier:
+        """``frontier`` with its data on the host (a no-op unless it is a shell)."""
+        if self.on_device and frontier.vertices is None:
+            self._leave(frontier)
+        return frontier
+
+    # ------------------------------------------------------------------ the result
+    @property
+    def ran(self) -> bool:
+        """Whether a level ran on the GPU (the result is then there)."""
+        return self.levels is not None
+
+    def result_bytes(self) -> int:
+        """Bytes the result's copy to the host moves."""
+        return 2 * self.levels.dtype.itemsize * self.n if self.ran else 0
+
+    def result(self, frontier: Frontier, source: int):
+        """``(distances, parents)`` on the host: the device's result, with the pairs of the
+        steps that ran on the CPU (``frontier.included``) written over it."""
+        from taskbfs.bfs.device_cache import result_to_host
+
+        logs = [d for _, d in frontier.included]
+        levels = [level for level, _ in frontier.included]
+        return result_to_host(frontier, logs, levels, source, cache=self.cache,
+                              arrays=self.levels.result())

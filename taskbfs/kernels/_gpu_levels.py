@@ -1,0 +1,319 @@
+"""CUDA kernels of a search whose levels stay on the GPU (numba.cuda); imported lazily.
+
+Returns
+    :func:`level_kernels` ``(block_size, items_per_thread, vertex_dtype)`` → a namespace of
+    compiled kernels over one device copy of the whole graph (a task that owns every
+    vertex: local ids are global ids). They write the search's result (``parents``,
+    ``distances``), the next frontier (a queue of vertex ids, or a bitmap) and one row of
+    counts per level, ``rows[level % 3]``: ``[FOUND, NEXT_EDGES, EXAMINED, DEFERRED]``
+    (vertices found, the sum of their out-degrees, adjacency entries read, bottom-up
+    vertices left to stage 2). That row is all the host reads back per level.
+Approach
+    A level is one or two launches plus the top-down scan: nothing goes back to the host
+    but the counts, and the frontier never crosses the bus (see
+    :mod:`taskbfs.kernels.gpu_levels`). Top-down: the edge-balanced tiles of
+    :mod:`taskbfs.kernels._gpu_kernels` (an exclusive scan of the frontier's degrees, one
+    binary search per tile), but a target is claimed by ``atomicCAS`` on its parent (-1 =
+    unvisited), which writes the result and deduplicates at once; claimed vertices are
+    compacted into the next queue by a block scan and one atomic per tile. Bottom-up:
+    stage 1, a thread per unvisited vertex (``parents[v] == -1``) reads at most ``limit``
+    in-neighbours, the block ORs its discoveries into shared words and writes its tile of
+    the next bitmap whole (no clearing); stage 2, a block per queued vertex finishes its
+    list (the first frontier in-neighbour: the minimum edge index). Parents and
+    ``EXAMINED`` are exactly the CPU step's (:mod:`taskbfs.kernels.cpu`). Each level's
+    first kernel zeroes the next level's row, so counts need no separate launch.
+Encoding
+    ``parents`` / ``distances`` / queues in ``vertex_dtype`` (int32 below 2^31 vertices,
+    else int64); -1 unreached, -2 visited by a step that ran on the host (its pairs are
+    written over the result there). ``indptr`` int64 (global: the slice starts at vertex
+    0), ``indices`` int32 or int64, bitmaps ``uint64`` (bit ``v & 63`` of word ``v >> 6``).
+    Only ``syncthreads``, shared/local arrays and atomics: every kernel runs under
+    ``NUMBA_ENABLE_CUDASIM=1``.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+
+import numpy as np
+from numba import cuda, int32, int64, uint64
+
+from taskbfs.kernels._gpu_kernels import kernels
+
+#: Columns of a counts row.
+FOUND, NEXT_EDGES, EXAMINED, DEFERRED = range(4)
+ROW = 4
+#: Counts rows, used in turn: level L writes row L % 3 and zeroes row (L + 1) % 3.
+ROWS = 3
+#: ``parents`` of a vertex that a host step visited (its pair is written on the host).
+VISITED_ON_HOST = -2
+
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+
+
+@cuda.jit(device=True, inline=True)
+def _bit_is_set(bits, v):
+    return (bits[v >> 6] >> np.uint64(v & 63)) & _ONE != _ZERO
+
+
+@cuda.jit(device=True, inline=True)
+def _upper_bound(values, first, last, x):
+    while first < last:
+        mid = (first + last) >> 1
+        if values[mid] <= x:
+            first = mid + 1
+        else:
+            last = mid
+    return first
+
+
+@functools.cache
+def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> SimpleNamespace:
+    """Compile (once per shape and vertex type) the level kernels for blocks of
+    ``block_size`` threads (a power of two)."""
+    base = kernels(block_size, items_per_thread)
+    block_scan = base.block_exclusive_scan
+    vid = int32 if np.dtype(vertex_dtype) == np.int32 else int64
+    block = int(block_size)
+    items = int(items_per_thread)
+    tile = block * items
+    scan_len = 2 * block
+    word_tile = max(block, 64)  # bottom-up vertices per tile: whole bitmap words
+    per_thread = word_tile // block
+    tile_words = word_tile // 64
+    unvisited = vid(-1)
+    on_host = vid(VISITED_ON_HOST)
+
+    @cuda.jit
+    def enter(visited, n, fresh, parents, distances, rows):
+        """A search's state from the host's visited bitmap: with ``fresh``, every vertex
+        unreached (-1) but the visited ones (-2); else only those not visited here yet
+        become -2. Every counts row zeroed."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        if i < ROWS * ROW:
+            rows[i // ROW, i % ROW] = 0
+        while i < n:
+            seen = _bit_is_set(visited, i)
+            if fresh:
+                parents[i] = on_host if seen else unvisited
+                distances[i] = unvisited
+            elif seen and parents[i] == unvisited:
+                parents[i] = on_host
+            i += stride
+
+    @cuda.jit
+    def top_down(indptr, indices, frontier, offsets, k, tile_first, num_tiles, depth,
+                 parents, distances, queue, rows, cur, clear):
+        """One top-down level over the frontier's edges (``offsets``: the exclusive scan
+        of its degrees; ``tile_first``: each tile's first source)."""
+        scan_scratch = cuda.shared.array(scan_len, int64)
+        tile_base = cuda.shared.array(1, int64)
+        arcs = cuda.shared.array(1, int64)
+        found_v = cuda.local.array(items, int64)
+        tid = cuda.threadIdx.x
+        total = offsets[k]
+        if cuda.blockIdx.x == 0 and tid < ROW:
+            rows[clear, tid] = 0
+            if tid == EXAMINED:
+                rows[cur, EXAMINED] = total
+        if tid == 0:
+            arcs[0] = 0
+        cuda.syncthreads()
+        my_arcs = int64(0)
+        t = cuda.blockIdx.x
+        while t < num_tiles:
+            start = t * tile
+            first = tile_first[t]
+            last = tile_first[t + 1] + 1
+            count = 0
+            for j in range(items):
+                e = start + j * block + tid
+                if e < total:
+                    i = _upper_bound(offsets, first, last, e) - 1
+                    u = frontier[i]
+                    v = indices[indptr[u] + (e - offsets[i])]
+                    if parents[v] == unvisited:
+                        if cuda.atomic.cas(parents, v, unvisited, vid(u)) == unvisited:
+                            distances[v] = depth
+                            found_v[count] = v
+                            count += 1
+                            my_arcs += indptr[v + 1] - indptr[v]
+            prefix, tile_found = block_scan(scan_scratch, tid, count)
+            if tid == 0 and tile_found > 0:
+                tile_base[0] = cuda.atomic.add(rows, (cur, FOUND), tile_found)
+            cuda.syncthreads()
+            at = tile_base[0] + prefix
+            for j in range(count):
+                queue[at + j] = found_v[j]
+            # thread 0 rewrites tile_base only after the next tile's scan barriers
+            t += cuda.gridDim.x
+        if my_arcs:
+            cuda.atomic.add(arcs, 0, my_arcs)
+        cuda.syncthreads()
+        if tid == 0 and arcs[0]:
+            cuda.atomic.add(rows, (cur, NEXT_EDGES), arcs[0])
+
+    @cuda.jit
+    def bottom_up(in_indptr, in_indices, out_indptr, n, num_words, frontier_bits, depth, limit,
+                  parents, distances, next_bits, deferred, rows, cur, clear):
+        """Stage 1 of a bottom-up level: a thread per unvisited vertex, at most ``limit``
+        in-neighbours; the block writes its words of ``next_bits`` whole."""
+        words = cuda.shared.array(tile_words, uint64)
+        sums = cuda.shared.array(3, int64)  # found, their out-arcs, entries read
+        tid = cuda.threadIdx.x
+        if cuda.blockIdx.x == 0 and tid < ROW:
+            rows[clear, tid] = 0
+        if tid < 3:
+            sums[tid] = 0
+        found = int64(0)
+        arcs = int64(0)
+        examined = int64(0)
+        num_tiles = (num_words + tile_words - 1) // tile_words
+        t = cuda.blockIdx.x
+        while t < num_tiles:
+            if tid < tile_words:
+                words[tid] = 0
+            cuda.syncthreads()
+            for r in range(per_thread):
+                v = t * word_tile + r * block + tid
+                if v < n and parents[v] == unvisited:
+                    start = in_indptr[v]
+                    stop = in_indptr[v + 1]
+                    end = min(stop, start + limit)
+                    e = start
+                    parent = int64(-1)
+                    while e < end:
+                        u = in_indices[e]
+                        if _bit_is_set(frontier_bits, u):
+                            parent = u
+                            break
+                        e += 1
+                    if parent >= 0:
+                        parents[v] = vid(parent)
+                        distances[v] = depth
+                        cuda.atomic.or_(words, (v >> 6) - t * tile_words,
+                                        _ONE << uint64(v & 63))
+                        found += 1
+                        arcs += out_indptr[v + 1] - out_indptr[v]
+                        examined += e - start + 1
+                    else:
+                        examined += end - start
+                        if stop > end:
+                            deferred[cuda.atomic.add(rows, (cur, DEFERRED), 1)] = v
+            cuda.syncthreads()
+            w = t * tile_words + tid
+            if tid < tile_words and w < num_words:
+                next_bits[w] = words[tid]
+            cuda.syncthreads()  # before the next tile zeroes the words
+            t += cuda.gridDim.x
+        if found:
+            cuda.atomic.add(sums, 0, found)
+            cuda.atomic.add(sums, 1, arcs)
+        if examined:
+            cuda.atomic.add(sums, 2, examined)
+        cuda.syncthreads()
+        if tid == 0:
+            if sums[0]:
+                cuda.atomic.add(rows, (cur, FOUND), sums[0])
+                cuda.atomic.add(rows, (cur, NEXT_EDGES), sums[1])
+            if sums[2]:
+                cuda.atomic.add(rows, (cur, EXAMINED), sums[2])
+
+    @cuda.jit
+    def bottom_up_rest(in_indptr, in_indices, out_indptr, frontier_bits, depth, limit, deferred,
+                       parents, distances, next_bits, rows, cur):
+        """Stage 2: a block per vertex stage 1 left, the rest of its in-neighbours."""
+        best_edge = cuda.shared.array(1, int64)
+        tid = cuda.threadIdx.x
+        num_deferred = rows[cur, DEFERRED]
+        q = cuda.blockIdx.x
+        while q < num_deferred:
+            v = int64(deferred[q])
+            start = in_indptr[v] + limit
+            stop = in_indptr[v + 1]
+            if tid == 0:
+                best_edge[0] = stop
+            cuda.syncthreads()
+            chunk = start
+            while chunk < stop:
+                e = chunk + tid
+                if e < stop and _bit_is_set(frontier_bits, in_indices[e]):
+                    cuda.atomic.min(best_edge, 0, e)
+                cuda.syncthreads()
+                done = best_edge[0] < stop
+                cuda.syncthreads()
+                if done:
+                    break
+                chunk += block
+            if tid == 0:
+                best = best_edge[0]
+                if best < stop:
+                    parents[v] = vid(in_indices[best])
+                    distances[v] = depth
+                    cuda.atomic.or_(next_bits, v >> 6, _ONE << uint64(v & 63))
+                    cuda.atomic.add(rows, (cur, FOUND), 1)
+                    cuda.atomic.add(rows, (cur, NEXT_EDGES), out_indptr[v + 1] - out_indptr[v])
+                    cuda.atomic.add(rows, (cur, EXAMINED), best - start + 1)
+                else:
+                    cuda.atomic.add(rows, (cur, EXAMINED), stop - start)
+            cuda.syncthreads()
+            q += cuda.gridDim.x
+
+    @cuda.jit
+    def queue_to_bits(queue, k, bits):
+        """Set the bits of ``queue[:k]`` in ``bits`` (zeroed by the caller)."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < k:
+            v = int64(queue[i])
+            cuda.atomic.or_(bits, v >> 6, _ONE << uint64(v & 63))
+            i += stride
+
+    @cuda.jit
+    def bits_to_queue(bits, num_words, queue, tail):
+        """Append the vertices set in ``bits`` to ``queue`` (``tail[0]`` zeroed by the
+        caller; the order is free)."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < num_words:
+            word = bits[i]
+            if word != _ZERO:
+                count = 0
+                for b in range(64):
+                    if (word >> uint64(b)) & _ONE != _ZERO:
+                        count += 1
+                at = cuda.atomic.add(tail, 0, count)
+                for b in range(64):
+                    if (word >> uint64(b)) & _ONE != _ZERO:
+                        queue[at] = vid(i * 64 + b)
+                        at += 1
+            i += stride
+
+    @cuda.jit
+    def visited_words(parents, n, num_words, words):
+        """``words``: the bitmap of the vertices with a parent (or visited on the host)."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < num_words:
+            word = _ZERO
+            for b in range(64):
+                v = i * 64 + b
+                if v < n and parents[v] != unvisited:
+                    word |= _ONE << uint64(b)
+            words[i] = word
+            i += stride
+
+    return SimpleNamespace(
+        base=base,
+        tile=tile,
+        enter=enter,
+        top_down=top_down,
+        bottom_up=bottom_up,
+        bottom_up_rest=bottom_up_rest,
+        queue_to_bits=queue_to_bits,
+        bits_to_queue=bits_to_queue,
+        visited_words=visited_words,
+    )

@@ -1,0 +1,237 @@
+"""A search's levels on the GPU, the frontier kept there: the host tier over plain arrays.
+
+Returns
+    :class:`DeviceLevels`: one search's state in device memory (its result, the frontier
+    as a queue or a bitmap, the counts) over one device copy of a graph whose single task
+    owns every vertex; :meth:`~DeviceLevels.top_down` / :meth:`~DeviceLevels.bottom_up` run
+    a level and return its :class:`LevelCounts`, the only data read back per level.
+    :func:`vertex_dtype` gives the type of vertex ids and results (int32 below 2^31
+    vertices, int64 beyond).
+Approach
+    The loop a GPU programmer writes (``benchmarks/plain_gpu_loop.py``), with the level's
+    step and barrier as the task runtime sees them: the caller decides each level's
+    direction from the counts (Beamer's rule) and asks for the frontier's conversion
+    (:meth:`~DeviceLevels.convert`) when it changes. A top-down level is the frontier's
+    degrees, their scan (one launch per 256^d vertices), one search per tile and the
+    expansion; a bottom-up one, two launches; each is followed by one 96-byte copy of the
+    counts. The state enters from the host's visited bitmap and frontier
+    (:meth:`~DeviceLevels.enter`) and can leave again (:meth:`~DeviceLevels.leave`), so
+    that levels run on the CPU between GPU ones; the kernels are in
+    :mod:`taskbfs.kernels._gpu_levels`.
+Encoding
+    Device buffers come from ``workspace(name, size, dtype)`` (a device array of at least
+    ``size`` entries, kept between calls: the worker's device cache). Frontier of level L:
+    ``queues[L % 2]`` (top-down) or ``bits[L % 2]`` (bottom-up); counts of level L: row
+    ``L % 3``. Results as in :mod:`taskbfs.kernels._gpu_levels` (-1 unreached).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from taskbfs.kernels._gpu_levels import DEFERRED, EXAMINED, FOUND, NEXT_EDGES, ROW, ROWS
+from taskbfs.kernels.gpu import LaunchConfig, Stopwatch, _require_gpu
+
+#: Bytes of the counts read back after each level.
+COUNTS_BYTES = ROWS * ROW * 8
+
+
+def vertex_dtype(num_vertices: int) -> np.dtype:
+    """int32 when every vertex id and -2 fit (fewer than 2^31 vertices), else int64."""
+    return np.dtype(np.int32 if int(num_vertices) < 2**31 else np.int64)
+
+
+@dataclass
+class LevelCounts:
+    """What one level on the device reports: the vertices it found (unique, the next
+    frontier), the sum of their out-degrees, the adjacency entries it read (as the CPU
+    step counts them), and its kernels' device seconds."""
+
+    found: int
+    next_edges: int
+    examined: int
+    seconds: float = 0.0
+
+
+class DeviceLevels:
+    """One search's levels on this GPU (see the module docstring).
+
+    Parameters
+    ----------
+    graph : DevicePartition
+        The out-adjacency of every vertex (``lo == 0``, ``hi == num_vertices``).
+    in_graph : DevicePartition
+        The in-adjacency the bottom-up levels read (``graph`` itself when undirected).
+    num_vertices : int
+    config : LaunchConfig
+    workspace : callable
+        ``workspace(name, size, dtype)`` → a device buffer of at least ``size`` entries.
+    """
+
+    def __init__(self, graph, in_graph, num_vertices: int, config: LaunchConfig, workspace):
+        from taskbfs.kernels._gpu_levels import level_kernels
+        from taskbfs.kernels.bitmap import words_for
+
+        cuda = _require_gpu()
+        if graph.lo != 0 or graph.hi != num_vertices:
+            raise ValueError(f"the device levels need one slice of every vertex, got "
+                             f"[{graph.lo}, {graph.hi}) of {num_vertices}")
+        self._cuda = cuda
+        self.graph, self.in_graph = graph, in_graph
+        self.n = int(num_vertices)
+        self.words = words_for(self.n)
+        self.config = config
+        self.dtype = vertex_dtype(self.n)
+        self.k = level_kernels(config.block_size, config.items_per_thread, self.dtype.name)
+        self._workspace = workspace
+        n, words = max(self.n, 1), max(self.words, 1)
+        self.parents = workspace("levels_parents", n, self.dtype)
+        self.distances = workspace("levels_distances", n, self.dtype)
+        self.queues = [workspace(f"levels_queue{i}", n, self.dtype) for i in (0, 1)]
+        self.bits = [workspace(f"levels_bits{i}", words, np.uint64) for i in (0, 1)]
+        self.deferred = workspace("levels_deferred", n, self.dtype)
+        self.visited = workspace("levels_visited", words, np.uint64)
+        self.tail = workspace("levels_tail", 1, np.int64)
+        self.rows = cuda.device_array((ROWS, ROW), dtype=np.int64)
+        self.host_rows = _host_rows(cuda, config.simulated)
+        self.entered = False  # whether the result arrays hold this search's state
+
+    def start_search(self) -> None:
+        """Forget the last search: the next :meth:`enter` starts a new result."""
+        self.entered = False
+
+    # ------------------------------------------------------------------ in and out
+    def enter(self, level: int, top_down: bool, visited_bits: np.ndarray, frontier: np.ndarray) -> int:
+        """Take the search's state from the host: the visited bitmap of level ``level`` and
+        its frontier (vertex ids top-down, bitmap words bottom-up). The first call of the
+        search starts its result (-1, and -2 for the visited vertices); later ones mark
+        the vertices the host visited since. Returns the bytes copied to the device."""
+        cfg = self.config
+        self._upload(self.visited, np.ascontiguousarray(visited_bits, dtype=np.uint64))
+        self.k.enter[cfg.blocks_for(self.n), cfg.block_size](
+            self.visited, self.n, not self.entered, self.parents, self.distances, self.rows)
+        self.entered = True
+        if top_down:
+            frontier = np.ascontiguousarray(frontier, dtype=self.dtype)
+            self._upload(self.queues[level % 2], frontier)
+        else:
+            frontier = np.ascontiguousarray(frontier, dtype=np.uint64)
+            self._upload(self.bits[level % 2], frontier)
+        return int(visited_bits.nbytes + frontier.nbytes)
+
+    def leave(self, level: int, top_down: bool, count: int):
+        """The search's state for the host at level ``level``: ``(visited bitmap, frontier,
+        bytes copied)``, the frontier as int64 vertex ids (top-down, ``count`` of them) or
+        bitmap words."""
+        cfg = self.config
+        self.k.visited_words[cfg.blocks_for(self.words), cfg.block_size](
+            self.parents, self.n, self.words, self.visited)
+        visited = self.visited[: self.words].copy_to_host()
+        if top_down:
+            frontier = (self.queues[level % 2][:count].copy_to_host().astype(np.int64)
+                        if count else np.empty(0, dtype=np.int64))
+            moved = count * self.dtype.itemsize
+        else:
+            frontier = self.bits[level % 2][: self.words].copy_to_host()
+            moved = frontier.nbytes
+        return visited, frontier, int(visited.nbytes + moved)
+
+    def result(self):
+        """``(distances, parents)``: the device arrays (``vertex_dtype``, at least
+        ``num_vertices`` entries; -2 where a host step's pair belongs)."""
+        return self.distances, self.parents
+
+    # ------------------------------------------------------------------ levels
+    def top_down(self, level: int, size: int, edges: int) -> LevelCounts:
+        """Level ``level`` top-down: its ``size`` frontier vertices with ``edges`` out-arcs."""
+        if edges == 0:  # nothing to read: the search ends here
+            return LevelCounts(0, 0, 0)
+        cfg, base = self.config, self.k.base
+        frontier = self.queues[level % 2]
+        offsets = self._workspace("levels_offsets", size + 1, np.int64)
+        num_tiles = -(-int(edges) // self.k.tile)
+        tile_first = self._workspace("levels_tile_first", num_tiles + 1, np.int64)
+        with Stopwatch(self._cuda, cfg.simulated) as watch:
+            base.frontier_degrees[cfg.blocks_for(size + 1), cfg.block_size](
+                self.graph.indptr, 0, frontier, size, offsets)
+            self._scan(offsets, size + 1)
+            base.tile_sources[cfg.blocks_for(num_tiles + 1), cfg.block_size](
+                offsets, size, num_tiles, tile_first)
+            self.k.top_down[min(num_tiles, cfg.grid_size), cfg.block_size](
+                self.graph.indptr, self.graph.indices, frontier, offsets, size, tile_first,
+                num_tiles, level + 1, self.parents, self.distances, self.queues[(level + 1) % 2],
+                self.rows, level % ROWS, (level + 1) % ROWS)
+        return self._counts(level, watch.seconds)
+
+    def bottom_up(self, level: int) -> LevelCounts:
+        """Level ``level`` bottom-up (its frontier is the bitmap)."""
+        cfg = self.config
+        limit = cfg.bu_thread_edges
+        g, gin = self.graph, self.in_graph
+        word_tile = max(cfg.block_size, 64) // 64
+        blocks = max(1, min(-(-self.words // word_tile), cfg.grid_size))
+        with Stopwatch(self._cuda, cfg.simulated) as watch:
+            self.k.bottom_up[blocks, cfg.block_size](
+                gin.indptr, gin.indices, g.indptr, self.n, self.words, self.bits[level % 2],
+                level + 1, limit, self.parents, self.distances, self.bits[(level + 1) % 2],
+                self.deferred, self.rows, level % ROWS, (level + 1) % ROWS)
+            self.k.bottom_up_rest[cfg.grid_size, cfg.block_size](
+                gin.indptr, gin.indices, g.indptr, self.bits[level % 2], level + 1, limit,
+                self.deferred, self.parents, self.distances, self.bits[(level + 1) % 2],
+                self.rows, level % ROWS)
+        return self._counts(level, watch.seconds)
+
+    def convert(self, level: int, to_top_down: bool, count: int) -> float:
+        """Turn level ``level``'s frontier (``count`` vertices) from a bitmap into a queue
+        (``to_top_down``) or back; returns the kernels' device seconds."""
+        cfg, fill = self.config, self.k.base.fill
+        p = level % 2
+        with Stopwatch(self._cuda, cfg.simulated) as watch:
+            if to_top_down:
+                fill[1, cfg.block_size](self.tail, 0)
+                self.k.bits_to_queue[cfg.blocks_for(self.words), cfg.block_size](
+                    self.bits[p], self.words, self.queues[p], self.tail)
+            else:
+                fill[cfg.blocks_for(self.words), cfg.block_size](self.bits[p], 0)
+                self.k.queue_to_bits[cfg.blocks_for(count), cfg.block_size](
+                    self.queues[p], count, self.bits[p])
+        return watch.seconds
+
+    # ------------------------------------------------------------------ helpers
+    def _counts(self, level: int, seconds: float) -> LevelCounts:
+        self.rows.copy_to_host(self.host_rows)
+        row = self.host_rows[level % ROWS]
+        return LevelCounts(int(row[FOUND]), int(row[NEXT_EDGES]), int(row[EXAMINED]), seconds)
+
+    def _scan(self, data, n: int, depth: int = 0) -> None:
+        """In-place exclusive scan of ``data[:n]`` (int64), into preallocated tile sums."""
+        cfg, base = self.config, self.k.base
+        num_tiles = -(-int(n) // cfg.block_size)
+        sums = self._workspace(f"levels_scan{depth}", num_tiles, np.int64)
+        base.scan_tiles[cfg.blocks_for(n), cfg.block_size](data, n, sums)
+        if num_tiles > 1:
+            self._scan(sums, num_tiles, depth + 1)
+            base.add_tile_offsets[cfg.blocks_for(n), cfg.block_size](data, n, sums)
+
+    @staticmethod
+    def _upload(buffer, host: np.ndarray) -> None:
+        if host.size:
+            buffer[: host.size].copy_to_device(host)
+
+
+_HOST_ROWS: dict = {}
+
+
+def _host_rows(cuda, simulated: bool) -> np.ndarray:
+    """The process's page-locked array the counts are read into (made once)."""
+    rows = _HOST_ROWS.get(simulated)
+    if rows is None:
+        shape = (ROWS, ROW)
+        rows = np.zeros(shape, np.int64) if simulated else cuda.pinned_array(shape, np.int64)
+        _HOST_ROWS[simulated] = rows
+    return rows
+
+
+__all__ = ["COUNTS_BYTES", "DEFERRED", "DeviceLevels", "LevelCounts", "vertex_dtype"]
