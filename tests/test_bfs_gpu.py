@@ -535,6 +535,7 @@ def test_a_chain_is_used_by_its_own_search_only(direction):
     (_kron, "auto", 1),
     (_kron, "auto", 3),
     (_odd_sized, "bottom-up", 1),
+    (_directed, "auto", 1),
     (_directed, "auto", 2),  # bottom-up steps read the transposed slices
     (_directed, "top-down", 3),
     (_path, "top-down", 2),
@@ -568,6 +569,67 @@ def test_gpu_levels_in_one_task_are_the_levels_as_tasks(runtime, monkeypatch, gr
     assert (inside.levels["barrier_worker"] == _gpu_worker(runtime)).all()
     assert [p["device"] for p in inside.placements] == ["cuda"]  # the one task
     assert len(apart.placements) > len(apart.trace)  # every step and barrier
+
+
+@needs_gpu
+@pytest.mark.parametrize("graph, direction", [
+    (_kron, "auto"),
+    (_kron, "top-down"),
+    (_kron, "bottom-up"),
+    (_directed, "auto"),  # bottom-up levels read the transposed slice
+    (_path, "auto"),
+])
+def test_one_task_gpu_levels_keep_the_frontier_on_the_device(runtime, graph, direction):
+    """T = 1 on the GPU worker: each level's step and barrier run on the device
+    (``bfs/device_levels.py``), traced ``cuda`` on the GPU worker; after the first level
+    nothing goes up, and each level reads back only its counts (``COUNTS_BYTES``): the
+    frontier never crosses the bus. The level table is that of the levels as tasks."""
+    from taskbfs.kernels.gpu_levels import COUNTS_BYTES
+
+    g = graph()
+    source = _hub_source(g)
+    tb.bfs(g, source, tasks=1, strategy="gpu", runtime=runtime, dispatch="auto")  # uploads
+    r = tb.bfs(g, source, tasks=1, strategy="gpu", direction=direction, runtime=runtime,
+               dispatch="auto")
+    _check(g, source, r)
+    apart = tb.bfs(g, source, tasks=1, strategy="gpu", direction=direction, runtime=runtime,
+                   dispatch="tasks")
+    columns = ["level", "direction", "frontier_size", "frontier_edges", "unexplored_edges",
+               "edges_examined", "discovered"]
+    assert r.levels[columns].equals(apart.levels[columns])
+    trace = r.trace
+    assert (trace["device"] == "cuda").all() and trace["included"].all()
+    assert (trace["d2h_bytes"] == COUNTS_BYTES).all()
+    words = (g.num_vertices + 63) // 64
+    assert trace["h2d_bytes"].iloc[0] == 8 * words + (4 if direction != "bottom-up" else 8 * words)
+    assert (trace["h2d_bytes"].iloc[1:] == 0).all()
+    assert (r.levels["barrier_worker"] == _gpu_worker(runtime)).all()
+
+
+@needs_gpu
+@pytest.mark.parametrize("direction", ["auto", "top-down"])
+def test_hybrid_one_task_moves_the_state_between_host_and_device(runtime, direction):
+    """Hybrid, T = 1, λ between the level sizes: levels alternate between the host and the
+    GPU; a GPU level takes the state up (its bytes up: the visited bitmap and the
+    frontier) and the barrier before a host level brings it back, and the result is
+    the levels as tasks give: scipy's distances, valid parents, the same devices."""
+    g = _kron()
+    source = _hub_source(g)
+    lam = 6
+    runs = {inside: tb.bfs(g, source, tasks=1, strategy="hybrid", lam=lam, direction=direction,
+                           runtime=runtime, dispatch="auto" if inside else "tasks")
+            for inside in (False, True)}
+    for r in runs.values():
+        _check(g, source, r)
+    columns = ["level", "task", "direction", "size", "device", "edges_examined"]
+    assert runs[True].trace[columns].equals(runs[False].trace[columns])
+    trace = runs[True].trace
+    devices = trace["device"].tolist()
+    assert "smp" in devices and "cuda" in devices
+    for i, device in enumerate(devices):
+        if device == "cuda":  # entered from the host: the visited bitmap went up
+            entered = i == 0 or devices[i - 1] == "smp"
+            assert (trace["h2d_bytes"].iloc[i] > 0) == entered
 
 
 @needs_gpu
@@ -614,28 +676,35 @@ def test_hybrid_levels_inside_tasks_are_placed_as_the_policy_places_steps(runtim
 ])
 def test_result_kept_on_the_device_is_the_result_assembled_on_the_host(setting,
         runtime, monkeypatch, graph, direction, strategy, tasks, lam):
-    """With every level in one GPU task and one task (or every step on the GPU), the GPU
-    steps write their pairs into the result on the device and it is copied back once
-    (``included._keeps_result_on_device``): the same distances as the host's assembly,
-    valid parents, the same level table; one device result per search when kept there,
-    none when not."""
+    """With every level in one GPU task and one task (the GPU levels of
+    ``bfs/device_levels.py``) or every step on the GPU (``included._keeps_result_on_device``),
+    the result is written on the device and copied back once: the same distances as the
+    host's assembly after GPU steps that return their pairs, valid parents, the same level
+    table; one device result per search that ran a GPU step, none otherwise."""
     from taskbfs.bfs import included
+    from taskbfs.bfs.device_levels import GpuLevels
+    from taskbfs.bfs.result import result_dtype
 
     setting("dispatch", "auto")
-    keeps = included._keeps_result_on_device
+    keeps, applies = included._keeps_result_on_device, GpuLevels.applies
     g = graph()
     source = _hub_source(g)
     runs = {}
     for on_device in (False, True):
         monkeypatch.setattr(included, "_keeps_result_on_device",
                             keeps if on_device else lambda *a: False)
+        monkeypatch.setattr(GpuLevels, "applies",
+                            staticmethod(applies if on_device else lambda *a: False))
         before = _gpu_cache_stats(runtime)["results"]
         r = runs[on_device] = tb.bfs(g, source, tasks=tasks, strategy=strategy, lam=lam,
                                      direction=direction, runtime=runtime)
         _check(g, source, r)
-        assert _gpu_cache_stats(runtime)["results"] - before == int(on_device)
-        # the result's copy back is accounted for: two int64 arrays over every vertex
-        assert r.assembly_d2h_bytes == (16 * g.num_vertices if on_device else 0)
+        kept = on_device and (r.trace["device"] == "cuda").any()
+        assert _gpu_cache_stats(runtime)["results"] - before == int(kept)
+        # the result's copy back is accounted for: two arrays over every vertex
+        itemsize = result_dtype(g.num_vertices).itemsize
+        assert r.assembly_d2h_bytes == (2 * itemsize * g.num_vertices if kept else 0)
+        assert r.distances.dtype == r.parents.dtype == result_dtype(g.num_vertices)
     columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
                "tasks", "tasks_gpu"]
     assert runs[True].levels[columns].equals(runs[False].levels[columns])

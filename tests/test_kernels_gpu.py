@@ -342,3 +342,69 @@ def test_launch_config_from_device():
     assert config.block_size % config.warp_size == 0 or config.simulated
     assert config.blocks_for(1) == 1
     assert config.blocks_for(10**12) == config.grid_size
+
+
+# --------------------------------------------------------------------------- levels on the device
+def _device_levels(graph, block_size):
+    """A :class:`DeviceLevels` over the whole ``graph`` (one task) with fresh buffers."""
+    from taskbfs.kernels.gpu import DevicePartition, _fresh_buffer
+    from taskbfs.kernels.gpu_levels import DeviceLevels
+
+    config = _config(block_size)
+    out = DevicePartition.from_graph(graph, 0, graph.num_vertices, config)
+    inward = DevicePartition.from_graph(graph.transpose(), 0, graph.num_vertices, config) \
+        if graph.directed else out
+    return DeviceLevels(out, inward, graph.num_vertices, config, _fresh_buffer)
+
+
+@needs_gpu
+@pytest.mark.parametrize(("name", "block_size"), _cases())
+def test_device_levels_match_the_cpu_steps(name, block_size):
+    """One level on the device (``kernels/gpu_levels.py``), entered from the host's visited
+    bitmap and frontier: top-down, the vertices of the next level each once with a
+    frontier parent (``atomicCAS`` on the result), bottom-up the CPU step's exact pairs;
+    both count the entries read as the CPU does and the new vertices' out-arcs; the visited
+    vertices are -2 in the result; leaving gives back the visited set with the new
+    vertices and the next frontier (as vertices, or bits after :meth:`convert`)."""
+    from taskbfs.kernels.bitmap import bitmap_from_vertices
+    from taskbfs.kernels.gpu_levels import vertex_dtype
+
+    for graph, depth, level, frontier, visited, frontier_bits in _scenarios(name):
+        n = graph.num_vertices
+        expected = np.flatnonzero(depth == level + 1)
+        out_degrees = graph.degrees()
+        after = bitmap_from_vertices(np.flatnonzero((depth >= 0) & (depth <= level + 1)), n)
+        for top_down in (True, False):
+            levels = _device_levels(graph, block_size)
+            assert levels.dtype == vertex_dtype(n) == np.int32
+            levels.enter(level, top_down, visited, frontier if top_down else frontier_bits)
+            parents = levels.parents.copy_to_host()[:n]
+            seen = (depth >= 0) & (depth <= level)
+            assert (parents[seen] == -2).all() and (parents[~seen] == -1).all()
+            if top_down:
+                counts = levels.top_down(level, frontier.size, int(out_degrees[frontier].sum()))
+                _, _, cedges = cpu.run_top_down(graph.indptr, graph.indices, 0, frontier, visited)
+            else:
+                counts = levels.bottom_up(level)
+                inward = graph.transpose()
+                cv, cu, cedges = cpu.run_bottom_up(inward.indptr, inward.indices, 0, n, visited,
+                                                   frontier_bits)
+            assert counts.examined == cedges
+            assert counts.found == expected.size
+            assert counts.next_edges == int(out_degrees[expected].sum())
+            distances = levels.distances.copy_to_host()[:n]
+            parents = levels.parents.copy_to_host()[:n]
+            found = np.flatnonzero(distances == level + 1)
+            np.testing.assert_array_equal(found, expected)
+            if top_down:
+                _check_parents(graph, found, parents[found], set(frontier.tolist()))
+            else:
+                assert _pairs(found, parents[found]) == _pairs(cv, cu)
+            if counts.found and top_down:  # the queue as bits, and back
+                levels.convert(level + 1, False, counts.found)
+                levels.convert(level + 1, True, counts.found)
+            elif counts.found:
+                levels.convert(level + 1, True, counts.found)
+            seen_now, nxt, _ = levels.leave(level + 1, True, counts.found)
+            np.testing.assert_array_equal(seen_now, after)
+            assert sorted(nxt.tolist()) == expected.tolist()

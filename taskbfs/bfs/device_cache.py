@@ -66,7 +66,8 @@ class DeviceCache:
     hits, misses, evictions : int
         Slice look-ups served from device memory, uploads, and slices dropped for room.
     results : int
-        Searches whose result was kept on this device (:meth:`search_result`).
+        Searches whose result was kept on this device (:meth:`search_result`, or the
+        GPU levels of :mod:`taskbfs.bfs.device_levels`).
     uploaded_bytes : int
         Bytes of slices copied to the device so far.
     """
@@ -314,7 +315,6 @@ class DeviceCache:
             if self._levels is None or self._levels[0] != (dev, dev_in):
                 levels = DeviceLevels(dev, dev_in, num_vertices, self.launch_config(), self.buffer)
                 self._levels = ((dev, dev_in), levels)
-                self.results += 1
             return self._levels[1], moved
 
     # ------------------------------------------------------------------ the search's result

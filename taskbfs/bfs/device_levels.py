@@ -143,6 +143,7 @@ class GpuLevels:
         if self.levels is None:
             self.levels, moved = self.cache.device_levels(self.slices[0], self.slices[-1], self.n)
             self.levels.start_search()
+            self.cache.results += 1
         top_down = frontier.direction == TOP_DOWN
         data = frontier.vertices if top_down else frontier.bits
         moved += self.levels.enter(frontier.level, top_down, frontier.visited_bits, data)

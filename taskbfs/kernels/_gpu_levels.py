@@ -137,7 +137,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                     v = indices[indptr[u] + (e - offsets[i])]
                     if parents[v] == unvisited:
                         if cuda.atomic.cas(parents, v, unvisited, vid(u)) == unvisited:
-                            distances[v] = depth
+                            distances[v] = vid(depth)
                             found_v[count] = v
                             count += 1
                             my_arcs += indptr[v + 1] - indptr[v]
@@ -147,7 +147,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
             cuda.syncthreads()
             at = tile_base[0] + prefix
             for j in range(count):
-                queue[at + j] = found_v[j]
+                queue[at + j] = vid(found_v[j])
             # thread 0 rewrites tile_base only after the next tile's scan barriers
             t += cuda.gridDim.x
         if my_arcs:
@@ -193,7 +193,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                         e += 1
                     if parent >= 0:
                         parents[v] = vid(parent)
-                        distances[v] = depth
+                        distances[v] = vid(depth)
                         cuda.atomic.or_(words, (v >> 6) - t * tile_words,
                                         _ONE << uint64(v & 63))
                         found += 1
@@ -202,7 +202,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                     else:
                         examined += end - start
                         if stop > end:
-                            deferred[cuda.atomic.add(rows, (cur, DEFERRED), 1)] = v
+                            deferred[cuda.atomic.add(rows, (cur, DEFERRED), 1)] = vid(v)
             cuda.syncthreads()
             w = t * tile_words + tid
             if tid < tile_words and w < num_words:
@@ -252,7 +252,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                 best = best_edge[0]
                 if best < stop:
                     parents[v] = vid(in_indices[best])
-                    distances[v] = depth
+                    distances[v] = vid(depth)
                     cuda.atomic.or_(next_bits, v >> 6, _ONE << uint64(v & 63))
                     cuda.atomic.add(rows, (cur, FOUND), 1)
                     cuda.atomic.add(rows, (cur, NEXT_EDGES), out_indptr[v + 1] - out_indptr[v])
