@@ -5,9 +5,9 @@ Returns
     compiled kernels over one device copy of the whole graph (a task that owns every
     vertex: local ids are global ids). They write the search's result (``parents``,
     ``distances``), the next frontier (a queue of vertex ids, or a bitmap) and one row of
-    counts per level, ``rows[level % 3]``: ``[FOUND, NEXT_EDGES, EXAMINED, DEFERRED]``
-    (vertices found, the sum of their out-degrees, adjacency entries read, bottom-up
-    vertices left to stage 2). That row is all the host reads back per level.
+    counts per level (int64): ``[FOUND, NEXT_EDGES, EXAMINED, DEFERRED]`` (vertices
+    found, the sum of their out-degrees, adjacency entries read, bottom-up vertices left
+    to stage 2). That row is all the host reads back per level.
 Approach
     A level is one or two launches plus the top-down scan: nothing goes back to the host
     but the counts, and the frontier never crosses the bus (see
@@ -20,8 +20,9 @@ Approach
     in-neighbours, the block ORs its discoveries into shared words and writes its tile of
     the next bitmap whole (no clearing); stage 2, a block per queued vertex finishes its
     list (the first frontier in-neighbour: the minimum edge index). Parents and
-    ``EXAMINED`` are exactly the CPU step's (:mod:`taskbfs.kernels.cpu`). Each level's
-    first kernel zeroes the next level's row, so counts need no separate launch.
+    ``EXAMINED`` are exactly the CPU step's (:mod:`taskbfs.kernels.cpu`). Rows are used
+    in turn (level L writes row L % 3): each level's first kernel zeroes the next level's
+    row, so counts need no separate launch.
 Encoding
     ``parents`` / ``distances`` / queues in ``vertex_dtype`` (int32 below 2^31 vertices,
     else int64); -1 unreached, -2 visited by a step that ran on the host (its pairs are
@@ -87,14 +88,14 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
     on_host = vid(VISITED_ON_HOST)
 
     @cuda.jit
-    def enter(visited, n, fresh, parents, distances, rows):
+    def enter(visited, n, fresh, parents, distances, row):
         """A search's state from the host's visited bitmap: with ``fresh``, every vertex
         unreached (-1) but the visited ones (-2); else only those not visited here yet
-        become -2. Every counts row zeroed."""
+        become -2. The next level's counts row zeroed."""
         i = cuda.grid(1)
         stride = cuda.gridsize(1)
-        if i < ROWS * ROW:
-            rows[i // ROW, i % ROW] = 0
+        if i < ROW:
+            row[i] = 0
         while i < n:
             seen = _bit_is_set(visited, i)
             if fresh:
@@ -106,7 +107,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
 
     @cuda.jit
     def top_down(indptr, indices, frontier, offsets, k, tile_first, num_tiles, depth,
-                 parents, distances, queue, rows, cur, clear):
+                 parents, distances, queue, row, next_row):
         """One top-down level over the frontier's edges (``offsets``: the exclusive scan
         of its degrees; ``tile_first``: each tile's first source)."""
         scan_scratch = cuda.shared.array(scan_len, int64)
@@ -116,9 +117,9 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
         tid = cuda.threadIdx.x
         total = offsets[k]
         if cuda.blockIdx.x == 0 and tid < ROW:
-            rows[clear, tid] = 0
+            next_row[tid] = 0
             if tid == EXAMINED:
-                rows[cur, EXAMINED] = total
+                row[EXAMINED] = total
         if tid == 0:
             arcs[0] = 0
         cuda.syncthreads()
@@ -143,7 +144,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                             my_arcs += indptr[v + 1] - indptr[v]
             prefix, tile_found = block_scan(scan_scratch, tid, count)
             if tid == 0 and tile_found > 0:
-                tile_base[0] = cuda.atomic.add(rows, (cur, FOUND), tile_found)
+                tile_base[0] = cuda.atomic.add(row, FOUND, tile_found)
             cuda.syncthreads()
             at = tile_base[0] + prefix
             for j in range(count):
@@ -154,18 +155,18 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
             cuda.atomic.add(arcs, 0, my_arcs)
         cuda.syncthreads()
         if tid == 0 and arcs[0]:
-            cuda.atomic.add(rows, (cur, NEXT_EDGES), arcs[0])
+            cuda.atomic.add(row, NEXT_EDGES, arcs[0])
 
     @cuda.jit
     def bottom_up(in_indptr, in_indices, out_indptr, n, num_words, frontier_bits, depth, limit,
-                  parents, distances, next_bits, deferred, rows, cur, clear):
+                  parents, distances, next_bits, deferred, row, next_row):
         """Stage 1 of a bottom-up level: a thread per unvisited vertex, at most ``limit``
         in-neighbours; the block writes its words of ``next_bits`` whole."""
         words = cuda.shared.array(tile_words, uint64)
         sums = cuda.shared.array(3, int64)  # found, their out-arcs, entries read
         tid = cuda.threadIdx.x
         if cuda.blockIdx.x == 0 and tid < ROW:
-            rows[clear, tid] = 0
+            next_row[tid] = 0
         if tid < 3:
             sums[tid] = 0
         found = int64(0)
@@ -202,7 +203,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                     else:
                         examined += end - start
                         if stop > end:
-                            deferred[cuda.atomic.add(rows, (cur, DEFERRED), 1)] = vid(v)
+                            deferred[cuda.atomic.add(row, DEFERRED, 1)] = vid(v)
             cuda.syncthreads()
             w = t * tile_words + tid
             if tid < tile_words and w < num_words:
@@ -217,18 +218,18 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
         cuda.syncthreads()
         if tid == 0:
             if sums[0]:
-                cuda.atomic.add(rows, (cur, FOUND), sums[0])
-                cuda.atomic.add(rows, (cur, NEXT_EDGES), sums[1])
+                cuda.atomic.add(row, FOUND, sums[0])
+                cuda.atomic.add(row, NEXT_EDGES, sums[1])
             if sums[2]:
-                cuda.atomic.add(rows, (cur, EXAMINED), sums[2])
+                cuda.atomic.add(row, EXAMINED, sums[2])
 
     @cuda.jit
     def bottom_up_rest(in_indptr, in_indices, out_indptr, frontier_bits, depth, limit, deferred,
-                       parents, distances, next_bits, rows, cur):
+                       parents, distances, next_bits, row):
         """Stage 2: a block per vertex stage 1 left, the rest of its in-neighbours."""
         best_edge = cuda.shared.array(1, int64)
         tid = cuda.threadIdx.x
-        num_deferred = rows[cur, DEFERRED]
+        num_deferred = row[DEFERRED]
         q = cuda.blockIdx.x
         while q < num_deferred:
             v = int64(deferred[q])
@@ -254,11 +255,11 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                     parents[v] = vid(in_indices[best])
                     distances[v] = vid(depth)
                     cuda.atomic.or_(next_bits, v >> 6, _ONE << uint64(v & 63))
-                    cuda.atomic.add(rows, (cur, FOUND), 1)
-                    cuda.atomic.add(rows, (cur, NEXT_EDGES), out_indptr[v + 1] - out_indptr[v])
-                    cuda.atomic.add(rows, (cur, EXAMINED), best - start + 1)
+                    cuda.atomic.add(row, FOUND, 1)
+                    cuda.atomic.add(row, NEXT_EDGES, out_indptr[v + 1] - out_indptr[v])
+                    cuda.atomic.add(row, EXAMINED, best - start + 1)
                 else:
-                    cuda.atomic.add(rows, (cur, EXAMINED), stop - start)
+                    cuda.atomic.add(row, EXAMINED, stop - start)
             cuda.syncthreads()
             q += cuda.gridDim.x
 

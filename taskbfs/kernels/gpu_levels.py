@@ -14,15 +14,15 @@ Approach
     (:meth:`~DeviceLevels.convert`) when it changes. A top-down level is the frontier's
     degrees, their scan (one launch per 256^d vertices), one search per tile and the
     expansion; a bottom-up one, two launches; each is followed by one 96-byte copy of the
-    counts. The state enters from the host's visited bitmap and frontier
+    counts (32 bytes). The state enters from the host's visited bitmap and frontier
     (:meth:`~DeviceLevels.enter`) and can leave again (:meth:`~DeviceLevels.leave`), so
     that levels run on the CPU between GPU ones; the kernels are in
     :mod:`taskbfs.kernels._gpu_levels`.
 Encoding
     Device buffers come from ``workspace(name, size, dtype)`` (a device array of at least
     ``size`` entries, kept between calls: the worker's device cache). Frontier of level L:
-    ``queues[L % 2]`` (top-down) or ``bits[L % 2]`` (bottom-up); counts of level L: row
-    ``L % 3``. Results as in :mod:`taskbfs.kernels._gpu_levels` (-1 unreached).
+    ``queues[L % 2]`` (top-down) or ``bits[L % 2]`` (bottom-up); counts of level L:
+    ``rows[L % 3]``. Results as in :mod:`taskbfs.kernels._gpu_levels` (-1 unreached).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import numpy as np
 from taskbfs.kernels._gpu_levels import DEFERRED, EXAMINED, FOUND, NEXT_EDGES, ROW, ROWS
 from taskbfs.kernels.gpu import LaunchConfig, Stopwatch, _require_gpu
 
-#: Bytes of the counts read back after each level.
-COUNTS_BYTES = ROWS * ROW * 8
+#: Bytes of the counts read back after each level: one row.
+COUNTS_BYTES = ROW * 8
 
 
 def vertex_dtype(num_vertices: int) -> np.dtype:
@@ -94,8 +94,8 @@ class DeviceLevels:
         self.deferred = workspace("levels_deferred", n, self.dtype)
         self.visited = workspace("levels_visited", words, np.uint64)
         self.tail = workspace("levels_tail", 1, np.int64)
-        self.rows = cuda.device_array((ROWS, ROW), dtype=np.int64)
-        self.host_rows = _host_rows(cuda, config.simulated)
+        self.rows = [cuda.device_array(ROW, dtype=np.int64) for _ in range(ROWS)]
+        self.host_row = _host_row(cuda, config.simulated)
         self.entered = False  # whether the result arrays hold this search's state
 
     def start_search(self) -> None:
@@ -110,8 +110,9 @@ class DeviceLevels:
         the vertices the host visited since. Returns the bytes copied to the device."""
         cfg = self.config
         self._upload(self.visited, np.ascontiguousarray(visited_bits, dtype=np.uint64))
-        self.k.enter[cfg.blocks_for(self.n), cfg.block_size](
-            self.visited, self.n, not self.entered, self.parents, self.distances, self.rows)
+        self.k.enter[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
+            self.visited, self.n, not self.entered, self.parents, self.distances,
+            self.rows[level % ROWS])
         self.entered = True
         if top_down:
             frontier = np.ascontiguousarray(frontier, dtype=self.dtype)
@@ -162,7 +163,7 @@ class DeviceLevels:
             self.k.top_down[min(num_tiles, cfg.grid_size), cfg.block_size](
                 self.graph.indptr, self.graph.indices, frontier, offsets, size, tile_first,
                 num_tiles, level + 1, self.parents, self.distances, self.queues[(level + 1) % 2],
-                self.rows, level % ROWS, (level + 1) % ROWS)
+                *self._rows(level))
         return self._counts(level, watch.seconds)
 
     def bottom_up(self, level: int) -> LevelCounts:
@@ -176,11 +177,11 @@ class DeviceLevels:
             self.k.bottom_up[blocks, cfg.block_size](
                 gin.indptr, gin.indices, g.indptr, self.n, self.words, self.bits[level % 2],
                 level + 1, limit, self.parents, self.distances, self.bits[(level + 1) % 2],
-                self.deferred, self.rows, level % ROWS, (level + 1) % ROWS)
+                self.deferred, *self._rows(level))
             self.k.bottom_up_rest[cfg.grid_size, cfg.block_size](
                 gin.indptr, gin.indices, g.indptr, self.bits[level % 2], level + 1, limit,
                 self.deferred, self.parents, self.distances, self.bits[(level + 1) % 2],
-                self.rows, level % ROWS)
+                self.rows[level % ROWS])
         return self._counts(level, watch.seconds)
 
     def convert(self, level: int, to_top_down: bool, count: int) -> float:
@@ -200,9 +201,13 @@ class DeviceLevels:
         return watch.seconds
 
     # ------------------------------------------------------------------ helpers
+    def _rows(self, level: int):
+        """The counts row level ``level`` writes, and the next level's (zeroed by it)."""
+        return self.rows[level % ROWS], self.rows[(level + 1) % ROWS]
+
     def _counts(self, level: int, seconds: float) -> LevelCounts:
-        self.rows.copy_to_host(self.host_rows)
-        row = self.host_rows[level % ROWS]
+        row = self.host_row
+        self.rows[level % ROWS].copy_to_host(row)
         return LevelCounts(int(row[FOUND]), int(row[NEXT_EDGES]), int(row[EXAMINED]), seconds)
 
     def _scan(self, data, n: int, depth: int = 0) -> None:
@@ -224,14 +229,13 @@ class DeviceLevels:
 _HOST_ROWS: dict = {}
 
 
-def _host_rows(cuda, simulated: bool) -> np.ndarray:
+def _host_row(cuda, simulated: bool) -> np.ndarray:
     """The process's page-locked array the counts are read into (made once)."""
-    rows = _HOST_ROWS.get(simulated)
-    if rows is None:
-        shape = (ROWS, ROW)
-        rows = np.zeros(shape, np.int64) if simulated else cuda.pinned_array(shape, np.int64)
-        _HOST_ROWS[simulated] = rows
-    return rows
+    row = _HOST_ROWS.get(simulated)
+    if row is None:
+        row = np.zeros(ROW, np.int64) if simulated else cuda.pinned_array(ROW, np.int64)
+        _HOST_ROWS[simulated] = row
+    return row
 
 
 __all__ = ["COUNTS_BYTES", "DEFERRED", "DeviceLevels", "LevelCounts", "vertex_dtype"]
