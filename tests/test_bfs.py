@@ -251,3 +251,16 @@ def test_elapsed_is_the_whole_call(runtime, monkeypatch):
     assert 0.2 <= result.elapsed <= wall
     assert result.search_seconds <= result.elapsed - 0.15
     assert result.teps == pytest.approx(result.traversed_edges / result.elapsed)
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "tasks"])
+def test_results_are_int32_below_two_to_the_31_vertices(runtime, dispatch):
+    """Distances and parents come back as int32 when every vertex id fits (half the bytes
+    of int64 to write, copy and keep), whichever way the search ran; int64 beyond."""
+    from taskbfs.bfs.result import result_dtype
+
+    g = tb.Graph.from_edges([0, 1, 2], [1, 2, 3])
+    r = tb.bfs(g, 0, tasks=2, strategy="cpu", runtime=runtime, dispatch=dispatch)
+    assert r.distances.dtype == r.parents.dtype == np.int32
+    assert r.distances.tolist() == [0, 1, 2, 3] and r.parents.tolist() == [0, 0, 1, 2]
+    assert result_dtype(2**31 - 1) == np.int32 and result_dtype(2**31) == np.int64
