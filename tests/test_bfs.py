@@ -264,3 +264,23 @@ def test_results_are_int32_below_two_to_the_31_vertices(runtime, dispatch):
     assert r.distances.dtype == r.parents.dtype == np.int32
     assert r.distances.tolist() == [0, 1, 2, 3] and r.parents.tolist() == [0, 0, 1, 2]
     assert result_dtype(2**31 - 1) == np.int32 and result_dtype(2**31) == np.int64
+
+
+def test_a_dropped_result_is_freed_at_once(runtime):
+    """Nothing keeps a result alive once the caller drops it (no reference cycle waits for
+    the garbage collector): its arrays, which may be page-locked buffers lent by a GPU
+    worker's pool, go back at once. Its tables still build when read."""
+    import gc
+    import weakref
+
+    g = tb.Graph.from_edges([0, 1, 2], [1, 2, 3])
+    r = tb.bfs(g, 0, tasks=2, strategy="cpu", runtime=runtime)
+    assert r.levels["level"].tolist() == [0, 1, 2, 3]
+    gc.disable()
+    try:
+        r = tb.bfs(g, 0, tasks=2, strategy="cpu", runtime=runtime)
+        dropped = weakref.ref(r)
+        del r
+        assert dropped() is None
+    finally:
+        gc.enable()

@@ -272,7 +272,10 @@ class _Search:
                                       summaries)
 
         def levels():
-            return _level_table(summaries, result.trace, wall_start, records)
+            # through a weak reference: a result that refers to itself through this
+            # closure would live (with its arrays, maybe pinned buffers lent by the GPU
+            # worker's pool) until the next garbage collection, not until it is dropped
+            return _level_table(summaries, mine().trace, wall_start, records)
 
         result = BFSResult(
             source=self.source,
@@ -293,6 +296,7 @@ class _Search:
             kept=outcome.kept,
             bounds=parts.bounds,
         )
+        mine = weakref.ref(result)
         return result
 
 
