@@ -259,12 +259,14 @@ def test_results_stay_on_the_workers(rt):
         r = tb.bfs(dg, 0, tasks=tasks, dispatch=dispatch, runtime=rt)
         assert r.on_workers
         d, p = r.to_dask()
-        assert d.shape == p.shape == (s.num_vertices,) and d.dtype == np.int64
+        assert d.shape == p.shape == (s.num_vertices,) and d.dtype == np.int32
         if dispatch == "auto" and not rt.in_process:
             assert len(d.chunks[0]) == 1  # no worker holds every slice: levels dispatched
         with rt.client.as_current():
-            np.testing.assert_array_equal(d.compute(), expected)
+            computed = d.compute()
             assert int((p >= 0).sum().compute()) == int((expected >= 0).sum())
+        assert computed.dtype == np.int32  # as declared: the result's dtype
+        np.testing.assert_array_equal(computed, expected)
         assert r.on_workers  # nothing gathered yet
         np.testing.assert_array_equal(r.distances, expected)
         assert not r.on_workers

@@ -522,11 +522,14 @@ class KeptResult:
         """``(distances, parents)`` as dask arrays, one chunk per piece."""
         import dask.array as da
 
+        from taskbfs.bfs.result import result_dtype
+
         sizes = np.diff(self.bounds).tolist()
+        dtype = result_dtype(int(self.bounds[-1]))
         out = []
         for field in (0, 1):
             parts = [da.from_delayed(self.client.submit(_field, p, field), shape=(size,),
-                                     dtype=np.int64)
+                                     dtype=dtype)
                      for p, size in zip(self.pieces, sizes, strict=True)]
             out.append(da.concatenate(parts) if len(parts) > 1 else parts[0])
         return tuple(out)

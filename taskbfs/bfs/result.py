@@ -92,7 +92,8 @@ class BFSResult:
 
     @property
     def distances(self) -> np.ndarray:
-        """Hops from the source (int64; -1 unreached); gathered on first read if kept."""
+        """Hops from the source (:func:`result_dtype`; -1 unreached); gathered on first
+        read if kept."""
         self._bring_home()
         return self._distances
 
@@ -102,7 +103,8 @@ class BFSResult:
 
     @property
     def parents(self) -> np.ndarray:
-        """The BFS tree (int64; ``parents[source] == source``, -1 unreached)."""
+        """The BFS tree (:func:`result_dtype`; ``parents[source] == source``, -1
+        unreached)."""
         self._bring_home()
         return self._parents
 
