@@ -102,6 +102,7 @@ class DistributedGraph:
         self.num_arcs = int(num_arcs)
         self.directed = bool(directed)
         self.token = token
+        self.labels = None  # vertices are numbered 0..n-1 (no labels, unlike a Graph's)
         self._degrees: Future | None = None
         self._placed: OrderedDict = OrderedDict()
 
