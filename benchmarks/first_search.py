@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -38,11 +39,21 @@ def child(scale: int, strategy: str, repeats: int) -> dict:
         place_graph(runtime, graph, default_tasks(runtime, strategy), tb.config.get("balance"),
                     need_transpose=True)
         walls = []
-        for key in keys:
+        for i, key in enumerate(keys):
+            print(f"=== search {i}", flush=True)  # numba's cache messages fall between these
             start = time.perf_counter()
             tb.bfs(graph, key, strategy=strategy, runtime=runtime)
             walls.append(time.perf_counter() - start)
+        print("=== done", flush=True)
     return {"first": walls[0], "steady": float(np.median(walls[1:]))}
+
+
+def _loads_inside_searches(output: str) -> list[str]:
+    """The functions numba loaded or compiled during the searches (``NUMBA_DEBUG_CACHE``
+    lines between the first ``=== search`` marker and ``=== done``)."""
+    inside = output.split("=== search 0", 1)[-1].split("=== done", 1)[0]
+    return sorted({line.split("'")[1].rsplit("/", 1)[-1] for line in inside.splitlines()
+                   if line.startswith("[cache] data loaded") or line.startswith("[cache] data saved")})
 
 
 def main(argv=None) -> None:
@@ -50,6 +61,8 @@ def main(argv=None) -> None:
     parser.add_argument("--scale", type=int, default=20)
     parser.add_argument("--strategies", nargs="+", default=["cpu", "hybrid"])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--debug-cache", action="store_true",
+                        help="also list the numba functions loaded or compiled inside the searches")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -59,10 +72,15 @@ def main(argv=None) -> None:
           "fresh process (runtime started, graph placed) against the median of the next "
           f"{args.repeats}")
     for strategy in args.strategies:
+        env = dict(os.environ, NUMBA_DEBUG_CACHE="1") if args.debug_cache else None
         out = subprocess.run([sys.executable, __file__, "--scale", str(args.scale), "--repeats",
                               str(args.repeats), "--child", strategy],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True, check=True, env=env)
         result = json.loads(out.stdout.strip().splitlines()[-1])
+        if args.debug_cache:
+            loads = _loads_inside_searches(out.stdout + out.stderr)
+            print(f"{strategy:>8s}: numba cache files loaded or saved inside the searches: "
+                  f"{', '.join(loads) or 'none'}", flush=True)
         print(f"{strategy:>8s}: first {1e3 * result['first']:8.1f} ms, steady median "
               f"{1e3 * result['steady']:8.1f} ms, ratio {result['first'] / result['steady']:.2f}",
               flush=True)

@@ -40,6 +40,7 @@ import numpy as np
 
 from taskbfs.bfs.compiled_levels import (
     LEVELS_NAME,
+    LevelBlock,
     LevelSummaries,
     SliceLists,
     cpu_sizes,
@@ -137,50 +138,88 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
                                        init["direction_mode"], init["alpha"], init["beta"],
                                        init["total_edges"])
     frontier.progress.result_on_device = _keeps_result_on_device(device, policy, num_tasks)
-    gpu = GpuLevels(slices[0], policy, degrees.size) if GpuLevels.applies(device, num_tasks) else None
     publisher = SummaryPublisher()
     summary = _announced(summary, policy, device, publisher)
     summaries = LevelSummaries(num_tasks)
     summaries.append(summary)
-    cpu_max = cpu_sizes(policy, num_tasks, device == CUDA)
     threads = worker_threads()
-    # on a CPU worker every step runs on the CPU: the level runs on the worker's threads
-    on_threads = LevelTasks(slices, degrees, threads) if device == SMP else None
-    # top-down steps read the out-adjacency (a CPU worker keeps its lists with the slices)
-    lists = on_threads.lists if on_threads else SliceLists([s[0] for s in slices])
+    levels = _Levels(slices, degrees, policy, device, threads)
     while summary.frontier_size:
-        if gpu is not None and gpu.runs(summary):  # one task, its step on the GPU
-            frontier, summary = gpu.level(frontier, summary)
-            summary = _announced(summary, policy, device, publisher)
-            summaries.append(summary)
-            continue
-        if gpu is not None:
-            frontier = gpu.to_host(frontier)
-        if small_levels_apply(frontier, summary):
-            frontier, block = include(LEVELS_NAME, run_small_levels, {"level": frontier.level},
-                                      frontier, lists, degrees, cpu_max)
-            summaries.add_block(block)
+        frontier, made = levels.run(frontier, summary)
+        if isinstance(made, LevelBlock):
+            summaries.add_block(made)
             summary = _announced(summaries[-1], policy, device, publisher)
-            continue
-        if on_threads is not None:
-            frontier, summary = _level_on_threads(on_threads, frontier)
-            summaries.append(_announced(summary, policy, device, publisher))
-            continue
-        calls = [(_step_tags(frontier, t), (slice_for(slices[t], frontier), frontier))
-                 for t in range(num_tasks) if frontier.has_work(t)]
-        found = _run_steps(calls, policy, device)
-        nxt, summary = include(BARRIER_NAME, advance, {"level": frontier.level},
-                               frontier, found, degrees)
-        summary = _announced(summary, policy, device, publisher)
-        nxt.included.extend((frontier.level, d) for d in found)
-        summaries.append(summary)
-        frontier = nxt
+        else:
+            summary = _announced(made, policy, device, publisher)
+            summaries.append(summary)
+    gpu = levels.gpu
     d2h = gpu.result_bytes() if gpu is not None and gpu.ran else _result_bytes(frontier)
     if device == SMP:
         cuts = result_cuts(cuts, threads)
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
                                  frontier, init["source"], cuts, threads, gpu)
     return SearchOutcome(distances, parents, summaries, d2h)
+
+
+#: The ways :class:`_Levels` runs a level (each: the level's step tasks and its barrier).
+ON_DEVICE, COMPILED, ON_THREADS, STEPS = "on the device", "compiled", "on threads", "steps"
+
+
+class _Levels:
+    """How this task runs each level: the one rule (:meth:`way`) and the four ways.
+
+    Every way runs the same step tasks and barrier, traced alike: on the device
+    (:class:`~taskbfs.bfs.device_levels.GpuLevels`: one task, its step on the GPU; only
+    counts come back), in the compiled loop (small top-down CPU levels, many per call), on
+    the CPU worker's threads (:class:`~taskbfs.bfs.level_tasks.LevelTasks`: T steps and
+    the barrier with no Python between tasks), or as included steps and an included
+    barrier (the GPU worker's levels with CPU steps, or several tasks).
+    """
+
+    def __init__(self, slices, degrees, policy: Policy, device: str, threads: int):
+        self.slices, self.degrees, self.policy, self.device = slices, degrees, policy, device
+        num_tasks = len(slices)
+        self.gpu = (GpuLevels(slices[0], policy, degrees.size)
+                    if GpuLevels.applies(device, num_tasks) else None)
+        # on a CPU worker every step runs on the CPU: a level runs on the worker's threads
+        self.on_threads = LevelTasks(slices, degrees, threads) if device == SMP else None
+        # top-down steps read the out-adjacency (a CPU worker keeps its lists with the slices)
+        self.lists = (self.on_threads.lists if self.on_threads
+                      else SliceLists([s[0] for s in slices]))
+        self.cpu_max = cpu_sizes(policy, num_tasks, device == CUDA)
+
+    def way(self, frontier: Frontier, summary: LevelSummary) -> str:
+        """How the level ``summary`` opens runs (``frontier`` on the host unless on the
+        device)."""
+        if self.gpu is not None and self.gpu.runs(summary):
+            return ON_DEVICE
+        if small_levels_apply(frontier, summary):
+            return COMPILED
+        return ON_THREADS if self.on_threads is not None else STEPS
+
+    def run(self, frontier: Frontier, summary: LevelSummary):
+        """Run the level ``summary`` opens: ``(next frontier, its summary)``, or for the
+        compiled loop ``(next frontier, LevelBlock)`` (a block of small levels)."""
+        if self.gpu is not None and not self.gpu.runs(summary):
+            frontier = self.gpu.to_host(frontier)  # a CPU level after GPU ones
+        way = self.way(frontier, summary)
+        if way == ON_DEVICE:
+            return self.gpu.level(frontier, summary)
+        if way == COMPILED:
+            return include(LEVELS_NAME, run_small_levels, {"level": frontier.level},
+                           frontier, self.lists, self.degrees, self.cpu_max)
+        if way == ON_THREADS:
+            return _level_on_threads(self.on_threads, frontier)
+        return self._steps_and_barrier(frontier)
+
+    def _steps_and_barrier(self, frontier: Frontier):
+        calls = [(_step_tags(frontier, t), (slice_for(self.slices[t], frontier), frontier))
+                 for t in range(len(self.slices)) if frontier.has_work(t)]
+        found = _run_steps(calls, self.policy, self.device)
+        nxt, summary = include(BARRIER_NAME, advance, {"level": frontier.level},
+                               frontier, found, self.degrees)
+        nxt.included.extend((frontier.level, d) for d in found)
+        return nxt, summary
 
 
 def _level_on_threads(level_tasks: LevelTasks, frontier: Frontier):
