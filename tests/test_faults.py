@@ -18,7 +18,6 @@ import threading
 import time
 from pathlib import Path
 
-import dask
 import numpy as np
 import pytest
 from reference import scipy_distances
@@ -257,10 +256,10 @@ def test_timeout_must_be_positive_seconds(runtime, timeout):
         tb.bfs(_path_graph(4), 0, runtime=runtime, timeout=timeout)
 
 
-def test_default_timeout_is_the_setting(runtime):
-    with dask.config.set({"taskbfs.search.timeout": 1e-9}):
-        with pytest.raises(SearchTimeoutError, match="timeout of 1e-09 s"):
-            tb.bfs(tb.kronecker(12, seed=1), 0, runtime=runtime)
+def test_default_timeout_is_the_setting(runtime, setting):
+    setting("search.timeout", 1e-9)
+    with pytest.raises(SearchTimeoutError, match="timeout of 1e-09 s"):
+        tb.bfs(tb.kronecker(12, seed=1), 0, runtime=runtime)
 
 
 # ---------------------------------------------------------------------------- bounded use
@@ -268,6 +267,14 @@ def test_default_timeout_is_the_setting(runtime):
 def test_too_many_tasks_is_refused(runtime, tasks):
     with pytest.raises(InvalidParameterError, match=f"tasks = {tasks} is more than"):
         tb.bfs(_path_graph(4), 0, tasks=tasks, runtime=runtime)
+
+
+def test_the_most_tasks_is_a_setting(runtime, setting):
+    setting("max-tasks", 3)
+    graph = tb.kronecker(8, seed=1)
+    _check(graph, 1, tb.bfs(graph, 1, tasks=3, runtime=runtime))
+    with pytest.raises(InvalidParameterError, match="at most taskbfs.max-tasks = 3"):
+        tb.bfs(graph, 1, tasks=4, runtime=runtime)
 
 
 def test_searches_leave_no_topics_or_handlers(runtime):
@@ -314,6 +321,19 @@ def test_concurrent_first_calls_start_one_runtime():
 
 
 # ---------------------------------------------------------------------------- network
+def test_the_embedded_http_host_is_a_setting(setting):
+    """``runtime.host`` moves the workers' (and a dashboard-less scheduler's) HTTP servers
+    (to another loopback address here: a test opens nothing to the network)."""
+    import psutil
+
+    setting("runtime.host", "127.0.0.2")
+    with tb.Runtime(threads=1, gpus=0, dashboard_address=None) as rt:
+        tb.bfs(tb.kronecker(6, seed=1), 1, runtime=rt)
+        ours = {c.laddr.port for c in psutil.Process().net_connections("inet")
+                if c.status == psutil.CONN_LISTEN and c.laddr.ip == "127.0.0.2"}
+        assert len(ours) == 2  # the scheduler's and the worker's
+
+
 LISTENING = textwrap.dedent("""
     import urllib.request
 
