@@ -23,6 +23,9 @@ MAX_PLACED_GRAPHS = 4
 
 _placed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+#: Future states of a placed datum that a worker's departure leaves behind.
+_BROKEN = frozenset({"cancelled", "lost", "error"})
+
 
 class PlacedGraph:
     """One graph placed on one runtime: its partition, the futures of its slices (and of
@@ -41,10 +44,11 @@ class PlacedGraph:
         return [*self.slices, *extra, self.degrees]
 
     def intact(self) -> bool:
-        """Whether every placed datum is still held by a worker (a future whose holder
-        left the cluster is cancelled by the scheduler: scattered data cannot be
-        recomputed)."""
-        return all(f.status == "finished" for f in self.futures())
+        """Whether no placed datum was lost: a scattered slice whose holder left the
+        cluster is cancelled by the scheduler (it cannot be recomputed); a computed one
+        is lost until it is computed again. Pending ones (still being built) count as
+        intact."""
+        return not any(f.status in _BROKEN for f in self.futures())
 
 
 def place_graph(runtime, graph: Graph, tasks: int, balance: str,
