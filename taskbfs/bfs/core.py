@@ -190,7 +190,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
             else:
                 outcome = search.included(site)
             result = search.result(outcome, strategy, called_wall)
-            result.labels = graph.labels
+            result.labels = getattr(graph, "labels", None)  # a DistributedGraph has none
         finally:
             program.close()
     result.elapsed = time.perf_counter() - called
