@@ -12,8 +12,13 @@
 #
 # Settings (environment variables):
 #   TASKBFS_CLUSTER_DIR  state directory: address, pids, logs (default ./taskbfs-cluster)
+#   TASKBFS_HOST         interface every process listens on: scheduler, workers, nannies,
+#                        dashboards (default 127.0.0.1: this machine only; the dashboards
+#                        are unauthenticated). 0.0.0.0 or an interface's address opens
+#                        the cluster to the network, deliberately: workers on other
+#                        machines can then join, and anyone who reaches it can use it.
 #   TASKBFS_PORT         scheduler port (default 8786; 0 = any free port)
-#   TASKBFS_DASHBOARD    dashboard address (default :8787; "none" serves none)
+#   TASKBFS_DASHBOARD    dashboard address (default $TASKBFS_HOST:8787; "none" serves none)
 #   TASKBFS_GPUS         GPU workers (default: one per line of `nvidia-smi -L`, 0 without it)
 #   TASKBFS_CPU_WORKERS  CPU worker processes (default 1)
 #   TASKBFS_CPU_THREADS  threads per CPU worker (default: cores minus one per GPU worker,
@@ -25,8 +30,9 @@ set -euo pipefail
 
 PYTHON=${PYTHON:-python3}
 DIR=${TASKBFS_CLUSTER_DIR:-./taskbfs-cluster}
+HOST=${TASKBFS_HOST:-127.0.0.1}
 PORT=${TASKBFS_PORT:-8786}
-DASHBOARD=${TASKBFS_DASHBOARD:-:8787}
+DASHBOARD=${TASKBFS_DASHBOARD:-$HOST:8787}
 CPU_WORKERS=${TASKBFS_CPU_WORKERS:-1}
 WORKER_ARGS=${TASKBFS_WORKER_ARGS:-}
 START_TIMEOUT=${TASKBFS_START_TIMEOUT:-60}
@@ -62,7 +68,7 @@ start() {
 
     local dash=(--dashboard-address "$DASHBOARD")
     [[ "$DASHBOARD" == none ]] && dash=(--no-dashboard)
-    nohup "$PYTHON" -m dask scheduler --port "$PORT" "${dash[@]}" \
+    nohup "$PYTHON" -m dask scheduler --host "$HOST" --port "$PORT" "${dash[@]}" \
         --scheduler-file "$DIR/scheduler.json" >"$DIR/scheduler.log" 2>&1 &
     echo $! >"$DIR/scheduler.pid"
 
@@ -80,12 +86,14 @@ start() {
     for (( i = 0; i < CPU_WORKERS; i++ )); do
         # shellcheck disable=SC2086  # WORKER_ARGS is a list of words
         nohup "$PYTHON" -m dask worker "$addr" --name "cpu-$i" --nthreads "$threads" \
+            --host "$HOST" --dashboard-address "$HOST:0" \
             --resources "CPU=$threads" $WORKER_ARGS >"$DIR/cpu-$i.log" 2>&1 &
         echo $! >"$DIR/cpu-$i.pid"
     done
     for (( i = 0; i < gpus; i++ )); do
         # shellcheck disable=SC2086
         CUDA_VISIBLE_DEVICES=$i nohup "$PYTHON" -m dask worker "$addr" --name "gpu-$i" \
+            --host "$HOST" --dashboard-address "$HOST:0" \
             --nthreads 1 --resources "GPU=1" $WORKER_ARGS >"$DIR/gpu-$i.log" 2>&1 &
         echo $! >"$DIR/gpu-$i.pid"
     done

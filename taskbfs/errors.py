@@ -45,6 +45,11 @@ class InvalidParameterError(TaskBFSError, ValueError):
     """A parameter is out of range or of the wrong kind (T < 1, λ < 0, unknown strategy...)."""
 
 
+class InvalidGraphError(InvalidParameterError):
+    """A graph's arrays are not a CSR graph (an ``indices`` entry outside ``0..n-1``, an
+    ``indptr`` that decreases...): the message names the position and the vertex."""
+
+
 class InvalidVertexError(TaskBFSError, ValueError):
     """A vertex id is negative or not in the graph."""
 
@@ -59,6 +64,32 @@ class DeviceUnavailableError(TaskBFSError, RuntimeError):
 
 class TaskExecutionError(TaskBFSError, RuntimeError):
     """A task failed on a worker; the message names the task and the original error."""
+
+
+class WorkerLostError(TaskBFSError, RuntimeError):
+    """A worker left the cluster (killed, crashed, or removed) while a search needed it.
+
+    Attributes
+    ----------
+    workers : list of str
+        The addresses of the workers that left (empty when it could not be told which).
+    level : int or None
+        The level the search was at (the last one the client heard of; None before).
+    """
+
+    def __init__(self, message: str, workers=(), level: int | None = None):
+        self.workers = list(workers)
+        self.level = level
+        super().__init__(message)
+
+
+class SearchTimeoutError(TaskBFSError, TimeoutError):
+    """A search did not finish within its ``timeout``; ``level`` is the level it was at
+    (the last one the client heard of; None before the first)."""
+
+    def __init__(self, message: str, level: int | None = None):
+        self.level = level
+        super().__init__(message)
 
 
 class ValidationError(TaskBFSError, AssertionError):

@@ -96,10 +96,10 @@ class _Cluster(Runtime):
     def __init__(self, together: bool, gpus: int):
         self._together, self._gpus = together, gpus
 
-    def holds_together(self, futures) -> bool:
+    def holds_together(self, futures, timeout=None) -> bool:
         return self._together
 
-    def resources(self) -> dict:
+    def resources(self, timeout=None) -> dict:
         return {"CPU": 2, "GPU": self._gpus, "workers": 1 + self._gpus}
 
 

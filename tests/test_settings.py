@@ -46,6 +46,9 @@ TESTED_ELSEWHERE = {
     "runtime.dashboard-address": "test_runtime_cluster.py",
     "runtime.profile-gpu-workers": "test_runtime_placement.py",
     "runtime.worker-warm-up": "test_runtime_warmup.py",
+    "max-tasks": "test_faults.py",
+    "search.timeout": "test_faults.py",
+    "runtime.host": "test_faults.py",
 }
 
 

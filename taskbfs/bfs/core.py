@@ -19,18 +19,23 @@ Approach
 
 from __future__ import annotations
 
+import contextlib
 import time
+import warnings
 import weakref
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+from distributed.comm import CommClosedError
+from distributed.scheduler import KilledWorker
 
 from taskbfs import config
 from taskbfs.bfs.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
 from taskbfs.bfs.distributed import DistributedGraph, KeptResult, outcome_summaries
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
-from taskbfs.bfs.placement import place_graph
+from taskbfs.bfs.placement import forget_graph, forget_lost, place_graph
 from taskbfs.bfs.result import BFSResult
 from taskbfs.bfs.state import (
     AUTO,
@@ -49,7 +54,12 @@ from taskbfs.bfs.state import (
     tasks_overlapping,
 )
 from taskbfs.bfs.steps import STEP
-from taskbfs.errors import InvalidParameterError
+from taskbfs.errors import (
+    InvalidParameterError,
+    SearchTimeoutError,
+    TaskBFSError,
+    WorkerLostError,
+)
 from taskbfs.graph import Graph, as_graph
 from taskbfs.runtime import CUDA, Policy, Program, Task, fetch_placements
 from taskbfs.runtime.cluster import default_runtime
@@ -66,7 +76,8 @@ FINISH = Task(RESULT_NAME, smp=assemble_search)
 def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hybrid",
         lam: float | None = None, runtime=None, direction: str = AUTO,
         balance: str | None = None, gpu_share: float | None = None,
-        progress=None, dispatch: str | None = None) -> BFSResult:
+        progress=None, dispatch: str | None = None,
+        timeout: float | None = None) -> BFSResult:
     """Breadth-first search from ``source`` as a program of tasks on a Dask cluster.
 
     Parameters
@@ -112,6 +123,22 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         otherwise. "tasks": every step and barrier is a Dask task of its own (what the
         granularity notebook and the dashboard's per-task view show best; each costs the
         runtime ~1 ms). The trace has every step either way (``included`` says which).
+    timeout : float, optional
+        Seconds the call may take once the runtime is there (placing the graph, the
+        search, the result and its records), else
+        :class:`~taskbfs.errors.SearchTimeoutError` naming the last level heard of;
+        default: the setting ``taskbfs.search.timeout`` (None: no bound; see
+        ``taskbfs/taskbfs.yaml`` for why).
+
+    Raises
+    ------
+    InvalidGraphError
+        The graph's arrays are not a CSR graph (checked once per graph).
+    WorkerLostError
+        A worker the search needed left the cluster; it names the worker. The graph's
+        lost slices are placed again by the next search.
+    SearchTimeoutError
+        ``timeout`` passed.
 
     Returns
     -------
@@ -126,7 +153,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     ([0, 1, 2, 3], [0, 0, 1, 2])
     """
     called, called_wall = time.perf_counter(), time.time()
-    graph = graph if isinstance(graph, DistributedGraph) else as_graph(graph)
+    graph = graph if isinstance(graph, DistributedGraph) else as_graph(graph).validate()
     source = graph.vertex(source, "source")
     requested = _check_tasks(tasks)
     direction = _check_choice("direction", direction, DIRECTIONS)
@@ -135,34 +162,120 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
                              DISPATCH)
     share = _check_share(config.get("gpu-share") if gpu_share is None else gpu_share)
     balance = config.get("balance") if balance is None else balance
+    clock = _Deadline(config.get("search.timeout") if timeout is None else timeout)
     policy = Policy(strategy, lam=lam)
     rt = _runtime(runtime if runtime is not None else getattr(graph, "runtime", None))
-    rt.share_settings()
-    resources = rt.resources()
-    slots = int(resources.get(CPU_RESOURCE, 0))
-    # A task owns at least one vertex: more tasks than vertices means one task per vertex.
-    num_tasks = min(requested or _default_for(resources, strategy), graph.num_vertices)
-    if strategy == "fixed":
-        policy = replace(policy, gpu_tasks=frozenset(range(round(share * num_tasks))))
-    if policy.needs_gpu:
-        rt.require_gpu("strategy 'gpu'")
+    heard = _Heard()
+    with _faults(rt, graph, called_wall, clock, heard):
+        rt.share_settings()
+        resources = rt.resources(clock.left())
+        slots = int(resources.get(CPU_RESOURCE, 0))
+        # A task owns at least one vertex: more tasks than vertices means one task per vertex.
+        num_tasks = min(requested or _default_for(resources, strategy), graph.num_vertices)
+        if strategy == "fixed":
+            policy = replace(policy, gpu_tasks=frozenset(range(round(share * num_tasks))))
+        if policy.needs_gpu:
+            rt.require_gpu("strategy 'gpu'")
 
-    placed = place_graph(rt, graph, num_tasks, balance, need_transpose=direction != TOP_DOWN)
-    site = None if dispatch == "tasks" else rt.include_site(placed.futures(), policy)
-    program = Program(rt, policy, name="bfs")
-    search = _Search(program, graph, placed, source, direction, progress,
-                     assembly_count(graph.num_vertices, slots))
-    try:
-        if site is None:
-            outcome = search.dispatched()
-        else:
-            outcome = search.included(site)
-        result = search.result(outcome, strategy, called_wall)
-        result.labels = graph.labels
-    finally:
-        program.close()
+        placed = place_graph(rt, graph, num_tasks, balance, need_transpose=direction != TOP_DOWN,
+                             timeout=clock.left())
+        site = (None if dispatch == "tasks"
+                else rt.include_site(placed.futures(), policy, clock.left()))
+        program = Program(rt, policy, name="bfs")
+        search = _Search(program, graph, placed, source, direction, progress,
+                         assembly_count(graph.num_vertices, slots), clock, heard)
+        try:
+            if site is None:
+                outcome = search.dispatched()
+            else:
+                outcome = search.included(site)
+            result = search.result(outcome, strategy, called_wall)
+            result.labels = getattr(graph, "labels", None)  # a DistributedGraph has none
+        finally:
+            program.close()
     result.elapsed = time.perf_counter() - called
     return result
+
+
+class _Deadline:
+    """The time left of a call's ``timeout`` (None: unbounded)."""
+
+    def __init__(self, timeout):
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.number)) \
+                    or not timeout > 0:
+                raise InvalidParameterError(f"timeout must be a number of seconds > 0 or None, "
+                                            f"got {timeout!r}")
+            timeout = float(timeout)
+        self.timeout = timeout
+        self._end = None if timeout is None else time.monotonic() + timeout
+
+    def left(self) -> float | None:
+        """Seconds left (a small positive number once passed), or None."""
+        if self._end is None:
+            return None
+        return max(self._end - time.monotonic(), 1e-3)
+
+
+class _Heard:
+    """The last level of the search the client heard of (for error messages)."""
+
+    level: int | None = None
+
+
+#: What distributed raises when a worker (or the scheduler) left with data a search needs.
+_LOST = (CancelledError, CommClosedError, KilledWorker)
+
+
+@contextlib.contextmanager
+def _faults(rt, graph: Graph, since: float, clock: _Deadline, heard: _Heard):
+    """Turn what distributed raises when the cluster fails a search into taskbfs errors:
+    a lost worker into :class:`WorkerLostError` (and the placements it held dropped), a
+    passed ``timeout`` into :class:`SearchTimeoutError`."""
+    try:
+        yield
+    except TaskBFSError:
+        raise
+    except TimeoutError:
+        where = "before its first level" if heard.level is None else f"at level {heard.level}"
+        raise SearchTimeoutError(
+            f"the search did not finish within its timeout of {clock.timeout:g} s: it was "
+            f"{where} (a worker or the scheduler may be frozen or overloaded)", heard.level
+        ) from None
+    except _LOST as exc:
+        forget_lost(rt)
+        forget_graph(rt, graph)
+        workers = _workers_lost_since(rt, since)
+        where = "before its first level" if heard.level is None else f"at level {heard.level}"
+        who = (f"worker {', '.join(workers)} left the cluster" if workers else
+               f"the cluster lost data the search needed ({type(exc).__name__}: {exc})")
+        raise WorkerLostError(
+            f"the search failed {where}: {who}; the graph's data on it is placed again by "
+            f"the next search", workers, heard.level
+        ) from None
+
+
+#: Seconds a failed search waits for the scheduler to log the worker it lost (the
+#: search may hear of the loss, through a failed transfer, before the scheduler does).
+LOST_WORKER_WAIT = 5.0
+
+
+def _workers_lost_since(rt, since: float) -> list[str]:
+    """Addresses of the workers the scheduler removed since ``since`` (``time.time()``),
+    from its event log; empty when it cannot say."""
+    give_up = time.monotonic() + LOST_WORKER_WAIT
+    while True:
+        try:
+            events = rt.client.sync(rt.client.scheduler.events, topic="all",
+                                    callback_timeout=config.get("runtime.connect-timeout"))
+        except Exception:  # the scheduler itself may be gone
+            return []
+        lost = sorted({msg["worker"] for stamp, msg in events
+                       if isinstance(msg, dict) and msg.get("action") == "remove-worker"
+                       and stamp >= since - 1.0})
+        if lost or time.monotonic() > give_up:
+            return lost
+        time.sleep(0.1)
 
 
 @dataclass
@@ -181,8 +294,10 @@ class _Search:
     """One search's submissions, and its result (see :func:`bfs`)."""
 
     def __init__(self, program: Program, graph: Graph, placed, source: int, direction: str,
-                 progress, assembly_tasks: int):
+                 progress, assembly_tasks: int, clock: _Deadline, heard: _Heard):
         self.program = program
+        self.clock = clock
+        self.heard = heard
         self.graph = graph
         self.placed = placed
         self.parts = placed.parts
@@ -213,14 +328,18 @@ class _Search:
                                                 "slices_per_task": len(self.slices[0])},
                        tags={**self.tags, "level": 0, "search": True})
         if self.progress is not None:
-            while not self._report(_next_summaries(program, "search")):
+            while not self._report(_next_summaries(program, "search", self.clock)):
                 pass
         if self.keep:
             future = program.future("search")
             summaries, d2h = outcome_summaries(program.client, future)
             return _Outcome(None, None, summaries, time.perf_counter() - start, d2h,
                             KeptResult.of_search(program.client, future, self.parts.bounds))
-        outcome = program.get("search")
+        try:
+            outcome = program.get("search", self.clock.left())
+        except (TimeoutError, *_LOST):
+            self._hear_latest()
+            raise
         return _Outcome(outcome.distances, outcome.parents, outcome.summaries,
                         time.perf_counter() - start, outcome.assembly_d2h_bytes)
 
@@ -233,13 +352,16 @@ class _Search:
                                 self.placed.num_arcs, self.direction, self.init["alpha"],
                                 self.init["beta"])
         summaries, logs = [summary], []
+        self.heard.level = summary.level
         # The level-0 summary needs no round trip: INIT and the first level go as one batch.
         with program.batch():
             program.submit(INIT, ins=["degrees"], outs=["frontier"], kwargs=self.init,
                            tags=self.tags)
             logs += _submit_level(program, self.slices, summary)
         while True:
-            news = _next_summaries(program, "frontier")
+            news = _next_summaries(program, "frontier", self.clock)
+            if not self.placed.intact():  # before a step needs what a lost worker held
+                raise CancelledError("a worker holding slices of the graph left the cluster")
             summaries += news
             if self._report(news):
                 break
@@ -250,7 +372,7 @@ class _Search:
             kept = KeptResult(program.client, [program.future(p) for p in pieces], self.cuts)
             program.taskwait(pieces)
             return _Outcome(None, None, summaries, time.perf_counter() - start, kept=kept)
-        distances, parents = _joined(program.gather(pieces))
+        distances, parents = _joined(program.gather(pieces, self.clock.left()))
         return _Outcome(distances, parents, summaries, time.perf_counter() - start)
 
     def _report(self, summaries) -> bool:
@@ -258,14 +380,23 @@ class _Search:
         for summary in summaries:
             if self.progress is not None:
                 self.progress(summary)
+        self.heard.level = summaries[-1].level
         return summaries[-1].frontier_size == 0
+
+    def _hear_latest(self) -> None:
+        """Read the summaries a one-task search sent and no one read (for the level an
+        error names)."""
+        with contextlib.suppress(TimeoutError):
+            while True:
+                self.heard.level = summaries_of(self.program.next_message(timeout=0))[-1].level
 
     def result(self, outcome: _Outcome, strategy: str, wall_start: float) -> BFSResult:
         """The :class:`BFSResult` of ``outcome``; its tables are built when first read
         (``wall_start``, the call's entry as ``time.time()``, is their clock's zero)."""
         program, parts, summaries = self.program, self.parts, outcome.summaries
-        records = program.records()
-        placements = fetch_placements(program.client, program.id)
+        self.heard.level = summaries[-1].level
+        records = program.records(self.clock.left())
+        placements = fetch_placements(program.client, program.id, self.clock.left())
 
         def trace():
             return _with_device_stats(_task_trace(records, parts, wall_start, summaries),
@@ -387,10 +518,10 @@ def _joined(pieces):
     return (np.concatenate([d for d, _ in pieces]), np.concatenate([p for _, p in pieces]))
 
 
-def _next_summaries(program: Program, producer: str) -> list[LevelSummary]:
+def _next_summaries(program: Program, producer: str, clock: _Deadline) -> list[LevelSummary]:
     """The summaries of the next message a barrier or the search task sent (the task
     that writes ``producer``: its error is raised instead of waiting forever)."""
-    return summaries_of(program.next_message(watch=[producer]))
+    return summaries_of(program.next_message(watch=[producer], timeout=clock.left()))
 
 
 _TRACE_COLUMNS = ["level", "task", "lo", "hi", "direction", "size", "edges_examined", "found",
@@ -402,6 +533,9 @@ def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
             if r.get("name") == STEP.name and _had_work(r["level"], r["task"], summaries)]
     frames = [_step_frame(rows, summaries)] if rows else []
     frames += _compiled_step_frames(records, summaries)
+    lost = _unrecorded_steps(frames, summaries)
+    if lost:
+        frames.append(_step_frame(lost, summaries))
     if not frames:
         return pd.DataFrame(columns=_TRACE_COLUMNS)
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -446,6 +580,34 @@ def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
             "start": record.get("start", block.start), "stop": record.get("stop", block.stop),
             "included": record.get("included", True) is not None}))
     return frames
+
+
+def _unrecorded_steps(frames: list[pd.DataFrame], summaries) -> list[dict]:
+    """Records for the steps that had work but left none (the worker that ran them left
+    the cluster before the search collected its records, and Dask ran them again or
+    not at all): worker, thread, start and stop unknown. Warns when there are any.
+    Compiled blocks always report their steps, so only the other levels are looked at."""
+    have = {pair for f in frames for pair in zip(f["level"].tolist(), f["task"].tolist(),
+                                                  strict=True)}
+    missing = [{"name": STEP.name, "level": level, "task": t, "device": None, "worker": None,
+                "thread": None, "start": np.nan, "stop": np.nan, "included": None}
+               for level in _loop_levels(summaries)
+               for t in np.flatnonzero(summaries[level].frontier_counts).tolist()
+               if (level, t) not in have]
+    if missing:
+        warnings.warn(f"the trace has no record of {len(missing)} of {len(have) + len(missing)} "
+                      f"steps (their worker left the cluster): their rows have no worker, "
+                      f"thread, start or stop", RuntimeWarning, stacklevel=5)
+    return missing
+
+
+def _loop_levels(summaries) -> list[int]:
+    """The levels with steps (all but the last) that no compiled block ran."""
+    levels, start = [], 0
+    for block in sorted(getattr(summaries, "blocks", ()), key=lambda b: b.first):
+        levels += range(start, block.first)
+        start = max(start, block.last_level)
+    return levels + list(range(start, len(summaries) - 1))
 
 
 def _had_work(level: int, task: int, summaries) -> bool:
@@ -578,6 +740,12 @@ def _check_tasks(tasks) -> int | None:
         raise InvalidParameterError(f"tasks must be an integer, got {tasks!r}")
     if tasks < 1:
         raise InvalidParameterError(f"tasks must be >= 1, got {tasks}")
+    if tasks > config.get("max-tasks"):
+        raise InvalidParameterError(
+            f"tasks = {tasks} is more than a search can use (at most taskbfs.max-tasks = "
+            f"{config.get('max-tasks')}: every task costs the runtime a slice and ~1 ms per level; "
+            f"a few per core is best)"
+        )
     return int(tasks)
 
 
@@ -625,6 +793,8 @@ def _runtime(runtime):
         runtime = default_runtime()
     elif not isinstance(runtime, Runtime):
         runtime = _wrapped_runtime(runtime)
+    else:
+        runtime.heal()  # an embedded cluster's stopped workers start again
     return install(runtime)
 
 

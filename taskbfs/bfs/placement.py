@@ -5,11 +5,13 @@ scattered to a worker once per (runtime, graph, T, balance, orientation) and its
 kept here with everything else derived from (graph, T, balance): the partition itself and
 the degree sum. Later BFS calls on the same graph reuse all of it, so a search pays
 nothing per call for its graph (the ``token`` of :class:`~taskbfs.graph.Graph` names
-the data).
+the data; a graph cannot change, so neither can what was placed). A placed graph whose
+data was lost (a worker holding a slice left the cluster) is placed again.
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import OrderedDict
 
@@ -20,6 +22,9 @@ from taskbfs.graph import Graph, Partition, partition
 MAX_PLACED_GRAPHS = 4
 
 _placed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: Future states of a placed datum that a worker's departure leaves behind.
+_BROKEN = frozenset({"cancelled", "lost", "error"})
 
 
 class PlacedGraph:
@@ -38,22 +43,34 @@ class PlacedGraph:
         extra = [] if self.transposed is None or self.transposed is self.slices else self.transposed
         return [*self.slices, *extra, self.degrees]
 
+    def intact(self) -> bool:
+        """Whether no placed datum was lost: a scattered slice whose holder left the
+        cluster is cancelled by the scheduler (it cannot be recomputed); a computed one
+        is lost until it is computed again. Pending ones (still being built) count as
+        intact."""
+        return not any(f.status in _BROKEN for f in self.futures())
+
 
 def place_graph(runtime, graph: Graph, tasks: int, balance: str,
-                need_transpose: bool) -> PlacedGraph:
+                need_transpose: bool, timeout: float | None = None) -> PlacedGraph:
     """``graph`` cut into ``tasks`` ranges by ``balance`` and its slices scattered to the
-    workers, or what an earlier call placed. A graph that lives on the workers already
+    workers (within ``timeout`` seconds, else ``TimeoutError``), or what an earlier call
+    placed. A graph that lives on the workers already
     (:class:`~taskbfs.bfs.distributed.DistributedGraph`) places itself there."""
     if not isinstance(graph, Graph):
         return graph.place(runtime, tasks, balance, need_transpose)
+    scatter = functools.partial(runtime.client.scatter, hash=False,
+                                **({} if timeout is None else {"timeout": timeout}))
     cache = _placed.setdefault(runtime, OrderedDict())
     key = (graph.token, int(tasks), balance)
     placed = cache.get(key)
+    if placed is not None and not placed.intact():
+        del cache[key]
+        placed = None
     if placed is None:
         parts = partition(graph, tasks, balance=balance)
-        client = runtime.client
-        slices = client.scatter(_slices(graph, parts, graph.token), hash=False)
-        degrees = client.scatter(graph.degrees(), hash=False)
+        slices = scatter(_slices(graph, parts, graph.token))
+        degrees = scatter(graph.degrees())
         placed = PlacedGraph(parts, slices, degrees, graph.num_arcs)
         cache[key] = placed
         while len(cache) > MAX_PLACED_GRAPHS:
@@ -62,9 +79,8 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
     if need_transpose and placed.transposed is None:
         if graph.directed:
             reverse = graph.transpose()
-            placed.transposed = runtime.client.scatter(
-                _slices(reverse, placed.parts, graph.token + "/T", out=graph), hash=False
-            )
+            placed.transposed = scatter(
+                _slices(reverse, placed.parts, graph.token + "/T", out=graph))
         else:
             placed.transposed = placed.slices
     return placed
@@ -82,3 +98,21 @@ def _slices(graph: Graph, parts: Partition, token: str, out: Graph | None = None
         slices.append(GraphSlice(t, int(lo), int(hi), indptr, graph.indices[start:stop], token,
                                  out_indptr))
     return slices
+
+
+def forget_lost(runtime) -> int:
+    """Drop the graphs placed on ``runtime`` whose data a lost worker held (a search that
+    lost a worker calls this, so that the next search of the same graph places it
+    again); returns how many were dropped."""
+    cache = _placed.get(runtime, {})
+    lost = [key for key, placed in cache.items() if not placed.intact()]
+    for key in lost:
+        del cache[key]
+    return len(lost)
+
+
+def forget_graph(runtime, graph: Graph) -> None:
+    """Drop every placement of ``graph`` on ``runtime`` (its data may be partly lost)."""
+    cache = _placed.get(runtime, {})
+    for key in [k for k in cache if k[0] == graph.token]:
+        del cache[key]

@@ -18,13 +18,22 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
+from taskbfs.errors import (
+    EmptyGraphError,
+    InvalidGraphError,
+    InvalidParameterError,
+    InvalidVertexError,
+)
 
 #: Largest vertex count for which int32 ``indices`` are used.
 INT32_VERTEX_LIMIT = np.iinfo(np.int32).max
 #: Largest vertex count accepted (2^40: Graph500 scale 40). An edge list naming a huge id
 #: would otherwise ask for per-vertex arrays of that size and die of memory exhaustion.
 MAX_VERTICES = 1 << 40
+
+
+#: The attributes of a Graph that cannot be reassigned once it is made.
+_DATA_FIELDS = frozenset({"indptr", "indices", "num_vertices", "directed", "token"})
 
 
 def index_dtype(num_vertices: int) -> np.dtype:
@@ -36,6 +45,12 @@ def index_dtype(num_vertices: int) -> np.dtype:
 class Graph:
     """A graph in CSR form; build it with :meth:`from_edges`, :func:`read_graph` or
     :func:`kronecker` rather than by hand.
+
+    A graph is immutable: its data attributes (``indptr``, ``indices``, ``num_vertices``,
+    ``directed``, ``token``) cannot be reassigned and its arrays are made read-only when it
+    is made (a search places copies of them on the workers once, so a
+    later change would be used by some searches and not by others). Build a new graph to
+    change one. :meth:`validate` checks the arrays; :func:`~taskbfs.bfs` calls it once.
 
     Attributes
     ----------
@@ -68,6 +83,18 @@ class Graph:
     directed: bool = False
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     labels: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        for name in ("indptr", "indices"):
+            arr = getattr(self, name)
+            if isinstance(arr, np.ndarray):
+                arr.setflags(write=False)
+
+    def __setattr__(self, name, value):
+        if name in _DATA_FIELDS and name in self.__dict__:
+            raise AttributeError(f"a Graph cannot change: its {name} is fixed once it is made "
+                                 f"(build a new graph)")
+        object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -219,12 +246,14 @@ class Graph:
 
     def check_vertex(self, v, name: str = "vertex") -> int:
         """Return ``v`` as an int if it is a vertex of this graph, else raise
-        :class:`InvalidVertexError` naming it."""
-        try:
-            iv = int(v)
-        except (TypeError, ValueError):
-            raise InvalidVertexError(f"{name} must be an integer vertex id, got {v!r}") from None
-        if iv != v or iv < 0 or iv >= self.num_vertices:
+        :class:`InvalidVertexError` naming it (an int or numpy integer; never a bool, a
+        float or an array)."""
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise InvalidVertexError(
+                f"{name} must be an integer vertex id, got {v!r} ({type(v).__name__})"
+            )
+        iv = int(v)
+        if iv < 0 or iv >= self.num_vertices:
             raise InvalidVertexError(
                 f"{name} {v!r} is not a vertex of this graph (valid ids: 0..{self.num_vertices - 1})"
             )
@@ -247,6 +276,43 @@ class Graph:
                 f"{name} {v!r} is not a vertex of this graph (its vertices are labelled: "
                 f"{shown}{', ...' if self.num_vertices > 3 else ''})"
             ) from None
+
+    def validate(self) -> Graph:
+        """Check that the arrays are a CSR graph a search can read; returns the graph.
+
+        ``indptr`` is int64 of ``num_vertices + 1`` entries, starts at 0, never decreases
+        and ends at ``len(indices)``; every entry of ``indices`` (int32 or int64) is a
+        vertex in ``0..num_vertices - 1``. One compiled O(arcs) pass, made once per graph
+        (a graph is immutable). Rows need not be sorted nor free of duplicates for a
+        search, and an undirected graph's symmetry is not checked.
+
+        Raises
+        ------
+        InvalidGraphError
+            Naming the first bad position (and vertex) found.
+        """
+        if self.__dict__.get("_valid"):
+            return self
+        n = _check_num_vertices(self.num_vertices)
+        indptr, indices = self.indptr, self.indices
+        for name, arr, dtypes in (("indptr", indptr, (np.int64,)),
+                                  ("indices", indices, (np.int32, np.int64))):
+            if not isinstance(arr, np.ndarray) or arr.ndim != 1 or arr.dtype not in dtypes:
+                kind = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
+                raise InvalidGraphError(
+                    f"graph {name} must be a 1-D {' or '.join(np.dtype(d).name for d in dtypes)} "
+                    f"array, got {kind}{'' if not isinstance(arr, np.ndarray) else f' of shape {arr.shape}'}"
+                    f"; build graphs with Graph.from_csr or Graph.from_edges"
+                )
+        if indptr.size != n + 1:
+            raise InvalidGraphError(
+                f"graph indptr has {indptr.size} entries, but num_vertices = {n} needs {n + 1}"
+            )
+        code, at = _csr_problem(indptr, indices, np.int64(n))
+        if code:
+            raise InvalidGraphError(_csr_message(code, int(at), indptr, indices, n))
+        self._valid = True
+        return self
 
     def transpose(self) -> Graph:
         """The graph with every arc reversed (itself when undirected)."""
@@ -341,6 +407,42 @@ def _check_num_vertices(num_vertices) -> int:
     if n == 0:
         raise EmptyGraphError("the graph has no vertices (no edges and num_vertices=0)")
     return n
+
+
+#: What :func:`_csr_problem` found: its codes.
+_CSR_OK, _CSR_START, _CSR_DECREASES, _CSR_END, _CSR_VERTEX = range(5)
+
+
+@njit(nogil=True, cache=True)
+def _csr_problem(indptr, indices, n):  # pragma: no cover - numba
+    """``(code, position)`` of the first way the CSR arrays are broken (``_CSR_OK``, 0
+    when they are not): in ``indptr``, or the ``indices`` position of a bad vertex."""
+    if indptr[0] != 0:
+        return _CSR_START, 0
+    for v in range(n):
+        if indptr[v + 1] < indptr[v]:
+            return _CSR_DECREASES, v + 1
+    if indptr[n] != indices.size:
+        return _CSR_END, n
+    for k in range(indices.size):
+        if indices[k] < 0 or indices[k] >= n:
+            return _CSR_VERTEX, k
+    return _CSR_OK, 0
+
+
+def _csr_message(code: int, at: int, indptr, indices, n: int) -> str:
+    """The message of the problem :func:`_csr_problem` found."""
+    if code == _CSR_START:
+        return f"graph indptr[0] = {int(indptr[0])}, must be 0"
+    if code == _CSR_DECREASES:
+        return (f"graph indptr decreases at position {at} (vertex {at - 1}): "
+                f"indptr[{at - 1}] = {int(indptr[at - 1])} > indptr[{at}] = {int(indptr[at])}")
+    if code == _CSR_END:
+        return (f"graph indptr[{n}] = {int(indptr[n])}, but indices has {indices.size} "
+                f"entries")
+    row = int(np.searchsorted(indptr, at, side="right")) - 1
+    return (f"graph indices[{at}] = {int(indices[at])} (a neighbour of vertex {row}) is not "
+            f"a vertex: valid ids are 0..{n - 1}")
 
 
 def _check_fits_in_memory(num_vertices: int) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import threading
 import uuid
 import weakref
 
@@ -178,9 +179,10 @@ class Runtime:
                 return None
         return self._dashboard_link
 
-    def resources(self) -> dict:
-        """Totals the workers advertise: ``{"CPU": n, "GPU": m, "workers": k}``."""
-        return cluster_resources(self.client)
+    def resources(self, timeout: float | None = None) -> dict:
+        """Totals the workers advertise: ``{"CPU": n, "GPU": m, "workers": k}`` (asked of
+        the scheduler: at most ``timeout`` seconds, else ``TimeoutError``)."""
+        return cluster_resources(self.client, timeout)
 
     @property
     def has_gpu(self) -> bool:
@@ -200,16 +202,19 @@ class Runtime:
         """Whether every worker runs in this process (data moves between them by reference)."""
         return _in_process(self.client)
 
-    def holds_together(self, futures) -> bool:
+    def holds_together(self, futures, timeout: float | None = None) -> bool:
         """Whether one worker can read all of ``futures`` without copying them: the
         workers share this process's memory (the embedded default, or a ``LocalCluster``
-        of threads), or one worker holds every one of them."""
+        of threads), or one worker holds every one of them (asked of the scheduler
+        within ``timeout`` seconds)."""
         if self.in_process:
             return True
-        holders = [set(workers) for workers in self.client.who_has(list(futures)).values()]
+        who_has = self.client.sync(self.client.scheduler.who_has,
+                                   keys=[f.key for f in futures], callback_timeout=timeout)
+        holders = [set(workers) for workers in who_has.values()]
         return bool(holders) and bool(set.intersection(*holders))
 
-    def include_site(self, futures, policy) -> str | None:
+    def include_site(self, futures, policy, timeout: float | None = None) -> str | None:
         """Where one task can run, as included tasks (OmpSs ``final``), the tasks of a
         program that read ``futures``, instead of dispatching each through the scheduler:
         ``"smp"`` (a CPU worker), ``"cuda"`` (the GPU worker, whose host threads run the
@@ -221,9 +226,9 @@ class Runtime:
         one that may, on the cluster's one GPU worker. With several GPU workers the tasks
         are dispatched, so that they spread over them.
         """
-        if not self.holds_together(futures):
+        if not self.holds_together(futures, timeout):
             return None
-        gpus = int(self.resources().get(GPU_RESOURCE, 0))
+        gpus = int(self.resources(timeout).get(GPU_RESOURCE, 0))
         if not gpus or not getattr(policy, "uses_gpu", True):  # a user policy may use it
             return SMP
         return CUDA if gpus == 1 else None
@@ -303,6 +308,29 @@ class Runtime:
         if self._sped_up:
             _restore_client(self.client)
             self._sped_up = False
+
+    def heal(self) -> bool:
+        """Restart the embedded cluster's workers that stopped (closed or crashed), with
+        their first settings; returns whether one was. A runtime on a cluster that is not
+        its own leaves that to whoever runs it (a ``dask worker`` under its nanny is
+        restarted by it). :func:`taskbfs.bfs` calls this before each search."""
+        cluster = self._owned_cluster
+        if cluster is None:
+            return False
+        dead = [name for name, worker in cluster.workers.items()
+                if getattr(worker, "status", None) is None
+                or worker.status.name in ("closed", "closing", "failed")]
+        if not dead:
+            return False
+        logger.warning("taskbfs: restarting the embedded cluster's stopped worker(s) %s", dead)
+        for name in dead:
+            del cluster.workers[name]
+        cluster.sync(cluster._correct_state)
+        self.client.wait_for_workers(len(cluster.worker_spec),
+                                     timeout=config.get("runtime.connect-timeout"))
+        for name in config.get("runtime.worker-warm-up"):
+            self.client.run(warm_worker, name)
+        return True
 
     def _track(self, program) -> None:
         """Close ``program`` with this runtime (:meth:`close`)."""
@@ -435,7 +463,13 @@ def _check_address(address: str) -> None:
 
 def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
                            dashboard_address: str | None = "default") -> LocalCluster:
-    """Start the in-process default cluster: one CPU worker plus one worker per GPU."""
+    """Start the in-process default cluster: one CPU worker plus one worker per GPU.
+
+    Its workers talk to the scheduler in process (``inproc://``); the HTTP servers of its
+    workers, and the scheduler's when it serves no dashboard, listen on the setting
+    ``taskbfs.runtime.host`` (127.0.0.1: this machine only).
+    """
+    host = config.get("runtime.host")
     threads = int(threads or os.cpu_count() or 1)
     if threads < 1:
         raise InvalidParameterError(f"threads must be >= 1, got {threads}")
@@ -450,7 +484,8 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
         threads_per_worker=threads,
         processes=False,
         resources={CPU_RESOURCE: threads},
-        dashboard_address="127.0.0.1:0" if dashboard_address is None else dashboard_address,
+        dashboard_address=f"{host}:0" if dashboard_address is None else dashboard_address,
+        worker_dashboard_address=f"{host}:0",
         scheduler_kwargs=scheduler_kwargs,
         memory_limit=0,
         silence_logs=logging.WARNING,
@@ -459,7 +494,7 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
         cluster.worker_spec[f"gpu-{i}"] = {
             "cls": Worker,
             "options": {"nthreads": 1, "resources": {GPU_RESOURCE: 1}, "memory_limit": 0,
-                        "name": f"gpu-{i}"},
+                        "name": f"gpu-{i}", "dashboard_address": f"{host}:0"},
         }
     if gpus:
         with dask.config.set({"distributed.worker.profile.enabled": config.get("runtime.profile-gpu-workers")}):
@@ -517,17 +552,23 @@ def _restore_client(client: Client) -> None:
 
 
 _default: Runtime | None = None
+_default_lock = threading.Lock()
 
 
 def default_runtime() -> Runtime:
-    """The embedded default runtime of this process, started on first use, closed at exit."""
+    """The embedded default runtime of this process, started on first use (once, whatever
+    the threads asking), closed at exit; its stopped workers are restarted
+    (:meth:`Runtime.heal`)."""
     global _default
-    if _default is None or _default.client.status not in ("running", "connecting"):
-        import atexit
+    with _default_lock:
+        if _default is None or _default.client.status not in ("running", "connecting"):
+            import atexit
 
-        _default = Runtime(None)
-        atexit.register(_close_default)
-    return _default
+            _default = Runtime(None)
+            atexit.register(_close_default)
+        else:
+            _default.heal()
+        return _default
 
 
 def _close_default() -> None:

@@ -122,6 +122,7 @@ class PlacementPlugin(SchedulerPlugin):
         self._sizes: OrderedDict[str, OrderedDict] = OrderedDict()  # program -> label -> sizes
         self._deferred: OrderedDict[str, dict] = OrderedDict()  # program -> label -> tasks
         self._intervals = weakref.WeakKeyDictionary()  # stream -> its interval before ours
+        self._swept = None  # the program whose batch last swept closed programs' topics
 
     async def start(self, scheduler) -> None:
         self.setup(scheduler)
@@ -157,6 +158,7 @@ class PlacementPlugin(SchedulerPlugin):
         if not marks:
             return
         self._shorten_stream_intervals(scheduler)
+        self._drop_closed_topics(scheduler, next(iter(marks.values()), None))
         totals = _resource_totals(scheduler)
         policies: dict[int, Policy] = {}
         followers = []
@@ -212,6 +214,21 @@ class PlacementPlugin(SchedulerPlugin):
             ts = self.scheduler.tasks.get(key)
             if ts is not None and ts.state in ("released", "waiting", "no-worker"):
                 self._place(ts, mark, policy, _size_of(sizes, mark), totals)
+
+    def _drop_closed_topics(self, scheduler, mark) -> None:
+        """Forget the message topics of closed programs (their client unsubscribed), with
+        the messages the scheduler kept there: one per search otherwise stays for the
+        scheduler's life. Swept when a batch of another program arrives."""
+        program = mark.get("program") if isinstance(mark, dict) else None
+        if program is None or program == self._swept:
+            return
+        self._swept = program
+        topics = getattr(getattr(scheduler, "_broker", None), "_topics", None)
+        if not isinstance(topics, dict):  # another distributed: nothing we know to drop
+            return
+        for name in [name for name, topic in topics.items()
+                     if program_of_topic(name) is not None and not topic.subscribers]:
+            del topics[name]
 
     def _place(self, ts, mark: dict, policy, size, totals: dict) -> None:
         """Decide one task's device from its size, restrict it there and log it."""
@@ -532,11 +549,13 @@ def _register_policy(program: str, policy, dask_scheduler=None) -> None:
     _bound(plugin.policies, MAX_POLICIES)
 
 
-def cluster_resources(client) -> dict:
-    """Resources advertised by the cluster's workers (``{"CPU": n, "GPU": m, "workers": k}``)."""
-    return client.sync(client.scheduler.taskbfs_resources)
+def cluster_resources(client, timeout: float | None = None) -> dict:
+    """Resources advertised by the cluster's workers (``{"CPU": n, "GPU": m, "workers": k}``;
+    within ``timeout`` seconds, else ``TimeoutError``)."""
+    return client.sync(client.scheduler.taskbfs_resources, callback_timeout=timeout)
 
 
-def fetch_placements(client, program: str) -> list[dict]:
-    """The plugin's decisions for one program."""
-    return client.sync(client.scheduler.taskbfs_placements, program=program)
+def fetch_placements(client, program: str, timeout: float | None = None) -> list[dict]:
+    """The plugin's decisions for one program (within ``timeout`` seconds)."""
+    return client.sync(client.scheduler.taskbfs_placements, program=program,
+                       callback_timeout=timeout)

@@ -144,14 +144,21 @@ class Program:
         self.flush()
         return self._version(name)
 
-    def get(self, name: str):
-        """The value of the current version of ``name`` (waits for it)."""
-        return self.client.gather(self.future(name))
+    def get(self, name: str, timeout: float | None = None):
+        """The value of the current version of ``name`` (waits for it; at most
+        ``timeout`` seconds, else ``TimeoutError``)."""
+        return self._gathered(self.future(name), timeout)
 
-    def gather(self, names):
-        """Values of several data, in one round trip."""
+    def gather(self, names, timeout: float | None = None):
+        """Values of several data, in one round trip (at most ``timeout`` seconds)."""
         self.flush()
-        return self.client.gather([self._version(n) for n in names])
+        return self._gathered([self._version(n) for n in names], timeout)
+
+    def _gathered(self, futures, timeout: float | None):
+        if timeout is None:
+            return self.client.gather(futures)
+        # Client.gather has no timeout; its coroutine under the client's bounded sync does
+        return self.client.sync(self.client._gather, futures, callback_timeout=timeout)
 
     def taskwait(self, names=None) -> None:
         """Wait until the current versions of ``names`` (default: all data) are computed.
@@ -358,13 +365,14 @@ class Program:
         return ref
 
     # ------------------------------------------------------------------ trace
-    def records(self) -> list[dict]:
-        """The execution records of this program's finished tasks, from every worker.
+    def records(self, timeout: float | None = None) -> list[dict]:
+        """The execution records of this program's finished tasks, from every worker
+        (within ``timeout`` seconds, else ``TimeoutError``).
 
         Each record: key, name, device, worker, thread, start, stop and the task's tags.
         Records are removed from the workers once collected.
         """
-        per_worker = self.client.run(collect_records, self.id)
+        per_worker = self.client.run(collect_records, self.id, callback_timeout=timeout)
         return [r for records in per_worker.values() for r in records]
 
     # ------------------------------------------------------------------ messages
@@ -409,8 +417,12 @@ class Program:
         finally:
             self._current.clear()
             self._readers.clear()
+            self._messages = queue.Queue()  # unread messages (a one-task search's) go
             try:
                 self.client.unsubscribe_topic(self._topic)
+                # distributed's unsubscribe keeps the handler, and with it this program:
+                # one per search for the client's life
+                getattr(self.client, "_event_handlers", {}).pop(self._topic, None)
                 if self._registered:
                     forget_policy(self.client, self.id)
             except Exception:  # the client may be closing already

@@ -1,0 +1,105 @@
+"""Memory over many searches: does anything grow per search?
+
+Runs ``--searches`` BFS calls of one small graph (after ``--warm`` calls that are not
+counted) and prints the resident memory before and after, per search, of this process
+(the embedded runtime: client, scheduler and worker in one process) or, with
+``--external``, of a ``dask scheduler`` and a ``dask worker`` process started here on
+127.0.0.1, and how many event topics the scheduler keeps.
+
+    PYTHONPATH=$PWD python benchmarks/soak.py --searches 500 [--external] [--every 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+import taskbfs as tb
+
+
+def _topics(dask_scheduler=None) -> int:
+    return len(getattr(getattr(dask_scheduler, "_broker", None), "_topics", ()))
+
+
+def _external(tmp: Path):
+    """A scheduler and one CPU worker as processes; returns (address, [Popen])."""
+    dask = [sys.executable, "-m", "dask"]
+    env = dict(os.environ)
+    log = open(tmp / "cluster.log", "wb")  # noqa: SIM115 (lives as long as the processes)
+    procs = [subprocess.Popen(dask + ["scheduler", "--host", "127.0.0.1", "--port", "0",
+                                      "--no-dashboard", "--scheduler-file",
+                                      str(tmp / "s.json")], stdout=log, stderr=log, env=env)]
+    while not (tmp / "s.json").exists() or not (tmp / "s.json").stat().st_size:
+        time.sleep(0.1)
+    address = json.loads((tmp / "s.json").read_text())["address"]
+    procs.append(subprocess.Popen(dask + ["worker", address, "--host", "127.0.0.1",
+                                          "--no-dashboard", "--no-nanny", "--nthreads", "2",
+                                          "--resources", "CPU=2"], stdout=log, stderr=log,
+                                  env=env))
+    return address, procs
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--searches", type=int, default=500)
+    p.add_argument("--warm", type=int, default=50)
+    p.add_argument("--scale", type=int, default=10)
+    p.add_argument("--external", action="store_true")
+    p.add_argument("--every", type=int, default=0, help="also print RSS every this many searches")
+    args = p.parse_args()
+    graph = tb.kronecker(args.scale, seed=1)
+    procs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.external:
+            address, procs = _external(Path(tmp))
+            rt = tb.Runtime(address)
+            rt.client.wait_for_workers(1, timeout=60)
+            watched = {"scheduler": psutil.Process(procs[0].pid),
+                       "worker": psutil.Process(procs[1].pid),
+                       "client": psutil.Process()}
+        else:
+            rt = tb.Runtime()
+            watched = {"process": psutil.Process()}
+        try:
+            for _ in range(args.warm):
+                tb.bfs(graph, 1, runtime=rt)
+            gc.collect()
+            before = {k: w.memory_info().rss for k, w in watched.items()}
+            topics_before = rt.client.run_on_scheduler(_topics)
+            t0 = time.perf_counter()
+            for i in range(args.searches):
+                tb.bfs(graph, 1 + i % 7, runtime=rt)
+                if args.every and (i + 1) % args.every == 0:
+                    rss = "  ".join(f"{k} {w.memory_info().rss / 2**20:.1f}"
+                                    for k, w in watched.items())
+                    print(f"  after {i + 1:6d}: RSS MiB {rss}", flush=True)
+            seconds = time.perf_counter() - t0
+            gc.collect()
+            time.sleep(1)
+            after = {k: w.memory_info().rss for k, w in watched.items()}
+            topics_after = rt.client.run_on_scheduler(_topics)
+        finally:
+            rt.close()
+            for proc in procs[::-1]:
+                proc.terminate()
+                proc.wait(timeout=30)
+    print(f"{args.searches} searches of Kronecker scale {args.scale} "
+          f"({'external scheduler + worker' if args.external else 'embedded'}), "
+          f"{seconds:.1f} s; scheduler event topics {topics_before} -> {topics_after}")
+    for k in watched:
+        grow = after[k] - before[k]
+        print(f"  {k:9s} RSS {before[k] / 2**20:7.1f} -> {after[k] / 2**20:7.1f} MiB "
+              f"({grow / 2**10 / args.searches:+.1f} KiB per search)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,361 @@
+"""Faults and long use: a lost worker, a frozen worker, too many tasks, many searches,
+several threads at once, and what the embedded runtime exposes on the network.
+
+The lost and frozen workers are real ``dask worker`` processes (no nanny, so that a killed
+one stays dead until the test starts another) beside a ``dask scheduler`` process, every
+one on 127.0.0.1; they get SIGKILL and SIGSTOP. Results are compared with scipy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from reference import scipy_distances
+
+import taskbfs as tb
+from taskbfs.errors import InvalidParameterError, SearchTimeoutError, WorkerLostError
+from taskbfs.runtime import Program
+
+from programs import WORKER_PYTHONPATH  # isort: skip  (tests/programs.py)
+
+START_TIMEOUT = 60
+
+
+class ProcessCluster:
+    """A ``dask scheduler`` and ``dask worker`` processes (one thread, ``CPU=1``, no
+    nanny) on 127.0.0.1, started and stopped by the test."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.env = dict(os.environ, PYTHONPATH=WORKER_PYTHONPATH)
+        self._spawn("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", "0",
+                                  "--no-dashboard", "--scheduler-file", str(tmp / "s.json")])
+        deadline = time.monotonic() + START_TIMEOUT
+        while not ((tmp / "s.json").exists() and (tmp / "s.json").stat().st_size):
+            assert self.procs["scheduler"].poll() is None, self.log("scheduler")
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.1)
+        self.address = json.loads((tmp / "s.json").read_text())["address"]
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        with open(self.tmp / f"{name}.log", "wb") as log:
+            self.procs[name] = subprocess.Popen([sys.executable, "-m", "dask", *args],
+                                                stdout=log, stderr=subprocess.STDOUT, env=self.env)
+
+    def log(self, name: str) -> str:
+        return (self.tmp / f"{name}.log").read_text()[-3000:]
+
+    def add_worker(self, name: str, client) -> str:
+        """Start worker ``name``; its address once the scheduler has it."""
+        self._spawn(name, ["worker", self.address, "--name", name, "--host", "127.0.0.1",
+                           "--no-dashboard", "--no-nanny", "--nthreads", "1",
+                           "--resources", "CPU=1"])
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            found = self.workers(client).get(name)
+            if found:
+                return found
+            assert self.procs[name].poll() is None, self.log(name)
+            assert time.monotonic() < deadline, f"worker {name} did not join"
+            time.sleep(0.1)
+
+    @staticmethod
+    def workers(client) -> dict[str, str]:
+        info = client.scheduler_info(n_workers=-1)["workers"]
+        return {w["name"]: address for address, w in info.items()}
+
+    def signal(self, name: str, sig: int) -> None:
+        os.kill(self.procs[name].pid, sig)
+
+    def kill(self, name: str, client) -> None:
+        """SIGKILL worker ``name`` and wait until the scheduler has removed it."""
+        self.signal(name, signal.SIGKILL)
+        self.procs[name].wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while name in self.workers(client):
+            assert time.monotonic() < deadline, f"the scheduler still lists {name}"
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        for proc in reversed(list(self.procs.values())):  # workers before the scheduler
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.terminate()
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+@pytest.fixture
+def processes(tmp_path):
+    cluster = ProcessCluster(tmp_path)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def _path_graph(n: int) -> tb.Graph:
+    return tb.Graph.from_edges(np.arange(n - 1), np.arange(1, n))
+
+
+def _check(graph, source, result) -> None:
+    np.testing.assert_array_equal(result.distances, scipy_distances(graph, source))
+    tb.validate(graph, source, result.parents, result.distances)
+
+
+def _holders(rt, graph, wait: float = 0) -> set[str]:
+    """The workers that hold a slice of ``graph`` placed on ``rt`` (waiting up to
+    ``wait`` seconds for it to be placed)."""
+    from taskbfs.bfs.placement import _placed
+
+    deadline = time.monotonic() + wait
+    while True:
+        placed = [p for (token, *_), p in _placed.get(rt, {}).items() if token == graph.token]
+        if placed or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return {w for p in placed for ws in rt.client.who_has(p.futures()).values() for w in ws}
+
+
+# ---------------------------------------------------------------------------- lost workers
+def test_worker_killed_between_searches(processes):
+    """The next search of the same graph places its lost slices again (on the worker
+    left, then on a restarted one), and a graph stays unchangeable on this cluster too."""
+    with tb.Runtime(processes.address) as rt:
+        a = processes.add_worker("a", rt.client)
+        b = processes.add_worker("b", rt.client)
+        graph = tb.kronecker(10, seed=3)
+        _check(graph, 5, tb.bfs(graph, 5, tasks=4, runtime=rt))
+        assert _holders(rt, graph) == {a, b}
+        with pytest.raises(ValueError, match="read-only"):
+            graph.indices[0] = 1
+
+        processes.kill("b", rt.client)
+        _check(graph, 5, _search_after_losing(b, graph, 5, rt))
+        assert _holders(rt, graph) == {a}
+
+        c = processes.add_worker("c", rt.client)
+        processes.kill("a", rt.client)
+        _check(graph, 5, _search_after_losing(a, graph, 5, rt))
+        assert _holders(rt, graph) == {c}
+
+
+def _search_after_losing(worker: str, graph, source, rt):
+    """A search of ``graph`` once ``worker`` has gone: the client may hear of the loss
+    only from this search (then it raises WorkerLostError naming the worker, and the
+    next search is the one that places the graph again)."""
+    try:
+        return tb.bfs(graph, source, tasks=4, runtime=rt)
+    except WorkerLostError as exc:
+        assert exc.workers == [worker] and worker in str(exc)
+        return tb.bfs(graph, source, tasks=4, runtime=rt)
+
+
+@pytest.mark.parametrize("direction", ["top-down", "auto"])
+def test_worker_killed_during_a_search(processes, direction):
+    """SIGKILL of a worker holding slices, a second into a search of a long path: one
+    WorkerLostError naming it and the level, at once; then the same graph is searched
+    correctly on the worker left and on a restarted one."""
+    with tb.Runtime(processes.address) as rt:
+        names = {processes.add_worker(name, rt.client): name for name in ("a", "b")}
+        graph = _path_graph(20_000)
+        killed = []
+
+        def kill_a_holder():
+            holders = _holders(rt, graph, wait=30)
+            time.sleep(1.0)  # into the search
+            killed.append(sorted(holders)[-1])
+            processes.signal(names[killed[0]], signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_a_holder)
+        killer.start()
+        try:
+            start = time.perf_counter()
+            with pytest.raises(WorkerLostError) as lost:
+                tb.bfs(graph, 0, tasks=4, runtime=rt, direction=direction)
+            assert time.perf_counter() - start < 30 + 1.0 + 10
+        finally:
+            killer.join()
+        assert lost.value.workers == killed and killed[0] in str(lost.value)
+        assert lost.value.level is not None and lost.value.level > 0
+        assert f"level {lost.value.level}" in str(lost.value)
+        _check(graph, 7, tb.bfs(graph, 7, tasks=4, runtime=rt, direction=direction))
+        processes.add_worker("c", rt.client)
+        _check(graph, 9, tb.bfs(graph, 9, tasks=4, runtime=rt, direction=direction))
+
+
+def test_trace_says_which_steps_lost_their_record(runtime, monkeypatch):
+    """A step whose record went with its worker keeps its row (no worker, no times) and
+    the reader is warned, instead of a shorter trace."""
+    graph = tb.kronecker(9, seed=2)
+    full = tb.bfs(graph, 1, tasks=3, runtime=runtime, dispatch="tasks").trace
+    records = Program.records
+
+    def without_task_1(self, timeout=None):
+        return [r for r in records(self, timeout) if r.get("task") != 1]
+
+    monkeypatch.setattr(Program, "records", without_task_1)
+    result = tb.bfs(graph, 1, tasks=3, runtime=runtime, dispatch="tasks")
+    with pytest.warns(RuntimeWarning, match=r"no record of \d+ of \d+ steps"):
+        trace = result.trace
+    assert len(trace) == len(full)
+    lost = trace[trace["task"] == 1]
+    assert len(lost) and lost["worker"].isna().all() and lost["start"].isna().all()
+    assert trace[trace["task"] != 1]["worker"].notna().all()
+
+
+def test_embedded_runtime_restarts_a_stopped_worker():
+    with tb.Runtime(threads=2, gpus=0, dashboard_address=None) as rt:
+        graph = tb.kronecker(9, seed=4)
+        _check(graph, 2, tb.bfs(graph, 2, tasks=2, runtime=rt))
+        cluster = rt._owned_cluster
+        worker = next(iter(cluster.workers.values()))
+        cluster.sync(worker.close)
+        _check(graph, 2, tb.bfs(graph, 2, tasks=2, runtime=rt))
+        assert len(rt.client.scheduler_info()["workers"]) == 1
+        assert not rt.heal()  # nothing left to restart
+
+
+# ---------------------------------------------------------------------------- never hang
+def test_frozen_worker_times_out(processes):
+    """A SIGSTOPped worker holding slices: SearchTimeoutError after ``timeout`` seconds,
+    naming the level; the cluster works again once the worker continues."""
+    with tb.Runtime(processes.address) as rt:
+        processes.add_worker("a", rt.client)
+        processes.add_worker("b", rt.client)
+        graph = tb.kronecker(10, seed=6)
+        _check(graph, 4, tb.bfs(graph, 4, tasks=4, runtime=rt))
+        processes.signal("b", signal.SIGSTOP)
+        try:
+            start = time.perf_counter()
+            with pytest.raises(SearchTimeoutError, match=r"timeout of 3 s: it was at level \d+ "):
+                tb.bfs(graph, 4, tasks=4, runtime=rt, timeout=3)
+            assert 3 <= time.perf_counter() - start < 3 + 5
+        finally:
+            processes.signal("b", signal.SIGCONT)
+        _check(graph, 4, tb.bfs(graph, 4, tasks=4, runtime=rt, timeout=60))
+
+
+@pytest.mark.parametrize("timeout", [0, -1, "10", True, float("nan")])
+def test_timeout_must_be_positive_seconds(runtime, timeout):
+    with pytest.raises(InvalidParameterError, match="timeout"):
+        tb.bfs(_path_graph(4), 0, runtime=runtime, timeout=timeout)
+
+
+def test_default_timeout_is_the_setting(runtime, setting):
+    setting("search.timeout", 1e-9)
+    with pytest.raises(SearchTimeoutError, match="timeout of 1e-09 s"):
+        tb.bfs(tb.kronecker(12, seed=1), 0, runtime=runtime)
+
+
+# ---------------------------------------------------------------------------- bounded use
+@pytest.mark.parametrize("tasks", [16385, 10**7])
+def test_too_many_tasks_is_refused(runtime, tasks):
+    with pytest.raises(InvalidParameterError, match=f"tasks = {tasks} is more than"):
+        tb.bfs(_path_graph(4), 0, tasks=tasks, runtime=runtime)
+
+
+def test_the_most_tasks_is_a_setting(runtime, setting):
+    setting("max-tasks", 3)
+    graph = tb.kronecker(8, seed=1)
+    _check(graph, 1, tb.bfs(graph, 1, tasks=3, runtime=runtime))
+    with pytest.raises(InvalidParameterError, match="at most taskbfs.max-tasks = 3"):
+        tb.bfs(graph, 1, tasks=4, runtime=runtime)
+
+
+def test_searches_leave_no_topics_or_handlers(runtime):
+    """Each search's message topic (scheduler) and handler (client) go with it."""
+    graph = tb.kronecker(8, seed=1)
+
+    def topics(dask_scheduler=None):
+        return sorted(name for name in dask_scheduler._broker._topics
+                      if name.startswith("taskbfs-messages-"))
+
+    tb.bfs(graph, 1, runtime=runtime)
+    for dispatch in ("auto", "tasks") * 10:
+        tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
+    assert len(runtime.client.run_on_scheduler(topics)) <= 1  # the last one, until the next
+    assert not [t for t in runtime.client._event_handlers if t.startswith("taskbfs-messages-")]
+
+
+FIRST_CALLS = textwrap.dedent("""
+    import threading
+    import taskbfs as tb
+    import taskbfs.runtime.cluster as cluster
+
+    started = []
+    start = cluster.start_embedded_cluster
+    cluster.start_embedded_cluster = lambda *a: started.append(1) or start(*a)
+    graph = tb.kronecker(8, seed=1)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(tb.bfs(graph, 1, tasks=2)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(len(started), len({id(r) for r in results}),
+          len({tuple(r.distances) for r in results}))
+""")
+
+
+def test_concurrent_first_calls_start_one_runtime():
+    out = subprocess.run([sys.executable, "-c", FIRST_CALLS], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, PYTHONPATH=WORKER_PYTHONPATH))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["1", "4", "1"]
+
+
+# ---------------------------------------------------------------------------- network
+def test_the_embedded_http_host_is_a_setting(setting):
+    """``runtime.host`` moves the workers' (and a dashboard-less scheduler's) HTTP servers
+    (to another loopback address here: a test opens nothing to the network)."""
+    import psutil
+
+    setting("runtime.host", "127.0.0.2")
+    with tb.Runtime(threads=1, gpus=0, dashboard_address=None) as rt:
+        tb.bfs(tb.kronecker(6, seed=1), 1, runtime=rt)
+        ours = {c.laddr.port for c in psutil.Process().net_connections("inet")
+                if c.status == psutil.CONN_LISTEN and c.laddr.ip == "127.0.0.2"}
+        assert len(ours) == 2  # the scheduler's and the worker's
+
+
+LISTENING = textwrap.dedent("""
+    import urllib.request
+
+    import psutil
+    import taskbfs as tb
+
+    for kwargs in ({}, {"dashboard_address": None}, {"dashboard_address": ":0"}):
+        with tb.Runtime(**kwargs) as rt:
+            tb.bfs(tb.kronecker(6, seed=1), 1, runtime=rt)
+            print(sorted({c.laddr.ip for c in psutil.Process().net_connections("inet")
+                          if c.status == psutil.CONN_LISTEN}))
+            link = rt.dashboard_link
+            print(link and urllib.request.urlopen(link, timeout=30).status)
+""")
+
+
+def test_embedded_runtime_listens_on_localhost_only():
+    """Scheduler (dashboard or not), worker HTTP servers: all on 127.0.0.1 unless asked
+    otherwise; the dashboard link names where it is served."""
+    out = subprocess.run([sys.executable, "-c", LISTENING], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, PYTHONPATH=WORKER_PYTHONPATH))
+    assert out.returncode == 0, out.stderr[-3000:]
+    # ":0" asks for the dashboard on every interface: opened deliberately, and only it
+    assert out.stdout.split("\n")[:6] == ["['127.0.0.1']", "200", "['127.0.0.1']", "None",
+                                          "['0.0.0.0', '127.0.0.1']", "200"]
