@@ -78,6 +78,8 @@ def warm_up(dask_worker=None) -> float:
     runs = [(SMP, Policy("cpu"))] + ([(CUDA, Policy("gpu")), (CUDA, Policy("hybrid", lam=2))]
                                      if on_gpu else [])
     try:
+        for graph in _graphs():  # the check every search makes first (in the caller's process:
+            graph.validate()     # the embedded runtime's workers share it)
         for compiled_levels in (True, False):  # without: the level loop's small steps
             with _compiled_levels(compiled_levels):
                 for graph in _graphs():
