@@ -183,8 +183,8 @@ def test_runs_across_worker_processes():
     """Frontiers, partitions and state crossing process boundaries (serialised, not shared)."""
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
         graph = tb.kronecker(10, seed=5)
         for direction in ("auto", "top-down"):
             result = tb.bfs(graph, 3, tasks=5, runtime=client, direction=direction)
