@@ -40,7 +40,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda, int32, int64, uint64
 
-from taskbfs.kernels._gpu_kernels import kernels
+from taskbfs.kernels._gpu_kernels import _bit_is_set, _upper_bound, kernels
 
 #: Columns of a counts row.
 FOUND, NEXT_EDGES, EXAMINED, DEFERRED = range(4)
@@ -52,22 +52,6 @@ VISITED_ON_HOST = -2
 
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
-
-
-@cuda.jit(device=True, inline=True)
-def _bit_is_set(bits, v):
-    return (bits[v >> 6] >> np.uint64(v & 63)) & _ONE != _ZERO
-
-
-@cuda.jit(device=True, inline=True)
-def _upper_bound(values, first, last, x):
-    while first < last:
-        mid = (first + last) >> 1
-        if values[mid] <= x:
-            first = mid + 1
-        else:
-            last = mid
-    return first
 
 
 @functools.cache
