@@ -44,18 +44,21 @@ def level_rows(result) -> list[dict]:
             gap = run = np.nan
             hop = barrier_start - begin
         kernel = float(steps["kernel_seconds"].sum())
+        devices = "/".join(sorted(set(steps["device"]))) if len(steps) else "-"
         rows.append({"level": lv.level, "dir": lv.direction, "frontier": lv.frontier_size,
-                     "steps": len(steps), "gap": gap, "run": run, "kernel": kernel, "hop": hop,
+                     "edges": lv.frontier_edges, "dev": devices, "steps": len(steps), "gap": gap, "run": run, "kernel": kernel, "hop": hop,
                      "barrier": lv.barrier_seconds, "total": lv.stop - begin})
     return rows
 
 
 def print_timeline(result) -> None:
     rows = level_rows(result)
-    print(f"  {'lvl':>3} {'dir':>3} {'frontier':>10} {'steps':>5} {'gap':>7} {'run':>7} "
+    print(f"  {'lvl':>3} {'dir':>3} {'frontier':>10} {'edges':>12} {'dev':>8} {'steps':>5} "
+          f"{'gap':>7} {'run':>7} "
           f"{'kernel':>7} {'hop':>7} {'barrier':>7} {'total':>7}   (ms)")
     for r in rows:
-        print(f"  {r['level']:>3} {r['dir'][:3]:>3} {r['frontier']:>10,} {r['steps']:>5} "
+        print(f"  {r['level']:>3} {r['dir'][:3]:>3} {r['frontier']:>10,} {r['edges']:>12,} "
+              f"{r['dev']:>8} {r['steps']:>5} "
               + " ".join(f"{1e3 * r[k]:7.2f}" for k in ("gap", "run", "kernel", "hop", "barrier",
                                                       "total")))
     levels_ms = 1e3 * sum(r["total"] for r in rows)
@@ -75,6 +78,7 @@ def main(argv=None) -> None:
     parser.add_argument("--direction", default="auto")
     parser.add_argument("--keys", type=int, default=4)
     parser.add_argument("--dispatch", default="auto", choices=["auto", "tasks"])
+    parser.add_argument("--lam", type=float, default=None, help="λ (default: the setting)")
     args = parser.parse_args(argv)
 
     graph = tb.kronecker(args.scale)
@@ -83,14 +87,20 @@ def main(argv=None) -> None:
           f"strategy {args.strategy}, direction {args.direction}")
     for tasks in args.tasks:
         options = {"tasks": tasks, "strategy": args.strategy, "direction": args.direction,
-                   "dispatch": args.dispatch}
+                   "dispatch": args.dispatch, "lam": args.lam}
         tb.bfs(graph, int(keys[0]), **options)  # warm-up: slices placed, kernels compiled
-        elapsed = []
-        for key in keys[1:]:  # one result held at a time, as a loop over keys would
+        elapsed, slowest = [], None
+        for key in keys[1:]:  # at most two results held at a time, as a loop over keys would
             result = tb.bfs(graph, int(key), **options)
             elapsed.append(result.elapsed)
+            if slowest is None or result.elapsed > slowest.elapsed:
+                slowest = result
         print(f"\nT = {tasks}: searches {np.round(1e3 * np.array(elapsed), 1).tolist()} ms")
+        print("the last search:")
         print_timeline(result)
+        if slowest is not result:
+            print("the slowest search:")
+            print_timeline(slowest)
 
 
 if __name__ == "__main__":
