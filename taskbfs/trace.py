@@ -100,8 +100,9 @@ def task_table(result) -> pd.DataFrame:
     -------
     pandas.DataFrame
         Columns: ``level, task, lo, hi`` (vertex range ``[lo, hi)``), ``vertices``
-        (``hi - lo``), ``direction``, ``size`` (frontier vertices of a top-down step,
-        unvisited vertices of a bottom-up one), ``edges_examined``, ``found`` (vertices the
+        (``hi - lo``), ``direction``, ``size`` (the size the step was placed by:
+        its frontier vertices, or their out-arcs in vertices of the mean degree when that is
+        more, on a top-down level; unvisited vertices on a bottom-up one), ``edges_examined``, ``found`` (vertices the
         step found, before the barrier removes duplicates), ``device`` (``"smp"`` /
         ``"cuda"``), ``processor`` (``"CPU"`` / ``"GPU"``), ``worker``, ``thread``, ``row``
         (timeline row, see :func:`thread_table`), ``start, stop, duration`` (seconds),

@@ -168,6 +168,22 @@ def test_device_cache_reuses_slices_across_levels_and_calls(runtime):
 
 
 @needs_gpu
+@pytest.mark.parametrize("dispatch", ["auto", "tasks"])
+def test_hybrid_places_a_hub_frontier_by_its_arcs(runtime, dispatch):
+    """A frontier of one hub is placed as the work of its arcs (in vertices of the mean
+    degree), not as one vertex: with λ = 2 it runs on the GPU."""
+    g = _kron()
+    source = _hub_source(g)
+    mean = g.num_arcs / g.num_vertices
+    hub_size = int(np.ceil(g.degree(source) / mean))
+    assert hub_size > 2
+    r = tb.bfs(g, source, tasks=1, strategy="hybrid", lam=2, runtime=runtime, dispatch=dispatch)
+    _check(g, source, r)
+    first = r.trace[r.trace["level"] == 0].iloc[0]
+    assert (first["size"], first["device"]) == (hub_size, "cuda")
+
+
+@needs_gpu
 @pytest.mark.parametrize("lam, expect", [(0, "all"), (10**9, "none"), (6, "size")])
 def test_hybrid_lambda_places_by_frontier_size(runtime, lam, expect):
     g = _kron()

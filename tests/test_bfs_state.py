@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 
 import taskbfs as tb
-from taskbfs.bfs.state import AUTO, BOTTOM_UP, TOP_DOWN, first_frontier, first_summary
+from taskbfs.bfs.state import (
+    AUTO,
+    BOTTOM_UP,
+    TOP_DOWN,
+    first_frontier,
+    first_summary,
+    step_sizes,
+)
 from taskbfs.kernels.direction import switch_direction
 
 FIELDS = ("level", "direction", "frontier_size", "frontier_edges")
@@ -193,3 +200,21 @@ def test_outputs_whose_parents_stayed_on_a_gpu_are_bucketed_but_never_assembled_
     np.testing.assert_array_equal(np.sort(grouped.vertices[2:]), [5, 6])
     with pytest.raises(RuntimeError, match="result_to_host"):
         assemble_range(grouped, source=0, lo=0, hi=8, bounds=bounds, levels=[0])
+
+
+def test_step_sizes_count_a_top_down_frontier_by_its_arcs_in_mean_degrees():
+    counts = np.array([3, 0, 1, 2], dtype=np.int64)
+    arcs = np.array([6, 0, 50, 3], dtype=np.int64)
+    np.testing.assert_array_equal(step_sizes(TOP_DOWN, counts, arcs, 4.0), [3, 0, 13, 2])
+    # bottom-up steps read their unvisited vertices: those are the sizes
+    np.testing.assert_array_equal(step_sizes(BOTTOM_UP, counts, arcs, 4.0), counts)
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "tasks"])
+def test_trace_size_of_a_hub_step_is_its_arcs_in_mean_degrees(runtime, dispatch):
+    g = tb.Graph.from_edges(np.zeros(99, dtype=np.int64), np.arange(1, 100), num_vertices=100)
+    mean = g.num_arcs / g.num_vertices  # 198 arcs (undirected star) over 100 vertices
+    r = tb.bfs(g, 0, tasks=2, direction="top-down", runtime=runtime, dispatch=dispatch)
+    sizes = r.trace.groupby("level")["size"].sum()
+    assert sizes[0] == int(np.ceil(99 / mean))  # one vertex with 99 arcs
+    assert sizes[1] == 99  # 99 leaves of one arc each: their count is more

@@ -28,7 +28,14 @@ import numpy as np
 from numba.typed import List
 
 from taskbfs import config
-from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, Discoveries, Frontier, LevelSummary
+from taskbfs.bfs.state import (
+    BOTTOM_UP,
+    TOP_DOWN,
+    Discoveries,
+    Frontier,
+    LevelSummary,
+    step_sizes,
+)
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.levels import BOTTOM_UP_NEXT, FULL, small_top_down_levels
 from taskbfs.kernels.merge import frontier_bitmap
@@ -54,8 +61,12 @@ class LevelBlock:
         Per step run: level, task, size, edges examined, found.
     last_counts : ndarray of int64
         The last level's ``frontier_counts`` (per task).
+    last_sizes : ndarray of int64
+        The last level's ``step_sizes`` (per task).
     start, stop : float
         Wall-clock span of the call (``time.time()``).
+    mean_degree : float
+        The graph's (for the ``step_sizes`` of the levels before the last).
     """
 
     first: int
@@ -63,8 +74,10 @@ class LevelBlock:
     level_stats: np.ndarray
     step_stats: np.ndarray
     last_counts: np.ndarray
+    last_sizes: np.ndarray
     start: float
     stop: float
+    mean_degree: float
 
     def summary(self, level: int, num_tasks: int) -> LevelSummary:
         """The summary of ``level`` (one the block made), as the barrier would make it."""
@@ -77,13 +90,17 @@ class LevelBlock:
         examined[before[:, 1]] = before[:, 3]
         found[before[:, 1]] = before[:, 4]
         if last:
-            counts = self.last_counts
+            counts, sizes = self.last_counts, self.last_sizes
         else:
             counts = np.zeros(num_tasks, dtype=np.int64)
+            edges = np.zeros(num_tasks, dtype=np.int64)
             mine = self._steps_of(level)
             counts[mine[:, 1]] = mine[:, 2]
+            edges[mine[:, 1]] = mine[:, 3]  # a top-down step reads its frontier's arcs
+            sizes = step_sizes(TOP_DOWN, counts, edges, self.mean_degree)
         return LevelSummary(
             level=level, direction=self.direction if last else TOP_DOWN, frontier_counts=counts,
+            step_sizes=sizes,
             frontier_size=int(stats[0]), frontier_edges=int(stats[1]), edges_examined=examined,
             unexplored_edges=int(stats[2]), found=found, barrier_start=self.start,
             barrier_stop=self.stop, chained=int(stats[0]) > 0, assembled=int(stats[0]) == 0,
@@ -229,7 +246,8 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
     current = frontier.vertices
     edges = _edges(degrees, current)
     # no frontier has more edges than are left: the buffers need no more room than that
-    max_edges = min(config.get("search.compiled-level-edges"), progress.unexplored_edges + edges)
+    max_edges = min(config.get("search.compiled-level-edges"), progress.unexplored_edges + edges,
+                    _edges_within(cpu_max, progress.mean_degree, edges))
     vertices = np.empty(max(max_edges, current.size), dtype=np.int64)
     vertices[: current.size] = current
     offsets = frontier.offsets.astype(np.int64, copy=True)
@@ -257,10 +275,14 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
     if direction == TOP_DOWN:
         next_vertices, bits = vertices[:n_new].copy(), None
         counts = np.diff(offsets)
+        arcs = np.concatenate(([0], np.cumsum(degrees[next_vertices])))
+        sizes = step_sizes(TOP_DOWN, counts, arcs[offsets[1:]] - arcs[offsets[:-1]],
+                           progress.mean_degree)
     else:
         bits = empty_bitmap(degrees.size)
         frontier_bitmap(vertices[:n_new], bits)
         next_vertices, counts = np.empty(0, dtype=np.int64), unvisited.copy()
+        sizes = counts
         offsets = np.zeros(num_tasks + 1, dtype=np.int64)
     found = pairs[: limits[2]]
     frontier.included.append((frontier.level, Discoveries(
@@ -270,8 +292,21 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
                                    unexplored_edges=int(state[3]), frontier_size=n_new),
                    frontier.included)
     block = LevelBlock(frontier.level, direction, level_stats[: limits[0]].copy(),
-                       step_stats[: limits[1]].copy(), counts.astype(np.int64), start, time.time())
+                       step_stats[: limits[1]].copy(), counts.astype(np.int64),
+                       sizes.astype(np.int64), start, time.time(), progress.mean_degree)
     return nxt, block
+
+
+def _edges_within(cpu_max: np.ndarray, mean_degree: float, first_edges: int) -> int:
+    """The most frontier edges a level of the compiled loop may have so that every step the
+    loop runs is one the policy puts on the CPU by its arcs too (the loop compares vertex
+    counts with ``cpu_max``; :func:`~taskbfs.bfs.state.step_sizes` counts arcs in vertices
+    of the mean degree): at least the first level's (``first_edges``, placed already)."""
+    placed = cpu_max[cpu_max >= 0]  # a task whose every step runs on the GPU has none here
+    smallest = float(placed.min()) if placed.size else np.inf
+    if not np.isfinite(smallest):
+        return np.iinfo(np.int64).max
+    return max(int(first_edges), int(smallest * mean_degree))
 
 
 def _edges(degrees: np.ndarray, vertices: np.ndarray) -> int:

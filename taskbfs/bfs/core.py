@@ -49,6 +49,7 @@ from taskbfs.bfs.state import (
     barrier,
     first_summary,
     init_state,
+    step_sizes,
     summaries_of,
     switch_parameters,
     tasks_overlapping,
@@ -470,7 +471,7 @@ def _submit_level(program: Program, slices, summary: LevelSummary) -> list[_Log]
     with program.batch():
         for t in np.flatnonzero(summary.frontier_counts).tolist():
             name = f"found/{level}/{t}"
-            size = int(summary.frontier_counts[t])
+            size = int(summary.sizes[t])
             # the live page (taskbfs.dashboard) reads these tags as they are placed
             tags = {"level": level, "task": t, "size": size, "direction": summary.direction}
             reads = slices[t][-1:] if summary.direction == BOTTOM_UP else slices[t][:1]
@@ -551,7 +552,7 @@ def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
 def _step_frame(rows: list[dict], summaries) -> pd.DataFrame:
     """Trace rows of the step tasks (dispatched or included) from their records."""
     df = pd.DataFrame(rows)
-    df["size"] = [int(summaries[r["level"]].frontier_counts[r["task"]]) for r in rows]
+    df["size"] = [int(summaries[r["level"]].sizes[r["task"]]) for r in rows]
     df["direction"] = [summaries[r["level"]].direction for r in rows]
     df["edges_examined"], df["found"] = _step_counts(df, summaries)
     # run inside another task (its key in the record) rather than as a task of its own
@@ -573,7 +574,8 @@ def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
         record = ran_by.get(block.first, {})
         steps = block.step_stats
         frames.append(pd.DataFrame({
-            "level": steps[:, 0], "task": steps[:, 1], "size": steps[:, 2],
+            "level": steps[:, 0], "task": steps[:, 1],
+            "size": step_sizes(TOP_DOWN, steps[:, 2], steps[:, 3], block.mean_degree),
             "edges_examined": steps[:, 3], "found": steps[:, 4], "direction": TOP_DOWN,
             "name": STEP.name, "device": record.get("device", "smp"),
             "worker": record.get("worker"), "thread": record.get("thread"),

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary
+from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary, step_sizes
 from taskbfs.bfs.steps import STEP
 from taskbfs.kernels.direction import BOTTOM_UP, switch_direction
 from taskbfs.runtime import CUDA, Policy, include_each
@@ -80,7 +80,7 @@ class GpuLevels:
     # ------------------------------------------------------------------ a level
     def level(self, frontier: Frontier, summary: LevelSummary) -> tuple[Frontier, LevelSummary]:
         """The level ``summary`` opens, step and barrier, as included tasks traced ``cuda``."""
-        tags = {"level": frontier.level, "task": 0, "size": int(summary.frontier_counts[0]),
+        tags = {"level": frontier.level, "task": 0, "size": int(summary.sizes[0]),
                 "direction": frontier.direction}
         counts, h2d = include_each(STEP.name, self._step, [(tags, (frontier, summary))],
                                    device=CUDA)[0]
@@ -117,6 +117,8 @@ class GpuLevels:
             with self.cache.lock:
                 seconds += self.levels.convert(level, top_down, n_new)
         sizes = np.array([n_new], dtype=np.int64) if top_down else unvisited.copy()
+        placed_by = step_sizes(direction if n_new else TOP_DOWN, sizes,
+                               np.array([counts.next_edges], dtype=np.int64), progress.mean_degree)
         offsets = np.array([0, n_new if top_down else 0], dtype=np.int64)
         empty = np.empty(0, dtype=np.int64)
         nxt = Frontier(level, direction, None if n_new else empty, offsets, None,
@@ -124,11 +126,12 @@ class GpuLevels:
                        replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored,
                                frontier_size=n_new),
                        frontier.included)
-        if n_new and self.policy.decide(int(sizes[0]), task_id=0) != CUDA:
+        if n_new and self.policy.decide(int(placed_by[0]), task_id=0) != CUDA:
             d2h += self._leave(nxt)
         device_stats = np.array([[0, h2d, d2h, round(seconds * 1e9)]], dtype=np.int64)
         summary = LevelSummary(
-            level=level, direction=direction, frontier_counts=sizes, frontier_size=n_new,
+            level=level, direction=direction, frontier_counts=sizes, step_sizes=placed_by,
+            frontier_size=n_new,
             frontier_edges=counts.next_edges,
             edges_examined=np.array([counts.examined], dtype=np.int64),
             unexplored_edges=unexplored, found=np.array([n_new], dtype=np.int64),

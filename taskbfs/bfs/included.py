@@ -51,7 +51,6 @@ from taskbfs.bfs.device_levels import GpuLevels
 from taskbfs.bfs.level_tasks import LevelTasks
 from taskbfs.bfs.result import result_dtype
 from taskbfs.bfs.state import (
-    TOP_DOWN,
     Frontier,
     LevelSummary,
     SummaryPublisher,
@@ -210,10 +209,10 @@ class _Levels:
                            frontier, self.lists, self.degrees, self.cpu_max)
         if way == ON_THREADS:
             return _level_on_threads(self.on_threads, frontier)
-        return self._steps_and_barrier(frontier)
+        return self._steps_and_barrier(frontier, summary)
 
-    def _steps_and_barrier(self, frontier: Frontier):
-        calls = [(_step_tags(frontier, t), (slice_for(self.slices[t], frontier), frontier))
+    def _steps_and_barrier(self, frontier: Frontier, summary: LevelSummary):
+        calls = [(_step_tags(frontier, summary, t), (slice_for(self.slices[t], frontier), frontier))
                  for t in range(len(self.slices)) if frontier.has_work(t)]
         found = _run_steps(calls, self.policy, self.device)
         nxt, summary = include(BARRIER_NAME, advance, {"level": frontier.level},
@@ -246,7 +245,7 @@ def _announced(summary: LevelSummary, policy: Policy, device: str,
     """``summary`` as this task sends it (see :class:`SummaryPublisher`): ``chained`` (this
     task runs the level it opens), ``assembled`` at the end, and the device of each of
     the level's steps (``gpu_steps``)."""
-    sizes = summary.frontier_counts
+    sizes = summary.sizes
     gpu_steps = np.zeros(sizes.size, dtype=np.int64)  # a CPU worker's: none
     if device == CUDA:
         for t in np.flatnonzero(sizes).tolist():
@@ -309,14 +308,11 @@ def _assemble(frontier: Frontier, source: int, cuts: list, threads: int | None =
                         threads=threads)
 
 
-def _step_tags(frontier: Frontier, t: int) -> dict:
-    """A step's trace tags, as the level loop gives a dispatched step (its size: frontier
-    vertices top-down, unvisited vertices bottom-up)."""
-    if frontier.direction == TOP_DOWN:
-        size = int(frontier.offsets[t + 1] - frontier.offsets[t])
-    else:
-        size = int(frontier.progress.unvisited_per_task[t])
-    return {"level": frontier.level, "task": t, "size": size, "direction": frontier.direction}
+def _step_tags(frontier: Frontier, summary: LevelSummary, t: int) -> dict:
+    """A step's trace tags, as the level loop gives a dispatched step (its size: the one
+    it is placed by, :func:`~taskbfs.bfs.state.step_sizes`)."""
+    return {"level": frontier.level, "task": t, "size": int(summary.sizes[t]),
+            "direction": frontier.direction}
 
 
 #: The search task on a CPU worker: ``ins = [part/0, (tpart/0,) .. part/T-1, (tpart/T-1,)

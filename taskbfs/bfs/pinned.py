@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -59,6 +60,7 @@ class PinnedPool:
         self._lock = threading.RLock()
         self.allocated_bytes = 0
         self.reused = self.allocated = self.refused = 0
+        self._growing: set[int] = set()  # size classes being pinned in the background
 
     @property
     def budget(self) -> int:
@@ -70,17 +72,39 @@ class PinnedPool:
         with self._lock:
             return sum(size * len(bufs) for size, bufs in self._free.items())
 
-    def take(self, n: int, dtype) -> np.ndarray | None:
+    def take(self, n: int, dtype, allocate: bool = True) -> np.ndarray | None:
         """An array of ``n`` items of ``dtype`` in pinned memory (contents undefined), or
-        None when the budget does not allow one."""
+        None when the budget does not allow one (or, with ``allocate`` False, when no free
+        buffer of its size is at hand)."""
         dtype = np.dtype(dtype)
-        nbytes = max(int(n), 1) * dtype.itemsize
-        size = _size_class(nbytes)
+        size = _size_class(max(int(n), 1) * dtype.itemsize)
         buffer = self._reuse(size)
-        if buffer is None:
+        if buffer is None and allocate:
             buffer = self._allocate(size)
-            if buffer is None:
-                return None
+        if buffer is None:
+            return None
+        return self._lend(buffer, size, n, dtype)
+
+    def grow_later(self, n: int, dtype) -> None:
+        """Pin a free buffer for ``n`` items of ``dtype`` on a background thread (pinning
+        is slower than the copy it speeds up), unless one is being pinned already."""
+        size = _size_class(max(int(n), 1) * np.dtype(dtype).itemsize)
+        with self._lock:
+            if size in self._growing:
+                return
+            self._growing.add(size)
+        _grower().submit(self._grow, size)
+
+    def _grow(self, size: int) -> None:
+        try:
+            buffer = self._allocate(size)
+            if buffer is not None:
+                self._give_back(size, buffer)
+        finally:
+            with self._lock:
+                self._growing.discard(size)
+
+    def _lend(self, buffer, size: int, n: int, dtype: np.dtype) -> np.ndarray:
         # Through a memoryview, so that numpy makes ``array`` the base of every view taken
         # of it (a view of ``buffer`` itself would skip it): the buffer comes back only
         # when no array that reads it is left.
@@ -140,6 +164,16 @@ def _size_class(nbytes: int) -> int:
 
 _pool: PinnedPool | None = None
 _pool_lock = threading.Lock()
+_grow_thread: ThreadPoolExecutor | None = None
+
+
+def _grower() -> ThreadPoolExecutor:
+    """The one thread that pins buffers off the searches' path."""
+    global _grow_thread
+    with _pool_lock:
+        if _grow_thread is None:
+            _grow_thread = ThreadPoolExecutor(1, thread_name_prefix="taskbfs-pin")
+        return _grow_thread
 
 
 def pinned_pool() -> PinnedPool:
@@ -159,17 +193,22 @@ _stage_lock = threading.Lock()
 
 def copy_out(device_array, n: int, dtype) -> np.ndarray:
     """The first ``n`` items of a device array in a new host array that may live long (a
-    search's result): a pinned buffer of the pool when it has one, else ordinary memory,
-    filled through a pinned chunk at a time, each chunk copied into place on threads.
+    search's result): a free pinned buffer of the pool when it has one, else ordinary
+    memory, filled through a pinned chunk at a time, each chunk copied into place on
+    threads, while the pool pins a buffer of that size for the next result in the
+    background (pinning one here costs more than the staged copy: benchmarks/RESULTS.md,
+    session 12).
 
     A direct copy into new ordinary memory runs at ~3 GB/s on the H100 host (the driver's
     bounce buffer and the first touch of every page, on one thread: 87 ms for a scale-24
     result); staged, the pages are first touched by several threads at once.
     """
-    out = pinned_pool().take(n, dtype)
+    pool = pinned_pool()
+    out = pool.take(n, dtype, allocate=False)
     if out is not None:
         device_array[:n].copy_to_host(out)
         return out
+    pool.grow_later(n, dtype)
     out = np.empty(int(n), dtype=dtype)
     with _stage_lock:
         stage = _staging_chunk()

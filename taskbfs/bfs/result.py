@@ -34,8 +34,8 @@ class BFSResult:
     parents : ndarray, the dtype of ``distances``
         BFS tree (Graph500 convention): ``parents[source] == source``, -1 unreached.
     trace : pandas.DataFrame
-        One row per executed task: level, task, lo, hi, direction, size (frontier or
-        unvisited vertices it worked on), edges_examined, found, device, worker, thread,
+        One row per executed task: level, task, lo, hi, direction, size (the size it was
+        placed by, :func:`~taskbfs.bfs.state.step_sizes`), edges_examined, found, device, worker, thread,
         start, stop (seconds since the call started). Built when first read.
     levels : pandas.DataFrame
         One row per level: level, direction, frontier_size, frontier_edges,

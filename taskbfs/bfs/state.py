@@ -63,6 +63,8 @@ class Progress:
     alpha: float
     beta: float
     frontier_size: int = 0  # the frontier's vertices (the switch rule's "growing")
+    #: Arcs per vertex of the whole graph: the unit of :func:`step_sizes`.
+    mean_degree: float = 1.0
     #: Names the search (unique per search): a GPU worker keeps a level's output on the
     #: device for the next level of the same search (``DeviceCache.level_inputs``).
     search: str = ""
@@ -163,9 +165,17 @@ class LevelSummary:
     gpu_steps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     #: Vertices reached so far, this summary's frontier included.
     reached: int = 0
+    #: Per task, the size the placement policy places its next step by (:func:`step_sizes`);
+    #: empty means ``frontier_counts``.
+    step_sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     #: The search's last summary, from a task that also wrote the result (in the last
     #: frontier's ``result``): the client submits no assembly.
     assembled: bool = False
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Per task, the size its step of the level this summary opens is placed by."""
+        return self.step_sizes if self.step_sizes.size else self.frontier_counts
 
     def to_message(self) -> dict:
         """Plain-data form (lists, numbers) for :func:`taskbfs.runtime.publish`."""
@@ -208,7 +218,7 @@ class SummaryPublisher:
         now = time.perf_counter()
         if not summary.chained or now - self.sent >= config.get("search.summary-interval"):
             publish({"summaries": [summary.to_message()]},
-                    sizes=(size_label(summary.level), summary.frontier_counts))
+                    sizes=(size_label(summary.level), summary.sizes))
             self.sent = now
 
 
@@ -302,7 +312,10 @@ def first_summary(bounds, source: int, source_degree: int, total_edges: int, dir
     direction = switch_direction(direction_mode, TOP_DOWN, 1, int(source_degree), unexplored,
                                  int(bounds[-1]), float(alpha), float(beta))
     now = time.time()
-    return LevelSummary(level=0, direction=direction,
+    task_edges = counts * int(source_degree)
+    sizes = step_sizes(direction, unvisited if direction == BOTTOM_UP else counts, task_edges,
+                       int(total_edges) / max(int(bounds[-1]), 1))
+    return LevelSummary(level=0, direction=direction, step_sizes=sizes,
                         frontier_counts=unvisited if direction == BOTTOM_UP else counts,
                         frontier_size=1, frontier_edges=int(source_degree),
                         unexplored_edges=unexplored, edges_examined=np.zeros(num_tasks, dtype=np.int64),
@@ -318,13 +331,15 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
     alpha, beta = switch_parameters(alpha, beta)
     n = degrees.size
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+    total_edges = int(degrees.sum()) if total_edges is None else int(total_edges)
     progress = Progress(
         unvisited_per_task=np.diff(bounds).astype(np.int64),
-        unexplored_edges=int(degrees.sum()) if total_edges is None else int(total_edges),
+        unexplored_edges=total_edges,
         direction_mode=direction_mode,
         alpha=float(alpha),
         beta=float(beta),
         search=uuid.uuid4().hex,
+        mean_degree=total_edges / max(n, 1),
     )
     empty = np.empty(0, dtype=np.int64)
     before = Frontier(-1, TOP_DOWN, empty, np.zeros(bounds.size, np.int64), None, empty_bitmap(n),
@@ -356,6 +371,27 @@ def barrier(*args, level: int):
     nxt, summary = advance(frontier, discoveries, degrees)
     SummaryPublisher().add(summary)
     return nxt
+
+
+def step_sizes(direction: str, counts: np.ndarray, task_edges, mean_degree: float) -> np.ndarray:
+    """Per task, the size a step is placed by (the ``size`` the policy compares with λ):
+    on a top-down level its frontier vertices, or the out-arcs leaving them counted in
+    vertices of the graph's mean degree when that is more (a frontier of a few hubs is as
+    much work as many average vertices); on a bottom-up level its unvisited vertices.
+
+    Parameters
+    ----------
+    direction : str
+    counts : ndarray of int64
+        Per task, frontier vertices (top-down) or unvisited vertices (bottom-up).
+    task_edges : ndarray of int64 or None
+        Per task, the arcs leaving its frontier vertices (top-down).
+    mean_degree : float
+    """
+    if direction == BOTTOM_UP or task_edges is None:
+        return counts
+    in_vertices = np.ceil(np.asarray(task_edges) / max(mean_degree, 1e-300)).astype(np.int64)
+    return np.maximum(counts, in_vertices)
 
 
 def size_label(level: int) -> str:
@@ -434,6 +470,7 @@ def next_level(frontier: Frontier, counts, task_edges, new_frontier, new_bits, n
     summary = LevelSummary(
         level=level,
         direction=next_direction,
+        step_sizes=step_sizes(next_direction, task_sizes, task_edges, progress.mean_degree),
         frontier_counts=task_sizes,
         frontier_size=n_new,
         frontier_edges=frontier_edges,

@@ -8,7 +8,7 @@ Built-in kinds (:class:`Policy`; :meth:`Policy.decide` is their one rule):
 =========  ================================================================  ==============
 kind       rule                                                              paper
 =========  ================================================================  ==============
-hybrid     GPU when the task's size (frontier vertices) exceeds λ            Sec. V.A
+hybrid     GPU when the task's size (BFS: its work in vertices) exceeds λ        Sec. V.A
 fixed      GPU for a fixed set of task ids for the whole run, CPU otherwise  Sec. V.B
 cpu        always CPU                                                        baseline
 gpu        always GPU                                                        baseline
@@ -108,7 +108,8 @@ class Policy:
         Parameters
         ----------
         size : int, optional
-            The task's workload (for BFS: its frontier vertices). None counts as 0.
+            The task's workload (for BFS: :func:`taskbfs.bfs.state.step_sizes`, its
+            frontier in vertices of the graph's mean degree). None counts as 0.
         impls : tuple of str
             Devices the task has an implementation for.
         gpu_present : bool
