@@ -131,11 +131,17 @@ def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(setting, monk
     data = np.arange(5000, dtype=np.int64) * 3 - 7
     device = cuda.to_device(data)
     monkeypatch.setattr(pinned, "_pool", None)
-    first = pinned.copy_out(device, n, np.int64)  # no free buffer yet: staged, one pinned later
+    later = []  # the pool's background pinning, held back until both copies are done
+    monkeypatch.setattr(pinned, "_grower", lambda: type("Later", (), {
+        "submit": staticmethod(lambda fn, *a: later.append((fn, a)))})())
+    # no free buffer yet: staged, and one pinned later for each (a result's two arrays)
+    first, second = (pinned.copy_out(device, n, np.int64) for _ in range(2))
     np.testing.assert_array_equal(first, data[:n])
-    assert first.flags.owndata
-    _wait_for_growth(pinned.pinned_pool())
-    assert pinned.pinned_pool().allocated == 1 and pinned.pinned_pool().free_bytes > 0
+    np.testing.assert_array_equal(second, data[:n])
+    assert first.flags.owndata and second.flags.owndata and len(later) == 2
+    for fn, a in later:
+        fn(*a)
+    assert pinned.pinned_pool().allocated == 2 and pinned.pinned_pool().free_bytes > 0
     pooled = pinned.copy_out(device, n, np.int64)
     np.testing.assert_array_equal(pooled, data[:n])
     assert pinned.pinned_pool().reused == 1 and not pooled.flags.owndata
@@ -145,16 +151,8 @@ def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(setting, monk
     monkeypatch.setattr(pinned, "_stage", None)
     staged = pinned.copy_out(device, n, np.int64)
     np.testing.assert_array_equal(staged, data[:n])
-    _wait_for_growth(pinned.pinned_pool())
+    for fn, a in later[2:]:
+        fn(*a)
     assert pinned.pinned_pool().refused == 1 and pinned._stage.size == 8 * 1000
     assert staged.flags.owndata  # ordinary memory, not a view of the chunk
 
-
-def _wait_for_growth(pool, timeout=30.0):
-    """Until the pool's background pinning is done."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while pool._growing:
-        assert time.monotonic() < deadline, "the pool never pinned its buffer"
-        time.sleep(0.01)

@@ -60,7 +60,7 @@ class PinnedPool:
         self._lock = threading.RLock()
         self.allocated_bytes = 0
         self.reused = self.allocated = self.refused = 0
-        self._growing: set[int] = set()  # size classes being pinned in the background
+        self._growing = 0  # buffers being pinned in the background
 
     @property
     def budget(self) -> int:
@@ -87,12 +87,10 @@ class PinnedPool:
 
     def grow_later(self, n: int, dtype) -> None:
         """Pin a free buffer for ``n`` items of ``dtype`` on a background thread (pinning
-        is slower than the copy it speeds up), unless one is being pinned already."""
+        is slower than the copy it speeds up): one per request that found none."""
         size = _size_class(max(int(n), 1) * np.dtype(dtype).itemsize)
         with self._lock:
-            if size in self._growing:
-                return
-            self._growing.add(size)
+            self._growing += 1
         _grower().submit(self._grow, size)
 
     def _grow(self, size: int) -> None:
@@ -102,7 +100,7 @@ class PinnedPool:
                 self._give_back(size, buffer)
         finally:
             with self._lock:
-                self._growing.discard(size)
+                self._growing -= 1
 
     def _lend(self, buffer, size: int, n: int, dtype: np.dtype) -> np.ndarray:
         # Through a memoryview, so that numpy makes ``array`` the base of every view taken
@@ -200,8 +198,8 @@ def copy_out(device_array, n: int, dtype) -> np.ndarray:
     session 12).
 
     A direct copy into new ordinary memory runs at ~3 GB/s on the H100 host (the driver's
-    bounce buffer and the first touch of every page, on one thread: 87 ms for a scale-24
-    result); staged, the pages are first touched by several threads at once.
+    bounce buffer and the first touch of every page, on one thread); here the new pages
+    are first touched by every thread at once, then filled a staged chunk at a time.
     """
     pool = pinned_pool()
     out = pool.take(n, dtype, allocate=False)
@@ -210,6 +208,8 @@ def copy_out(device_array, n: int, dtype) -> np.ndarray:
         return out
     pool.grow_later(n, dtype)
     out = np.empty(int(n), dtype=dtype)
+    # first touch of the new pages, all at once on threads (a chunk at a time it crawls)
+    _on_threads(out, lambda piece: piece.fill(0))
     with _stage_lock:
         stage = _staging_chunk()
         items = stage.size // out.itemsize
@@ -224,13 +224,19 @@ def copy_out(device_array, n: int, dtype) -> np.ndarray:
 
 def _copy_on_threads(dest: np.ndarray, src: np.ndarray) -> None:
     """``dest[:] = src`` in one piece per thread of the process's pool (numpy's copy
-    releases the GIL), so that ``dest``'s new pages are first touched in parallel."""
+    releases the GIL)."""
+    _on_threads(dest, lambda piece, lo, hi: np.copyto(piece, src[lo:hi]), bounds=True)
+
+
+def _on_threads(array: np.ndarray, work, bounds: bool = False) -> None:
+    """``work(piece)`` (``work(piece, lo, hi)`` with ``bounds``) for one slice of ``array``
+    per thread of the process's pool, side by side."""
     from taskbfs.bfs.state import _threads, pool
 
-    cuts = np.linspace(0, dest.size, _threads() + 1).astype(np.int64)
+    cuts = np.linspace(0, array.size, _threads() + 1).astype(np.int64)
 
     def piece(lo, hi):
-        np.copyto(dest[lo:hi], src[lo:hi])
+        return work(array[lo:hi], lo, hi) if bounds else work(array[lo:hi])
 
     list(pool().map(piece, cuts[:-1], cuts[1:]))
 
