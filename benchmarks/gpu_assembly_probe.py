@@ -33,7 +33,7 @@ def timed(module, name):
         out = original(*args, **kwargs)
         note = ""
         if name == "copy_out":
-            note = "pooled" if not out.flags.owndata else "new"
+            note = "pinned" if not out.flags.owndata else "new"
         events.append((name, time.perf_counter() - start, note))
         return out
 

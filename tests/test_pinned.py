@@ -157,12 +157,3 @@ def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(setting, monk
     assert staged.flags.owndata  # ordinary memory, not a view of the chunk
 
 
-
-@pytest.mark.parametrize("n, dtype", [(10, np.int32), (1 << 21, np.int32), ((1 << 20) + 3, np.int64)])
-def test_new_host_arrays_are_plain_writable_arrays_whatever_their_pages(n, dtype):
-    from taskbfs.bfs.pinned import new_host_array
-
-    a = new_host_array(n, dtype)
-    assert a.shape == (n,) and a.dtype == dtype and a.flags.writeable and a.flags.c_contiguous
-    a[:] = np.arange(n, dtype=dtype)
-    assert int(a[-1]) == n - 1 and int(a.sum()) == n * (n - 1) // 2

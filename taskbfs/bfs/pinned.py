@@ -22,8 +22,6 @@ Encoding
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -200,18 +198,15 @@ def copy_out(device_array, n: int, dtype) -> np.ndarray:
     session 12).
 
     A direct copy into new ordinary memory runs at ~3 GB/s on the H100 host (the driver's
-    bounce buffer and the first touch of every page, on one thread); here the new pages
-    are first touched by every thread at once, then filled a staged chunk at a time.
+    bounce buffer and the first touch of every page, on one thread); staged, the pages are
+    first touched by several threads at once.
     """
     pool = pinned_pool()
     out = pool.take(n, dtype, allocate=False)
     if out is not None:
         device_array[:n].copy_to_host(out)
         return out
-    pool.grow_later(n, dtype)
-    out = new_host_array(n, dtype)
-    # first touch of the new pages, all at once on threads (a chunk at a time it crawls)
-    _on_threads(out, lambda piece: piece.fill(0))
+    out = np.empty(int(n), dtype=dtype)
     with _stage_lock:
         stage = _staging_chunk()
         items = stage.size // out.itemsize
@@ -221,43 +216,19 @@ def copy_out(device_array, n: int, dtype) -> np.ndarray:
             staged = chunk[: stop - start]
             device_array[start:stop].copy_to_host(staged)
             _copy_on_threads(out[start:stop], staged)
+    pool.grow_later(n, dtype)  # after the copy, which pinning would hold up
     return out
-
-
-#: Arrays of at least this many bytes are made of transparent huge pages where the kernel
-#: offers them (2 MiB pages: 512 times fewer page faults on first touch).
-HUGE_PAGE_MIN_BYTES = 1 << 22
-
-
-def new_host_array(n: int, dtype) -> np.ndarray:
-    """A new, writable host array of ``n`` items of ``dtype`` (contents undefined), made of
-    huge pages when it is large and the kernel allows it (``madvise``)."""
-    dtype = np.dtype(dtype)
-    nbytes = int(n) * dtype.itemsize
-    advise = getattr(mmap, "MADV_HUGEPAGE", None)
-    if nbytes < HUGE_PAGE_MIN_BYTES or advise is None:
-        return np.empty(int(n), dtype=dtype)
-    memory = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    with contextlib.suppress(OSError):  # a kernel without transparent huge pages
-        memory.madvise(advise)
-    return np.frombuffer(memory, dtype=dtype)
 
 
 def _copy_on_threads(dest: np.ndarray, src: np.ndarray) -> None:
     """``dest[:] = src`` in one piece per thread of the process's pool (numpy's copy
-    releases the GIL)."""
-    _on_threads(dest, lambda piece, lo, hi: np.copyto(piece, src[lo:hi]), bounds=True)
-
-
-def _on_threads(array: np.ndarray, work, bounds: bool = False) -> None:
-    """``work(piece)`` (``work(piece, lo, hi)`` with ``bounds``) for one slice of ``array``
-    per thread of the process's pool, side by side."""
+    releases the GIL), so that ``dest``'s new pages are first touched in parallel."""
     from taskbfs.bfs.state import _threads, pool
 
-    cuts = np.linspace(0, array.size, _threads() + 1).astype(np.int64)
+    cuts = np.linspace(0, dest.size, _threads() + 1).astype(np.int64)
 
     def piece(lo, hi):
-        return work(array[lo:hi], lo, hi) if bounds else work(array[lo:hi])
+        np.copyto(dest[lo:hi], src[lo:hi])
 
     list(pool().map(piece, cuts[:-1], cuts[1:]))
 
