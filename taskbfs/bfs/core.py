@@ -62,7 +62,7 @@ from taskbfs.errors import (
     WorkerLostError,
 )
 from taskbfs.graph import Graph, as_graph
-from taskbfs.runtime import CUDA, Policy, Program, Task, fetch_placements
+from taskbfs.runtime import CUDA, Policy, Program, Task
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
 
@@ -176,12 +176,12 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         if strategy == "fixed":
             policy = replace(policy, gpu_tasks=frozenset(range(round(share * num_tasks))))
         if policy.needs_gpu:
-            rt.require_gpu("strategy 'gpu'")
+            rt.require_gpu("strategy 'gpu'", resources)
 
         placed = place_graph(rt, graph, num_tasks, balance, need_transpose=direction != TOP_DOWN,
                              timeout=clock.left())
         site = (None if dispatch == "tasks"
-                else rt.include_site(placed.futures(), policy, clock.left()))
+                else rt.include_site(placed.futures(), policy, clock.left(), resources))
         program = Program(rt, policy, name="bfs")
         search = _Search(program, graph, placed, source, direction, progress,
                          assembly_count(graph.num_vertices, slots), clock, heard)
@@ -396,8 +396,7 @@ class _Search:
         (``wall_start``, the call's entry as ``time.time()``, is their clock's zero)."""
         program, parts, summaries = self.program, self.parts, outcome.summaries
         self.heard.level = summaries[-1].level
-        records = program.records(self.clock.left())
-        placements = fetch_placements(program.client, program.id, self.clock.left())
+        records, placements = program.finished(self.clock.left())
 
         def trace():
             return _with_device_stats(_task_trace(records, parts, wall_start, summaries),

@@ -189,12 +189,14 @@ class Runtime:
         """True if any worker advertises the ``GPU`` resource."""
         return self.resources().get(GPU_RESOURCE, 0) > 0
 
-    def require_gpu(self, why: str) -> None:
-        """Raise :class:`DeviceUnavailableError` unless a GPU worker is present."""
-        if not self.has_gpu:
+    def require_gpu(self, why: str, resources: dict | None = None) -> None:
+        """Raise :class:`DeviceUnavailableError` unless a GPU worker is present (in
+        ``resources``, those :meth:`resources` gave just before, else asked now)."""
+        resources = self.resources() if resources is None else resources
+        if not resources.get(GPU_RESOURCE, 0) > 0:
             raise DeviceUnavailableError(
                 f"{why} needs a GPU, but no worker of this cluster advertises the "
-                f"'{GPU_RESOURCE}' resource (workers: {self.resources()})"
+                f"'{GPU_RESOURCE}' resource (workers: {resources})"
             )
 
     @property
@@ -214,7 +216,8 @@ class Runtime:
         holders = [set(workers) for workers in who_has.values()]
         return bool(holders) and bool(set.intersection(*holders))
 
-    def include_site(self, futures, policy, timeout: float | None = None) -> str | None:
+    def include_site(self, futures, policy, timeout: float | None = None,
+                     resources: dict | None = None) -> str | None:
         """Where one task can run, as included tasks (OmpSs ``final``), the tasks of a
         program that read ``futures``, instead of dispatching each through the scheduler:
         ``"smp"`` (a CPU worker), ``"cuda"`` (the GPU worker, whose host threads run the
@@ -224,11 +227,13 @@ class Runtime:
         (:meth:`holds_together`) and offer every device ``policy`` may choose: a policy
         that never picks the GPU (or a cluster without one) is included on a CPU worker;
         one that may, on the cluster's one GPU worker. With several GPU workers the tasks
-        are dispatched, so that they spread over them.
+        are dispatched, so that they spread over them. ``resources``: what
+        :meth:`resources` gave just before (else asked now).
         """
         if not self.holds_together(futures, timeout):
             return None
-        gpus = int(self.resources(timeout).get(GPU_RESOURCE, 0))
+        resources = self.resources(timeout) if resources is None else resources
+        gpus = int(resources.get(GPU_RESOURCE, 0))
         if not gpus or not getattr(policy, "uses_gpu", True):  # a user policy may use it
             return SMP
         return CUDA if gpus == 1 else None

@@ -32,12 +32,18 @@ import weakref
 from collections import OrderedDict, deque
 
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
+from distributed.protocol.pickle import dumps
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 from taskbfs.runtime.policy import Policy, policy_label
 from taskbfs.runtime.task import CUDA, DEVICES, SMP
-from taskbfs.runtime.worker import SIZES_KEY, forget_worker_state, program_of_topic
+from taskbfs.runtime.worker import (
+    SIZES_KEY,
+    collect_records,
+    forget_worker_state,
+    program_of_topic,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +59,7 @@ MAX_SIZE_LABELS = 16
 #: User policies kept (one per open program; the oldest dropped first beyond this).
 MAX_POLICIES = 1024
 #: Scheduler handlers the plugin adds (removed again with it).
-HANDLERS = ("taskbfs_placements", "taskbfs_resources")
+HANDLERS = ("taskbfs_placements", "taskbfs_resources", "taskbfs_trace")
 
 
 def policy_to_dict(policy, program: str | None = None) -> dict:
@@ -132,6 +138,7 @@ class PlacementPlugin(SchedulerPlugin):
         self.scheduler = scheduler
         scheduler.handlers["taskbfs_placements"] = self.placements
         scheduler.handlers["taskbfs_resources"] = self.resources
+        scheduler.handlers["taskbfs_trace"] = self.trace
 
     def teardown(self, scheduler) -> None:
         """Undo what the plugin changed on ``scheduler``: the message batching intervals of
@@ -359,6 +366,19 @@ class PlacementPlugin(SchedulerPlugin):
             return {p: len(log) for p, log in self.decisions.items()}
         return [dict(d, key=str(d["key"])) for d in self.decisions.get(program, ())]
 
+    async def trace(self, program: str) -> dict:
+        """One program's trace in one round trip from the client: the workers' records
+        of its tasks (removed there; a worker that does not answer gives none) and this
+        plugin's decisions for it."""
+        responses = await self.scheduler.broadcast(
+            msg={"op": "run", "function": dumps(collect_records), "args": dumps((program,)),
+                 "kwargs": dumps({}), "wait": True},
+            on_error="return_pickle")
+        # each worker's list as it came (serialized): the client's comm unpacks it
+        per_worker = [response["result"] for response in responses.values()
+                      if isinstance(response, dict) and response.get("status") == "OK"]
+        return {"records": per_worker, "placements": self.placements(program)}
+
     def resources(self) -> dict:
         """Total resources the workers advertise, plus the number of workers."""
         totals = _resource_totals(self.scheduler)
@@ -553,6 +573,14 @@ def cluster_resources(client, timeout: float | None = None) -> dict:
     """Resources advertised by the cluster's workers (``{"CPU": n, "GPU": m, "workers": k}``;
     within ``timeout`` seconds, else ``TimeoutError``)."""
     return client.sync(client.scheduler.taskbfs_resources, callback_timeout=timeout)
+
+
+def fetch_trace(client, program: str, timeout: float | None = None) -> tuple[list, list]:
+    """``(records, placements)`` of one program (see :meth:`PlacementPlugin.trace`;
+    within ``timeout`` seconds)."""
+    trace = client.sync(client.scheduler.taskbfs_trace, program=program,
+                        callback_timeout=timeout)
+    return [r for records in trace["records"] for r in records], trace["placements"]
 
 
 def fetch_placements(client, program: str, timeout: float | None = None) -> list[dict]:

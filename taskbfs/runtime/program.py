@@ -32,10 +32,15 @@ from dask.utils import apply
 from distributed import Client, Future, wait
 
 from taskbfs.errors import InvalidParameterError, TaskBFSError
-from taskbfs.runtime.plugin import forget_policy, placement_annotations, register_policy
+from taskbfs.runtime.plugin import (
+    fetch_trace,
+    forget_policy,
+    placement_annotations,
+    register_policy,
+)
 from taskbfs.runtime.policy import Policy, as_policy
 from taskbfs.runtime.task import SMP, Task
-from taskbfs.runtime.worker import collect_records, execute, execute_after, message_topic
+from taskbfs.runtime.worker import execute, execute_after, message_topic
 
 try:  # dask >= 2025: graphs are submitted as expressions
     from dask._expr import LLGExpr as _LLGExpr
@@ -372,8 +377,13 @@ class Program:
         Each record: key, name, device, worker, thread, start, stop and the task's tags.
         Records are removed from the workers once collected.
         """
-        per_worker = self.client.run(collect_records, self.id, callback_timeout=timeout)
-        return [r for records in per_worker.values() for r in records]
+        return self.finished(timeout)[0]
+
+    def finished(self, timeout: float | None = None) -> tuple[list[dict], list[dict]]:
+        """``(records, placements)``: :meth:`records` and the placement decisions of this
+        program's tasks (:func:`~taskbfs.runtime.fetch_placements`), in one round trip to
+        the scheduler (within ``timeout`` seconds)."""
+        return fetch_trace(self.client, self.id, timeout)
 
     # ------------------------------------------------------------------ messages
     def _on_message(self, event) -> None:
