@@ -487,21 +487,27 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 PROBE = r"""
 ((colors, withPixels) => {
   const out = {text: "", canvases: 0, pixels: Object.fromEntries(colors.map(c => [c, 0])),
+               perCanvas: [], options: [],
                bokeh: typeof Bokeh === "undefined" ? 0 : Bokeh.documents.length};
   const rgb = colors.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
   function walk(root) {
     for (const el of root.querySelectorAll("*")) {
       if (el.shadowRoot) { out.text += " " + el.shadowRoot.textContent; walk(el.shadowRoot); }
+      if (el.tagName === "SELECT") out.options.push(Array.from(el.options).map(o => o.value));
       if (el.tagName !== "CANVAS" || el.width < 100 || el.height < 100) continue;
       out.canvases += 1;
       if (!withPixels) continue;
       const data = el.getContext("2d").getImageData(0, 0, el.width, el.height).data;
+      const mine = Object.fromEntries(colors.map(c => [c, 0]));
       for (let i = 0; i < data.length; i += 4) {
         rgb.forEach((c, k) => {
-          if (Math.abs(data[i] - c[0]) + Math.abs(data[i + 1] - c[1]) + Math.abs(data[i + 2] - c[2]) < 12)
+          if (Math.abs(data[i] - c[0]) + Math.abs(data[i + 1] - c[1]) + Math.abs(data[i + 2] - c[2]) < 12) {
             out.pixels[colors[k]] += 1;
+            mine[colors[k]] += 1;
+          }
         });
       }
+      out.perCanvas.push(mine);
     }
   }
   out.text += document.body ? document.body.textContent : "";
@@ -509,6 +515,11 @@ PROBE = r"""
   return out;
 })(%s, %s)
 """
+
+
+def _with_cpu_bars(probe: dict) -> int:
+    """How many of the page's canvases show CPU-coloured bars."""
+    return sum(c[DEVICE_COLORS["CPU"]] > 100 for c in probe.get("perCanvas", ()))
 
 
 def _chromium() -> str | None:
@@ -604,8 +615,9 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
     def drawn(r):
         return r["canvases"] >= 3 and all(count > 100 for count in r["pixels"].values())
 
-    def done(r):
-        return "result" in box and _program_of(box["result"]) in r["text"] and " done" in r["text"] and drawn(r)
+    def done(r):  # the finished search's timeline too: a third canvas with CPU bars
+        return ("result" in box and _program_of(box["result"]) in r["text"] and " done" in r["text"]
+                and drawn(r) and _with_cpu_bars(r) >= 3)
 
     shot, seen = tmp_path / "taskbfs-page.png", []
     try:  # pixels are counted before the search (ready) and after it (done), not while it runs
@@ -625,7 +637,12 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
         shutil.copy(shot, Path(os.environ["TASKBFS_SCREENSHOT_DIR"]) / shot.name)
     assert probe is not None and probe["bokeh"] >= 1, probe
     assert program in probe["text"] and "done" in probe["text"], probe["text"][:500]
-    assert probe["canvases"] >= 3, probe  # the three plots
+    assert probe["canvases"] >= 4, probe  # the three plots and the timeline
+    assert _with_cpu_bars(probe) >= 3, probe  # work per task, tasks per level, the timeline
+    offered = [" ".join(o) for o in probe["options"]]  # the selector's entries (labels)
+    assert [o for o in offered if program in o and _program_of(earlier) in o], \
+        offered  # the selector offers this search and the earlier one
+    assert "CPU tasks" in probe["text"]  # the table of levels
     assert "Searches (newest first)" in probe["text"]  # the table of searches lists
     assert _program_of(earlier) in probe["text"].split("Searches (newest first)", 1)[1]  # the earlier one
     assert probe["pixels"][DEVICE_COLORS["CPU"]] > 100, probe  # CPU task bars
