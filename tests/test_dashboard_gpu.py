@@ -12,12 +12,11 @@ import urllib.request
 
 import numpy as np
 import pytest
+from gpu_support import run_module_under_simulator
 
 import taskbfs as tb
 from taskbfs.dashboard import DATA
 from taskbfs.kernels.gpu import gpu_available
-
-from gpu_support import run_module_under_simulator
 
 IN_PROCESS = gpu_available()
 needs_gpu = pytest.mark.skipif(not IN_PROCESS, reason="numba.cuda is not usable in this process; "
