@@ -10,7 +10,12 @@ Returns
     direction, the work (frontier vertices, or unvisited vertices on bottom-up levels) of
     each task of that level coloured by the device the plugin chose, against the threshold
     λ; the tasks per device per level; the frontier per level; vertices and edges visited
-    and TEPS so far; a table of the earlier searches. ``/individual-taskbfs`` is the same
+    and TEPS so far; a table of the earlier searches. Once a search has finished: every
+    level (a table too), and a timeline of its tasks like the paper's Fig. 11 (one row per
+    worker thread, a bar per task from start to stop, dispatched or included, coloured by
+    the device that ran it), made of the execution records ``r.trace`` is made of, which
+    the client sends with every level's summary (:func:`send_finished`). A selector shows
+    any remembered search instead of the latest. ``/individual-taskbfs`` is the same
     plots without the dashboard's frame, listed in the dashboard's ``individual-plots.json``
     so that JupyterLab's dask-labextension offers it as a panel.
 Approach
