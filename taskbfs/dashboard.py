@@ -435,19 +435,15 @@ def _frontier(lv: _Level) -> int:
 def send_finished(client, program: str, records, summaries) -> None:
     """Give the page on ``client``'s scheduler what the client collected of the finished
     search ``program``: its execution records (the ones ``r.trace`` is made of) and every
-    level's summary (:meth:`LiveRuns.finished`). Sent without waiting for an answer (the
-    caller's search is over; the page refreshes when it arrives); a failure is logged at
-    debug level and never raised.
+    level's summary (:meth:`LiveRuns.finished`). Made and sent on the client's event loop,
+    without waiting for an answer (the caller's search is over; the page refreshes when it
+    arrives); a failure is logged at debug level and never raised.
     """
-    try:
-        payload = {"records": record_columns(records),
-                   "summaries": [summary.to_message() for summary in summaries]}
-    except Exception:  # the page must never stop a search
-        logger.debug("taskbfs: the finished search was not sent to the page", exc_info=True)
-        return
 
     async def send():
-        try:
+        try:  # the page must never stop a search
+            payload = {"records": record_columns(records),
+                       "summaries": [summary.to_message() for summary in summaries]}
             await client._run_on_scheduler(_take_finished, program, payload)
         except Exception:
             logger.debug("taskbfs: the finished search was not sent to the page", exc_info=True)
