@@ -25,8 +25,8 @@ from nbclient import NotebookClient
 HERE = Path(__file__).resolve().parent
 #: Parameters of the committed runs (a scale where the effects exceed the noise).
 SCALES = {
-    "lambda_and_devices": "SCALE = 16\nKEYS = 4",
-    "task_granularity": "SCALE = 18\nKEYS = 4\nREPEATS = 3",
+    "lambda_and_devices": "SCALE = 18\nKEYS = 8",
+    "task_granularity": "SCALE = 18\nKEYS = 4\nREPEATS = 5",
     "traversal": "SCALE = 16",
 }
 MAX_BYTES = 1 << 20
@@ -39,7 +39,9 @@ def execute(path: Path, parameters: str) -> int:
     nb.cells = [c for c in nb.cells if "injected-parameters" not in c.metadata.get("tags", [])]
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
     stamp = (f"# Injected by notebooks/execute.py, {time.strftime('%Y-%m-%d', time.gmtime())}: "
-             f"{os.cpu_count()} CPU cores ({platform.machine()}), no GPU unless SCHEDULER names one")
+             f"{os.cpu_count()} CPU cores ({platform.machine()}), no GPU unless SCHEDULER names one;\n"
+             f"# load average {os.getloadavg()[0]:.1f} when it started (other processes share the "
+             f"cores: above {os.cpu_count()}, expect noisy times)")
     cell = nbformat.v4.new_code_cell(f"{stamp}\n{parameters}")
     cell.metadata["tags"] = ["injected-parameters"]
     nb.cells.insert(at + 1, cell)

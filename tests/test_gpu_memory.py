@@ -46,7 +46,7 @@ def fake_gpu_process(monkeypatch):
     handed = {}
     rmm = types.ModuleType("rmm")
     numba_plugin = types.ModuleType("rmm.allocators.numba")
-    numba_plugin.RMMNUMBAManager = type("RMMNUMBAManager", (), {})
+    numba_plugin.RMMNumbaManager = type("RMMNumbaManager", (), {})
     cupy_plugin = types.ModuleType("rmm.allocators.cupy")
     cupy_plugin.rmm_cupy_allocator = object()
     mr = types.ModuleType("rmm.mr")
@@ -61,7 +61,7 @@ def fake_gpu_process(monkeypatch):
     monkeypatch.setattr(gpu_memory, "_chosen", None)
     monkeypatch.setattr(gpu_memory, "_numba_context_exists", lambda: False)
     monkeypatch.setattr(gpu_memory, "_install_numba", lambda m: handed.__setitem__("numba", m))
-    return types.SimpleNamespace(handed=handed, numba=numba_plugin.RMMNUMBAManager,
+    return types.SimpleNamespace(handed=handed, numba=numba_plugin.RMMNumbaManager,
                                  cupy=cupy_plugin.rmm_cupy_allocator)
 
 

@@ -12,7 +12,7 @@ Approach
     worker with a GPU, and ``taskbfs.gpu.rmm`` is true (the default), numba-cuda's
     allocations (the device cache's slices and buffers, :class:`GpuLevels`' arrays, every
     ``cuda.device_array``) go through RMM's current memory resource by numba's External
-    Memory Management plugin ``rmm.allocators.numba.RMMNUMBAManager``, and CuPy's (when
+    Memory Management plugin ``rmm.allocators.numba.RMMNumbaManager``, and CuPy's (when
     CuPy is installed) by ``rmm.allocators.cupy.rmm_cupy_allocator``. numba binds a memory
     manager to a CUDA context when it makes the context, so this must run before the
     process's first GPU work: a process whose context already exists keeps numba's
@@ -102,7 +102,7 @@ def use_rmm_if_available(dask_worker=None) -> Allocator:
                               not simulator and rmm is not None and _numba_context_exists())
     if choice.name == "rmm":
         try:
-            _install_numba(_import("rmm.allocators.numba").RMMNUMBAManager)
+            _install_numba(_import("rmm.allocators.numba").RMMNumbaManager)
             cupy = _import("cupy")
             if cupy is not None:
                 cupy.cuda.set_allocator(_import("rmm.allocators.cupy").rmm_cupy_allocator)
