@@ -225,7 +225,7 @@ class LiveRuns:
         summary = {"direction": message.get("direction"), "frontier": message["frontier_size"],
                    "frontier_edges": message.get("frontier_edges")}
         self._included_level(run, int(message["level"]), summary, active,
-                             [counts[t] for t in active], time.time(),
+                             _step_sizes(message, active), time.time(),
                              ["cuda" if on_gpu[t] else "smp" for t in active])
 
     @staticmethod
@@ -274,7 +274,7 @@ class LiveRuns:
             summary = {"direction": message.get("direction"), "frontier": message["frontier_size"],
                        "frontier_edges": message.get("frontier_edges")}
             self._included_level(run, int(message["level"]), summary, active,
-                                 [counts[t] for t in active], now, devices)
+                                 _step_sizes(message, active), now, devices)
         if summaries:
             last = summaries[-1]
             run.level = max(run.levels, default=-1)
@@ -354,6 +354,13 @@ class LiveRuns:
             out["tasks"] = {"level": int(shown), "task": [int(t) for t in lv.tasks],
                             "size": [int(s) for s in lv.sizes], "device": list(lv.devices)}
         return out
+
+
+def _step_sizes(summary: dict, tasks) -> list[int]:
+    """The sizes the policy placed ``tasks``' steps of a level by (a summary's
+    ``step_sizes``; its frontier counts where it has none)."""
+    sizes = summary.get("step_sizes") or summary["frontier_counts"]
+    return [sizes[t] for t in tasks]
 
 
 def record_columns(records) -> dict:
@@ -630,7 +637,7 @@ class _Page:
                   source=self.tasks)
         work.line(x="x", y="y", source=self.lam, color="#d62728", line_dash="dashed", line_width=2)
         work.xaxis.axis_label = "task"
-        work.yaxis.axis_label = "frontier vertices (unvisited, bottom-up)"
+        work.yaxis.axis_label = "size placed by (vertices; unvisited, bottom-up)"
         work.add_tools(HoverTool(tooltips=[("task", "@task"), ("size", "@size"), ("device", "@device")]))
         work.legend.location = "top_left"
         work.legend.background_fill_alpha = 0.6
