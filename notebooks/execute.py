@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 #: Parameters of the committed runs (a scale where the effects exceed the noise).
 SCALES = {
     "lambda_and_devices": "SCALE = 18\nKEYS = 8",
-    "task_granularity": "SCALE = 18\nKEYS = 4\nREPEATS = 5",
+    "task_granularity": "SCALE = 20\nKEYS = 4\nREPEATS = 3",
     "traversal": "SCALE = 16",
 }
 MAX_BYTES = 1 << 20
