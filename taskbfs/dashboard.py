@@ -10,7 +10,12 @@ Returns
     direction, the work (frontier vertices, or unvisited vertices on bottom-up levels) of
     each task of that level coloured by the device the plugin chose, against the threshold
     λ; the tasks per device per level; the frontier per level; vertices and edges visited
-    and TEPS so far; a table of the earlier searches. ``/individual-taskbfs`` is the same
+    and TEPS so far; a table of the earlier searches. Once a search has finished: every
+    level (a table too), and a timeline of its tasks like the paper's Fig. 11 (one row per
+    worker thread, a bar per task from start to stop, dispatched or included, coloured by
+    the device that ran it), made of the execution records ``r.trace`` is made of, which
+    the client sends with every level's summary (:func:`send_finished`). A selector shows
+    any remembered search instead of the latest. ``/individual-taskbfs`` is the same
     plots without the dashboard's frame, listed in the dashboard's ``individual-plots.json``
     so that JupyterLab's dask-labextension offers it as a panel.
 Approach
@@ -57,6 +62,11 @@ INDIVIDUAL_PAGE = "/individual-taskbfs"
 REFRESH_MS = 250
 #: Searches remembered per scheduler (oldest dropped first).
 MAX_RUNS = 8
+#: Tasks of a finished search kept for its timeline (the earliest; a search has one per
+#: step and barrier when its levels are dispatched, up to T + 1 per level).
+MAX_TIMELINE_TASKS = 20_000
+#: The name of the BFS's step tasks in the execution records (the public ``r.trace``'s rows).
+STEP_NAME = "bfs_step"
 #: The page's listener on the placement plugin.
 LISTENER = "taskbfs-dashboard"
 DEVICE_LABELS = {"smp": "CPU", "cuda": "GPU"}
@@ -100,6 +110,7 @@ class _Run:
         self.last_level_placed = now
         self.placed = 0
         self.version = 0
+        self.timeline: dict | None = None  # the finished search's tasks (see LiveRuns.finished)
 
     @property
     def edges(self) -> int:
@@ -214,7 +225,7 @@ class LiveRuns:
         summary = {"direction": message.get("direction"), "frontier": message["frontier_size"],
                    "frontier_edges": message.get("frontier_edges")}
         self._included_level(run, int(message["level"]), summary, active,
-                             [counts[t] for t in active], time.time(),
+                             _step_sizes(message, active), time.time(),
                              ["cuda" if on_gpu[t] else "smp" for t in active])
 
     @staticmethod
@@ -237,6 +248,44 @@ class LiveRuns:
         run.updated = now
         run.version += 1
 
+    def finished(self, program: str, payload: dict) -> None:
+        """What the client collected of a finished search (:func:`send_finished`): every
+        level's summary (``summaries``, as :meth:`message` gets them), so that levels whose
+        live summaries were throttled away are shown too, and the execution records of all
+        its tasks, dispatched and included (``records``, :func:`record_columns`), which
+        become the timeline and say on which device each step ran."""
+        run = self.runs.get(program)
+        if run is None:
+            return
+        records = payload.get("records") or {}
+        ran_on = {(lv, t): d for lv, t, d, n in zip(records.get("level", ()), records.get("task", ()),
+                                                     records.get("device", ()), records.get("name", ()),
+                                                     strict=True) if n == STEP_NAME and lv is not None}
+        summaries = payload.get("summaries") or []
+        if summaries:
+            run.levels = {}
+        now = time.time()
+        for message in summaries[:-1]:  # the last one only closes the last level
+            counts = message["frontier_counts"]
+            on_gpu = message.get("gpu_steps") or [0] * len(counts)
+            active = [t for t, c in enumerate(counts) if c > 0]
+            devices = [ran_on.get((int(message["level"]), t), "cuda" if on_gpu[t] else "smp")
+                       for t in active]
+            summary = {"direction": message.get("direction"), "frontier": message["frontier_size"],
+                       "frontier_edges": message.get("frontier_edges")}
+            self._included_level(run, int(message["level"]), summary, active,
+                                 _step_sizes(message, active), now, devices)
+        if summaries:
+            last = summaries[-1]
+            run.level = max(run.levels, default=-1)
+            run.visited = int(last.get("reached") or run.visited)
+            if run.included and run.arcs is not None:
+                run.degree_sum = run.arcs - int(last.get("unexplored_edges") or 0)
+        run.timeline = _timeline(records)
+        if run.finished is None:
+            run.finished = now
+        run.version += 1
+
     # ------------------------------------------------------------ readers
     def latest(self, program: str | None = None) -> _Run | None:
         """The search ``program``, or the most recently active one."""
@@ -253,8 +302,12 @@ class LiveRuns:
         ``elapsed``, ``teps``, ``placed``, ``tasks`` (the step tasks of the current level —
         of the level with the most work once the search is done —: ``level``, and per task
         ``task``, ``size``, ``device``) and ``levels`` (per level: ``level``,
-        ``direction``, ``frontier``, ``cpu``, ``gpu``) and ``history`` (the searches
-        remembered, newest first: :meth:`_Run.summary` rows).
+        ``direction``, ``frontier``, ``cpu``, ``gpu``), ``timeline`` (the tasks of a finished
+        search, from its execution records: ``rows`` (labels), and per task ``row``,
+        ``start``, ``stop`` (seconds from the first task's start), ``device``, ``name``,
+        ``level``, ``task``, ``included``, ``container`` (it ran included tasks); empty
+        while the search runs) and ``history`` (the searches remembered, newest first:
+        :meth:`_Run.summary` rows).
         """
         run = self.latest(program)
         out = {"program": None, "programs": [p for p, r in self.runs.items() if r.is_bfs],
@@ -262,6 +315,7 @@ class LiveRuns:
                "vertices": None, "visited": 0, "edges": 0, "elapsed": 0.0, "teps": 0.0, "placed": 0,
                "tasks": {"level": None, "task": [], "size": [], "device": []},
                "levels": {"level": [], "direction": [], "frontier": [], "cpu": [], "gpu": []},
+               "timeline": _timeline({}),
                "history": [r.summary() for r in sorted(
                    (r for r in self.runs.values() if r.is_bfs), key=lambda r: -r.started)]}
         if run is None:
@@ -293,6 +347,8 @@ class LiveRuns:
             teps=float(run.edges / elapsed) if elapsed > 0 else 0.0,
             placed=int(run.placed),
         )
+        if run.timeline is not None:
+            out["timeline"] = run.timeline
         if shown in run.levels:
             lv = run.levels[shown]
             out["tasks"] = {"level": int(shown), "task": [int(t) for t in lv.tasks],
@@ -300,11 +356,122 @@ class LiveRuns:
         return out
 
 
+def _step_sizes(summary: dict, tasks) -> list[int]:
+    """The sizes the policy placed ``tasks``' steps of a level by (a summary's
+    ``step_sizes``; its frontier counts where it has none)."""
+    sizes = summary.get("step_sizes") or summary["frontier_counts"]
+    return [sizes[t] for t in tasks]
+
+
+def record_columns(records) -> dict:
+    """A search's execution records (one dict per task, as ``Program.records`` returns
+    them) as plain columns for :meth:`LiveRuns.finished`: ``key, name, device, worker,
+    thread, start, stop, level, task, included`` (the key of the task that ran it, or
+    None); at most :data:`MAX_TIMELINE_TASKS`, the earliest."""
+    records = sorted(records, key=lambda r: r.get("start") or 0.0)[:MAX_TIMELINE_TASKS]
+
+    def number(value):
+        return None if value is None else int(value)
+
+    return {
+        "key": [str(r.get("key", "")) for r in records],
+        "name": [str(r.get("name", "")) for r in records],
+        "device": [str(r.get("device") or "smp") for r in records],
+        "worker": [str(r.get("worker") or "") for r in records],
+        "thread": [int(r.get("thread") or 0) for r in records],
+        "start": [float(r.get("start") or 0.0) for r in records],
+        "stop": [float(r.get("stop") or 0.0) for r in records],
+        "level": [number(r.get("level")) for r in records],
+        "task": [number(r.get("task")) for r in records],
+        "included": [None if r.get("included") is None else str(r["included"]) for r in records],
+    }
+
+
+def _timeline(columns: dict) -> dict:
+    """The page's timeline (see :meth:`LiveRuns.snapshot`) from :func:`record_columns`:
+    one row per worker thread, CPU threads first, then the threads that ran GPU tasks;
+    times from the first task's start."""
+    n = len(columns.get("start", ()))
+    out = {"rows": [], "row": [], "start": [], "stop": [], "device": [], "name": [], "level": [],
+           "task": [], "included": [], "container": []}
+    if not n:
+        return out
+    threads = list(dict.fromkeys(zip(columns["worker"], columns["thread"], strict=True)))
+    gpu = {(w, t) for w, t, d in zip(columns["worker"], columns["thread"], columns["device"],
+                                     strict=True) if d == "cuda"}
+    threads.sort(key=lambda wt: ((wt in gpu), wt[0]))  # stable: first-seen order within a worker
+    numbers: dict = {}
+    labels = []
+    for worker, thread in threads:
+        kind = "GPU" if (worker, thread) in gpu else "CPU"
+        numbers[worker, kind] = numbers.get((worker, kind), 0) + 1
+        labels.append(f"{kind} {numbers[worker, kind]} · {_short(worker)}")
+    row_of = {wt: i for i, wt in enumerate(threads)}
+    zero = min(columns["start"])
+    parents = set(filter(None, columns["included"]))
+    out["rows"] = labels
+    out["row"] = [row_of[wt] for wt in zip(columns["worker"], columns["thread"], strict=True)]
+    out["start"] = [t - zero for t in columns["start"]]
+    out["stop"] = [t - zero for t in columns["stop"]]
+    out["device"] = [DEVICE_LABELS.get(d, d) for d in columns["device"]]
+    out["name"] = list(columns["name"])
+    out["level"] = list(columns["level"])
+    out["task"] = list(columns["task"])
+    out["included"] = [p is not None for p in columns["included"]]
+    out["container"] = [k in parents for k in columns["key"]]
+    return out
+
+
+def _short(address: str) -> str:
+    """A worker address without its protocol and, on this machine, its host; an
+    in-process worker by its number."""
+    scheme, _, where = address.rpartition("://")
+    if scheme == "inproc":
+        return "worker " + where.rsplit("/", 1)[-1]
+    return where.replace("127.0.0.1", "") or "local"
+
+
 def _frontier(lv: _Level) -> int:
     """Frontier vertices of a level: from its barrier's tag, else (not placed yet) its steps'."""
     if lv.frontier is not None:
         return int(lv.frontier)
     return int(sum(lv.sizes)) if lv.direction != "bottom-up" else 0
+
+
+# ----------------------------------------------------------------------------- the client's half
+#: The most records and level summaries of a finished search the page is given.
+FINISHED_MAX_ROWS = 4096
+
+
+def send_finished(client, program: str, records, summaries) -> None:
+    """Give the page on ``client``'s scheduler what the client collected of the finished
+    search ``program``: its execution records (the ones ``r.trace`` is made of) and every
+    level's summary (:meth:`LiveRuns.finished`). Made and sent on the client's event loop,
+    without waiting for an answer (the caller's search is over; the page refreshes when it
+    arrives); a failure is logged at debug level and never raised.
+    """
+
+    # a deep search's first levels only: the page draws a few thousand bars and rows, and
+    # this runs on the loop that (embedded) also runs the cluster
+    records = records[:FINISHED_MAX_ROWS]
+    summaries = summaries[:FINISHED_MAX_ROWS]
+
+    async def send():
+        try:  # the page must never stop a search
+            payload = {"records": record_columns(records),
+                       "summaries": [summary.to_message() for summary in summaries]}
+            await client._run_on_scheduler(_take_finished, program, payload)
+        except Exception:
+            logger.debug("taskbfs: the finished search was not sent to the page", exc_info=True)
+
+    client.loop.add_callback(send)
+
+
+def _take_finished(program: str, payload: dict, dask_scheduler=None) -> None:
+    """:meth:`LiveRuns.finished` on the scheduler (run there by :func:`send_finished`)."""
+    board = _boards.get(dask_scheduler)
+    if board is not None:
+        board.finished(program, payload)
 
 
 # ----------------------------------------------------------------------------- installation
@@ -454,12 +621,17 @@ class _Page:
             Div,
             HoverTool,
             NumberFormatter,
+            Select,
             TableColumn,
         )
         from bokeh.plotting import figure
 
         self.board = board
         self.seen = None
+        self.chosen: str | None = None  # the search the selector names; None: the latest
+        self.select = Select(title="Search", value=LATEST, options=[(LATEST, "the latest")],
+                             name="taskbfs-select", width=420)
+        self.select.on_change("value", self._choose)
         self.header = Div(text=_header({"state": "idle"}), name="taskbfs-header",
                           sizing_mode="stretch_width")
         self.tasks = ColumnDataSource({"task": [], "size": [], "device": [], "color": []}, name="taskbfs-tasks")
@@ -474,7 +646,7 @@ class _Page:
                   source=self.tasks)
         work.line(x="x", y="y", source=self.lam, color="#d62728", line_dash="dashed", line_width=2)
         work.xaxis.axis_label = "task"
-        work.yaxis.axis_label = "frontier vertices (unvisited, bottom-up)"
+        work.yaxis.axis_label = "size placed by (vertices; unvisited, bottom-up)"
         work.add_tools(HoverTool(tooltips=[("task", "@task"), ("size", "@size"), ("device", "@device")]))
         work.legend.location = "top_left"
         work.legend.background_fill_alpha = 0.6
@@ -498,6 +670,12 @@ class _Page:
         for fig in (work, devices, frontier):  # task ids and levels are integers
             fig.xaxis.ticker = BasicTicker(min_interval=1)
         self.work = work
+        self.timeline = ColumnDataSource({field: [] for field in TIMELINE_FIELDS}, name="taskbfs-timeline")
+        self.timeline_plot = _timeline_figure(self.timeline)
+        self.level_rows = ColumnDataSource({field: [] for field, _ in LEVEL_COLUMNS}, name="taskbfs-level-rows")
+        level_table = DataTable(source=self.level_rows, name="taskbfs-level-table", height=220,
+                                sizing_mode="stretch_width", index_position=None,
+                                columns=[TableColumn(field=f, title=t) for f, t in LEVEL_COLUMNS])
         self.history = ColumnDataSource({field: [] for field, _ in HISTORY_COLUMNS},
                                         name="taskbfs-history")
         formats = {"elapsed": "0.000", "mteps": "0,0.0", "visited": "0,0", "edges": "0,0",
@@ -507,21 +685,36 @@ class _Page:
                    for field, title in HISTORY_COLUMNS]
         table = DataTable(source=self.history, columns=columns, name="taskbfs-history-table",
                           height=220, sizing_mode="stretch_width", index_position=None)
-        self.root = column(self.header, row(work, devices, sizing_mode="stretch_width"), frontier,
+        self.root = column(self.select, self.header, row(work, devices, sizing_mode="stretch_width"),
+                           frontier, self.timeline_plot, Div(text="<h3>Levels</h3>"), level_table,
                            Div(text="<h3>Searches (newest first)</h3>"), table,
                            sizing_mode="stretch_width", name="taskbfs-root")
 
+    def _choose(self, attr, old, new) -> None:
+        self.chosen = None if new == LATEST else new
+        self.update()
+
     def update(self) -> None:
-        snap = self.board.snapshot()
-        run = self.board.latest()
+        if self.chosen is not None and self.board.latest(self.chosen) is None:
+            self.chosen = None  # dropped from the board: back to the latest
+        snap = self.board.snapshot(self.chosen)
+        run = self.board.latest(self.chosen)
         stamp = (snap["program"], run.version if run else None, snap["state"])
         self.header.text = _header(snap)  # elapsed time moves on while running
         history = {field: [row[field] for row in snap["history"]] for field, _ in HISTORY_COLUMNS}
         if history != dict(self.history.data):
             self.history.data = history
+        options = [(LATEST, "the latest")] + [(row["program"], f"{row['program']} ({row['state']})")
+                                              for row in snap["history"]]
+        if options != [tuple(o) for o in self.select.options]:
+            self.select.options = options
+        if self.select.value != (self.chosen or LATEST):
+            self.select.value = self.chosen or LATEST
         if stamp == self.seen:
             return
         self.seen = stamp
+        self._show_timeline(snap["timeline"])
+        self.level_rows.data = {field: snap["levels"][field] for field, _ in LEVEL_COLUMNS}
         tasks = snap["tasks"]
         self.tasks.data = {"task": tasks["task"], "size": tasks["size"], "device": tasks["device"],
                            "color": [DEVICE_COLORS.get(d, "#999999") for d in tasks["device"]]}
@@ -534,6 +727,55 @@ class _Page:
         else:
             self.lam.data = {"x": [], "y": []}
         self.levels.data = snap["levels"]
+
+
+    def _show_timeline(self, timeline: dict) -> None:
+        full = [not c for c in timeline["container"]]
+        self.timeline.data = {
+            **{field: timeline[field] for field in TIMELINE_FIELDS if field in timeline},
+            "top": [r + (0.4 if f else 0.48) for r, f in zip(timeline["row"], full, strict=True)],
+            "bottom": [r - (0.4 if f else 0.48) for r, f in zip(timeline["row"], full, strict=True)],
+            "color": [DEVICE_COLORS.get(d, "#999999") for d in timeline["device"]],
+            "alpha": [1.0 if f else 0.25 for f in full],
+            "duration": [b - a for a, b in zip(timeline["start"], timeline["stop"], strict=True)],
+        }
+        plot = self.timeline_plot
+        plot.yaxis.ticker = list(range(len(timeline["rows"])))
+        plot.yaxis.major_label_overrides = {i: label for i, label in enumerate(timeline["rows"])}
+        plot.height = max(160, 60 + 26 * len(timeline["rows"]))
+        plot.title.text = ("Tasks over time, one row per worker thread (the paper's Fig. 11); faint: "
+                           "a task that ran others included in it" if timeline["rows"] else
+                           "Tasks over time: drawn when the search has finished")
+
+
+#: The page's choice of "the latest search".
+LATEST = "latest"
+#: Columns of the timeline's data source (besides the drawn geometry).
+TIMELINE_FIELDS = ("row", "start", "stop", "device", "name", "level", "task", "included", "top",
+                   "bottom", "color", "alpha", "duration")
+#: Columns of the table of levels: (field of the snapshot's levels, title).
+LEVEL_COLUMNS = (("level", "level"), ("direction", "direction"), ("frontier", "frontier"),
+                 ("cpu", "CPU tasks"), ("gpu", "GPU tasks"))
+
+
+def _timeline_figure(source):
+    """The timeline plot: a bar per task, from its start to its stop, on its thread's row,
+    coloured by device."""
+    from bokeh.models import HoverTool
+    from bokeh.plotting import figure
+
+    plot = figure(title="Tasks over time", height=160, sizing_mode="stretch_width",
+                  tools="xpan,xwheel_zoom,box_zoom,reset,save", name="taskbfs-timeline-plot")
+    plot.quad(left="start", right="stop", bottom="bottom", top="top", source=source,
+              fill_color="color", fill_alpha="alpha", line_color=None, legend_field="device")
+    plot.xaxis.axis_label = "seconds since the search's first task started"
+    plot.yaxis.ticker = []
+    plot.ygrid.grid_line_color = None
+    plot.legend.location = "top_right"
+    plot.add_tools(HoverTool(tooltips=[("task", "@name"), ("level", "@level"), ("task id", "@task"),
+                                       ("device", "@device"), ("seconds", "@duration{0.000000}"),
+                                       ("included", "@included")]))
+    return plot
 
 
 def _header(snap: dict) -> str:
@@ -557,4 +799,4 @@ def _header(snap: dict) -> str:
 
 
 __all__ = ["DATA", "INDIVIDUAL_PAGE", "LISTENER", "PAGE", "LiveRuns", "board_on",
-           "individual_taskbfs_doc", "install", "taskbfs_doc"]
+           "individual_taskbfs_doc", "install", "record_columns", "send_finished", "taskbfs_doc"]

@@ -161,6 +161,81 @@ def test_live_runs_keeps_the_latest_searches_only():
     assert board.latest("p0") is None
 
 
+def _summary(level, counts, frontier_edges, reached, unexplored, gpu=None, direction="top-down"):
+    return {"level": level, "direction": direction, "frontier_counts": counts,
+            "frontier_size": sum(counts), "frontier_edges": frontier_edges, "reached": reached,
+            "unexplored_edges": unexplored, "gpu_steps": gpu or [0] * len(counts), "chained": True}
+
+
+def _records(*rows):
+    """record_columns of hand-made records: (name, device, worker, thread, start, stop,
+    level, task, included)."""
+    from taskbfs.dashboard import record_columns
+
+    names = ("name", "device", "worker", "thread", "start", "stop", "level", "task", "included")
+    return record_columns([{"key": f"k{i}", **dict(zip(names, row, strict=True))}
+                           for i, row in enumerate(rows)])
+
+
+def test_a_finished_search_shows_every_level_and_its_tasks_on_their_devices():
+    """A one-task search whose live summaries were throttled (the page saw level 0 only):
+    what the client sends at the end completes the levels, and its records give the
+    timeline, each step on the device that ran it."""
+    board = LiveRuns()
+    board("p", _decision(vertices=6, arcs=10, directed=True, search=True, level=0, time=100.0))
+    first = _summary(0, [1, 0], 3, 1, 7)
+    board.message("p", {"summaries": [first]})
+    assert board.snapshot()["levels"]["level"] == [0]
+    summaries = [first, _summary(1, [1, 2], 5, 4, 2, gpu=[0, 1]), _summary(2, [0, 0], 0, 6, 0)]
+    w = "tcp://127.0.0.1:4000"
+    g = "tcp://127.0.0.1:5000"
+    records = _records(("bfs_search", "cuda", g, 9, 10.0, 10.9, 0, None, None),
+                       ("bfs_step", "smp", w, 1, 10.1, 10.2, 0, 0, "k0"),
+                       ("bfs_step", "smp", w, 2, 10.3, 10.4, 1, 0, "k0"),
+                       ("bfs_step", "cuda", g, 9, 10.3, 10.5, 1, 1, "k0"))
+    board.finished("p", {"summaries": summaries, "records": records})
+    snap = board.snapshot()
+    assert snap["state"] == "done" and snap["visited"] == 6 and snap["edges"] == 10
+    assert snap["levels"] == {"level": [0, 1], "direction": ["top-down", "top-down"],
+                              "frontier": [1, 3], "cpu": [1, 1], "gpu": [0, 1]}
+    assert snap["level"] == 1
+    line = snap["timeline"]
+    assert line["rows"] == ["CPU 1 · :4000", "CPU 2 · :4000", "GPU 1 · :5000"]  # CPU rows first
+    assert line["row"] == [2, 0, 1, 2]
+    assert line["device"] == ["GPU", "CPU", "CPU", "GPU"]  # the search task and a step on the GPU
+    assert line["start"] == pytest.approx([0.0, 0.1, 0.3, 0.3])
+    assert line["stop"] == pytest.approx([0.9, 0.2, 0.4, 0.5])
+    assert line["included"] == [False, True, True, True]
+    assert line["container"] == [True, False, False, False]  # it ran the others
+    assert json.loads(json.dumps(snap)) == snap
+
+
+def test_the_page_draws_the_timeline_and_levels_of_the_search_chosen():
+    pytest.importorskip("bokeh", reason="the page is drawn with Bokeh (the 'notebooks' extra)")
+    from taskbfs.dashboard import _Page
+
+    board = LiveRuns()
+    for i, name in enumerate(("p0", "p1")):
+        board(name, _decision(vertices=6, arcs=10, directed=True, search=True, level=0,
+                              time=100.0 + i))
+        summaries = [_summary(0, [1], 3, 1, 7), _summary(1, [i + 2], 7, 6, 0), _summary(2, [0], 0, 6, 0)]
+        board.finished(name, {"summaries": summaries, "records": _records(
+            *[("bfs_step", "smp", "tcp://127.0.0.1:4000", 1, 10.0 + k, 10.5 + k, k, 0, None)
+              for k in range(i + 1)])})
+    page = _Page(board)
+    page.update()
+    assert [value for value, _ in page.select.options] == ["latest", "p1", "p0"]
+    assert page.level_rows.data["frontier"] == [1, 3]  # the latest: p1
+    assert len(page.timeline.data["start"]) == 2
+    assert page.timeline_plot.yaxis.major_label_overrides == {0: "CPU 1 · :4000"}
+    page.select.value = "p0"  # what a click in the browser does
+    assert page.header.text.startswith("<h2>taskbfs: search p0")
+    assert page.level_rows.data["frontier"] == [1, 2]
+    assert page.timeline.data["stop"] == [0.5]
+    page.select.value = "latest"
+    assert page.level_rows.data["frontier"] == [1, 3]
+
+
 # ----------------------------------------------------------------------------- over HTTP
 @pytest.fixture(scope="module")
 def base(runtime):
@@ -280,6 +355,69 @@ def test_data_shows_levels_run_inside_the_search_task(setting, runtime, base, mo
         zip(ran["task"], ran["size"], strict=True))
 
 
+def _finished(base: str, program: str, timeout: float = 30) -> dict:
+    """data.json of ``program`` once the client's end-of-search records have reached the
+    page (sent without waiting: poll, with a deadline)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        snap = json.loads(_get(f"{base}{DATA}?program={program}")[1])
+        if snap["timeline"]["rows"] or time.monotonic() > deadline:
+            return snap
+        time.sleep(0.05)
+
+
+def _same_steps(snap: dict, result) -> None:
+    """Every step of ``result.trace`` is a bar of the page's timeline: same level, task,
+    device and run time; and the page's levels are the search's own."""
+    line = snap["timeline"]
+    bars = {(lv, t): (d, b - a) for lv, t, d, a, b, n in zip(
+        line["level"], line["task"], line["device"], line["start"], line["stop"], line["name"],
+        strict=True) if n == "bfs_step"}
+    trace = result.trace
+    for row in trace.itertuples():
+        device, seconds = bars[row.level, row.task]
+        assert device == {"smp": "CPU", "cuda": "GPU"}[row.device]
+        assert seconds == pytest.approx(row.stop - row.start, abs=1e-6)
+    assert len(bars) == len(trace)
+    levels = result.levels
+    assert snap["levels"]["level"] == levels["level"].tolist()
+    assert snap["levels"]["frontier"] == levels["frontier_size"].tolist()
+    assert snap["levels"]["cpu"] == levels["tasks_cpu"].tolist()
+    assert snap["levels"]["gpu"] == levels["tasks_gpu"].tolist()
+
+
+def test_the_final_page_has_every_level_of_a_throttled_one_task_search(setting, runtime, base):
+    """A search run as one task sends the live page its latest summary at most every
+    summary-interval: while it ran, the page saw a few levels; once it is done, the page
+    has every level, and a timeline bar for every step of the search's trace."""
+    setting("search.summary-interval", 60.0)  # nothing between the first and the last
+    setting("search.compiled-level-edges", 0)  # the steps one by one, not in compiled blocks
+    graph = _grid(30)
+    result = tb.bfs(graph, 0, tasks=4, runtime=runtime, direction="top-down")
+    assert result.trace["included"].all() and len(result.levels) == 59
+    snap = _finished(base, _program_of(result))
+    assert snap["state"] == "done"
+    _same_steps(snap, result)
+    assert snap["visited"] == result.reached and snap["edges"] == result.traversed_edges
+    line = snap["timeline"]
+    assert "bfs_search" in line["name"]  # the task that ran them all, drawn faint behind them
+    assert line["container"][line["name"].index("bfs_search")]
+    assert all(line["included"][i] for i, n in enumerate(line["name"]) if n == "bfs_step")
+    assert len(line["rows"]) >= 1 and max(line["row"]) < len(line["rows"])
+
+
+def test_the_timeline_of_a_dispatched_search(runtime, base):
+    graph = tb.kronecker(9, seed=2)
+    result = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=2)[0]), tasks=4, lam=3,
+                    runtime=runtime, dispatch="tasks")
+    snap = _finished(base, _program_of(result))
+    _same_steps(snap, result)
+    line = snap["timeline"]
+    barriers = [i for i, n in enumerate(line["name"]) if n == "bfs_barrier"]
+    assert len(barriers) == len(result.levels) and not any(line["included"][i] for i in barriers)
+    assert set(line["device"]) == {"CPU"}
+
+
 # ----------------------------------------------------------------------------- a separate scheduler
 @pytest.fixture(scope="module")
 def cli_scheduler(tmp_path_factory):
@@ -349,21 +487,27 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 PROBE = r"""
 ((colors, withPixels) => {
   const out = {text: "", canvases: 0, pixels: Object.fromEntries(colors.map(c => [c, 0])),
+               perCanvas: [], options: [],
                bokeh: typeof Bokeh === "undefined" ? 0 : Bokeh.documents.length};
   const rgb = colors.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
   function walk(root) {
     for (const el of root.querySelectorAll("*")) {
       if (el.shadowRoot) { out.text += " " + el.shadowRoot.textContent; walk(el.shadowRoot); }
+      if (el.tagName === "SELECT") out.options.push(Array.from(el.options).map(o => o.value));
       if (el.tagName !== "CANVAS" || el.width < 100 || el.height < 100) continue;
       out.canvases += 1;
       if (!withPixels) continue;
       const data = el.getContext("2d").getImageData(0, 0, el.width, el.height).data;
+      const mine = Object.fromEntries(colors.map(c => [c, 0]));
       for (let i = 0; i < data.length; i += 4) {
         rgb.forEach((c, k) => {
-          if (Math.abs(data[i] - c[0]) + Math.abs(data[i + 1] - c[1]) + Math.abs(data[i + 2] - c[2]) < 12)
+          if (Math.abs(data[i] - c[0]) + Math.abs(data[i + 1] - c[1]) + Math.abs(data[i + 2] - c[2]) < 12) {
             out.pixels[colors[k]] += 1;
+            mine[colors[k]] += 1;
+          }
         });
       }
+      out.perCanvas.push(mine);
     }
   }
   out.text += document.body ? document.body.textContent : "";
@@ -371,6 +515,11 @@ PROBE = r"""
   return out;
 })(%s, %s)
 """
+
+
+def _with_cpu_bars(probe: dict) -> int:
+    """How many of the page's canvases show CPU-coloured bars."""
+    return sum(c[DEVICE_COLORS["CPU"]] > 100 for c in probe.get("perCanvas", ()))
 
 
 def _chromium() -> str | None:
@@ -466,8 +615,9 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
     def drawn(r):
         return r["canvases"] >= 3 and all(count > 100 for count in r["pixels"].values())
 
-    def done(r):
-        return "result" in box and _program_of(box["result"]) in r["text"] and " done" in r["text"] and drawn(r)
+    def done(r):  # the finished search's timeline too: a third canvas with CPU bars
+        return ("result" in box and _program_of(box["result"]) in r["text"] and " done" in r["text"]
+                and drawn(r) and _with_cpu_bars(r) >= 3)
 
     shot, seen = tmp_path / "taskbfs-page.png", []
     try:  # pixels are counted before the search (ready) and after it (done), not while it runs
@@ -487,7 +637,12 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
         shutil.copy(shot, Path(os.environ["TASKBFS_SCREENSHOT_DIR"]) / shot.name)
     assert probe is not None and probe["bokeh"] >= 1, probe
     assert program in probe["text"] and "done" in probe["text"], probe["text"][:500]
-    assert probe["canvases"] >= 3, probe  # the three plots
+    assert probe["canvases"] >= 4, probe  # the three plots and the timeline
+    assert _with_cpu_bars(probe) >= 3, probe  # work per task, tasks per level, the timeline
+    offered = [" ".join(o) for o in probe["options"]]  # the selector's entries (labels)
+    assert [o for o in offered if program in o and _program_of(earlier) in o], \
+        offered  # the selector offers this search and the earlier one
+    assert "CPU tasks" in probe["text"]  # the table of levels
     assert "Searches (newest first)" in probe["text"]  # the table of searches lists
     assert _program_of(earlier) in probe["text"].split("Searches (newest first)", 1)[1]  # the earlier one
     assert probe["pixels"][DEVICE_COLORS["CPU"]] > 100, probe  # CPU task bars

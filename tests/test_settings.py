@@ -40,6 +40,7 @@ TESTED_ELSEWHERE = {
     "gpu.pinned-pool-bytes": "test_pinned.py",
     "gpu.device-bucket-min": "test_bfs_gpu.py",
     "gpu.result-ranges": "test_bfs_gpu.py",
+    "gpu.rmm": "test_gpu_memory.py",
     "kronecker.chunk-edges": "test_kronecker.py",
     "files.read-bytes": "test_distributed_graph.py",
     "runtime.connect-timeout": "test_runtime_cluster.py",

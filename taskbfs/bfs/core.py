@@ -55,6 +55,7 @@ from taskbfs.bfs.state import (
     tasks_overlapping,
 )
 from taskbfs.bfs.steps import STEP
+from taskbfs.dashboard import send_finished
 from taskbfs.errors import (
     InvalidParameterError,
     SearchTimeoutError,
@@ -397,6 +398,7 @@ class _Search:
         program, parts, summaries = self.program, self.parts, outcome.summaries
         self.heard.level = summaries[-1].level
         records, placements = program.finished(self.clock.left())
+        send_finished(program.client, program.id, records, summaries)  # the live page's timeline
 
         def trace():
             return _with_device_stats(_task_trace(records, parts, wall_start, summaries),
