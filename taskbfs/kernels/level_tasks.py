@@ -15,10 +15,11 @@ Approach
     claim, so the level never waits for a thread to start. Top-down: steps exactly as
     :func:`taskbfs.kernels.cpu.top_down_step` (``_unique`` when a step reads more edges
     than the bitmap has words), each bucketing its candidates by owner as
-    :func:`taskbfs.kernels.merge.bucket_by_owner`; then the barrier owner by owner as
-    :func:`taskbfs.kernels.merge.accept_candidates` (steps in task order, first unvisited
-    occurrence wins: the same frontier and parents as the serial barrier); then each
-    owner's accepted pairs copied to their place. Bottom-up: steps as
+    :func:`taskbfs.kernels.merge.bucket_by_owner`; then each owner's candidates counted
+    (owners claimed like steps: no serial work over T x S); then the barrier owner by
+    owner as :func:`taskbfs.kernels.merge.accept_candidates` (steps in task order, first
+    unvisited occurrence wins: the same frontier and parents as the serial barrier); then
+    each owner's accepted pairs copied to their place. Bottom-up: steps as
     :func:`taskbfs.kernels.cpu.bottom_up_step_words`, each setting its discoveries in the
     next frontier's bitmap; then the copies, which also set them visited.
 Encoding
@@ -37,28 +38,38 @@ from taskbfs.kernels.atomics import fetch_add, fetch_or, load_acquire, wall_ns, 
 from taskbfs.kernels.cpu import _top_down, bottom_up_step_words
 from taskbfs.kernels.merge import bucket_by_owner
 
-#: Entries of ``sync``: a claim counter and a done counter per phase, then the open phase,
+#: Entries of ``sync``: the open phase, then a claim counter and a done counter per phase,
 #: each in its own cache line (8 int64), so that waiting threads do not slow the claims.
 _LINE = 8
-_PHASE = 6 * _LINE
-SYNC_SIZE = 7 * _LINE
+_PHASE = 0
+#: The most phases a level (or the result's assembly) has.
+MAX_PHASES = 4
+SYNC_SIZE = (1 + 2 * MAX_PHASES) * _LINE
 #: Columns of ``stats`` (one row per step task).
 START, STOP, SLOT, EDGES, FOUND = range(5)
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _claim(sync, phase):
-    return fetch_add(sync, 2 * phase * _LINE, 1)
+def claim(sync, phase):
+    """The next piece of ``phase`` (0, 1, ...) for this thread to run."""
+    return fetch_add(sync, (1 + 2 * phase) * _LINE, 1)
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _finished(sync, phase, pieces):
+def finished(sync, phase, pieces):
     """Count a finished piece of ``phase``; whether it was the phase's last."""
-    return fetch_add(sync, (2 * phase + 1) * _LINE, 1) == pieces - 1
+    return fetch_add(sync, (2 + 2 * phase) * _LINE, 1) == pieces - 1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def open_next(sync):
+    """Open the next phase (called by the thread that finished a phase's last piece)."""
+    fetch_add(sync, _PHASE, 1)
 
 
 @njit(nogil=True, cache=True)
-def _wait_for(sync, phase):
+def wait_for(sync, phase):
+    """Wait until ``phase`` is open (the last piece of the phase before it is done)."""
     spins = 0
     while load_acquire(sync, _PHASE) < phase:
         spins += 1
@@ -71,6 +82,24 @@ def _prefix(counts, out):
     out[0] = 0
     for i in range(counts.size):
         out[i + 1] = out[i] + counts[i]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _next_step(sync, order):
+    """The row of the next step task this thread runs (largest first), -1 when none is left."""
+    k = claim(sync, 0)
+    return order[k] if k < order.size else -1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _step_done(sync, stats, s, start, slot, edges, found):
+    """Record step row ``s`` in ``stats``; whether it was the level's last step."""
+    stats[s, START] = start
+    stats[s, STOP] = wall_ns()
+    stats[s, SLOT] = slot
+    stats[s, EDGES] = edges
+    stats[s, FOUND] = found
+    return finished(sync, 0, stats.shape[0])
 
 
 @njit(nogil=True, cache=True)
@@ -109,7 +138,8 @@ def top_down_level(slot, sync, order, steps, indptrs, indices_list, bounds, fron
     cap_start : ndarray of int64
         T + 1: receives where each owner's accepted pairs go first (in ``cand_*``).
     counts, task_edges : ndarray of int64
-        T: receive each owner's accepted vertices and the edges leaving them.
+        T: receive each owner's accepted vertices and the edges leaving them
+        (``counts`` first holds each owner's candidates).
     new_bits : ndarray of uint64
         Zeroed: receives the accepted vertices as a bitmap.
     next_v, next_u : ndarray of int64
@@ -119,23 +149,19 @@ def top_down_level(slot, sync, order, steps, indptrs, indices_list, bounds, fron
     stats : ndarray of int64, shape (S, 5)
         Receives per step row ``[start_ns, stop_ns, slot, edges examined, found]``.
     """
-    num_steps = steps.size
     num_tasks = bounds.size - 1
     words = visited.size
     my_seen = seen[slot]
     # phase 0: the steps
     while True:
-        k = _claim(sync, 0)
-        if k >= num_steps:
+        s = _next_step(sync, order)
+        if s < 0:
             break
-        s = order[k]
         t = steps[s]
         start = wall_ns()
-        lo = bounds[t]
         base = out_start[s]
-        size = out_start[s + 1] - base
-        unique = size > words  # as the level loop's CPU step decides (bfs/steps.py)
-        found, edges = _top_down(indptrs[t], indices_list[t], lo,
+        unique = out_start[s + 1] - base > words  # as the level loop's CPU step decides
+        found, edges = _top_down(indptrs[t], indices_list[t], bounds[t],
                                  frontier[offsets[t]:offsets[t + 1]], visited, my_seen, unique,
                                  cand_v[base:], cand_u[base:])
         if unique:
@@ -150,48 +176,58 @@ def top_down_level(slot, sync, order, steps, indptrs, indices_list, bounds, fron
                             buck_v[base:base + found], buck_u[base:base + found], row)
             for o in range(num_tasks + 1):
                 row[o] += base
-        stats[s, START] = start
-        stats[s, STOP] = wall_ns()
-        stats[s, SLOT] = slot
-        stats[s, EDGES] = edges
-        stats[s, FOUND] = found
-        if _finished(sync, 0, num_steps):
-            for o in range(num_tasks):
-                cap = 0
-                for r in range(num_steps):
-                    cap += buck_off[r, o + 1] - buck_off[r, o]
-                counts[o] = cap
-            _prefix(counts, cap_start)
-            fetch_add(sync, _PHASE, 1)
-    _wait_for(sync, 1)
-    # phase 1: the barrier, owner by owner (its accepted pairs go where its candidates were)
+        if _step_done(sync, stats, s, start, slot, edges, found):
+            open_next(sync)
+    wait_for(sync, 1)
+    # phase 1: each owner's candidates (where its accepted pairs go: a prefix sum over T)
     while True:
-        o = _claim(sync, 1)
+        o = claim(sync, 1)
         if o >= num_tasks:
             break
-        pos = cap_start[o]
-        edges = 0
-        for r in range(num_steps):
-            for i in range(buck_off[r, o], buck_off[r, o + 1]):
-                v = buck_v[i]
-                w = v >> 6
-                bit = np.uint64(1) << np.uint64(v & 63)
-                if visited[w] & bit:
-                    continue
-                fetch_or(visited, w, bit)
-                fetch_or(new_bits, w, bit)
-                cand_v[pos] = v
-                cand_u[pos] = buck_u[i]
-                pos += 1
-                edges += degrees[v]
-        counts[o] = pos - cap_start[o]
-        task_edges[o] = edges
-        if _finished(sync, 1, num_tasks):
+        cap = 0
+        for r in range(buck_off.shape[0]):
+            cap += buck_off[r, o + 1] - buck_off[r, o]
+        counts[o] = cap
+        if finished(sync, 1, num_tasks):
+            _prefix(counts, cap_start)
+            open_next(sync)
+    wait_for(sync, 2)
+    # phase 2: the barrier, owner by owner (its accepted pairs go where its candidates were)
+    while True:
+        o = claim(sync, 2)
+        if o >= num_tasks:
+            break
+        counts[o], task_edges[o] = _accept(o, buck_off, buck_v, buck_u, visited, new_bits,
+                                           degrees, cand_v, cand_u, cap_start[o])
+        if finished(sync, 2, num_tasks):
             _prefix(counts, next_off)
-            fetch_add(sync, _PHASE, 1)
-    _wait_for(sync, 2)
-    _copy_phase(sync, 2, num_tasks, cap_start, counts, cand_v, cand_u, next_off, next_v, next_u,
+            open_next(sync)
+    wait_for(sync, 3)
+    _copy_phase(sync, 3, num_tasks, cap_start, counts, cand_v, cand_u, next_off, next_v, next_u,
                 visited, False)
+
+
+@njit(nogil=True, cache=True)
+def _accept(o, buck_off, buck_v, buck_u, visited, new_bits, degrees, out_v, out_u, pos):
+    """Owner ``o``'s share of the barrier: its candidates in step order, the first unvisited
+    occurrence of each accepted (visited and ``new_bits`` set; the pair to ``out_*[pos:]``);
+    ``(accepted, edges leaving them)``."""
+    first = pos
+    edges = 0
+    for r in range(buck_off.shape[0]):
+        for i in range(buck_off[r, o], buck_off[r, o + 1]):
+            v = buck_v[i]
+            w = v >> 6
+            bit = np.uint64(1) << np.uint64(v & 63)
+            if visited[w] & bit:
+                continue
+            fetch_or(visited, w, bit)
+            fetch_or(new_bits, w, bit)
+            out_v[pos] = v
+            out_u[pos] = buck_u[i]
+            pos += 1
+            edges += degrees[v]
+    return pos - first, edges
 
 
 @njit(nogil=True, cache=True)
@@ -200,7 +236,7 @@ def _copy_phase(sync, phase, pieces, first, counts, src_v, src_u, next_off, next
     """Owner by owner, its ``counts[o]`` pairs from ``src_*[first[o]:]`` to ``next_*[next_off[o]:]``
     (and set visited, when ``mark``)."""
     while True:
-        o = _claim(sync, phase)
+        o = claim(sync, phase)
         if o >= pieces:
             break
         src = first[o]
@@ -211,8 +247,8 @@ def _copy_phase(sync, phase, pieces, first, counts, src_v, src_u, next_off, next
             next_u[dst + i] = src_u[src + i]
             if mark:
                 fetch_or(visited, v >> 6, np.uint64(1) << np.uint64(v & 63))
-        if _finished(sync, phase, pieces):
-            fetch_add(sync, _PHASE, 1)
+        if finished(sync, phase, pieces):
+            open_next(sync)
 
 
 @njit(nogil=True, cache=True)
@@ -237,13 +273,11 @@ def bottom_up_level(slot, sync, order, steps, indptrs, indices_list, searchables
     out_v, out_u : ndarray
         n entries each: task t's discoveries go to ``[bounds[t], bounds[t + 1])``.
     """
-    num_steps = steps.size
     num_tasks = bounds.size - 1
     while True:
-        k = _claim(sync, 0)
-        if k >= num_steps:
+        s = _next_step(sync, order)
+        if s < 0:
             break
-        s = order[k]
         t = steps[s]
         start = wall_ns()
         lo = bounds[t]
@@ -258,14 +292,9 @@ def bottom_up_level(slot, sync, order, steps, indptrs, indices_list, searchables
             leaving += out_indptr[v - lo + 1] - out_indptr[v - lo]
         counts[t] = found
         task_edges[t] = leaving
-        stats[s, START] = start
-        stats[s, STOP] = wall_ns()
-        stats[s, SLOT] = slot
-        stats[s, EDGES] = edges
-        stats[s, FOUND] = found
-        if _finished(sync, 0, num_steps):
+        if _step_done(sync, stats, s, start, slot, edges, found):
             _prefix(counts, next_off)
-            fetch_add(sync, _PHASE, 1)
-    _wait_for(sync, 1)
+            open_next(sync)
+    wait_for(sync, 1)
     _copy_phase(sync, 1, num_tasks, bounds, counts, out_v, out_u, next_off, next_v, next_u,
                 visited, True)
