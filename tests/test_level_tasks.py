@@ -12,7 +12,6 @@ from reference import scipy_distances
 from shapes import shapes
 
 import taskbfs as tb
-from taskbfs.bfs.included import result_cuts
 from taskbfs.bfs.level_tasks import LevelTasks
 from taskbfs.bfs.placement import _slices
 from taskbfs.bfs.state import BOTTOM_UP, advance, first_frontier
@@ -119,10 +118,43 @@ def test_every_task_of_every_level_is_traced_with_its_thread_and_times(runtime):
     assert not steps.duplicated(["level", "task"]).any()
 
 
-def test_result_slices_follow_the_threads():
-    """Finer result slices over the same vertices when there are more threads than slices;
-    never under the smallest piece."""
-    assert result_cuts([0, 10], 16) == [0, 10]
-    cuts = result_cuts([0, 1 << 22], 16)
-    assert cuts[0] == 0 and cuts[-1] == 1 << 22 and len(cuts) == 65
-    assert result_cuts([0, 1 << 16, 1 << 17], 1) == [0, 1 << 16, 1 << 17]
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_result_written_on_threads_is_each_vertex_once(threads):
+    """assemble_all on 1 to 4 threads, records in chunks (here many: 2^15 pairs each) and
+    the fill in slices: per vertex the distance and a parent of its one level, for logs of
+    one level with duplicates (top-down candidates, int32), of many levels (depths) and
+    bucketed ones, over a range that is not the whole graph; the same as assemble_range."""
+    from taskbfs.bfs.state import Discoveries, assemble_all, assemble_range
+
+    rng = np.random.default_rng(threads)
+    n = 200_000
+    order = rng.permutation(n)
+    level_of = rng.integers(0, 6, n)  # vertex v at distance level_of[v] + 1
+    level_of[order[:1000]] = -1  # unreached
+    logs, levels = [], []
+    for level in range(6):
+        mine = order[level_of[order] == level]
+        twice = np.concatenate([mine, mine[: mine.size // 3]])  # duplicates, same level
+        if level == 2:
+            depths = np.full(twice.size, level + 1)
+            logs.append(Discoveries(-1, twice, rng.integers(0, n, twice.size), 0, depths=depths))
+        else:
+            logs.append(Discoveries(level, twice.astype(np.int32),
+                                    rng.integers(0, n, twice.size).astype(np.int32), 0))
+        levels.append(level)
+    bounds = np.array([0, n], dtype=np.int64)
+    source = int(order[0])
+    d, p = assemble_all(logs, levels, source=source, bounds=bounds, cuts=[1000, 150_000, n - 7],
+                        threads=threads)
+    want_d, want_p = assemble_range(*logs, source=source, lo=1000, hi=n - 7, bounds=bounds,
+                                    levels=levels)
+    np.testing.assert_array_equal(d, want_d)
+    assert d.dtype == np.int32 and p.dtype == np.int32
+    # a duplicated vertex may keep either of its parents
+    named = {}
+    for log in logs:
+        for v, u in zip(log.vertices.tolist(), log.parents.tolist(), strict=True):
+            named.setdefault(v, set()).add(u)
+    differs = np.flatnonzero(p != want_p)
+    assert all(p[i] in named[i + 1000] for i in differs.tolist())
+    assert (p[want_p == -1] == -1).all()

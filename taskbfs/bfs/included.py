@@ -74,8 +74,6 @@ from taskbfs.runtime import (
 #: Trace names of the included barrier and result assembly (those of the dispatched tasks).
 BARRIER_NAME = "bfs_barrier"
 RESULT_NAME = "bfs_result"
-#: The fewest vertices of a result slice written by one thread (a few hundred µs of work).
-_RESULT_PIECE = 1 << 16
 
 
 @dataclass
@@ -125,7 +123,8 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
     policy : Policy
         Places each step on a device (by its size and task id).
     cuts : list of int
-        Vertex ids cutting the result into the slices written side by side at the end.
+        The dispatched assembly's slices of the result: this task writes
+        ``[cuts[0], cuts[-1])`` on the worker's threads (:func:`~taskbfs.bfs.state.assemble_all`).
     slices_per_task : int
     device : {"smp", "cuda"}
         The worker this task runs on: "cuda" on the GPU worker.
@@ -153,8 +152,6 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
             summaries.append(summary)
     gpu = levels.gpu
     d2h = gpu.result_bytes() if gpu is not None and gpu.ran else _result_bytes(frontier)
-    if device == SMP:
-        cuts = result_cuts(cuts, threads)
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
                                  frontier, init["source"], cuts, threads, gpu)
     return SearchOutcome(distances, parents, summaries, d2h)
@@ -228,16 +225,6 @@ def _level_on_threads(level_tasks: LevelTasks, frontier: Frontier):
     record_included(STEP.name, rows)
     record_included(BARRIER_NAME, [barrier])
     return nxt, summary
-
-
-def result_cuts(cuts: list, threads: int) -> list:
-    """``cuts``, or finer ones over the same vertices when the worker has more threads
-    than slices: about four slices per thread, none under ``_RESULT_PIECE`` vertices."""
-    first, stop = cuts[0], cuts[-1]
-    count = min(4 * threads, (stop - first) // _RESULT_PIECE)
-    if count <= len(cuts) - 1:
-        return cuts
-    return (first + np.linspace(0, stop - first, count + 1).round().astype(int)).tolist()
 
 
 def _announced(summary: LevelSummary, policy: Policy, device: str,

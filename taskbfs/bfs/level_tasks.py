@@ -28,7 +28,14 @@ import time
 import numpy as np
 from numba.typed import List
 
-from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier, LevelSummary, next_level, pool
+from taskbfs.bfs.state import (
+    BOTTOM_UP,
+    Discoveries,
+    Frontier,
+    LevelSummary,
+    next_level,
+    on_threads,
+)
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.level_tasks import (
     EDGES,
@@ -152,7 +159,7 @@ class LevelTasks:
                            seen, out_start, cand_v, cand_u, buck_v, buck_u, buck_off, cap_start,
                            counts, task_edges, new_bits, next_v, next_u, next_off, stats)
 
-        idents = _on_threads(slot, threads, self.threads)
+        idents = on_threads(slot, threads, self.threads)
         n_new = int(next_off[-1])
         return steps, (counts, task_edges, new_bits, next_v[:n_new], next_u[:n_new], next_off,
                        stats, idents)
@@ -183,7 +190,7 @@ class LevelTasks:
                             next_u, next_off, stats)
 
         if steps.size:
-            idents = _on_threads(slot, threads, self.threads)
+            idents = on_threads(slot, threads, self.threads)
         else:
             idents, next_off[:] = [], 0
         n_new = int(next_off[-1])
@@ -198,22 +205,6 @@ class LevelTasks:
         if self._seen is None or self._seen.shape[0] < threads:
             self._seen = np.zeros((threads, words), dtype=np.uint64)
         return self._seen
-
-
-def _on_threads(slot, threads: int, pool_size: int) -> list[int]:
-    """Call ``slot(k)`` for k in 0 .. threads-1: 0 in this thread, the others on the pool
-    of ``pool_size`` threads; the threads' idents by k."""
-    idents = [threading.get_ident()] * threads
-
-    def run(k):
-        idents[k] = threading.get_ident()
-        slot(k)
-
-    others = [pool(pool_size).submit(run, k) for k in range(1, threads)]
-    run(0)
-    for f in others:
-        f.result()
-    return idents
 
 
 def _task_edges(frontier: Frontier, degrees: np.ndarray) -> np.ndarray:

@@ -32,11 +32,14 @@ from dataclasses import dataclass, field, fields, replace
 from functools import partial
 
 import numpy as np
+from numba.typed import List
 
 from taskbfs import config
 from taskbfs.bfs.result import result_dtype
+from taskbfs.kernels.assembly import assemble_share
 from taskbfs.kernels.bitmap import empty_bitmap, words_for
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
+from taskbfs.kernels.level_tasks import SYNC_SIZE
 from taskbfs.kernels.merge import (
     accept_candidates,
     accept_owner,
@@ -585,6 +588,22 @@ def pool(threads: int | None = None) -> ThreadPoolExecutor:
         return _thread_pools[threads]
 
 
+def on_threads(work, threads: int, pool_size: int | None = None) -> list[int]:
+    """Call ``work(k)`` for k in 0 .. threads-1: 0 in this thread, the others on the pool
+    of ``pool_size`` threads (default ``threads``); the threads' idents by k."""
+    idents = [threading.get_ident()] * threads
+
+    def run(k):
+        idents[k] = threading.get_ident()
+        work(k)
+
+    others = [pool(pool_size or threads).submit(run, k) for k in range(1, threads)]
+    run(0)
+    for f in others:
+        f.result()
+    return idents
+
+
 def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
     """OR each step's own words into the visited set and the next frontier's bitmap
     (O(n / 64): bottom-up discoveries are unique and owned by the task that found them)."""
@@ -633,25 +652,50 @@ def assemble_search(*logs, source: int, lo: int, hi: int, bounds, levels):
 def assemble_all(logs, levels, *, source: int, bounds, cuts,
                  threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The result over ``[cuts[0], cuts[-1])``, ``(distances, parents)``, from every step's
-    output of a search: :func:`assemble_range` over the slices between ``cuts``, on the
-    thread pool (of ``threads``, default one per core), each writing its part of the two
-    arrays."""
-    bounds = np.asarray(bounds, dtype=np.int64)
-    first = cuts[0]
-    dtype = result_dtype(int(bounds[-1]))
-    distances = np.empty(cuts[-1] - first, dtype=dtype)
-    parents = np.empty(cuts[-1] - first, dtype=dtype)
+    output of a search (a search run as one task assembles inside it): on ``threads``
+    threads (default one per core), each filling slices of the range and writing chunks
+    of the records as it claims them (:mod:`taskbfs.kernels.assembly`), with no Python
+    between pieces and nothing serial over the vertices or the tasks.
 
-    def piece(lo, hi):
-        tasks = tasks_overlapping(bounds, lo, hi)
-        mine = [i for i, d in enumerate(logs)
-                if d.offsets is not None or d.depths is not None or d.task in tasks]
-        out = (distances[lo - first : hi - first], parents[lo - first : hi - first])
-        assemble_range(*[logs[i] for i in mine], source=source, lo=lo, hi=hi, bounds=bounds,
-                       levels=[levels[i] for i in mine], out=out)
-
-    list(pool(threads).map(piece, cuts[:-1], cuts[1:]))
+    ``bounds`` (the task ranges) only give the dtype; ``levels[i]`` is the level log
+    ``i``'s step ran at (its discoveries are at ``level + 1``)."""
+    first, stop = int(cuts[0]), int(cuts[-1])
+    dtype = result_dtype(int(np.asarray(bounds)[-1]))
+    distances = np.empty(stop - first, dtype=dtype)
+    parents = np.empty(stop - first, dtype=dtype)
+    vertices, parents_of, depths = List(), List(), List()
+    distance = np.empty(len(logs), dtype=np.int64)
+    sizes = np.empty(len(logs), dtype=np.int64)
+    no_depths = np.empty(0, dtype=np.int64)
+    for i, (d, level) in enumerate(zip(logs, levels, strict=True)):
+        if d.parents is None:
+            raise RuntimeError(f"the step output of task {d.task} at level {level} left its "
+                               "parents in a GPU's result (Progress.result_on_device): only "
+                               "device_cache.result_to_host can assemble this search")
+        vertices.append(np.asarray(d.vertices, dtype=np.int64))
+        parents_of.append(np.asarray(d.parents, dtype=np.int64))
+        depths.append(no_depths if d.depths is None else np.asarray(d.depths, dtype=np.int64))
+        distance[i] = level + 1
+        sizes[i] = d.vertices.size
+    chunk_start = np.zeros(len(logs) + 1, dtype=np.int64)
+    np.cumsum(-(-sizes // _ASSEMBLY_CHUNK), out=chunk_start[1:])
+    if not logs:  # typed lists need a first element to know their type
+        vertices.append(no_depths), parents_of.append(no_depths), depths.append(no_depths)
+    fill = max(1, (stop - first) // _ASSEMBLY_CHUNK)
+    pool_size = threads or _threads()
+    sync = np.zeros(SYNC_SIZE, dtype=np.int64)
+    on_threads(lambda _k: assemble_share(sync, first, stop, fill, vertices, parents_of, depths,
+                                         distance, chunk_start, _ASSEMBLY_CHUNK, distances,
+                                         parents),
+               max(1, min(pool_size, max(fill, int(chunk_start[-1])))), pool_size)
+    if first <= source < stop:
+        distances[source - first] = 0
+        parents[source - first] = source
     return distances, parents
+
+
+#: Vertices per slice of the result's fill, and records per chunk, claimed by its threads.
+_ASSEMBLY_CHUNK = 1 << 15
 
 
 def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels, out=None):
