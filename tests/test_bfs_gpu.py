@@ -203,7 +203,7 @@ def test_default_t_is_one_task_per_gpu_for_hybrid_and_gpu(runtime):
     g = _kron()
     source = _hub_source(g)
     slots = runtime.resources()["CPU"]
-    for strategy, want in (("hybrid", 1), ("gpu", 1), ("cpu", min(slots, tb.config.get("tasks")))):
+    for strategy, want in (("hybrid", 1), ("gpu", 1), ("cpu", max(slots, tb.config.get("tasks")))):
         r = tb.bfs(g, source, strategy=strategy, lam=0, runtime=runtime)
         _check(g, source, r)
         assert r.num_tasks == want == tb.default_tasks(runtime, strategy)

@@ -304,12 +304,13 @@ def test_default_tasks_one_per_gpu_for_the_strategies_that_use_it(hetero, plain)
     import taskbfs as tb
 
     # hybrid and gpu: one task per GPU worker (each GPU task costs the runtime most, and
-    # the GPU worker runs them one at a time); cpu and fixed: one per CPU slot
+    # the GPU worker runs them one at a time); cpu and fixed: one per CPU slot, at least
+    # taskbfs.tasks (4: this cluster's 2 slots get 4)
     assert tb.default_tasks(hetero, "hybrid") == tb.default_tasks(hetero, "gpu") == 1
-    assert tb.default_tasks(hetero, "cpu") == tb.default_tasks(hetero, "fixed") == 2
-    # a plain cluster advertises no resources: the CPU rule's cap, whatever the strategy
+    assert tb.default_tasks(hetero, "cpu") == tb.default_tasks(hetero, "fixed") == 4
+    # a plain cluster advertises no resources: the CPU rule's least, whatever the strategy
     assert tb.default_tasks(plain, "hybrid") == tb.config.get("tasks")
     with pytest.raises(InvalidParameterError, match="strategy"):
         tb.default_tasks(hetero, "fastest")
     g = tb.Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 4])
-    assert tb.bfs(g, 0, strategy="cpu", runtime=hetero).num_tasks == 2
+    assert tb.bfs(g, 0, strategy="cpu", runtime=hetero).num_tasks == 4

@@ -97,7 +97,7 @@ def test_an_environment_variable_sets_a_value():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["1234", "0", "8"]
+    assert out.stdout.split() == ["1234", "0", "4"]
 
 
 # ---------------------------------------------------------------- settings reach other processes
@@ -143,15 +143,18 @@ def test_a_search_sends_the_callers_settings_to_worker_processes(setting, proces
 
 # ---------------------------------------------------------------- each setting's other value
 def test_tasks_and_tasks_per_gpu_set_the_default_t(setting):
-    assert _default_for({"CPU": 16}, "cpu") == 8
+    assert _default_for({"CPU": 16}, "cpu") == 16
+    assert _default_for({"CPU": 2}, "cpu") == _default_for({}, "cpu") == 4
     setting("tasks", 3)
-    assert _default_for({"CPU": 16}, "cpu") == 3
-    assert _default_for({"CPU": 2}, "cpu") == 2
+    assert _default_for({"CPU": 16}, "cpu") == 16
+    assert _default_for({"CPU": 2}, "cpu") == 3
     assert _default_for({"CPU": 16, "GPU": 2}, "gpu") == 2
     setting("tasks-per-gpu", 4)
     assert _default_for({"CPU": 16, "GPU": 2}, "gpu") == 8
     assert _default_for({"CPU": 16, "GPU": 2}, "hybrid") == 8
-    assert _default_for({"CPU": 16, "GPU": 2}, "cpu") == 3
+    assert _default_for({"CPU": 16, "GPU": 2}, "cpu") == 16
+    setting("tasks", 32)
+    assert _default_for({"CPU": 16, "GPU": 2}, "fixed") == 32
 
 
 def test_balance_sets_how_the_vertices_are_cut(setting, runtime):

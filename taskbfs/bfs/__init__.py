@@ -3,7 +3,7 @@
 =================  ==========================================================
 ``bfs``            task-based BFS (hybrid / fixed / cpu / gpu; top-down, bottom-up, auto)
 ``BFSResult``      distances, parents, trace, levels, elapsed, traversed edges, TEPS
-``default_tasks``  T when none is given: one per GPU (hybrid, gpu) or per CPU slot, at most 8
+``default_tasks``  T when none is given: one per GPU (hybrid, gpu) or per CPU slot, at least 4
 =================  ==========================================================
 """
 

@@ -95,8 +95,8 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         Number T of vertex-range tasks, any number >= 1 (a task owns at least one vertex,
         so T above the vertex count runs one task per vertex: ``result.num_tasks`` says
         how many ran); default :func:`default_tasks`: one per GPU worker for ``hybrid``
-        and ``gpu`` on a cluster with GPUs, else one per CPU slot, at most
-        ``taskbfs.tasks``.
+        and ``gpu`` on a cluster with GPUs, else one per CPU slot, at least
+        ``taskbfs.tasks`` (4).
     strategy : {"hybrid", "fixed", "cpu", "gpu"}
         hybrid: a task goes to the GPU when its frontier exceeds λ (paper Sec. V.A);
         fixed: the first ``gpu_share`` of the tasks always run on the GPU (Sec. V.B);
@@ -757,8 +757,11 @@ def default_tasks(runtime=None, strategy: str = "hybrid") -> int:
 
     With GPU workers and a strategy that sends big levels to them (``hybrid``, ``gpu``):
     ``taskbfs.tasks-per-gpu`` per GPU worker. Otherwise (``cpu``, ``fixed``, or no
-    GPU): one task per CPU slot of the cluster, at most ``taskbfs.tasks``. See
-    those settings for the measurements behind them.
+    GPU): one task per CPU slot (worker thread) of the cluster, at least
+    ``taskbfs.tasks`` (4): a level's tasks run on the worker's threads and cost
+    microseconds each, and a few more tasks than threads balance the load (2 cores: 4
+    tasks; 16 cores: 16). See those settings for the measurements behind them. A graph
+    of fewer vertices runs one task per vertex (``result.num_tasks``).
 
     Parameters
     ----------
@@ -778,8 +781,9 @@ def _default_for(resources: dict, strategy: str) -> int:
 
 
 def tasks_for_slots(slots: int) -> int:
-    """The default T for a cluster of ``slots`` CPU slots (0: unknown)."""
-    return max(1, min(config.get("tasks"), slots or config.get("tasks")))
+    """The default T for a cluster of ``slots`` CPU slots (0: unknown): one per slot, at
+    least ``taskbfs.tasks``."""
+    return max(1, config.get("tasks"), int(slots))
 
 
 def _check_choice(name: str, value, choices) -> str:
