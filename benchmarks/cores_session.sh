@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # cores_session.sh — issues 22 and 23 on the 16-core device host: the T curves (granularity.py,
-# every core, dispatch auto and tasks) and the thread-scaling table (thread_scaling.py: the
-# plain prange loop at 1..16 threads, taskbfs cpu at 2..16 worker threads, scales 21 and 23).
+# every core, dispatch auto and tasks; DISPATCH="auto" for the included curve only), the
+# thread-scaling table (thread_scaling.py: the plain prange loop at 1..16 threads, taskbfs
+# cpu at 2..16 worker threads, scales 21 and 23) and a 16-thread timeline of one search
+# (search_timeline.py: where the call goes, level by level, then assembly and the rest).
 # Usage (repo root, device machine, wheels carried in .whl/ or WHL):
 #   OUT=out SCALES="21 23" bash benchmarks/cores_session.sh
 set -u -o pipefail
@@ -19,6 +21,9 @@ export PYTHONUNBUFFERED=1
 "${PYTHON:-python3}" -c "import os, platform, numba, numpy; print(platform.node(), os.cpu_count(), 'cores;', 'numba', numba.__version__, 'numpy', numpy.__version__)" | tee "$OUT/env.log"
 date -u | tee -a "$OUT/env.log"
 timeout "${GRAN_SECONDS:-150}" "${PYTHON:-python3}" benchmarks/granularity.py --scale "${GRAN_SCALE:-21}" --keys 4 \
-  --tasks 1 4 16 64 128 256 --dispatch auto tasks --repeats 2 --csv "$OUT/granularity.csv" 2>&1 | tee "$OUT/granularity.log"
+  --tasks ${GRAN_TASKS:-1 4 16 64 128 256} --dispatch ${DISPATCH:-auto tasks} --repeats 2 --csv "$OUT/granularity.csv" 2>&1 | tee "$OUT/granularity.log"
 timeout "${SCALING_SECONDS:-240}" "${PYTHON:-python3}" benchmarks/thread_scaling.py --scales ${SCALES:-21 23} --keys 8 \
-  --plain-threads 1 2 4 8 16 --threads 2 4 8 16 --tasks 64 128 2>&1 | tee "$OUT/scaling.log"
+  --plain-threads ${PLAIN_THREADS:-1 2 4 8 16} --threads 2 4 8 16 --tasks ${SCALING_TASKS:-64 128} \
+  2>&1 | tee "$OUT/scaling.log"
+timeout "${TIMELINE_SECONDS:-90}" "${PYTHON:-python3}" benchmarks/search_timeline.py --scale 21 \
+  --tasks ${TIMELINE_TASKS:-16 64} --keys 3 2>&1 | tee "$OUT/timeline.log"
