@@ -42,6 +42,7 @@ from taskbfs.kernels.level_tasks import (
     FOUND,
     SLOT,
     START,
+    STATS_WIDTH,
     STOP,
     SYNC_SIZE,
     bottom_up_level,
@@ -147,7 +148,7 @@ class LevelTasks:
         task_edges = np.empty(num_tasks, dtype=np.int64)
         new_bits = empty_bitmap(degrees.size)
         next_off = np.empty(num_tasks + 1, dtype=np.int64)
-        stats = np.empty((steps.size, 5), dtype=np.int64)
+        stats = np.empty((steps.size, STATS_WIDTH), dtype=np.int64)
         # every accepted vertex was a candidate: the candidates bound the next frontier
         next_v, next_u = np.empty(total, np.int64), np.empty(total, np.int64)
         order = np.argsort(-edges, kind="stable")
@@ -178,7 +179,7 @@ class LevelTasks:
         new_bits = empty_bitmap(n)
         next_off = np.empty(num_tasks + 1, dtype=np.int64)
         next_v, next_u = np.empty(n, np.int64), np.empty(n, np.int64)
-        stats = np.empty((steps.size, 5), dtype=np.int64)
+        stats = np.empty((steps.size, STATS_WIDTH), dtype=np.int64)
         order = np.argsort(-unvisited[steps], kind="stable")
         sync = np.zeros(SYNC_SIZE, dtype=np.int64)
         threads = min(self.threads, steps.size)

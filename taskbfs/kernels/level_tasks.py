@@ -45,8 +45,10 @@ _PHASE = 0
 #: The most phases a level (or the result's assembly) has.
 MAX_PHASES = 4
 SYNC_SIZE = (1 + 2 * MAX_PHASES) * _LINE
-#: Columns of ``stats`` (one row per step task).
+#: Columns of ``stats`` (one row per step task, written by the thread that ran it; a row is
+#: the size of a cache line, so that threads finishing steps side by side seldom write one).
 START, STOP, SLOT, EDGES, FOUND = range(5)
+STATS_WIDTH = _LINE
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -146,8 +148,9 @@ def top_down_level(slot, sync, order, steps, indptrs, indices_list, bounds, fron
         Receive the accepted pairs grouped by owner (the next frontier and its parents).
     next_off : ndarray of int64
         T + 1: receives the offsets of ``next_*``.
-    stats : ndarray of int64, shape (S, 5)
-        Receives per step row ``[start_ns, stop_ns, slot, edges examined, found]``.
+    stats : ndarray of int64, shape (S, STATS_WIDTH)
+        Receives per step row ``[start_ns, stop_ns, slot, edges examined, found]`` (the
+        row's other entries are padding).
     """
     num_tasks = bounds.size - 1
     words = visited.size
