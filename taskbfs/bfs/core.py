@@ -137,8 +137,12 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     InvalidGraphError
         The graph's arrays are not a CSR graph (checked once per graph).
     WorkerLostError
-        A worker the search needed left the cluster; it names the worker. The graph's
-        lost slices are placed again by the next search.
+        A worker the search needed left the cluster, and the search could not run again
+        (``taskbfs.search.retries-on-worker-loss`` attempts more, each from level 0 on
+        the workers left: a :class:`Graph`'s lost slices placed again from its arrays, a
+        :class:`DistributedGraph`'s recomputed by Dask from the tasks that built them);
+        it names the worker and the level. ``result.attempts`` says how many attempts a
+        search took, ``result.trace["attempt"]`` which one ran each task.
     SearchTimeoutError
         ``timeout`` passed.
 
@@ -167,6 +171,31 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     clock = _Deadline(config.get("search.timeout") if timeout is None else timeout)
     policy = Policy(strategy, lam=lam)
     rt = _runtime(runtime if runtime is not None else getattr(graph, "runtime", None))
+    retries = _check_retries(config.get("search.retries-on-worker-loss"))
+    lost = []
+    while True:
+        try:
+            result = _attempt(rt, graph, source, requested, strategy, policy, direction,
+                              dispatch, share, balance, progress, clock, called_wall,
+                              attempt=len(lost) + 1)
+            break
+        except WorkerLostError as exc:
+            lost.append(exc)
+            if len(lost) > retries or not _recover(rt, graph, clock):
+                if len(lost) > 1:
+                    exc.args = (f"{exc} (attempt {len(lost)} of the search; earlier: "
+                                f"{'; '.join(str(e) for e in lost[:-1])})",)
+                raise
+    result.attempts, result.lost_workers = len(lost) + 1, [w for e in lost for w in e.workers]
+    result.elapsed = time.perf_counter() - called
+    return result
+
+
+def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, direction: str,
+             dispatch: str, share: float, balance: str, progress, clock, called_wall: float,
+             attempt: int) -> BFSResult:
+    """One attempt of :func:`bfs` on ``rt``, from level 0 (what the cluster fails turned
+    into taskbfs errors by :func:`_faults`)."""
     heard = _Heard()
     with _faults(rt, graph, called_wall, clock, heard):
         rt.share_settings()
@@ -185,7 +214,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
                 else rt.include_site(placed.futures(), policy, clock.left(), resources))
         program = Program(rt, policy, name="bfs")
         search = _Search(program, graph, placed, source, direction, progress,
-                         assembly_count(graph.num_vertices, slots), clock, heard)
+                         assembly_count(graph.num_vertices, slots), clock, heard, attempt)
         try:
             if site is None:
                 outcome = search.dispatched()
@@ -195,8 +224,35 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
             result.labels = getattr(graph, "labels", None)  # a DistributedGraph has none
         finally:
             program.close()
-    result.elapsed = time.perf_counter() - called
     return result
+
+
+def _check_retries(retries) -> int:
+    if isinstance(retries, bool) or not isinstance(retries, (int, np.integer)) or retries < 0:
+        raise InvalidParameterError(f"taskbfs.search.retries-on-worker-loss must be an integer "
+                                    f">= 0, got {retries!r}")
+    return int(retries)
+
+
+def _recover(rt, graph, clock: _Deadline) -> bool:
+    """Make the cluster ready for another attempt after a lost worker: the embedded
+    cluster's workers restarted, at least one worker there (waiting up to
+    ``taskbfs.runtime.connect-timeout`` seconds, within the call's ``timeout``). Whether
+    the search can run again: a :class:`Graph` is placed again from the client's arrays;
+    a :class:`DistributedGraph` only when Dask can recompute every slice it lost (built
+    by tasks, not scattered)."""
+    with contextlib.suppress(Exception):  # a cluster that cannot heal is judged below
+        rt.heal()
+    if isinstance(graph, DistributedGraph) and any(
+            f.status in ("cancelled", "error") for f in graph.slices):
+        return False
+    wait = config.get("runtime.connect-timeout")
+    left = clock.left()
+    try:
+        rt.client.wait_for_workers(1, timeout=wait if left is None else min(wait, left))
+    except (TimeoutError, *_LOST):
+        return False
+    return True
 
 
 class _Deadline:
@@ -296,8 +352,10 @@ class _Search:
     """One search's submissions, and its result (see :func:`bfs`)."""
 
     def __init__(self, program: Program, graph: Graph, placed, source: int, direction: str,
-                 progress, assembly_tasks: int, clock: _Deadline, heard: _Heard):
+                 progress, assembly_tasks: int, clock: _Deadline, heard: _Heard,
+                 attempt: int = 1):
         self.program = program
+        self.attempt = attempt
         self.clock = clock
         self.heard = heard
         self.graph = graph
@@ -396,13 +454,16 @@ class _Search:
         """The :class:`BFSResult` of ``outcome``; its tables are built when first read
         (``wall_start``, the call's entry as ``time.time()``, is their clock's zero)."""
         program, parts, summaries = self.program, self.parts, outcome.summaries
+        attempt = self.attempt
         self.heard.level = summaries[-1].level
         records, placements = program.finished(self.clock.left())
         send_finished(program.client, program.id, records, summaries)  # the live page's timeline
 
         def trace():
-            return _with_device_stats(_task_trace(records, parts, wall_start, summaries),
-                                      summaries)
+            table = _with_device_stats(_task_trace(records, parts, wall_start, summaries),
+                                       summaries)
+            table["attempt"] = attempt  # the tasks of an earlier attempt ran again in this one
+            return table
 
         def levels():
             # through a weak reference: a result that refers to itself through this

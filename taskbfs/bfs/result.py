@@ -36,7 +36,9 @@ class BFSResult:
     trace : pandas.DataFrame
         One row per executed task: level, task, lo, hi, direction, size (the size it was
         placed by, :func:`~taskbfs.bfs.state.step_sizes`), edges_examined, found, device, worker, thread,
-        start, stop (seconds since the call started). Built when first read.
+        start, stop (seconds since the call started), attempt (which attempt of the
+        search ran it: above 1, the search lost a worker and ran again from level 0, so
+        every task of the earlier attempts ran again). Built when first read.
     levels : pandas.DataFrame
         One row per level: level, direction, frontier_size, frontier_edges,
         edges_examined, tasks, tasks_cpu, tasks_gpu, start, stop, barrier_seconds.
@@ -59,12 +61,19 @@ class BFSResult:
     num_tasks : int
     placements : list of dict
         The scheduler plugin's decision for each task.
+    attempts : int
+        How many times the search started (1 unless it lost a worker,
+        ``taskbfs.search.retries-on-worker-loss``).
+    lost_workers : list of str
+        The workers the earlier attempts lost.
     labels : ndarray or None
         The graph's vertex labels (``Graph.labels``) when it has them: ``labels[v]`` is
         vertex ``v``'s id; :meth:`distance_dict` and :meth:`parent_dict` use them.
     """
 
     labels: np.ndarray | None = None
+    attempts: int = 1
+    lost_workers: tuple = ()
 
     def __init__(self, source: int, distances: np.ndarray, parents: np.ndarray,
                  trace: pd.DataFrame | Callable[[], pd.DataFrame],
