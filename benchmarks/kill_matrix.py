@@ -1,16 +1,19 @@
 """What a search does when a worker is killed (SIGKILL) at a given moment of it.
 
 A ``dask scheduler`` and two ``dask worker --no-nanny`` processes (one thread, ``CPU=1``)
-on 127.0.0.1; a graph placed on both; for each moment (a fraction of a search's steady
-time; above 1: after the search returned), a search starts, the worker with the highest
-address is killed at that moment, and the row says what the call did (result checked
-against scipy, with the number of trace rows whose record went with the worker; or the
-error), how long after the kill it returned, and whether the next search of the same
-graph was right. A new worker is started before the next row. A lost graph is placed
-again on the workers left, so a later row's victim may hold no slice: then the search
-survives (Dask recomputes the step outputs the worker held).
+on 127.0.0.1; a graph placed on both; for each moment, a search starts, the worker with
+the highest address is killed at that moment, and the row says what the call did (result
+checked against scipy, with the attempts it took and the number of trace rows whose
+record went with the worker; or the error), how long after the kill it returned, and
+whether the next search of the same graph was right. A new worker is started before the
+next row. A moment is ``L<k>`` (when the client hears of level k: dispatched levels
+only), ``last`` (when it hears of the last level: the result is being assembled), or a
+number: a fraction of a search's steady time (above 1: after the search returned). A
+search that loses a worker runs again from level 0 on the workers left, at most
+``taskbfs.search.retries-on-worker-loss`` times.
 
-    PYTHONPATH=$PWD python benchmarks/kill_matrix.py [--scale 16] [--at 0.1 0.3 0.6 0.9 1.5]
+    PYTHONPATH=$PWD python benchmarks/kill_matrix.py [--scale 16] \
+        [--at L1 L3 last 0.1 0.5 1.5] [--direction auto]
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scale", type=int, default=16)
     p.add_argument("--tasks", type=int, default=4)
-    p.add_argument("--at", type=float, nargs="+", default=[0.1, 0.3, 0.6, 0.9, 1.5])
+    p.add_argument("--at", nargs="+", default=["L1", "L3", "last", "0.1", "0.5", "1.5"])
     p.add_argument("--dispatch", default="tasks", choices=["auto", "tasks"])
     p.add_argument("--direction", default="auto")
     args = p.parse_args()
@@ -78,33 +81,49 @@ def main() -> None:
         try:
             with tb.Runtime(address) as rt:
                 workers = dict([_worker(tmp, address, n, rt.client) for n in ("w0", "w1")])
-                run = lambda: tb.bfs(graph, source, tasks=args.tasks, runtime=rt,  # noqa: E731
-                                     dispatch=args.dispatch, direction=args.direction)
+                def run(progress=None):
+                    return tb.bfs(graph, source, tasks=args.tasks, runtime=rt,
+                                  dispatch=args.dispatch, direction=args.direction,
+                                  progress=progress)
+
                 steady = min(_timed(run)[1] for _ in range(3))
                 print(f"Kronecker scale {args.scale}, T = {args.tasks}, dispatch "
-                      f"{args.dispatch}, 2 worker processes; a search takes {steady:.3f} s")
+                      f"{args.dispatch}, direction {args.direction}, 2 worker processes; a "
+                      f"search takes {steady:.3f} s")
                 print("| kill at | outcome | s from kill to return | next search |")
                 print("| --- | --- | --- | --- |")
                 for i, at in enumerate(args.at):
-                    delay = at * steady
                     run()  # placed on the workers there are now
                     victim = sorted(workers)[-1]
                     killed_at = []
 
-                    def kill(victim=victim, delay=delay, killed_at=killed_at):
-                        time.sleep(delay)
-                        os.kill(workers[victim].pid, signal.SIGKILL)
-                        killed_at.append(time.perf_counter())
+                    def kill(victim=victim, killed_at=killed_at):
+                        if not killed_at:
+                            os.kill(workers[victim].pid, signal.SIGKILL)
+                            killed_at.append(time.perf_counter())
 
-                    killer = threading.Thread(target=kill)
-                    killer.start()
-                    outcome, stop = _timed(run, expected)
-                    killer.join()
+                    if at[0] == "L" or at == "last":
+                        def on_level(summary, at=at, kill=kill):
+                            if (summary.level == int(at[1:]) if at[0] == "L"
+                                    else summary.frontier_size == 0):
+                                kill()
+
+                        outcome, stop = _timed(lambda on_level=on_level: run(on_level), expected)
+                        label = at
+                    else:
+                        delay = float(at) * steady
+                        killer = threading.Timer(delay, kill)
+                        killer.start()
+                        outcome, stop = _timed(run, expected)
+                        killer.join()
+                        label = f"{at} ({delay:.3f} s)"
+                    if not killed_at:  # the level never came (the search had fewer)
+                        kill()
+                        outcome += " (killed after)"
                     workers.pop(victim).wait()
                     after = stop - killed_at[0]
                     nxt = _next(run, expected)
-                    print(f"| {at:g} ({delay:.3f} s) | {outcome} | {after:+.3f} | {nxt} |",
-                          flush=True)
+                    print(f"| {label} | {outcome} | {after:+.3f} | {nxt} |", flush=True)
                     new, proc = _worker(tmp, address, f"w{i + 2}", rt.client)
                     workers[new] = proc
         finally:
@@ -127,19 +146,18 @@ def _timed(run, expected=None):
         warnings.simplefilter("ignore")
         unrecorded = int(result.trace["worker"].isna().sum())
     right = "correct" if np.array_equal(result.distances, expected) else "WRONG"
-    return f"{right}, {unrecorded} of {len(result.trace)} trace rows without record", end
+    return (f"{right}, attempt {result.attempts}, {unrecorded} of {len(result.trace)} trace "
+            f"rows without record", end)
 
 
 def _next(run, expected) -> str:
-    """The next search: right at once, or after one WorkerLostError (the client heard of
-    the loss only then)."""
-    for attempt in ("", " (2nd try)"):
-        try:
-            ok = np.array_equal(run().distances, expected)
-            return ("correct" if ok else "WRONG") + attempt
-        except tb.WorkerLostError:
-            continue
-    return "failed twice"
+    """The next search: right or wrong (with its attempts), or its error."""
+    try:
+        result = run()
+    except tb.TaskBFSError as exc:
+        return f"{type(exc).__name__}: {str(exc)[:90]}"
+    ok = np.array_equal(result.distances, expected)
+    return f"{'correct' if ok else 'WRONG'}, attempt {result.attempts}"
 
 
 if __name__ == "__main__":

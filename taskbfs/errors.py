@@ -92,6 +92,22 @@ class SearchTimeoutError(TaskBFSError, TimeoutError):
         super().__init__(message)
 
 
+class InsufficientMemoryError(TaskBFSError, MemoryError):
+    """A graph build or a search needs more memory than is free where it would run;
+    checked before it starts.
+
+    Attributes
+    ----------
+    needed, available : int
+        Bytes it needs, and bytes free (for a search: on the workers, or the client).
+    """
+
+    def __init__(self, message: str, needed: int, available: int):
+        self.needed = needed
+        self.available = available
+        super().__init__(message)
+
+
 class ValidationError(TaskBFSError, AssertionError):
     """A BFS result broke one of the Graph500 validation rules.
 

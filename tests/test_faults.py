@@ -56,11 +56,12 @@ class ProcessCluster:
     def log(self, name: str) -> str:
         return (self.tmp / f"{name}.log").read_text()[-3000:]
 
-    def add_worker(self, name: str, client) -> str:
-        """Start worker ``name``; its address once the scheduler has it."""
+    def add_worker(self, name: str, client, *extra: str) -> str:
+        """Start worker ``name`` (``extra``: more ``dask worker`` options); its address
+        once the scheduler has it."""
         self._spawn(name, ["worker", self.address, "--name", name, "--host", "127.0.0.1",
                            "--no-dashboard", "--no-nanny", "--nthreads", "1",
-                           "--resources", "CPU=1"])
+                           "--resources", "CPU=1", *extra])
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             found = self.workers(client).get(name)
@@ -279,6 +280,23 @@ def test_embedded_runtime_restarts_a_stopped_worker():
         _check(graph, 2, tb.bfs(graph, 2, tasks=2, runtime=rt))
         assert len(rt.client.scheduler_info()["workers"]) == 1
         assert not rt.heal()  # nothing left to restart
+
+
+def test_search_beyond_the_workers_memory_is_refused(processes):
+    """A worker whose memory limit its process already uses: a search is refused before
+    it starts, saying how much it needs and how much is free; a worker with room runs it."""
+    with tb.Runtime(processes.address) as rt:
+        processes.add_worker("small", rt.client, "--memory-limit", "1MB")
+        graph = tb.kronecker(12, seed=2)
+        with pytest.raises(tb.InsufficientMemoryError,
+                           match=r"needs [\d,]+ MiB on the workers \(graph slices [\d,]+ MiB, "
+                                 r"search state [\d,]+ MiB\) but they have 0 MiB free") as err:
+            tb.bfs(graph, 1, tasks=2, runtime=rt)
+        expected = graph.indptr.nbytes + graph.indices.nbytes + 17 * graph.num_vertices
+        assert err.value.needed == expected and err.value.available == 0
+        processes.kill("small", rt.client)
+        processes.add_worker("big", rt.client, "--memory-limit", "4GB")
+        _check(graph, 1, tb.bfs(graph, 1, tasks=2, runtime=rt))
 
 
 # ---------------------------------------------------------------------------- never hang

@@ -35,8 +35,8 @@ from taskbfs import config
 from taskbfs.bfs.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
 from taskbfs.bfs.distributed import DistributedGraph, KeptResult, outcome_summaries
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
-from taskbfs.bfs.placement import forget_graph, forget_lost, place_graph
-from taskbfs.bfs.result import BFSResult
+from taskbfs.bfs.placement import forget_graph, forget_lost, is_placed, place_graph
+from taskbfs.bfs.result import BFSResult, result_dtype
 from taskbfs.bfs.state import (
     AUTO,
     BOTTOM_UP,
@@ -57,12 +57,14 @@ from taskbfs.bfs.state import (
 from taskbfs.bfs.steps import STEP
 from taskbfs.dashboard import send_finished
 from taskbfs.errors import (
+    InsufficientMemoryError,
     InvalidParameterError,
     SearchTimeoutError,
     TaskBFSError,
     WorkerLostError,
 )
 from taskbfs.graph import Graph, as_graph
+from taskbfs.graph._graph import check_memory
 from taskbfs.runtime import CUDA, Policy, Program, Task
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
@@ -208,6 +210,7 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
         if policy.needs_gpu:
             rt.require_gpu("strategy 'gpu'", resources)
 
+        _check_memory(rt, graph, num_tasks, balance, direction, clock)
         placed = place_graph(rt, graph, num_tasks, balance, need_transpose=direction != TOP_DOWN,
                              timeout=clock.left())
         site = (None if dispatch == "tasks"
@@ -225,6 +228,35 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
         finally:
             program.close()
     return result
+
+
+#: Bytes per vertex a search holds on the workers beside its graph: the steps' discoveries
+#: (vertex, parent) and the assembled distances and parents, 4 bytes each below 2^31
+#: vertices, with the visited and frontier bitmaps.
+SEARCH_BYTES_PER_VERTEX = 17
+
+
+def _check_memory(rt, graph, tasks: int, balance: str, direction: str, clock) -> None:
+    """Refuse a search whose graph slices (when not placed yet) and state exceed what the
+    workers have free, or whose result exceeds what this machine has free
+    (:class:`InsufficientMemoryError`, saying how much is needed and free)."""
+    n = graph.num_vertices
+    state = SEARCH_BYTES_PER_VERTEX * n
+    slices = 0
+    if isinstance(graph, Graph) and not is_placed(rt, graph, tasks, balance):
+        slices = graph.indptr.nbytes + graph.indices.nbytes
+        if graph.directed and direction != TOP_DOWN:
+            slices *= 2  # the transposed slices too
+    free = rt.free_memory(clock.left())
+    if free is not None and slices + state > free:
+        raise InsufficientMemoryError(
+            f"this search needs {(slices + state) / 2**20:,.0f} MiB on the workers (graph "
+            f"slices {slices / 2**20:,.0f} MiB, search state {state / 2**20:,.0f} MiB) but "
+            f"they have {free / 2**20:,.0f} MiB free (their memory limits less their use)",
+            slices + state, free)
+    if not rt.in_process and isinstance(graph, Graph):  # a DistributedGraph keeps its result there
+        check_memory(2 * result_dtype(n).itemsize * n, "the search's result (distances and "
+                     "parents) on this machine")
 
 
 def _check_retries(retries) -> int:

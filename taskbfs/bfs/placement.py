@@ -86,6 +86,13 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
     return placed
 
 
+def is_placed(runtime, graph: Graph, tasks: int, balance: str) -> bool:
+    """Whether ``graph`` cut into ``tasks`` ranges by ``balance`` is placed on ``runtime``
+    with nothing lost."""
+    placed = _placed.get(runtime, {}).get((graph.token, int(tasks), balance))
+    return placed is not None and placed.intact()
+
+
 def _slices(graph: Graph, parts: Partition, token: str, out: Graph | None = None) -> list[GraphSlice]:
     """The T slices of ``graph``; for a transpose, ``out`` is the graph itself, whose local
     offsets each slice carries too (bottom-up steps sum their discoveries' out-degrees)."""

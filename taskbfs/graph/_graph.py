@@ -20,6 +20,7 @@ from numba import njit
 
 from taskbfs.errors import (
     EmptyGraphError,
+    InsufficientMemoryError,
     InvalidGraphError,
     InvalidParameterError,
     InvalidVertexError,
@@ -161,7 +162,7 @@ class Graph:
                 f"edge {bad} ({int(src[bad])}, {int(dst[bad])}) names a vertex outside "
                 f"0..{num_vertices - 1} (num_vertices={num_vertices})"
             )
-        _check_fits_in_memory(num_vertices)
+        _check_fits_in_memory(num_vertices, src.size, directed)
         indptr, indices = _edges_to_csr(src, dst, num_vertices, directed)
         return cls(indptr, indices, num_vertices, bool(directed))
 
@@ -383,7 +384,8 @@ def _as_vertex_array(values, name: str) -> np.ndarray:
                 f"{name} must hold integer vertex ids, got dtype {arr.dtype} "
                 f"(other ids: relabel=True numbers them and keeps them as labels)"
             )
-    arr = arr.astype(np.int64, copy=False)
+    if arr.dtype not in (np.int32, np.int64):  # those two are read as they are
+        arr = arr.astype(np.int64)
     if arr.size and arr.min() < 0:
         bad = int(np.flatnonzero(arr < 0)[0])
         raise InvalidVertexError(f"{name}[{bad}] = {int(arr[bad])} is a negative vertex id")
@@ -445,8 +447,11 @@ def _csr_message(code: int, at: int, indptr, indices, n: int) -> str:
             f"a vertex: valid ids are 0..{n - 1}")
 
 
-def _check_fits_in_memory(num_vertices: int) -> None:
-    """Refuse vertex counts whose per-vertex arrays alone exceed this machine's memory."""
+def _check_fits_in_memory(num_vertices: int, edges: int = 0, directed: bool = False,
+                          extra: int = 0) -> None:
+    """Refuse a build whose arrays exceed the memory free now (or, for the vertex arrays
+    alone, this machine's): the CSR of ``num_vertices`` and up to ``edges`` edges (both
+    arcs when undirected) as :func:`_chunks_to_csr` builds it, plus ``extra`` bytes."""
     try:
         physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # not available on this platform
@@ -458,39 +463,95 @@ def _check_fits_in_memory(num_vertices: int) -> None:
             f"vertex arrays alone, more than this machine has ({physical / 2**30:,.1f} GiB); "
             f"vertex ids are kept as given, so relabel sparse ids to 0..k-1 first"
         )
+    arcs = edges * (1 if directed else 2)
+    needed = 8 * (num_vertices + 1) + arcs * index_dtype(num_vertices).itemsize + extra
+    check_memory(needed, f"building a graph of {num_vertices:,} vertices and {edges:,} edges")
+
+
+def check_memory(needed: int, what: str) -> None:
+    """Raise :class:`InsufficientMemoryError` when ``needed`` bytes exceed the memory
+    this machine has free now (``psutil.virtual_memory().available``)."""
+    import psutil  # a dependency of distributed
+
+    available = int(psutil.virtual_memory().available)
+    if needed > available:
+        raise InsufficientMemoryError(
+            f"{what} needs {needed / 2**20:,.0f} MiB, but this machine has "
+            f"{available / 2**20:,.0f} MiB free", needed, available)
 
 
 def _edges_to_csr(src: np.ndarray, dst: np.ndarray, n: int, directed: bool):
     """Sort, deduplicate and drop self-loops; return (indptr int64, indices)."""
     if n > (1 << 31):  # (src, dst) does not fit one int64 key: sort the pairs
         return _pairs_to_csr(src, dst, n, directed)
-    # One sort on a combined key orders by (src, dst); a compiled pass builds the key
-    # (self-loops out, both directions when undirected) and another turns the sorted keys
-    # into CSR, skipping repeats: scale 22 built in 14.3 s with numpy passes, 2-core machine.
-    keys = np.empty(src.size * (1 if directed else 2), dtype=np.int64)
-    keys = keys[: _arc_keys(src, dst, np.int64(n), directed, keys)]
-    keys.sort()
-    keys = keys[: _drop_repeats(keys)]
+    return _chunks_to_csr([(src, dst)], n, directed)
+
+
+def _chunks_to_csr(chunks, n: int, directed: bool):
+    """:func:`_edges_to_csr` of the edges of every ``(src, dst)`` pair in ``chunks`` (ids
+    below ``n`` <= 2^31, any integer dtype), by counting: the arcs per vertex, then every
+    arc written into its row, then each row sorted and its repeats dropped in place. It
+    allocates the CSR and the repeats only (a build from int64 keys peaked at ~5x the CSR:
+    benchmarks/RESULTS.md, "Session 12 — faults")."""
     indptr = np.zeros(n + 1, dtype=np.int64)
-    indices = np.empty(keys.size, dtype=index_dtype(n))
-    _keys_to_csr(keys, np.int64(n), indptr, indices)
+    for src, dst in chunks:
+        _count_arcs(src, dst, directed, indptr)
+    np.cumsum(indptr, out=indptr)
+    indices = np.empty(int(indptr[-1]), dtype=index_dtype(n))
+    for src, dst in chunks:
+        _fill_arcs(src, dst, directed, indptr, indices)
+    indptr[1:] = indptr[:-1].copy()  # each row's cursor ended at the next row's start
+    indptr[0] = 0
+    kept = _sort_rows(indptr, indices)
+    indices.resize(kept, refcheck=False)  # gives the repeats' memory back in place
     return indptr, indices
 
 
 @njit(nogil=True, cache=True)
-def _arc_keys(src, dst, n, directed, keys):  # pragma: no cover - numba
-    """``u * n + v`` for every arc u→v that is not a self-loop (both ways when undirected)."""
-    m = 0
+def _count_arcs(src, dst, directed, indptr):  # pragma: no cover - numba
+    """``indptr[u + 1] += 1`` for every arc u→v that is not a self-loop (both ways when
+    undirected)."""
     for i in range(src.size):
         u, v = src[i], dst[i]
         if u == v:
             continue
-        keys[m] = u * n + v
-        m += 1
+        indptr[u + 1] += 1
         if not directed:
-            keys[m] = v * n + u
-            m += 1
-    return m
+            indptr[v + 1] += 1
+
+
+@njit(nogil=True, cache=True)
+def _fill_arcs(src, dst, directed, cursor, indices):  # pragma: no cover - numba
+    """Every arc u→v written at ``cursor[u]`` (then moved on by one)."""
+    for i in range(src.size):
+        u, v = src[i], dst[i]
+        if u == v:
+            continue
+        indices[cursor[u]] = v
+        cursor[u] += 1
+        if not directed:
+            indices[cursor[v]] = u
+            cursor[v] += 1
+
+
+@njit(nogil=True, cache=True)
+def _sort_rows(indptr, indices):  # pragma: no cover - numba
+    """Sort each row, drop its repeats and move the rows to the front; ``indptr`` is
+    rewritten for the rows kept. Returns the number of arcs kept."""
+    kept = 0
+    start = indptr[0]
+    for u in range(indptr.size - 1):
+        stop = indptr[u + 1]
+        row = indices[start:stop]
+        row.sort()
+        first = kept
+        for i in range(row.size):
+            if kept == first or row[i] != indices[kept - 1]:
+                indices[kept] = row[i]
+                kept += 1
+        indptr[u + 1] = kept
+        start = stop
+    return kept
 
 
 @njit(nogil=True, cache=True)
@@ -502,17 +563,6 @@ def _drop_repeats(keys):  # pragma: no cover - numba
             keys[m] = keys[i]
             m += 1
     return m
-
-
-@njit(nogil=True, cache=True)
-def _keys_to_csr(keys, n, indptr, indices):  # pragma: no cover - numba
-    """Sorted, distinct arc keys ``u * n + v`` to CSR (``indptr`` zeroed on entry)."""
-    for i in range(keys.size):
-        u = keys[i] // n
-        indices[i] = keys[i] - u * n
-        indptr[u + 1] += 1
-    for u in range(n):
-        indptr[u + 1] += indptr[u]
 
 
 def _pairs_to_csr(src: np.ndarray, dst: np.ndarray, n: int, directed: bool):

@@ -322,31 +322,37 @@ def _check_text(text: bytes, path: str, lineno: int) -> None:
         raise GraphFormatError("not UTF-8 text (is this a binary file?)", path, lineno) from None
 
 
-def _read_table(path: str, sep: str, comment: str, skip: int):
+#: Rows pandas parses at a time (a piece's columns are narrowed before the next is read).
+_TABLE_ROWS = 1 << 22
+
+
+def _read_table(path: str, sep: str, comment: str, skip: int, narrow: bool = False):
     """pandas' C reader on the first two columns; ``None`` when it cannot parse the file
-    into two int64 columns (the caller then scans line by line)."""
+    into two int64 columns (the caller then scans line by line). ``narrow``: int32
+    columns when every id fits (half the memory for the graph build that follows)."""
     import pandas as pd
 
+    pieces = []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. DtypeWarning: the scan reports the problem
-            df = pd.read_csv(
-                path,
-                sep=sep,
-                header=None,
-                comment=comment,
-                usecols=[0, 1],
-                skiprows=skip,
-                skip_blank_lines=True,
-                engine="c",
-                encoding="utf-8",
-                compression="infer",
-            )
+            for df in pd.read_csv(path, sep=sep, header=None, comment=comment, usecols=[0, 1],
+                                  skiprows=skip, skip_blank_lines=True, engine="c",
+                                  encoding="utf-8", compression="infer", chunksize=_TABLE_ROWS):
+                if df.shape[1] != 2 or any(dt != np.dtype(np.int64) for dt in df.dtypes):
+                    return None
+                pieces.append([df[c].to_numpy(dtype=np.int64) for c in (0, 1)])
+                del df
+                if narrow and pieces[-1][0].size and max(pieces[-1][0].max(),
+                                                         pieces[-1][1].max()) < 2**31:
+                    pieces[-1] = [c.astype(np.int32) for c in pieces[-1]]
     except (ValueError, OverflowError, OSError, EOFError, lzma.LZMAError):
         return None  # pandas' ParserError, EmptyDataError, UnicodeDecodeError are ValueErrors
-    if df.shape[1] != 2 or any(dt != np.dtype(np.int64) for dt in df.dtypes):
+    if not pieces:
         return None
-    return df[0].to_numpy(dtype=np.int64), df[1].to_numpy(dtype=np.int64)
+    if len(pieces) == 1:
+        return pieces[0][0], pieces[0][1]
+    return tuple(np.concatenate([p.pop(0) for p in pieces]) for _ in range(2))
 
 
 # ====================================================================== tokens
@@ -392,16 +398,17 @@ class _EdgeListLayout:
 
 
 def _read_edgelist(path: str, directed: bool | None) -> Graph:
-    src, dst = _edgelist_pair(path)
+    src, dst = _edgelist_pair(path, narrow=True)
     return Graph.from_edges(src, dst, directed=bool(directed))
 
 
-def _edgelist_pair(path: str):
-    """``(src, dst)`` of an edge-list file; raises if it holds no edge."""
+def _edgelist_pair(path: str, narrow: bool = False):
+    """``(src, dst)`` of an edge-list file (``narrow``: int32 when the ids fit); raises if
+    it holds no edge."""
     layout = _sniff_edgelist(path)
     pair = None
     if layout is not None:
-        pair = _fast_edgelist(path, layout)
+        pair = _fast_edgelist(path, layout, narrow)
         if pair is None:
             pair = _scan_edgelist(path, layout)  # raises at the first bad line
     if pair is None or pair[0].size == 0:
@@ -412,13 +419,13 @@ def _edgelist_pair(path: str):
     return pair
 
 
-def _fast_edgelist(path, layout: _EdgeListLayout):
+def _fast_edgelist(path, layout: _EdgeListLayout, narrow: bool = False):
     """pandas with each candidate separator; None unless it gives valid ids throughout
     (``path`` may be an in-memory buffer)."""
     for sep in layout.seps:
         if hasattr(path, "seek"):
             path.seek(0)
-        pair = _read_table(path, sep, layout.comment, layout.header_line)
+        pair = _read_table(path, sep, layout.comment, layout.header_line, narrow)
         if pair is not None:
             ok = pair[0].size == 0 or min(pair[0].min(), pair[1].min()) >= 0
             return pair if ok else None

@@ -50,7 +50,7 @@ from numba import njit
 
 from taskbfs import config
 from taskbfs.errors import InvalidParameterError
-from taskbfs.graph._graph import Graph
+from taskbfs.graph._graph import Graph, _check_fits_in_memory, _chunks_to_csr, index_dtype
 
 __all__ = ["kronecker", "kronecker_edges", "num_chunks"]
 
@@ -146,8 +146,23 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1) -> Graph:
     >>> g.num_vertices, g.directed, g.num_edges <= 8 * 64
     (64, False, True)
     """
-    src, dst = kronecker_edges(scale, edgefactor, seed)
-    return Graph.from_edges(src, dst, num_vertices=1 << scale, directed=False)
+    scale, edgefactor = _check_scale(scale), _check_edgefactor(edgefactor)
+    n = 1 << scale
+    ids = index_dtype(n)  # the chunks kept in the ids' own width: half the bytes below 2^31
+    edges = _num_edges(scale, edgefactor)
+    # the edges kept (two ids each) and one chunk being generated (~32 bytes an edge)
+    working = 2 * ids.itemsize * edges + 32 * min(edges, config.get("kronecker.chunk-edges"))
+    _check_fits_in_memory(n, edges, directed=False, extra=working)
+    chunks = []
+    for i in range(num_chunks(scale, edgefactor)):
+        src, dst = kronecker_edges(scale, edgefactor, seed, chunk=i)
+        chunks.append((src.astype(ids), dst.astype(ids)))
+        del src, dst
+    if n > (1 << 31):
+        src, dst = (np.concatenate(side) for side in zip(*chunks, strict=True))
+        return Graph.from_edges(src, dst, num_vertices=n, directed=False)
+    indptr, indices = _chunks_to_csr(chunks, n, directed=False)
+    return Graph(indptr, indices, n, False)
 
 
 # ====================================================================== the generator
