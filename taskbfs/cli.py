@@ -94,6 +94,12 @@ def cluster_options(p: argparse.ArgumentParser) -> None:
                         "graph when there is one; tasks: every step and barrier as a Dask task")
     c.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="Dask scheduler address (default: start the embedded cluster)")
+    c.add_argument("--tls-ca-file", metavar="FILE", default=None,
+                   help="CA certificate of a tls:// scheduler (with --tls-cert and --tls-key)")
+    c.add_argument("--tls-cert", metavar="FILE", default=None,
+                   help="client certificate for a tls:// scheduler")
+    c.add_argument("--tls-key", metavar="FILE", default=None,
+                   help="private key of --tls-cert (omit when the certificate file holds it)")
     c.add_argument("--dashboard-address", metavar="ADDRESS", default=None,
                    help=f"embedded cluster: where to serve the dashboard (default "
                         f"{config.get('runtime.dashboard-address')}: this machine, a free port; "
@@ -110,6 +116,10 @@ def check_cluster_options(args) -> None:
         from taskbfs.runtime.cluster import _check_address
 
         _check_address(args.scheduler)
+        if any((args.tls_ca_file, args.tls_cert, args.tls_key)) and \
+                not args.scheduler.startswith("tls://"):
+            raise InvalidParameterError("--tls-ca-file, --tls-cert and --tls-key are for a "
+                                        f"tls:// scheduler, not {args.scheduler!r}")
         if args.dashboard_address is not None:
             raise InvalidParameterError(
                 "--dashboard-address is for the embedded cluster; a scheduler started "
@@ -121,11 +131,26 @@ def open_runtime(args):
     import taskbfs as tb
 
     if args.scheduler is not None:
-        return tb.Runtime(args.scheduler)
+        return tb.Runtime(args.scheduler, security=_security(args))
     address = args.dashboard_address
     if address is None:
         return tb.Runtime(None)  # the setting taskbfs.runtime.dashboard-address
     return tb.Runtime(None, dashboard_address=None if address.lower() == "none" else address)
+
+
+def _security(args):
+    """A ``distributed.Security`` from the ``--tls-*`` options (None when none is given)."""
+    files = {"--tls-ca-file": args.tls_ca_file, "--tls-cert": args.tls_cert,
+             "--tls-key": args.tls_key}
+    if not any(files.values()):
+        return None
+    for option, path in files.items():
+        if path is not None and not os.path.isfile(path):
+            raise InvalidParameterError(f"{option} {path}: no such file")
+    from distributed.security import Security
+
+    return Security(tls_ca_file=args.tls_ca_file, tls_client_cert=args.tls_cert,
+                    tls_client_key=args.tls_key, require_encryption=True)
 
 
 def describe_cluster(rt) -> str:

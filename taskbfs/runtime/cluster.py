@@ -89,6 +89,10 @@ class Runtime:
         Embedded default only: CPU worker threads (default: all cores).
     gpus : int, optional
         Embedded default only: GPU workers (default: :func:`detect_gpus`).
+    security : distributed.Security, optional
+        How to reach a ``tls://`` scheduler address (CA file, client certificate and
+        key); default: what Dask's ``distributed.comm.tls`` settings say. A ``tls://``
+        address without them raises :class:`InvalidParameterError`.
     dashboard_address : str or None
         Embedded default only: where to serve the dashboard; ``"default"``: the setting
         ``taskbfs.runtime.dashboard-address`` (``"127.0.0.1:0"``: this machine only, a
@@ -108,7 +112,7 @@ class Runtime:
     """
 
     def __init__(self, address_or_client=None, *, threads: int | None = None, gpus: int | None = None,
-                 dashboard_address: str | None = "default"):
+                 dashboard_address: str | None = "default", security=None):
         self._owned_cluster = None
         self._dashboard_link: str | None = None
         self._owned_client = None
@@ -128,7 +132,7 @@ class Runtime:
         elif isinstance(address_or_client, Client):
             self.client = address_or_client
         elif isinstance(address_or_client, (str, Cluster)) or _is_cluster_like(address_or_client):
-            self.client = self._owned_client = _connect(address_or_client)
+            self.client = self._owned_client = _connect(address_or_client, security)
         else:
             raise InvalidParameterError(
                 "runtime must be a scheduler address, a distributed.Client, a Cluster (an "
@@ -399,16 +403,44 @@ def _is_cluster_like(obj) -> bool:
     return isinstance(getattr(obj, "scheduler_address", None), str)
 
 
-def _connect(target) -> Client:
-    """A Client of our own to a scheduler address, a Cluster, or a cluster-like object."""
+def _connect(target, security=None) -> Client:
+    """A Client of our own to a scheduler address, a Cluster, or a cluster-like object
+    (over TLS with ``security``, a ``distributed.Security``)."""
     if not isinstance(target, Cluster):
         target = target if isinstance(target, str) else target.scheduler_address
         _check_address(target)
+        security = _check_security(target, security)
+    kwargs = {} if security is None else {"security": security}
     try:
-        return Client(target, set_as_default=False, timeout=config.get("runtime.connect-timeout"))
+        return Client(target, set_as_default=False, timeout=config.get("runtime.connect-timeout"),
+                      **kwargs)
     except (OSError, TimeoutError) as exc:
         where = target if isinstance(target, str) else getattr(target, "scheduler_address", target)
         raise TaskBFSError(f"cannot reach a Dask scheduler at {where!r}: {exc}") from None
+
+
+def _check_security(address: str, security):
+    """The ``distributed.Security`` to reach ``address`` with: the one given, or for a
+    ``tls://`` address the one Dask's settings describe (``distributed.comm.tls.*``);
+    :class:`InvalidParameterError` when TLS is asked without a CA file, certificate and
+    key (distributed would fail with a raw TypeError, or wait out its timeout)."""
+    from distributed.security import Security
+
+    if security is not None and not isinstance(security, Security):
+        raise InvalidParameterError(f"security must be a distributed.Security, got "
+                                    f"{type(security).__name__}")
+    if not address.startswith("tls://"):
+        return security
+    security = Security() if security is None else security
+    missing = [name for name in ("tls_ca_file", "tls_client_cert")
+               if not getattr(security, name, None)]
+    if missing:
+        raise InvalidParameterError(
+            f"the scheduler {address!r} speaks TLS: give its CA and a client certificate and "
+            f"key (Runtime(address, security=distributed.Security(tls_ca_file=..., "
+            f"tls_client_cert=..., tls_client_key=..., require_encryption=True)), or taskbfs "
+            f"run --tls-ca-file --tls-cert --tls-key); missing: {', '.join(missing)}")
+    return security
 
 
 async def claim_dask_cuda_gpu(dask_worker=None) -> bool:
