@@ -4,9 +4,12 @@ Runs ``--searches`` BFS calls of one small graph (after ``--warm`` calls that ar
 counted) and prints the resident memory before and after, per search, of this process
 (the embedded runtime: client, scheduler and worker in one process) or, with
 ``--external``, of a ``dask scheduler`` and a ``dask worker`` process started here on
-127.0.0.1, and how many event topics the scheduler keeps.
+127.0.0.1, and how many event topics the scheduler keeps. ``--tracemalloc N`` (embedded)
+also traces Python allocations over the counted searches and prints the N source lines
+whose live memory grew most (where the growth per search goes).
 
     PYTHONPATH=$PWD python benchmarks/soak.py --searches 500 [--external] [--every 500]
+    PYTHONPATH=$PWD python benchmarks/soak.py --searches 1000 --tracemalloc 15
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import psutil
@@ -55,6 +59,8 @@ def main() -> None:
     p.add_argument("--scale", type=int, default=10)
     p.add_argument("--external", action="store_true")
     p.add_argument("--every", type=int, default=0, help="also print RSS every this many searches")
+    p.add_argument("--tracemalloc", type=int, default=0, metavar="N",
+                   help="print the N source lines whose traced memory grew most")
     args = p.parse_args()
     graph = tb.kronecker(args.scale, seed=1)
     procs = []
@@ -75,6 +81,9 @@ def main() -> None:
             gc.collect()
             before = {k: w.memory_info().rss for k, w in watched.items()}
             topics_before = rt.client.run_on_scheduler(_topics)
+            if args.tracemalloc:
+                tracemalloc.start(8)
+                first = tracemalloc.take_snapshot()
             t0 = time.perf_counter()
             for i in range(args.searches):
                 tb.bfs(graph, 1 + i % 7, runtime=rt)
@@ -87,6 +96,9 @@ def main() -> None:
             time.sleep(1)
             after = {k: w.memory_info().rss for k, w in watched.items()}
             topics_after = rt.client.run_on_scheduler(_topics)
+            if args.tracemalloc:
+                _print_growth(first, tracemalloc.take_snapshot(), args.tracemalloc,
+                              args.searches)
         finally:
             rt.close()
             for proc in procs[::-1]:
@@ -99,6 +111,19 @@ def main() -> None:
         grow = after[k] - before[k]
         print(f"  {k:9s} RSS {before[k] / 2**20:7.1f} -> {after[k] / 2**20:7.1f} MiB "
               f"({grow / 2**10 / args.searches:+.1f} KiB per search)")
+
+
+def _print_growth(first, last, top: int, searches: int) -> None:
+    """The ``top`` source lines (with the caller chain's innermost taskbfs or distributed
+    frame) whose live traced memory grew most between two snapshots."""
+    ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
+    stats = last.filter_traces(ignore).compare_to(first.filter_traces(ignore), "traceback")
+    print(f"traced growth: {sum(s.size_diff for s in stats) / 2**10 / searches:+.2f} KiB "
+          f"per search; the largest:")
+    for stat in stats[:top]:
+        frames = [f"{Path(f.filename).name}:{f.lineno}" for f in stat.traceback[:4]]
+        print(f"  {stat.size_diff / 2**10:+9.1f} KiB {stat.count_diff:+7d} blocks  "
+              f"{' < '.join(frames)}")
 
 
 if __name__ == "__main__":
