@@ -49,6 +49,7 @@ TESTED_ELSEWHERE = {
     "runtime.worker-warm-up": "test_runtime_warmup.py",
     "max-tasks": "test_faults.py",
     "search.timeout": "test_faults.py",
+    "search.retries-on-worker-loss": "test_faults.py",
     "runtime.host": "test_faults.py",
 }
 
