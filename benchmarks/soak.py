@@ -114,14 +114,15 @@ def main() -> None:
 
 
 def _print_growth(first, last, top: int, searches: int) -> None:
-    """The ``top`` source lines (with the caller chain's innermost taskbfs or distributed
-    frame) whose live traced memory grew most between two snapshots."""
+    """The ``top`` allocation sites (their 8 innermost frames, innermost first, each
+    ``file:line < its caller``) whose live traced memory grew most between two snapshots."""
     ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
     stats = last.filter_traces(ignore).compare_to(first.filter_traces(ignore), "traceback")
     print(f"traced growth: {sum(s.size_diff for s in stats) / 2**10 / searches:+.2f} KiB "
           f"per search; the largest:")
     for stat in stats[:top]:
-        frames = [f"{Path(f.filename).name}:{f.lineno}" for f in stat.traceback[:4]]
+        # innermost frame first (a Traceback lists the oldest first)
+        frames = [f"{Path(f.filename).name}:{f.lineno}" for f in stat.traceback[::-1]]
         print(f"  {stat.size_diff / 2**10:+9.1f} KiB {stat.count_diff:+7d} blocks  "
               f"{' < '.join(frames)}")
 
