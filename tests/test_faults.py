@@ -254,12 +254,13 @@ def test_trace_says_which_steps_lost_their_record(runtime, monkeypatch):
     the reader is warned, instead of a shorter trace."""
     graph = tb.kronecker(9, seed=2)
     full = tb.bfs(graph, 1, tasks=3, runtime=runtime, dispatch="tasks").trace
-    records = Program.records
+    finished = Program.finished
 
     def without_task_1(self, timeout=None):
-        return [r for r in records(self, timeout) if r.get("task") != 1]
+        records, placements = finished(self, timeout)
+        return [r for r in records if r.get("task") != 1], placements
 
-    monkeypatch.setattr(Program, "records", without_task_1)
+    monkeypatch.setattr(Program, "finished", without_task_1)
     result = tb.bfs(graph, 1, tasks=3, runtime=runtime, dispatch="tasks")
     with pytest.warns(RuntimeWarning, match=r"no record of \d+ of \d+ steps"):
         trace = result.trace
