@@ -6,12 +6,17 @@
 #   deploy/start-local-cluster.sh [start]   start; prints the scheduler address
 #   deploy/start-local-cluster.sh stop      stop what `start` started (by saved pids)
 #   deploy/start-local-cluster.sh status    say what is running
+#   deploy/start-local-cluster.sh address   print the running cluster's scheduler address
 #
-# The address is written to $TASKBFS_CLUSTER_DIR/scheduler-address; use it with
+# It runs from any shell and any directory: the interpreter is found (see PYTHON below) and
+# the state lives in one fixed place. The address is written to
+# $TASKBFS_CLUSTER_DIR/scheduler-address; use it with
+#   taskbfs run --scheduler "$(deploy/start-local-cluster.sh address)" ...
 #   taskbfs.Runtime(open(".../scheduler-address").read().strip())
 #
 # Settings (environment variables):
-#   TASKBFS_CLUSTER_DIR  state directory: address, pids, logs (default ./taskbfs-cluster)
+#   TASKBFS_CLUSTER_DIR  state directory: address, pids, logs (default
+#                        ${XDG_STATE_HOME:-~/.local/state}/taskbfs/cluster)
 #   TASKBFS_HOST         interface every process listens on: scheduler, workers, nannies,
 #                        dashboards (default 127.0.0.1: this machine only; the dashboards
 #                        are unauthenticated). 0.0.0.0 or an interface's address opens
@@ -25,11 +30,12 @@
 #                        because each GPU worker's thread keeps a core busy driving its GPU)
 #   TASKBFS_WORKER_ARGS  extra arguments for every `dask worker` (e.g. "--no-nanny")
 #   TASKBFS_START_TIMEOUT  seconds to wait for the scheduler and the workers (default 60)
-#   PYTHON               interpreter with taskbfs installed (default python3)
+#   PYTHON               interpreter with taskbfs installed (default: the first that
+#                        imports taskbfs of: the one running the `taskbfs` command on
+#                        PATH, the .venv of the checkout holding this script, python3)
 set -euo pipefail
 
-PYTHON=${PYTHON:-python3}
-DIR=${TASKBFS_CLUSTER_DIR:-./taskbfs-cluster}
+DIR=${TASKBFS_CLUSTER_DIR:-${XDG_STATE_HOME:-${HOME:?set HOME or TASKBFS_CLUSTER_DIR}/.local/state}/taskbfs/cluster}
 HOST=${TASKBFS_HOST:-127.0.0.1}
 PORT=${TASKBFS_PORT:-8786}
 DASHBOARD=${TASKBFS_DASHBOARD:-$HOST:8787}
@@ -38,6 +44,26 @@ WORKER_ARGS=${TASKBFS_WORKER_ARGS:-}
 START_TIMEOUT=${TASKBFS_START_TIMEOUT:-60}
 
 die() { echo "start-local-cluster: $*" >&2; exit 1; }
+
+# the interpreter of the `taskbfs` console script on PATH (its #! line), if any
+taskbfs_interpreter() {
+    local script line
+    script=$(command -v taskbfs 2>/dev/null) || return 0
+    IFS= read -r line <"$script" || return 0
+    if [[ "$line" == '#!/'* && "$line" != *' '* ]]; then echo "${line#\#!}"; fi
+}
+
+# $PYTHON if set, else the first candidate interpreter that imports taskbfs
+find_python() {
+    if [[ -n "${PYTHON:-}" ]]; then echo "$PYTHON"; return; fi
+    local here candidate
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    for candidate in "$(taskbfs_interpreter)" "$here/../.venv/bin/python" python3; do
+        [[ -n "$candidate" ]] || continue
+        if "$candidate" -c "import taskbfs" >/dev/null 2>&1; then echo "$candidate"; return; fi
+    done
+    echo python3  # start() says that it cannot import taskbfs
+}
 
 alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -55,6 +81,7 @@ count_gpus() {
 }
 
 start() {
+    PYTHON=$(find_python)
     mkdir -p "$DIR"
     alive "$DIR/scheduler.pid" && die "already running (scheduler pid $(cat "$DIR/scheduler.pid")); run '$0 stop' first"
     "$PYTHON" -c "import taskbfs" 2>/dev/null \
@@ -152,6 +179,8 @@ case "${1:-start}" in
     start) start ;;
     stop) stop ;;
     status) status ;;
+    address) [[ -s "$DIR/scheduler-address" ]] || die "not running (no $DIR/scheduler-address)"
+             cat "$DIR/scheduler-address" ;;
     -h|--help|help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" ;;
-    *) die "unknown command '$1' (start, stop, status)" ;;
+    *) die "unknown command '$1' (start, stop, status, address)" ;;
 esac

@@ -27,9 +27,12 @@ Contents
 Examples
 --------
 >>> import taskbfs as tb
->>> g = tb.kronecker(scale=10, seed=1)                      # doctest: +SKIP
->>> r = tb.bfs(g, 0, tasks=8)                               # doctest: +SKIP
->>> tb.validate(g, 0, r.parents)                            # doctest: +SKIP
+>>> g = tb.kronecker(scale=8, edgefactor=8, seed=1)
+>>> hub = int(g.degrees().argmax())
+>>> r = tb.bfs(g, hub, tasks=2)             # on the embedded default cluster
+>>> levels = tb.validate(g, hub, r.parents)  # raises tb.ValidationError if a rule fails
+>>> bool((levels == r.distances).all()), int(r.distances.max())
+(True, 3)
 """
 
 from __future__ import annotations

@@ -34,10 +34,17 @@ Examples
 --------
 >>> import taskbfs as tb
 >>> from taskbfs import trace
->>> r = tb.bfs(tb.kronecker(10, seed=1), 0, tasks=4)          # doctest: +SKIP
->>> trace.level_table(r)[["level", "frontier_size", "devices"]]  # doctest: +SKIP
->>> trace.plot_timeline(r)                                      # doctest: +SKIP
->>> trace.to_paraver(r, "bfs")   # bfs.prv, bfs.pcf, bfs.row     # doctest: +SKIP
+>>> r = tb.bfs(tb.Graph.from_edges([0, 1, 1], [1, 2, 3]), 0, tasks=2)
+>>> trace.level_table(r)[["level", "frontier_size", "devices"]]
+   level  frontier_size devices
+0      0              1     CPU
+1      1              1     CPU
+2      2              2       -
+>>> ax = trace.plot_timeline(r)
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as folder:
+...     [path.name for path in trace.to_paraver(r, f"{folder}/bfs")]
+['bfs.prv', 'bfs.pcf', 'bfs.row']
 """
 
 from __future__ import annotations
@@ -113,11 +120,12 @@ def task_table(result) -> pd.DataFrame:
     --------
     >>> import taskbfs as tb
     >>> from taskbfs.trace import task_table
-    >>> r = tb.bfs(tb.Graph.from_edges([0, 1], [1, 2]), 0, tasks=2)   # doctest: +SKIP
-    >>> task_table(r)[["level", "task", "size", "processor"]]         # doctest: +SKIP
+    >>> r = tb.bfs(tb.Graph.from_edges([0, 1], [1, 2]), 0, tasks=2)
+    >>> task_table(r)[["level", "task", "size", "processor"]]
        level  task  size processor
     0      0     0     1       CPU
-    1      1     0     1       CPU
+    1      0     1     1       CPU
+    2      1     1     1       CPU
     """
     trace = result.trace
     df = trace.copy()
@@ -165,11 +173,12 @@ def level_table(result) -> pd.DataFrame:
     --------
     >>> import taskbfs as tb
     >>> from taskbfs.trace import level_table
-    >>> r = tb.bfs(tb.Graph.from_edges([0, 1], [1, 2]), 0, tasks=2)   # doctest: +SKIP
-    >>> level_table(r)[["level", "frontier_size", "discovered", "devices"]]  # doctest: +SKIP
+    >>> r = tb.bfs(tb.Graph.from_edges([0, 1], [1, 2]), 0, tasks=2)
+    >>> level_table(r)[["level", "frontier_size", "discovered", "devices"]]
        level  frontier_size  discovered devices
     0      0              1           1     CPU
     1      1              1           1     CPU
+    2      2              1           0       -
     """
     levels = result.levels.copy()
     if not len(levels):
@@ -313,9 +322,12 @@ def plot_timeline(result, ax=None, legend: bool = True):
 
     Examples
     --------
+    >>> import taskbfs as tb
     >>> from taskbfs.trace import plot_timeline
-    >>> ax = plot_timeline(r)            # doctest: +SKIP
-    >>> ax.figure.savefig("timeline.png")  # doctest: +SKIP
+    >>> r = tb.bfs(tb.Graph.from_edges([0, 1], [1, 2]), 0, tasks=2)
+    >>> ax = plot_timeline(r)              # then e.g. ax.figure.savefig("timeline.png")
+    >>> ax.get_xlabel()
+    'seconds since the search started'
     """
     plt = _pyplot("plot_timeline")
     from matplotlib.patches import Patch
@@ -353,8 +365,12 @@ def plot_frontier(result, ax=None, log: bool = True):
 
     Examples
     --------
+    >>> import taskbfs as tb
     >>> from taskbfs.trace import plot_frontier
-    >>> plot_frontier(r)    # doctest: +SKIP
+    >>> r = tb.bfs(tb.Graph.from_edges([0, 1], [1, 2]), 0, tasks=2)
+    >>> ax = plot_frontier(r)
+    >>> ax.get_xlabel()
+    'BFS level (shaded: bottom-up)'
     """
     plt = _pyplot("plot_frontier")
     levels = level_table(result)

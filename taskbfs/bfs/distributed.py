@@ -87,10 +87,12 @@ class DistributedGraph:
     Examples
     --------
     >>> import taskbfs as tb
-    >>> with tb.Runtime() as rt:                                    # doctest: +SKIP
-    ...     g = tb.kronecker(16, runtime=rt)
+    >>> with tb.Runtime() as rt:
+    ...     g = tb.kronecker(8, runtime=rt)          # generated on the workers
     ...     r = tb.bfs(g, 0, runtime=rt)
-    ...     tb.validate(g, 0, r.parents, levels=r.distances)
+    ...     _ = tb.validate(g, 0, r.parents, levels=r.distances)
+    ...     g.num_vertices
+    256
     """
 
     def __init__(self, runtime, ranges: Partition, slices: list, num_arcs: int, directed: bool,

@@ -139,8 +139,11 @@ class BFSResult:
 
         Examples
         --------
-        >>> d, p = r.to_dask()                                  # doctest: +SKIP
-        >>> int((d >= 0).sum().compute())                       # doctest: +SKIP
+        >>> import taskbfs as tb
+        >>> r = tb.bfs(tb.Graph.from_edges([0, 1, 3], [1, 2, 4]), 0, tasks=2)
+        >>> d, p = r.to_dask()
+        >>> int((d >= 0).sum().compute())                    # vertices reached
+        3
         """
         import dask.array as da
 

@@ -96,10 +96,10 @@ class Program:
     Examples
     --------
     >>> from taskbfs.runtime import Runtime, Program, Task
-    >>> with Runtime() as rt:                                  # doctest: +SKIP
+    >>> with Runtime() as rt:
     ...     p = Program(rt)
-    ...     p.put("x", 2)
-    ...     p.submit(Task("double", smp=lambda v: 2 * v), ins=["x"], outs=["y"])
+    ...     _ = p.put("x", 2)
+    ...     _ = p.submit(Task("double", smp=lambda v: 2 * v), ins=["x"], outs=["y"])
     ...     p.get("y")
     4
     """
