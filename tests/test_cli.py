@@ -93,7 +93,7 @@ def test_gpu_strategy_on_a_cluster_without_gpu_exits_2(capsys):
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, resources={"CPU": 1},
-                      dashboard_address=":0") as cluster:
+                      dashboard_address="127.0.0.1:0") as cluster:
         status, _, err = run(capsys, "run", "--scale", "6", "--strategy", "gpu",
                              "--scheduler", cluster.scheduler_address)
     assert status == 2

@@ -106,7 +106,7 @@ def embedded():
 @pytest.fixture(scope="module")
 def processes():
     """Two worker processes, one thread each, no declared resources (a plain Dask cluster)."""
-    with LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=":0",
+    with LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0",
                       silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
         with Runtime(client) as rt:
             yield rt

@@ -135,7 +135,7 @@ def test_function_policy_keeps_the_rules_every_policy_must():
 def cluster():
     """A LocalCluster on 127.0.0.1 (TCP): a CPU=2 worker and a fake GPU=1 worker."""
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, host="127.0.0.1",
-                      protocol="tcp://", resources={"CPU": 2}, dashboard_address=":0",
+                      protocol="tcp://", resources={"CPU": 2}, dashboard_address="127.0.0.1:0",
                       scheduler_kwargs={"dashboard": False}, memory_limit=0,
                       silence_logs=logging.WARNING) as cl:
         cl.worker_spec["gpu"] = {"cls": Worker, "options": {
@@ -228,7 +228,7 @@ def test_a_user_policy_must_be_picklable_and_may_need_a_gpu(client):
         with pytest.raises(InvalidParameterError, match="must be picklable"):
             Program(rt, Unpicklable())
         Program(rt, GpuOnly()).close()  # the cluster has a GPU worker
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0",
                       scheduler_kwargs={"dashboard": False}, silence_logs=logging.WARNING) as cl, \
             Client(cl, set_as_default=False) as c, Runtime(c) as rt:
         with pytest.raises(DeviceUnavailableError, match="placement policy 'even-on-gpu'"):

@@ -51,7 +51,7 @@ def addresses(hetero):
 @pytest.fixture(scope="module")
 def plain():
     """A plain Dask cluster: its worker declares no resources at all."""
-    with LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0",
+    with LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address="127.0.0.1:0",
                       silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
         with Runtime(client) as rt:
             yield rt

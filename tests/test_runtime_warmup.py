@@ -25,7 +25,7 @@ def test_every_worker_runs_the_warm_ups_when_a_runtime_starts(setting, monkeypat
     setting("runtime.worker-warm-up", (f"{__name__}:record", "no.such.module:f"))
     CALLS.clear()
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=":0", resources={"CPU": 1}) as cluster:
+                      dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster:
         with tb.Runtime(cluster.scheduler_address) as rt:  # the bad name is logged, not raised
             assert sorted(CALLS) == sorted(rt.client.scheduler_info()["workers"])
 
