@@ -219,6 +219,17 @@ def test_fixed_binds_the_first_tasks_to_the_gpu(runtime):
     _check_devices(r, _gpu_worker(runtime), r.trace["task"].to_numpy() < 2)
 
 
+@needs_gpu
+def test_fixed_with_small_levels_on_its_cpu_tasks_ends(runtime):
+    """A small top-down level whose frontier lies in a CPU task of the fixed policy runs in
+    the compiled loop while a GPU task has no vertex (the loop stopped at once there and the
+    search went round forever)."""
+    g = tb.Graph.from_edges(np.r_[np.arange(19), [0] * 5], np.r_[np.arange(1, 20), 5, 7, 9, 11, 13])
+    r = tb.bfs(g, 0, tasks=3, strategy="fixed", gpu_share=0.3, runtime=runtime, timeout=120)
+    _check(g, 0, r)
+    assert set(r.trace.loc[r.trace["task"] == 0, "device"]) == {"cuda"}
+
+
 # --------------------------------------------------------------------------- the cache alone
 def _slices(g, bounds, token):
     out = []

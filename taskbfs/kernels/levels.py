@@ -100,8 +100,8 @@ def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, front
             return 0
         if state[2] > max_edges:
             return 1
-        for t in range(num_tasks):
-            if offsets[t + 1] - offsets[t] > cpu_max[t]:
+        for t in range(num_tasks):  # a step with work that the policy puts on the GPU
+            if offsets[t + 1] > offsets[t] and offsets[t + 1] - offsets[t] > cpu_max[t]:
                 return 1
         nsteps = limits[1]
         if (limits[0] >= level_stats.shape[0]
