@@ -646,7 +646,6 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
 def _into_host(device_array, n: int) -> np.ndarray:
     """``device_array[:n]`` copied into a new host array of its dtype (see
     :func:`~taskbfs.bfs.pinned.copy_out`)."""
-    from taskbfs.bfs.state import _threads, pool
     from taskbfs.bfs.pinned import copy_out
 
     return copy_out(device_array, n, device_array.dtype)
