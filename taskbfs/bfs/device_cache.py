@@ -350,9 +350,13 @@ def upload_slices(num_vertices: int, num_tasks: int, *parts) -> dict:
     the graph is placed, :func:`~taskbfs.bfs.placement.upload_to_gpus`), with the step's
     output buffers, and for one task the device levels' buffers too: what the first
     search would otherwise pay. Slices beyond the budget are left for the steps to
-    upload. Returns the cache's :meth:`~DeviceCache.stats`."""
+    upload. Returns the cache's :meth:`~DeviceCache.stats`, or None on a worker that
+    advertises a GPU without a usable one (its steps would say so, if it runs any)."""
     from taskbfs.kernels.bitmap import words_for
+    from taskbfs.kernels.gpu import gpu_available
 
+    if not gpu_available():
+        return None
     cache = device_cache()
     bits = 64 * words_for(num_vertices)
     with cache.lock:
