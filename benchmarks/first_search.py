@@ -36,8 +36,10 @@ def child(scale: int, strategy: str, repeats: int) -> dict:
         from taskbfs.bfs.core import default_tasks
         from taskbfs.bfs.placement import place_graph
 
+        # as tb.bfs places it: with a policy that may use the GPU, the slices go to the
+        # GPU workers' device memory now
         place_graph(runtime, graph, default_tasks(runtime, strategy), tb.config.get("balance"),
-                    need_transpose=True)
+                    need_transpose=True, to_gpu=strategy != "cpu" and runtime.has_gpu)
         walls = []
         for i, key in enumerate(keys):
             print(f"=== search {i}", flush=True)  # numba's cache messages fall between these

@@ -150,12 +150,24 @@ results["bandwidth_Bps"] = bandwidth
 config = gpu.launch_config()
 print(config)
 t0 = time.perf_counter()
-part = gpu.DevicePartition.from_host(indptr, indices, 0, n, n, config)
+d_indptr = cuda.to_device(np.ascontiguousarray(indptr, dtype=np.int64))
+d_indices = cuda.to_device(indices)
 cuda.synchronize()
 up_s = time.perf_counter() - t0
-print(f"partition upload: {part.h2d_bytes / 1e6:.0f} MB in {up_s:.3f} s "
-      f"({part.h2d_bytes / up_s / 1e9:.1f} GB/s host->device)")
-results["upload_GBps"] = part.h2d_bytes / up_s / 1e9
+up_bytes = d_indptr.nbytes + d_indices.nbytes
+print(f"partition upload: {up_bytes / 1e6:.0f} MB in {up_s:.3f} s "
+      f"({up_bytes / up_s / 1e9:.1f} GB/s host->device)")
+results["upload_GBps"] = up_bytes / up_s / 1e9
+_scratch = {}
+
+
+def workspace(name, size, dtype):
+    """Scratch buffers by name, grown on demand (what the device-data service's scratch
+    gives a GPU worker; the service needs dask, which this image lacks)."""
+    buf = _scratch.get(name)
+    if buf is None or buf.size < size or buf.dtype != np.dtype(dtype):
+        buf = _scratch[name] = cuda.device_array(max(int(size), 1), dtype=dtype)
+    return buf
 
 
 def same_vertices(gv, cv):
@@ -177,8 +189,7 @@ def report(kind, label, edges, found, g_s, c_s, bound_s, ok, extra=""):
 
 
 # ---------------------------------------------------------------- top-down
-d_indptr, d_indices = part.indptr, part.indices
-mask = part.mask_bits()
+mask = gpu.zeroed(workspace, "mask", (n + 63) // 64, np.uint64, config)
 for label, fraction in (("frontier 1/256", 1 / 256), ("frontier 1/16", 1 / 16), ("frontier 1/2", 1 / 2)):
     chosen = rng.random(n) < fraction
     chosen[np.argmax(deg)] = True  # the biggest hub is in every frontier
@@ -191,7 +202,7 @@ for label, fraction in (("frontier 1/256", 1 / 256), ("frontier 1/16", 1 / 16), 
 
     def gpu_step(cfg=config, mask=mask):
         return gpu.gpu_top_down_step(d_indptr, d_indices, 0, d_frontier, d_visited, out_v, out_u,
-                                     mask_bits=mask, config=cfg, workspace=part.buffer,
+                                     mask_bits=mask, config=cfg, workspace=workspace,
                                      total_edges=total)
 
     found, edges = gpu_step()
@@ -215,21 +226,15 @@ for label, fraction in (("frontier 1/256", 1 / 256), ("frontier 1/16", 1 / 16), 
         big_u = cuda.device_array(total, dtype=np.int64)
         nodedupe = lambda: gpu.gpu_top_down_step(d_indptr, d_indices, 0, d_frontier, d_visited,  # noqa: E731
                                                  big_v, big_u, dedupe=False, config=config,
-                                                 workspace=part.buffer, total_edges=total)
+                                                 workspace=workspace, total_edges=total)
         found_nd, _ = nodedupe()
         v_s, _, _ = median_seconds(nodedupe, REPS, True)
         report("td-tune", "dedupe=False", edges, found_nd, v_s, None,
                (4 * total + 16 * found_nd) / bandwidth, found_nd == c_found)
         del big_v, big_u
-    if label == "frontier 1/16":
-        t0 = time.perf_counter()
-        vs, ps, e2, stats = gpu.run_top_down(part, frontier, visited)
-        wall = time.perf_counter() - t0
-        print(f"run_top_down (host wrapper, transfers included): {wall * 1e3:.2f} ms, {stats}")
-        results["run_top_down"] = dict(stats, wall_s=wall)
 
 # ---------------------------------------------------------------- bottom-up
-deferred = part.buffer("deferred", n, np.int64)
+deferred = workspace("deferred", n, np.int64)
 for label, visited_p, frontier_p in (("visited 30% frontier 10%", 0.30, 0.10),
                                       ("visited 90% frontier 5%", 0.90, 0.05)):
     is_visited = rng.random(n) < visited_p
@@ -242,7 +247,7 @@ for label, visited_p, frontier_p in (("visited 30% frontier 10%", 0.30, 0.10),
 
     def gpu_step(cfg=config):
         return gpu.gpu_bottom_up_step(d_indptr, d_indices, 0, n, d_visited, d_fbits, out_v, out_u,
-                                      config=cfg, workspace=part.buffer)
+                                      config=cfg, workspace=workspace)
 
     found, edges = gpu_step()
     g_s, g_min, g_max = median_seconds(gpu_step, REPS, True)

@@ -157,14 +157,44 @@ def test_device_cache_reuses_slices_across_levels_and_calls(runtime):
     after = _gpu_cache_stats(runtime)
     _check(g, 0, first)
     _check(g, 0, second)
-    assert middle["misses"] - before["misses"] == 2  # one upload per slice, at first use
+    # one upload per slice datum (offsets, neighbours), when the first call placed the graph
+    assert middle["misses"] - before["misses"] == 4
+    assert middle["bytes_up"] - before["bytes_up"] >= sum(a.nbytes for a in (g.indptr, g.indices))
     assert after["misses"] == middle["misses"]  # the second call uploads no slice
-    assert after["hits"] - middle["hits"] == len(second.trace)
+    assert after["hits"] - middle["hits"] == 2 * len(second.trace)  # two data per step
     # Per level only the visited bitmap (2 words) and the task's frontier (one vertex) go up.
-    assert (second.trace["h2d_bytes"] <= 2 * 8 + 8).all()
-    slice_bytes = sum(arr.nbytes for arr in (g.indptr, g.indices))
-    assert first.trace["h2d_bytes"].sum() > second.trace["h2d_bytes"].sum()
-    assert first.trace["h2d_bytes"].sum() >= slice_bytes - 8  # both slices went up once
+    for r in (first, second):
+        assert (r.trace["h2d_bytes"] <= 2 * 8 + 8).all()
+    assert after["bytes_down"] - middle["bytes_down"] == second.trace["d2h_bytes"].sum()
+
+
+@needs_gpu
+@pytest.mark.parametrize("strategy, tasks, dispatch", [
+    ("hybrid", 2, "auto"),
+    ("gpu", 1, "auto"),  # the search as one task: its device levels' buffers made too
+    ("fixed", 3, "tasks"),  # (included, this graph's search never ends, on main too)
+])
+def test_placing_the_graph_uploads_its_slices_not_the_first_search(runtime, strategy, tasks,
+                                                                   dispatch):
+    """A policy that may use the GPU: placing the graph copies its slices to the GPU
+    worker's device memory (the device-data service's counters move then), and the first
+    search uploads none; the CPU strategy places nothing there."""
+    from taskbfs.bfs.placement import place_graph
+
+    g = tb.Graph.from_edges(np.r_[np.arange(19), [0] * 5], np.r_[np.arange(1, 20), 5, 7, 9, 11, 13])
+    slice_bytes = sum(a.nbytes for a in (g.indptr, g.indices))
+    before = _gpu_cache_stats(runtime)
+    tb.bfs(g, 0, tasks=tasks, strategy="cpu", runtime=runtime)
+    assert _gpu_cache_stats(runtime)["misses"] == before["misses"]  # cpu: nothing placed there
+    place_graph(runtime, g, tasks, tb.config.get("balance"), need_transpose=True, to_gpu=True)
+    placed = _gpu_cache_stats(runtime)
+    assert placed["misses"] - before["misses"] == 2 * tasks  # offsets and neighbours per slice
+    assert placed["bytes_up"] - before["bytes_up"] >= slice_bytes - 8 * (tasks - 1)
+    r = tb.bfs(g, 0, tasks=tasks, strategy=strategy, runtime=runtime, dispatch=dispatch)
+    _check(g, 0, r)
+    after = _gpu_cache_stats(runtime)
+    assert after["misses"] == placed["misses"]  # the first search uploaded no slice
+    assert (r.trace["h2d_bytes"] < slice_bytes).all()
 
 
 @needs_gpu
@@ -277,9 +307,11 @@ def test_cache_evicts_least_recently_used_under_its_budget():
         cpu_found += cpu.vertices.tolist()
     # The level's GPU steps share one vertex mask: each vertex is reported once in all.
     assert sorted(gpu_found) == sorted(set(cpu_found))
-    assert cache.misses == 3 and cache.evictions >= 1
+    # two data per slice (offsets, neighbours), each uploaded once, through the service
+    assert cache.data.misses == 6 and cache.data.evictions >= 1
     assert cache.keys()[-1] == ("cache-test", 2, 80, g.num_vertices)
-    assert ("cache-test", 0, 0, 40) not in cache  # the least recently used went first
+    assert ("cache-test", 0, 0, 40) not in cache.keys()  # the least recently used went first
+    assert cache.data.bytes_up >= sum(sizes)
     assert cache.used_bytes <= cache.budget
     # A bottom-up level on the same cache: identical pairs to the CPU twin.
     bu = _frontier(g, bounds, BOTTOM_UP, [1, 50, 100], [1, 50, 100])
@@ -292,7 +324,7 @@ def test_cache_evicts_least_recently_used_under_its_budget():
         assert d.frontier_edges == cpu.frontier_edges
     assert cache.used_bytes <= cache.budget
     cache.clear()
-    assert len(cache) == 0
+    assert len(cache.data) == 0 and cache.keys() == []
 
 
 @needs_gpu

@@ -32,7 +32,7 @@ import pytest
 from gpu_support import run_module_under_simulator
 from scipy.sparse.csgraph import breadth_first_order
 
-from taskbfs.errors import InvalidParameterError, InvalidVertexError
+from taskbfs.errors import InvalidParameterError
 from taskbfs.graph import Graph
 from taskbfs.kernels import cpu
 from taskbfs.kernels.bitmap import bitmap_from_vertices
@@ -198,13 +198,64 @@ def _cases():
     return cases
 
 
+# --------------------------------------------------------------------------- the one tier
+def _service():
+    """The runtime's device-data service over the GPU tier's allocator, as a GPU worker has
+    it: its ``scratch`` is the kernels' workspace."""
+    from taskbfs.kernels.gpu import NumbaAllocator
+    from taskbfs.runtime.device_data import DeviceData
+
+    return DeviceData(NumbaAllocator(), budget=1 << 30)
+
+
+def _up(array, dtype=None):
+    from numba import cuda
+
+    return cuda.to_device(np.ascontiguousarray(array, dtype=dtype))
+
+
+def _top_down(indptr, indices, lo, frontier, visited, config, dedupe=True, data=None):
+    """A top-down step on device arrays (slice, frontier, bitmap copied up; scratch and a
+    zeroed vertex mask from the service): host pairs and the entries read. The mask must be
+    left zeroed (the kernel clears the bits it set)."""
+    from taskbfs.kernels.gpu import gpu_top_down_step, zeroed
+
+    data = data or _service()
+    frontier = np.ascontiguousarray(frontier, dtype=np.int64)
+    total = int((indptr[frontier - lo + 1] - indptr[frontier - lo]).sum())
+    out_v = data.scratch("out_vertices", total, np.int64)
+    out_u = data.scratch("out_parents", total, np.int64)
+    mask = zeroed(data.scratch, "mask", visited.size, np.uint64, config)
+    found, edges = gpu_top_down_step(_up(indptr, np.int64), _up(indices), lo, _up(frontier),
+                                     _up(visited, np.uint64), out_v, out_u, mask_bits=mask,
+                                     dedupe=dedupe, config=config, workspace=data.scratch)
+    assert not mask.copy_to_host().any(), "vertex mask not cleared"
+    if found == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), edges
+    return out_v[:found].copy_to_host(), out_u[:found].copy_to_host(), edges
+
+
+def _bottom_up(indptr, indices, lo, hi, visited, frontier_bits, config, data=None):
+    """A bottom-up step on device arrays, as :func:`_top_down`."""
+    from taskbfs.kernels.gpu import gpu_bottom_up_step
+
+    data = data or _service()
+    out_v = data.scratch("out_vertices", hi - lo, np.int64)
+    out_u = data.scratch("out_parents", hi - lo, np.int64)
+    found, edges = gpu_bottom_up_step(_up(indptr, np.int64), _up(indices), lo, hi,
+                                      _up(visited, np.uint64), _up(frontier_bits, np.uint64),
+                                      out_v, out_u, config=config, workspace=data.scratch)
+    if found == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), edges
+    return out_v[:found].copy_to_host(), out_u[:found].copy_to_host(), edges
+
+
 # --------------------------------------------------------------------------- kernel tests
 @needs_gpu
 @pytest.mark.parametrize(("name", "block_size"), _cases())
 def test_top_down_matches_cpu_and_scipy(name, block_size):
-    from taskbfs.kernels.gpu import DevicePartition, run_top_down
-
     config = _config(block_size)
+    data = _service()
     tasks = GRAPHS[name][2]
     for graph, depth, level, frontier_all, visited, _ in _scenarios(name):
         for lo, hi in _ranges(graph.num_vertices, tasks):
@@ -212,65 +263,56 @@ def test_top_down_matches_cpu_and_scipy(name, block_size):
             if frontier.size == 0:
                 continue
             indptr, indices = _slice(graph, lo, hi)
-            part = DevicePartition.from_host(indptr, indices, lo, hi, graph.num_vertices, config)
             cv, cu, cedges = cpu.run_top_down(indptr, indices, lo, frontier, visited)
             # scipy: next-level vertices reached from this task's frontier.
             reached = {v for u in frontier.tolist() for v in graph.neighbors(u).tolist()}
             expected = {v for v in reached if depth[v] == level + 1}
 
-            gv, gu, gedges, stats = run_top_down(part, frontier, visited, dedupe=False)
+            gv, gu, gedges = _top_down(indptr, indices, lo, frontier, visited, config,
+                                       dedupe=False, data=data)
             assert _pairs(gv, gu) == _pairs(cv, cu)
             assert gedges == cedges == int(graph.degrees()[frontier].sum())
 
-            gv, gu, gedges, stats = run_top_down(part, frontier, visited, dedupe=True)
+            gv, gu, gedges = _top_down(indptr, indices, lo, frontier, visited, config, data=data)
             assert len(set(gv.tolist())) == gv.size, "dedupe reported a vertex twice"
             assert set(gv.tolist()) == set(cv.tolist()) == expected
             _check_parents(graph, gv, gu, set(frontier.tolist()))
             assert gedges == cedges
-            assert stats["h2d_bytes"] == frontier.size * 8 + visited.nbytes
-            assert stats["d2h_bytes"] == 16 * gv.size + 24
-            assert not part.mask_bits().copy_to_host().any(), "vertex mask not cleared"
 
 
 @needs_gpu
 @pytest.mark.parametrize(("name", "block_size"), _cases())
 def test_bottom_up_matches_cpu_and_scipy(name, block_size):
-    from taskbfs.kernels.gpu import DevicePartition, run_bottom_up
-
     config = _config(block_size)
+    data = _service()
     tasks = GRAPHS[name][2]
     for graph, depth, level, _, visited, frontier_bits in _scenarios(name):
         inward = graph.transpose()
         for lo, hi in _ranges(graph.num_vertices, tasks):
             indptr, indices = _slice(inward, lo, hi)
-            part = DevicePartition.from_graph(inward, lo, hi, config)
             cv, cu, cedges = cpu.run_bottom_up(indptr, indices, lo, hi, visited, frontier_bits)
-            gv, gu, gedges, stats = run_bottom_up(part, visited, frontier_bits)
+            gv, gu, gedges = _bottom_up(indptr, indices, lo, hi, visited, frontier_bits, config,
+                                        data=data)
             assert _pairs(gv, gu) == _pairs(cv, cu)  # same first parent as the CPU
             assert gedges == cedges
             own = np.arange(lo, hi)
             assert set(gv.tolist()) == set(own[depth[lo:hi] == level + 1].tolist())
-            assert stats["h2d_bytes"] == 2 * visited.nbytes
-            assert stats["d2h_bytes"] == 16 * gv.size + 24
 
 
 @needs_gpu
 def test_hub_split_across_blocks():
     """A hub of 600 neighbours against 32-thread blocks: top-down tiles and the
     bottom-up block stage must both cover its whole adjacency."""
-    from taskbfs.kernels.gpu import DevicePartition, run_bottom_up, run_top_down
-
     n = 601
     graph = Graph.from_edges(np.zeros(n - 1, dtype=np.int64), np.arange(1, n))
     config = _config(32)
-    part = DevicePartition.from_graph(graph, 0, n, config)
     visited = bitmap_from_vertices([0], n)
-    gv, gu, edges, _ = run_top_down(part, np.array([0]), visited)
+    gv, gu, edges = _top_down(graph.indptr, graph.indices, 0, np.array([0]), visited, config)
     assert sorted(gv.tolist()) == list(range(1, n)) and set(gu.tolist()) == {0}
     assert edges == n - 1
     # Bottom-up from leaf 600 (the hub's last in-neighbour): the hub scans all 600.
-    gv, gu, edges, _ = run_bottom_up(part, bitmap_from_vertices([600], n),
-                                     bitmap_from_vertices([600], n))
+    gv, gu, edges = _bottom_up(graph.indptr, graph.indices, 0, n, bitmap_from_vertices([600], n),
+                               bitmap_from_vertices([600], n), config)
     assert gv.tolist() == [0] and gu.tolist() == [600]
     cv, cu, cedges = cpu.run_bottom_up(graph.indptr, graph.indices, 0, n,
                                        bitmap_from_vertices([600], n),
@@ -317,19 +359,20 @@ def test_device_exclusive_scan(n):
 
 @needs_gpu
 def test_empty_frontier_and_bad_input():
-    from taskbfs.kernels.gpu import DevicePartition, launch_config, run_top_down
+    from taskbfs.kernels.gpu import check_slice, gpu_top_down_step, launch_config
 
     graph = _path(6)
-    part = DevicePartition.from_graph(graph, 2, 4, _config(32))
-    v, u, edges, stats = run_top_down(part, np.array([], dtype=np.int64),
-                                      bitmap_from_vertices([], 6))
-    assert v.size == u.size == edges == 0 and stats["h2d_bytes"] == 0
-    with pytest.raises(InvalidVertexError):
-        run_top_down(part, np.array([5]), bitmap_from_vertices([], 6))
+    indptr, indices = _slice(graph, 2, 4)
+    data = _service()
+    out_v, out_u = data.scratch("v", 4, np.int64), data.scratch("u", 4, np.int64)
+    assert gpu_top_down_step(_up(indptr), _up(indices), 2, _up(np.empty(0, np.int64)),
+                             _up(bitmap_from_vertices([], 6)), out_v, out_u,
+                             config=_config(32)) == (0, 0)
     with pytest.raises(InvalidParameterError):
         launch_config(block_size=48)
-    with pytest.raises(InvalidParameterError):
-        DevicePartition.from_host(np.array([0, 1]), np.array([1]), 0, 3, 6)
+    with pytest.raises(InvalidParameterError, match=r"task range \[0, 3\) with 2 indptr"):
+        check_slice(np.array([0, 1]), 0, 3, 6)
+    check_slice(indptr, 2, 4, 6)
 
 
 @needs_gpu
@@ -346,15 +389,22 @@ def test_launch_config_from_device():
 
 # --------------------------------------------------------------------------- levels on the device
 def _device_levels(graph, block_size):
-    """A :class:`DeviceLevels` over the whole ``graph`` (one task) with fresh buffers."""
-    from taskbfs.kernels.gpu import DevicePartition, _fresh_buffer
+    """A :class:`DeviceLevels` over the whole ``graph`` (one task), its slices and scratch in
+    a device-data service."""
+    from taskbfs.kernels.gpu import DeviceSlice
     from taskbfs.kernels.gpu_levels import DeviceLevels
 
     config = _config(block_size)
-    out = DevicePartition.from_graph(graph, 0, graph.num_vertices, config)
-    inward = DevicePartition.from_graph(graph.transpose(), 0, graph.num_vertices, config) \
-        if graph.directed else out
-    return DeviceLevels(out, inward, graph.num_vertices, config, _fresh_buffer)
+    data = _service()
+    n = graph.num_vertices
+
+    def whole(g, name):
+        indptr = data.fetch((name, "indptr"), g.indptr)[0]
+        return DeviceSlice(0, n, n, indptr, data.fetch((name, "indices"), g.indices)[0], g.indptr)
+
+    out = whole(graph, "out")
+    inward = whole(graph.transpose(), "in") if graph.directed else out
+    return DeviceLevels(out, inward, n, config, data.scratch)
 
 
 @needs_gpu

@@ -38,6 +38,8 @@ TESTED_ELSEWHERE = {
     "search.summary-interval": "test_included.py",
     "search.parallel-accept-min": "test_bfs_state.py",
     "gpu.pinned-pool-bytes": "test_pinned.py",
+    "gpu.device-memory-budget": "test_device_data.py",
+    "gpu.device-memory-fraction": "test_device_data.py",
     "gpu.device-bucket-min": "test_bfs_gpu.py",
     "gpu.result-ranges": "test_bfs_gpu.py",
     "gpu.rmm": "test_gpu_memory.py",
@@ -215,24 +217,6 @@ def test_assembly_settings_set_how_many_tasks_write_the_result(setting):
     setting("search.assembly-min-vertices", 10)
     setting("search.max-assembly-tasks", 100)
     assert assembly_count(35, 16) == 4
-
-
-def test_device_memory_budget_and_fraction(setting, monkeypatch):
-    from taskbfs.bfs import device_cache
-
-    setting("gpu.device-memory-budget", 12345)
-    assert device_cache._default_budget() == 12345
-
-    class Context:
-        def get_memory_info(self):
-            return 1000, 4000
-
-    from numba import cuda
-
-    monkeypatch.setattr(cuda, "current_context", lambda: Context())
-    setting("gpu.device-memory-budget", None)
-    setting("gpu.device-memory-fraction", 0.25)
-    assert device_cache._default_budget() == 250
 
 
 # ---------------------------------------------------------------- batching intervals

@@ -212,7 +212,8 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
 
         _check_memory(rt, graph, num_tasks, balance, direction, clock, resources)
         placed = place_graph(rt, graph, num_tasks, balance, need_transpose=direction != TOP_DOWN,
-                             timeout=clock.left())
+                             timeout=clock.left(),
+                             to_gpu=policy.uses_gpu and resources.get(GPU_RESOURCE, 0) > 0)
         site = (None if dispatch == "tasks"
                 else rt.include_site(placed.futures(), policy, clock.left(), resources))
         program = Program(rt, policy, name="bfs")

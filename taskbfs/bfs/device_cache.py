@@ -4,21 +4,24 @@ Returns
     :func:`run_step_on_gpu` ``(part, frontier)`` → :class:`~taskbfs.bfs.state.Discoveries`,
     like the CPU step, with ``h2d_bytes``, ``d2h_bytes`` (bytes this task moved between host
     and device) and ``kernel_seconds`` (device time of its kernels, CUDA events) filled in.
-    :func:`device_cache` → this worker's :class:`DeviceCache` (hits, misses, evictions).
+    :func:`device_cache` → this worker's :class:`DeviceCache` (its ``stats()``: the
+    service's counters). :func:`upload_slices` runs on a GPU worker when a graph is placed.
 Approach
     As OmpSs does with its device cache (Munguía, Bader & Ayguadé, HiPC 2012, Sec. VI.A:
-    "graph information duplication in the GPU"), a GPU worker copies a task's CSR slice to
-    device memory the first time one of its steps runs there, and keeps it for later levels
-    and later BFS calls on the same graph: the :class:`~taskbfs.kernels.gpu.DevicePartition`
-    lives in the worker's :func:`~taskbfs.runtime.worker.worker_cache`, keyed by
-    ``(graph token + orientation, task, lo, hi)``, least recently used evicted first when
-    the slices would exceed a device-memory budget (``taskbfs.gpu.device-memory-budget``).
+    "graph information duplication in the GPU"), a GPU worker keeps a task's CSR slice in
+    device memory for later levels and later BFS calls on the same graph: the slices live
+    in the worker's device-data service (:mod:`taskbfs.runtime.device_data`, LRU under
+    ``taskbfs.gpu.device-memory-budget``) as two data each, named
+    ``((graph token + orientation, task, lo, hi), "indptr" | "indices")``, copied there when
+    the graph is placed (:func:`upload_slices`) or else by the first step that needs them.
+    The kernels are launched through :mod:`taskbfs.kernels.gpu`; this module keeps the BFS's
+    use of them.
     Per level only the task's frontier vertices (top-down), the visited bitmap and the
     frontier bitmap (bottom-up) go up, and the discovered ``(vertex, parent)`` pairs plus
     three counters come back. The two bitmaps are the same for every task of a level: they
     are uploaded once per level per GPU worker (the first GPU task of the level pays for
     them) and shared. Scratch buffers (outputs, scans, the top-down vertex mask) are one set
-    per worker, grown on demand: a GPU worker runs one task at a time (one thread, as
+    per worker (the service's scratch), grown on demand: a GPU worker runs one task at a time (one thread, as
     dask-cuda does), and a lock makes that explicit.
 Encoding
     Frontier and bitmaps as in :mod:`taskbfs.bfs.state`; outputs int64 pairs. The top-down
@@ -31,9 +34,7 @@ Encoding
 
 from __future__ import annotations
 
-import math
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -44,91 +45,76 @@ from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier
 
 #: Name of the device cache in a worker's :func:`~taskbfs.runtime.worker.worker_cache`.
 CACHE_NAME = "taskbfs.device_cache"
-#: Budget used when the device cannot report its free memory (numba's simulator): 1 GiB.
-SIMULATOR_BUDGET = 1 << 30
 _COUNTER_BYTES = 3 * 8  # the step's counters, read back once per step
 
 _create_lock = threading.Lock()
 
 
 class DeviceCache:
-    """Task slices resident in one GPU's memory, LRU under a byte budget, plus shared scratch.
+    """The BFS's use of a GPU worker's device-data service: task slices, shared scratch,
+    and what one search leaves on the device between its levels.
 
     Parameters
     ----------
     budget : int, optional
-        Device bytes the cached slices and the scratch buffers may take together. Default
-        ``taskbfs.gpu.device-memory-budget``, or when that is None,
-        ``taskbfs.gpu.device-memory-fraction`` of the device's free memory at first use.
+        For a cache of its own (tests, benchmarks): the byte budget of a new
+        :class:`~taskbfs.runtime.device_data.DeviceData`. Ignored when ``data`` is given.
+    data : DeviceData, optional
+        The service to keep slices and scratch in (:func:`device_cache` passes the
+        worker's).
 
     Attributes
     ----------
-    hits, misses, evictions : int
-        Slice look-ups served from device memory, uploads, and slices dropped for room.
+    data : DeviceData
+        The service: its ``stats()`` count slice uploads (two data per slice, offsets and
+        neighbours), hits, evictions and the bytes moved.
     results : int
         Searches whose result was kept on this device (:meth:`search_result`, or the
         GPU levels of :mod:`taskbfs.bfs.device_levels`).
-    uploaded_bytes : int
-        Bytes of slices copied to the device so far.
     """
 
-    def __init__(self, budget: int | None = None):
-        self.lock = threading.RLock()
-        self._entries: OrderedDict = OrderedDict()  # key -> DevicePartition
-        self._budget = budget
-        self._slice_bytes = 0
-        self._buffers: dict = {}
+    def __init__(self, budget: int | None = None, data=None):
+        from taskbfs.kernels.gpu import NumbaAllocator
+        from taskbfs.runtime.device_data import DeviceData
+
+        self.data = data if data is not None else DeviceData(NumbaAllocator(), budget)
+        self.lock = self.data.lock
+        self._slices: dict = {}  # slice key -> DeviceSlice over the service's arrays
         self._level = None  # (frontier object, device visited bits, device frontier bits)
         self._mask_level = None  # the frontier whose top-down discoveries the mask holds
+        self._mask = None  # the mask buffer last zeroed whole
         self._chain: _Chain | None = None  # what the last sole step left for its next level
         self._result = None  # (search, distances, parents): see search_result
         self._levels = None  # ((graph, in-graph), DeviceLevels): see device_levels
         self._config = None
-        self.hits = self.misses = self.evictions = self.results = 0
-        self.uploaded_bytes = 0
+        self.results = 0
 
     # ------------------------------------------------------------------ bookkeeping
     @property
     def budget(self) -> int:
-        """Device bytes the cache may use (fixed at first use)."""
-        if self._budget is None:
-            self._budget = _default_budget()
-        return self._budget
+        """Device bytes the service may use."""
+        return self.data.budget
 
     @property
     def used_bytes(self) -> int:
-        """Device bytes held: cached slices plus scratch buffers."""
-        return self._slice_bytes + sum(b.nbytes for b in self._buffers.values())
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, key) -> bool:
-        return key in self._entries
+        """Device bytes held: slices plus scratch buffers."""
+        return self.data.used_bytes
 
     def keys(self) -> list:
-        """Cached slice keys, least recently used first."""
-        return list(self._entries)
+        """Keys of the slices resident, least recently used first."""
+        return [name[0] for name in self.data.names() if name[1] == "indices"]
 
     def stats(self) -> dict:
-        """Counts and sizes, for tests and benchmarks."""
-        return {"slices": len(self._entries), "hits": self.hits, "misses": self.misses,
-                "evictions": self.evictions, "results": self.results,
-                "uploaded_bytes": self.uploaded_bytes, "used_bytes": self.used_bytes,
-                "budget": self.budget}
+        """The service's counters, the slices resident and the results kept."""
+        return {**self.data.stats(), "slices": len(self.keys()), "results": self.results}
 
     def clear(self) -> None:
-        """Drop every slice and buffer (device memory is released)."""
+        """Drop every slice and buffer (device memory is released) and the search state."""
         with self.lock:
-            self._entries.clear()
-            self._buffers.clear()
-            self._level = None
-            self._mask_level = None
-            self._chain = None
-            self._result = None
-            self._levels = None
-            self._slice_bytes = 0
-            _release_device_memory()
+            self.data.clear()
+            self._slices.clear()
+            self._level = self._mask_level = self._mask = None
+            self._chain = self._result = self._levels = None
 
     def launch_config(self):
         from taskbfs.kernels.gpu import launch_config
@@ -138,89 +124,52 @@ class DeviceCache:
             self._config = launch_config()
         return self._config
 
+    def buffer(self, name: str, size: int, dtype):
+        """A shared device scratch buffer of at least ``size`` entries (grows, never shrinks)."""
+        return self.data.scratch(name, size, dtype)
+
     # ------------------------------------------------------------------ slices
+    @staticmethod
+    def slice_names(part) -> list:
+        """The service's names of ``part``'s device copy: its offsets and its neighbours."""
+        key = (part.token, int(part.task), int(part.lo), int(part.hi))
+        return [(key, "indptr"), (key, "indices")]
+
     def partition(self, part, num_vertices: int):
         """The device copy of ``part`` (a :class:`~taskbfs.bfs.steps.GraphSlice`).
 
         ``num_vertices`` bounds the graph's vertex ids (bitmap lengths).
-        Returns ``(device_partition, uploaded_bytes)``; ``uploaded_bytes`` is 0 on a hit.
+        Returns ``(DeviceSlice, uploaded_bytes)``; ``uploaded_bytes`` is 0 on a hit.
         """
-        from taskbfs.kernels.gpu import DevicePartition
+        from taskbfs.kernels.gpu import DeviceSlice, check_slice
 
-        key = (part.token, int(part.task), int(part.lo), int(part.hi))
-        with self.lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-                self.hits += 1
-                return entry, 0
-            self._make_room(int(part.indptr.nbytes + part.indices.nbytes))
-            entry = DevicePartition.from_host(part.indptr, part.indices, part.lo, part.hi,
-                                              num_vertices, self.launch_config())
-            self._entries[key] = entry
-            self._slice_bytes += entry.nbytes
-            self.misses += 1
-            self.uploaded_bytes += entry.h2d_bytes
-            return entry, int(entry.h2d_bytes)
-
-    def _make_room(self, nbytes: int, keep=None) -> None:
-        """Evict least recently used slices until ``nbytes`` more fit in the budget."""
-        evicted = False
-        while self._entries and self.used_bytes + nbytes > self.budget:
-            key = next(iter(self._entries))
-            if key == keep:
-                break
-            old = self._entries.pop(key)
-            self._slice_bytes -= old.nbytes
-            self.evictions += 1
-            evicted = True
-        if evicted:
-            _release_device_memory()
-
-    # ------------------------------------------------------------------ scratch
-    def buffer(self, name: str, size: int, dtype):
-        """A shared device scratch buffer of at least ``size`` entries (grows, never shrinks)."""
-        from numba import cuda
-
-        size = max(int(size), 1)
-        current = self._buffers.get(name)
-        if current is None or current.size < size or current.dtype != np.dtype(dtype):
-            if current is not None:
-                del self._buffers[name]
-            nbytes = size * np.dtype(dtype).itemsize
-            self._make_room(nbytes)
-            current = cuda.device_array(size, dtype=dtype)
-            self._buffers[name] = current
-        return current
+        names = self.slice_names(part)
+        with self.lock, self.data.pinned(names):
+            indptr_host = np.ascontiguousarray(part.indptr, dtype=np.int64)
+            check_slice(indptr_host, int(part.lo), int(part.hi), int(num_vertices))
+            indptr, up = self.data.fetch(names[0], indptr_host)
+            indices, more = self.data.fetch(names[1], lambda: np.ascontiguousarray(part.indices))
+            key = names[0][0]
+            known = self._slices.get(key)
+            if known is None or known.indptr is not indptr or known.indices is not indices \
+                    or known.num_vertices != int(num_vertices):
+                known = self._slices[key] = DeviceSlice(int(part.lo), int(part.hi),
+                                                        int(num_vertices), indptr, indices,
+                                                        indptr_host)
+            return known, up + more
 
     def level_mask(self, frontier: Frontier, num_vertices: int):
         """The top-down vertex mask of ``frontier``'s level: zeroed when a level starts, then
         it keeps every vertex this GPU's top-down steps of the level reported, so that each
         is reported by one of them only (the barrier still keeps the first occurrence over
         all steps, CPU ones included; any reported parent is valid)."""
-        from taskbfs.kernels.gpu import _kernels
-
-        mask = self.mask_bits(num_vertices)
-        if self._mask_level is not frontier:
-            config = self.launch_config()
-            words = int(frontier.visited_bits.size)
-            _kernels(config).fill[config.blocks_for(words), config.block_size](mask[:words], 0)
-            self._mask_level = frontier
-        return mask
-
-    def mask_bits(self, num_vertices: int):
-        """The top-down vertex mask buffer (zeroed when allocated; see :meth:`level_mask`)."""
-        from numba import cuda
-
         from taskbfs.kernels.bitmap import words_for
+        from taskbfs.kernels.gpu import fill
 
-        words = words_for(num_vertices)
-        mask = self._buffers.get("mask")
-        if mask is None or mask.size < words:
-            self._buffers.pop("mask", None)
-            self._make_room(8 * words)
-            mask = cuda.to_device(np.zeros(words, dtype=np.uint64))
-            self._buffers["mask"] = mask
+        mask = self.buffer("mask", words_for(num_vertices), np.uint64)
+        if self._mask_level is not frontier or self._mask is not mask:
+            fill(mask[: int(frontier.visited_bits.size)], 0, self.launch_config())
+            self._mask_level, self._mask = frontier, mask
         return mask
 
     # ------------------------------------------------------------------ per level
@@ -233,6 +182,8 @@ class DeviceCache:
         """
         from numba import cuda
 
+        from taskbfs.kernels.gpu import upload_into
+
         level = self._level
         if level is not None and level[0] is frontier:
             return level[1], level[2], 0
@@ -243,14 +194,15 @@ class DeviceCache:
             return chain.visited, d_bits, 0
         self._chain = None  # the uploads below overwrite what it points to
         visited = np.ascontiguousarray(frontier.visited_bits, dtype=np.uint64)
-        d_visited = self._upload_into("visited", visited)
+        d_visited = upload_into(self.buffer, "visited", visited)
         moved = visited.nbytes
         d_bits = None
         if frontier.bits is not None:
             bits = np.ascontiguousarray(frontier.bits, dtype=np.uint64)
-            d_bits = self._upload_into("frontier_bits", bits)
+            d_bits = upload_into(self.buffer, "frontier_bits", bits)
             moved += bits.nbytes
         cuda.synchronize()  # the host arrays may change after this level's barrier
+        self.data.count_up(moved)
         self._level = (frontier, d_visited, d_bits)
         return d_visited, d_bits, moved
 
@@ -265,16 +217,15 @@ class DeviceCache:
         bitmap (ORed with ``words`` here), nor the frontier bits, nor the frontier vertices.
         Any upload for another level drops this.
         """
-        from taskbfs.kernels._gpu_owned import or_into
+        from taskbfs.kernels.gpu import or_into
 
         progress = frontier.progress
         if progress is None or not progress.search:
             self._chain = None
             return
-        config_ = self.launch_config()
         visited = self._level[1]
         size = int(words.size)
-        or_into[config_.blocks_for(size), config_.block_size](visited, words, size)
+        or_into(visited, words, self.launch_config())
         kept_words = self.buffer("chain_words", size, np.uint64)[:size]
         kept_words.copy_to_device(words)
         kept = self.buffer("chain_vertices", n, np.int64)[:n]
@@ -324,18 +275,16 @@ class DeviceCache:
         cover), -1 everywhere at the first call of
         a search: its GPU steps write their pairs there (``Progress.result_on_device``).
         One search at a time: a new search takes the arrays over."""
-        from taskbfs.kernels.gpu import _kernels
+        from taskbfs.kernels.gpu import fill
 
         search = frontier.progress.search
         if self._result is None or self._result[0] != search:
             n = 64 * int(frontier.visited_bits.size)
             dtype = result_dtype(int(frontier.bounds[-1]))
-            config_ = self.launch_config()
-            fill = _kernels(config_).fill
             arrays = []
             for name in ("result_distances", "result_parents"):
                 array = self.buffer(name, n, dtype)[:n]
-                fill[config_.blocks_for(n), config_.block_size](array, -1)
+                fill(array, -1, self.launch_config())
                 arrays.append(array)
             self._result = (search, *arrays)
             self.results += 1
@@ -344,19 +293,11 @@ class DeviceCache:
     def record(self, frontier: Frontier, out_v, out_u, n: int) -> None:
         """Write a step's ``n`` pairs (int64 device arrays) into the search's result, at the
         distance of the level after ``frontier``'s."""
-        from taskbfs.kernels._gpu_result import record_found
+        from taskbfs.kernels.gpu import record_found
 
         distances, parents = self.search_result(frontier)
-        if n:
-            config_ = self.launch_config()
-            record_found[config_.blocks_for(n), config_.block_size](
-                out_v, out_u, n, frontier.level + 1, distances, parents)
-
-    def _upload_into(self, name: str, host: np.ndarray):
-        buf = self.buffer(name, host.size, host.dtype)
-        view = buf[: host.size]
-        view.copy_to_device(host)
-        return view
+        record_found(out_v, out_u, n, frontier.level + 1, distances, parents,
+                     self.launch_config())
 
 
 @dataclass
@@ -386,33 +327,11 @@ def _quiet_occupancy_warnings() -> None:
             pass
 
 
-def _default_budget() -> int:
-    """``taskbfs.gpu.device-memory-budget`` or a fraction of the free device memory now."""
-    if config.get("gpu.device-memory-budget") is not None:
-        return int(config.get("gpu.device-memory-budget"))
-    from numba import cuda
-
-    try:
-        free, _total = cuda.current_context().get_memory_info()
-    except Exception:  # noqa: BLE001 - a device that cannot say: assume the simulator's
-        free = math.inf
-    if not math.isfinite(free):
-        return SIMULATOR_BUDGET
-    return int(config.get("gpu.device-memory-fraction") * free)
-
-
-def _release_device_memory() -> None:
-    """Free dropped device arrays now (numba defers deallocation), where numba can."""
-    try:
-        from numba import cuda
-
-        cuda.current_context().deallocations.clear()
-    except Exception:  # noqa: BLE001 - the simulator has no deallocation queue
-        pass
-
-
 def device_cache(worker=None) -> DeviceCache:
-    """The :class:`DeviceCache` of this worker (created on first use)."""
+    """The :class:`DeviceCache` of this worker (created on first use), over the worker's
+    device-data service (:func:`~taskbfs.runtime.device_data.device_data`)."""
+    from taskbfs.kernels.gpu import NumbaAllocator
+    from taskbfs.runtime.device_data import device_data
     from taskbfs.runtime.worker import worker_cache
 
     store = worker_cache(worker)
@@ -421,8 +340,38 @@ def device_cache(worker=None) -> DeviceCache:
         with _create_lock:
             cache = store.get(CACHE_NAME)
             if cache is None:
-                cache = store[CACHE_NAME] = DeviceCache()
+                data = device_data(NumbaAllocator, worker)
+                cache = store[CACHE_NAME] = DeviceCache(data=data)
     return cache
+
+
+def upload_slices(num_vertices: int, num_tasks: int, *parts) -> dict:
+    """Copy a placed graph's slices into this GPU worker's device memory (run there when
+    the graph is placed, :func:`~taskbfs.bfs.placement.upload_to_gpus`), with the step's
+    output buffers, and for one task the device levels' buffers too: what the first
+    search would otherwise pay. Slices beyond the budget are left for the steps to
+    upload. Returns the cache's :meth:`~DeviceCache.stats`, or None on a worker that
+    advertises a GPU without a usable one (its steps would say so, if it runs any)."""
+    from taskbfs.kernels.bitmap import words_for
+    from taskbfs.kernels.gpu import gpu_available
+
+    if not gpu_available():
+        return None
+    cache = device_cache()
+    bits = 64 * words_for(num_vertices)
+    with cache.lock:
+        for name in ("out_vertices", "out_parents"):
+            cache.buffer(name, bits, np.int64)
+        room = cache.budget - cache.used_bytes
+        for part in parts:
+            room -= part.indptr.nbytes + part.indices.nbytes
+            if room < 0:
+                break
+            cache.partition(part, bits)
+        else:
+            if num_tasks == 1:
+                cache.device_levels(parts[0], parts[-1], int(num_vertices))
+    return cache.stats()
 
 
 def _stopwatch(simulated: bool):
@@ -461,14 +410,18 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
 
     _require_gpu()
     cache = cache if cache is not None else device_cache()
-    with cache.lock:
+    with cache.lock, cache.data.pinned(cache.slice_names(part)):
         # Bitmaps cover every vertex id: 64 per word of the visited bitmap.
         dev, h2d = cache.partition(part, 64 * int(frontier.visited_bits.size))
         d_visited, d_bits, moved = cache.level_inputs(frontier)
         h2d += moved
         if frontier.direction == BOTTOM_UP:
-            return _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d)
-        return _top_down(part, dev, cache, frontier, d_visited, h2d)
+            found = _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d)
+        else:
+            found = _top_down(part, dev, cache, frontier, d_visited, h2d)
+        cache.data.count_up(found.h2d_bytes - h2d)  # the slice and bitmaps are counted
+        cache.data.count_down(found.d2h_bytes)
+        return found
 
 
 #: Top-down frontiers up to this many vertices have their edge count summed on the host
@@ -566,28 +519,11 @@ def _bucket_on_device(bounds: np.ndarray, n_found: int) -> bool:
 
 
 def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):
-    """The step's ``n`` pairs grouped by owning task, on the device (see
-    :mod:`taskbfs.kernels._gpu_bucket`): ``(vertices, parents, offsets)``, device buffers
-    and the host offsets (T + 1)."""
-    from taskbfs.kernels._gpu_bucket import count_owners, scatter_by_owner
-    from taskbfs.kernels.gpu import _kernels
+    """The step's ``n`` pairs grouped by owning task, on the device
+    (:func:`~taskbfs.kernels.gpu.bucket_by_owner`): ``(vertices, parents, host offsets)``."""
+    from taskbfs.kernels.gpu import bucket_by_owner
 
-    config = cache.launch_config()
-    num_tasks = bounds.size - 1
-    d_bounds = cache._upload_into("bucket_bounds", np.ascontiguousarray(bounds, dtype=np.int64))
-    owners = cache.buffer("bucket_owners", n, np.int32)
-    counts = cache.buffer("bucket_counts", num_tasks, np.int64)[:num_tasks]
-    _kernels(config).fill[config.blocks_for(num_tasks), config.block_size](counts, 0)
-    count_owners[config.blocks_for(n), config.block_size](out_v, n, d_bounds, num_tasks, owners,
-                                                          counts)
-    offsets = np.zeros(num_tasks + 1, dtype=np.int64)
-    np.cumsum(counts.copy_to_host(), out=offsets[1:])
-    cursor = cache._upload_into("bucket_cursor", offsets[:-1].copy())
-    dest_v = cache.buffer("bucket_vertices", out_v.size, np.int64)
-    dest_u = cache.buffer("bucket_parents", out_u.size, np.int64)
-    scatter_by_owner[config.blocks_for(n), config.block_size](out_v, out_u, owners, n, cursor,
-                                                              dest_v, dest_u)
-    return dest_v, dest_u, offsets
+    return bucket_by_owner(out_v, out_u, n, bounds, cache.buffer, cache.launch_config())
 
 
 def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoveries:
@@ -651,22 +587,10 @@ def _with_owned(found: Discoveries, owned) -> Discoveries:
 
 def _owned_bits(cache, dev, out_v, n: int):
     """The step's discoveries as bits over its words, and their degree sum, on the device
-    (device arrays ``(words, edges)``; see :mod:`taskbfs.kernels._gpu_owned`)."""
-    from taskbfs.kernels._gpu_owned import owned_bits
-    from taskbfs.kernels.gpu import _kernels
-    from taskbfs.kernels.merge import word_span
+    (device arrays ``(words, edges)``; see :func:`~taskbfs.kernels.gpu.owned_bits`)."""
+    from taskbfs.kernels.gpu import owned_bits
 
-    config = cache.launch_config()
-    first, stop = word_span(dev.lo, dev.hi)
-    words = cache.buffer("owned_words", stop - first, np.uint64)[: stop - first]
-    edges = cache.buffer("owned_edges", 1, np.int64)[:1]
-    fill = _kernels(config).fill
-    fill[config.blocks_for(stop - first), config.block_size](words, 0)
-    fill[1, config.block_size](edges, 0)
-    if n:
-        owned_bits[config.blocks_for(n), config.block_size](out_v, n, dev.lo, first, dev.indptr,
-                                                            words, edges)
-    return words, edges
+    return owned_bits(out_v, n, dev.lo, dev.hi, dev.indptr, cache.buffer, cache.launch_config())
 
 
 def _narrow(cache, out_v, out_u, n: int, dtype):
@@ -674,13 +598,9 @@ def _narrow(cache, out_v, out_u, n: int, dtype):
     when the slice's indices are int32 (what the CPU step then returns): half the bytes."""
     if n == 0 or np.dtype(dtype) != np.int32:
         return out_v, out_u
-    from taskbfs.kernels._gpu_narrow import narrow
+    from taskbfs.kernels.gpu import narrow_pairs
 
-    config = cache.launch_config()
-    small_v = cache.buffer("out_vertices32", n, np.int32)
-    small_u = cache.buffer("out_parents32", n, np.int32)
-    narrow[config.blocks_for(n), config.block_size](out_v, out_u, n, small_v, small_u)
-    return small_v, small_u
+    return narrow_pairs(out_v, out_u, n, cache.buffer, cache.launch_config())
 
 
 def _download(out_v, out_u, n: int, dtype, parents: bool = True):
@@ -715,6 +635,7 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
     with cache.lock:
         on_device = arrays if arrays is not None else cache.search_result(frontier)
         distances, parents = (_into_host(array, n) for array in on_device)
+        cache.data.count_down(distances.nbytes + parents.nbytes)
     for d, level in zip(logs, levels, strict=True):
         if d.depths is not None:  # a block of compiled CPU levels
             record_pairs_at(d.vertices, d.parents, d.depths, 0, n, parents, distances)
@@ -734,4 +655,5 @@ def _into_host(device_array, n: int) -> np.ndarray:
     return copy_out(device_array, n, device_array.dtype)
 
 
-__all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "result_to_host", "run_step_on_gpu"]
+__all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "result_to_host", "run_step_on_gpu",
+           "upload_slices"]

@@ -149,7 +149,9 @@ class GpuLevels:
             self.cache.results += 1
         top_down = frontier.direction == TOP_DOWN
         data = frontier.vertices if top_down else frontier.bits
-        moved += self.levels.enter(frontier.level, top_down, frontier.visited_bits, data)
+        entered = self.levels.enter(frontier.level, top_down, frontier.visited_bits, data)
+        self.cache.data.count_up(entered)
+        moved += entered
         self.on_device = True
         return moved
 
@@ -160,6 +162,7 @@ class GpuLevels:
         with self.cache.lock:
             visited, data, moved = self.levels.leave(frontier.level, top_down,
                                                      frontier.progress.frontier_size)
+            self.cache.data.count_down(moved)
         frontier.visited_bits[:] = visited
         if top_down:
             frontier.vertices = data

@@ -37,6 +37,7 @@ class PlacedGraph:
         self.degrees = degrees
         self.num_arcs = num_arcs
         self.transposed = transposed
+        self.uploaded = frozenset()  # keys of the slices copied to the GPU workers
 
     def futures(self) -> list:
         """Every future a search reads: the slices (transposed ones too) and the degrees."""
@@ -52,13 +53,21 @@ class PlacedGraph:
 
 
 def place_graph(runtime, graph: Graph, tasks: int, balance: str,
-                need_transpose: bool, timeout: float | None = None) -> PlacedGraph:
+                need_transpose: bool, timeout: float | None = None,
+                to_gpu: bool = False) -> PlacedGraph:
     """``graph`` cut into ``tasks`` ranges by ``balance`` and its slices scattered to the
     workers (within ``timeout`` seconds, else ``TimeoutError``), or what an earlier call
     placed. A graph that lives on the workers already
-    (:class:`~taskbfs.bfs.distributed.DistributedGraph`) places itself there."""
+    (:class:`~taskbfs.bfs.distributed.DistributedGraph`) places itself there.
+
+    With ``to_gpu`` (a policy that may use the GPU) the slices are also copied into the
+    device memory of every GPU worker now (:func:`upload_to_gpus`), so that the first
+    search does not pay for it."""
     if not isinstance(graph, Graph):
-        return graph.place(runtime, tasks, balance, need_transpose)
+        placed = graph.place(runtime, tasks, balance, need_transpose)
+        if to_gpu:
+            upload_to_gpus(runtime, placed, graph.num_vertices, timeout)
+        return placed
     scatter = functools.partial(runtime.client.scatter, hash=False,
                                 **({} if timeout is None else {"timeout": timeout}))
     cache = _placed.setdefault(runtime, OrderedDict())
@@ -83,6 +92,8 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
                 _slices(reverse, placed.parts, graph.token + "/T", out=graph))
         else:
             placed.transposed = placed.slices
+    if to_gpu:
+        upload_to_gpus(runtime, placed, graph.num_vertices, timeout)
     return placed
 
 
@@ -91,6 +102,21 @@ def is_placed(runtime, graph: Graph, tasks: int, balance: str) -> bool:
     with nothing lost."""
     placed = _placed.get(runtime, {}).get((graph.token, int(tasks), balance))
     return placed is not None and placed.intact()
+
+
+def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int,
+                   timeout: float | None = None) -> None:
+    """Copy ``placed``'s slices (transposed ones too) into each GPU worker's device memory,
+    once per placement and orientation (see :func:`~taskbfs.bfs.device_cache.upload_slices`)."""
+    from taskbfs.bfs.device_cache import upload_slices
+
+    futures = [f for f in placed.futures() if f is not placed.degrees]
+    keys = frozenset(f.key for f in futures)
+    if keys <= placed.uploaded:
+        return
+    runtime.on_gpu_workers(upload_slices, int(num_vertices), placed.parts.num_tasks, *futures,
+                           timeout=timeout)
+    placed.uploaded = keys
 
 
 def _slices(graph: Graph, parts: Partition, token: str, out: Graph | None = None) -> list[GraphSlice]:

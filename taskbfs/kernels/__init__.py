@@ -8,7 +8,7 @@ No Dask and no scheduling here. See ``docs/internals.md`` for the contract.
 ``frontier_edge_count``  edges leaving a task's frontier (buffer size, switch rule)
 ``bitmap``             uint64 bitmaps of visited sets and frontiers
 ``gpu_top_down_step``  GPU twins (numba.cuda, loaded lazily): also ``gpu_bottom_up_step``,
-                       ``DevicePartition``, ``launch_config``, ``gpu_available``
+                       ``DeviceSlice``, ``launch_config``, ``gpu_available``
 =====================  ===========================================================
 """
 
@@ -16,7 +16,7 @@ from taskbfs.kernels.cpu import allocate_outputs, bottom_up_step, frontier_edge_
 
 #: GPU names, loaded from :mod:`taskbfs.kernels.gpu` on first access (importing this package
 #: never imports numba.cuda; ``gpu_available()`` says whether the kernels can run).
-_GPU_NAMES = ("DevicePartition", "LaunchConfig", "gpu_available", "gpu_bottom_up_step",
+_GPU_NAMES = ("DeviceSlice", "LaunchConfig", "gpu_available", "gpu_bottom_up_step",
               "gpu_top_down_step", "launch_config")
 
 

@@ -1,22 +1,24 @@
-"""GPU task kernels: the CUDA twins of :mod:`taskbfs.kernels.cpu` (numba.cuda).
+"""The GPU host tier: CUDA twins of :mod:`taskbfs.kernels.cpu` (numba.cuda) and the device
+array operations around them.
 
 Returns
     ``gpu_top_down_step`` / ``gpu_bottom_up_step`` return ``(n_found, edges_examined)``
-    like their CPU twins; the host wrappers ``run_top_down`` / ``run_bottom_up`` return
-    ``(vertices, parents, edges_examined, stats)`` with trimmed host arrays and a dict of
-    ``h2d_bytes``, ``d2h_bytes``, ``kernel_seconds``.
+    like their CPU twins. The array operations (``fill``, ``or_into``, ``owned_bits``,
+    ``bucket_by_owner``, ``narrow_pairs``, ``record_found``, ...) take and return device
+    arrays. :class:`NumbaAllocator` is the allocator of the runtime's device-data service
+    (:mod:`taskbfs.runtime.device_data`); :class:`DeviceSlice` a task's slice held there.
 Approach
-    Three tiers. (1) Kernels (``_gpu_kernels.py``): top-down follows the paper's
+    Two tiers. (1) Kernels (``_gpu_kernels.py``): top-down follows the paper's
     Algorithm 3 (Munguía, Bader & Ayguadé, HiPC 2012, Sec. VI.A) — a vertex mask marks
     discoveries and a prefix sum compacts them into the task's output — but threads
     cooperate on the frontier's *edges*, not on one vertex per warp: an exclusive scan of
     frontier degrees gives every edge an index and each thread binary-searches its edge's
     source, so a Kronecker hub of 10^6 neighbours is spread over the whole GPU.
     Bottom-up: thread per vertex, then block per vertex for long in-neighbour lists.
-    (2) Step functions on device arrays (this module): launch the kernels, read back
-    three int64 counters. (3) Host wrappers over a :class:`DevicePartition`, which holds
-    one task's CSR slice in device memory (the OmpSs cache of the paper; the runtime keeps
-    one per graph token and task on a GPU worker) and counts the bytes each call moves.
+    (2) Functions on device arrays (this module): launch the kernels, read back three
+    int64 counters; scratch comes from a ``workspace(name, size, dtype)`` callable (the
+    device-data service's ``scratch``). What is kept on a device, and for how long, is
+    the runtime's (its device-data service) and the BFS's (``bfs/device_cache.py``).
 Encoding
     As in :mod:`taskbfs.kernels.cpu`: a task owns ``[lo, hi)``; ``indptr`` is local
     (int64, ``hi - lo + 1`` entries from 0), ``indices`` global (int32 or int64); bitmaps are
@@ -31,20 +33,21 @@ Top-down deduplication
     ``n / 8`` bytes, the paper's VM) with ``atomicOr``. The mask must be zero on entry and is
     left zero on exit by clearing only the words of the vertices found, so a call costs
     O(work) rather than O(n) (a memset of ``n / 8`` bytes per task per level would dominate
-    the many small tasks near λ). The :class:`DevicePartition` keeps one mask per task, so
-    concurrent tasks never share it. The barrier deduplicates anyway, so ``dedupe=False``
+    the many small tasks near λ). The BFS's device cache keeps one mask per GPU and
+    runs one step at a time on it. The barrier deduplicates anyway, so ``dedupe=False``
     (the CPU's exact multiset of pairs) is allowed and tested; dedupe shrinks the output
     and the device→host copy, at the price of one atomic per newly seen vertex.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from taskbfs.errors import DeviceUnavailableError, InvalidParameterError, InvalidVertexError
+from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 
 # ----------------------------------------------------------------------------- launch config
 #: Threads per block when none is asked for: 8 warps, a common sweet spot for
@@ -315,7 +318,7 @@ def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices,
     mask_bits : device array of uint64, optional
         The vertex mask, ``len(visited_bits)`` words: vertices set in it are not reported
         (as if visited); the ones this call reports are set. Default: a fresh zeroed one
-        per call (O(n); :class:`DevicePartition` keeps one instead).
+        per call (O(n); the BFS's device cache keeps one instead).
     dedupe : bool, default True
         Report each newly reached vertex once (any of its frontier in-neighbours as
         parent). False: every (unvisited neighbour, frontier vertex) pair, as the CPU does.
@@ -323,7 +326,8 @@ def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices,
         Default :func:`launch_config`.
     workspace : callable, optional
         ``workspace(name, size, dtype)`` → a device buffer of at least ``size`` entries
-        (e.g. :meth:`DevicePartition.buffer`); default: fresh allocations.
+        (e.g. :meth:`~taskbfs.runtime.device_data.DeviceData.scratch`); default: fresh
+        allocations.
     total_edges : int, optional
         ``frontier_edge_count`` when the caller knows it (the host wrapper does, from its
         copy of ``indptr``); otherwise it is read back from the device (8 bytes, one sync).
@@ -426,24 +430,19 @@ def gpu_bottom_up_step(indptr, indices, lo, hi, visited_bits, frontier_bits, out
     return n_found, edges
 
 
-# ----------------------------------------------------------------------------- host tier
-@dataclass(eq=False)
-class DevicePartition:
-    """One task's CSR slice held in device memory, with its scratch and transfer counts.
-
-    Build it with :meth:`from_host` (or :meth:`from_graph`); the runtime keeps one per
-    ``(graph token, task)`` on a GPU worker so that levels after the first move only
-    frontiers and bitmaps. Not thread-safe: one task step at a time per partition.
+# ----------------------------------------------------------------------------- device memory
+@dataclass(frozen=True, eq=False)
+class DeviceSlice:
+    """One task's CSR slice in device memory (the device copies the OmpSs cache holds).
 
     Attributes
     ----------
     lo, hi, num_vertices : int
+        The task owns ``[lo, hi)``; bitmaps cover ``num_vertices`` ids.
     indptr, indices : device arrays
+        Local offsets (int64, ``hi - lo + 1``) and global neighbour ids.
     indptr_host : ndarray of int64
-        Kept on the host to size output buffers without a device round trip.
-    config : LaunchConfig
-    h2d_bytes, d2h_bytes : int
-        Running totals, the initial upload included.
+        The host's offsets, to count a small frontier's edges without a device round trip.
     """
 
     lo: int
@@ -452,82 +451,70 @@ class DevicePartition:
     indptr: object
     indices: object
     indptr_host: np.ndarray
-    config: LaunchConfig
-    h2d_bytes: int = 0
-    d2h_bytes: int = 0
-    _buffers: dict = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def from_host(cls, indptr, indices, lo, hi, num_vertices, config: LaunchConfig | None = None):
-        """Upload a task's slice (local ``indptr``, global ``indices``) to the device."""
-        cuda = _require_gpu()
-        indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-        indices = np.ascontiguousarray(indices)
-        lo, hi, num_vertices = int(lo), int(hi), int(num_vertices)
-        if not 0 <= lo <= hi <= num_vertices or indptr.size != hi - lo + 1:
-            raise InvalidParameterError(
-                f"task range [{lo}, {hi}) with {indptr.size} indptr entries does not fit "
-                f"{num_vertices} vertices (indptr needs hi - lo + 1 entries)"
-            )
-        part = cls(lo, hi, num_vertices, cuda.to_device(indptr), cuda.to_device(indices),
-                   indptr, config or launch_config())
-        part.h2d_bytes = indptr.nbytes + indices.nbytes
-        return part
-
-    @classmethod
-    def from_graph(cls, graph, lo, hi, config: LaunchConfig | None = None):
-        """Upload the out-adjacency of ``graph``'s vertices ``[lo, hi)``.
-
-        For bottom-up on a directed graph pass ``graph.transpose()``.
-        """
-        start, stop = int(graph.indptr[lo]), int(graph.indptr[hi])
-        indptr = graph.indptr[lo : hi + 1] - start
-        return cls.from_host(indptr, graph.indices[start:stop], lo, hi, graph.num_vertices, config)
 
     @property
     def nbytes(self) -> int:
-        """Device bytes of the slice itself (scratch buffers not counted)."""
+        """Device bytes of the slice."""
         return int(self.indptr.nbytes + self.indices.nbytes)
 
-    def buffer(self, name: str, size: int, dtype):
-        """A cached device buffer of at least ``size`` entries (grows, never shrinks)."""
-        cuda = _require_gpu()
-        size = max(int(size), 1)
-        current = self._buffers.get(name)
-        if current is None or current.size < size:
-            current = cuda.device_array(size, dtype=dtype)
-            self._buffers[name] = current
-        return current
 
-    def mask_bits(self):
-        """The task's vertex mask (uint64 bitmap over all vertices), zeroed once."""
-        cuda = _require_gpu()
-        mask = self._buffers.get("mask")
-        if mask is None:
-            mask = cuda.to_device(np.zeros(_words_for(self.num_vertices), dtype=np.uint64))
-            self._buffers["mask"] = mask
-        return mask
-
-    def upload(self, array, dtype):
-        """Copy a host array to the device, counting its bytes."""
-        cuda = _require_gpu()
-        host = np.ascontiguousarray(array, dtype=dtype)
-        self.h2d_bytes += host.nbytes
-        return cuda.to_device(host), host.nbytes
-
-    def download(self, device_array, n: int):
-        """The first ``n`` entries of a device array, on the host, counting the bytes."""
-        if n == 0:
-            return np.empty(0, dtype=device_array.dtype), 0
-        host = device_array[:n].copy_to_host()
-        self.d2h_bytes += host.nbytes
-        return host, host.nbytes
+def check_slice(indptr: np.ndarray, lo: int, hi: int, num_vertices: int) -> None:
+    """Raise :class:`InvalidParameterError` unless ``indptr`` fits the range ``[lo, hi)``."""
+    if not 0 <= lo <= hi <= num_vertices or indptr.size != hi - lo + 1:
+        raise InvalidParameterError(
+            f"task range [{lo}, {hi}) with {indptr.size} indptr entries does not fit "
+            f"{num_vertices} vertices (indptr needs hi - lo + 1 entries)"
+        )
 
 
-def _words_for(num_vertices: int) -> int:
-    from taskbfs.kernels.bitmap import words_for
+class NumbaAllocator:
+    """Device memory through numba.cuda: the allocator of the runtime's device-data service
+    (:class:`taskbfs.runtime.device_data.Allocator`).
 
-    return words_for(num_vertices)
+    numba frees a device array when its last reference goes, in batches; after a
+    :meth:`free` the batch is flushed before the next allocation, so that evicted data
+    makes room for what replaces it. RMM serves the allocations when
+    :func:`~taskbfs.kernels.gpu_memory.use_rmm_if_available` installed it (the runtime's
+    warm-up does, before any GPU work of the worker).
+    """
+
+    def __init__(self):
+        self._cuda = _require_gpu()
+        self._flush = False
+
+    def upload(self, host: np.ndarray):
+        """A device copy of ``host``."""
+        self._release()
+        return self._cuda.to_device(np.ascontiguousarray(host))
+
+    def empty(self, size: int, dtype):
+        """A device array of ``size`` entries (contents undefined)."""
+        self._release()
+        return self._cuda.device_array(max(int(size), 1), dtype=dtype)
+
+    def free(self, device) -> None:
+        """``device`` is no longer held by the caller: its memory goes before the next
+        allocation (or when its other holders drop it)."""
+        self._flush = True
+
+    def free_memory(self) -> float:
+        """Free device bytes now, as the driver says under numba's allocator or RMM
+        (:func:`~taskbfs.kernels.gpu_memory.free_device_memory`); ``inf`` under the simulator."""
+        from taskbfs.kernels.gpu_memory import free_device_memory
+
+        try:
+            free, _total = free_device_memory()
+        except Exception:  # noqa: BLE001 - a device that cannot say (the simulator)
+            return math.inf
+        return float(free)
+
+    def _release(self) -> None:
+        if self._flush:
+            self._flush = False
+            try:
+                self._cuda.current_context().deallocations.clear()
+            except Exception:  # noqa: BLE001 - the simulator has no deallocation queue
+                pass
 
 
 class Stopwatch:
@@ -557,112 +544,119 @@ class Stopwatch:
         return False
 
 
-_COUNTER_BYTES = 3 * 8  # the counters array read back after every step
+
+# ----------------------------------------------------------------------------- array operations
+# What a GPU step does around its kernels, on device arrays; ``workspace(name, size, dtype)``
+# gives scratch buffers (the device-data service's ``scratch``).
+def fill(array, value, config: LaunchConfig) -> None:
+    """Set every entry of the device array ``array`` to ``value``."""
+    size = int(array.size)
+    if size:
+        _kernels(config).fill[config.blocks_for(size), config.block_size](array, value)
 
 
-def _check_frontier(frontier: np.ndarray, part: DevicePartition) -> None:
-    if frontier.size and (frontier.min() < part.lo or frontier.max() >= part.hi):
-        bad = frontier[(frontier < part.lo) | (frontier >= part.hi)][0]
-        raise InvalidVertexError(
-            f"frontier vertex {int(bad)} is not owned by this task [{part.lo}, {part.hi})"
-        )
+def zeroed(workspace, name: str, size: int, dtype, config: LaunchConfig):
+    """``workspace``'s buffer ``name``, its first ``size`` entries set to zero (a view)."""
+    view = workspace(name, size, dtype)[: max(int(size), 1)]
+    fill(view, 0, config)
+    return view
 
 
-def run_top_down(partition: DevicePartition, frontier, visited_bits, *, dedupe: bool = True):
-    """Top-down step of one task on the GPU, from host inputs to host outputs.
-
-    Mirrors :func:`taskbfs.kernels.cpu.run_top_down`.
-
-    Parameters
-    ----------
-    partition : DevicePartition
-    frontier : array_like of int
-        Global ids of the task's vertices in the frontier.
-    visited_bits : ndarray of uint64
-        Visited bitmap at the start of the level (copied to the device).
-    dedupe : bool, default True
-        See :func:`gpu_top_down_step`.
-
-    Returns
-    -------
-    vertices, parents : ndarray of int64
-        The pairs found (each vertex once when ``dedupe``).
-    edges_examined : int
-    stats : dict
-        ``h2d_bytes``, ``d2h_bytes`` of this call, ``kernel_seconds`` (device time of the
-        step's kernels, counter read-back included).
-    """
-    cuda = _require_gpu()
-    part = partition
-    frontier = np.ascontiguousarray(frontier, dtype=np.int64)
-    _check_frontier(frontier, part)
-    local = frontier - part.lo
-    total = int((part.indptr_host[local + 1] - part.indptr_host[local]).sum())
-    capacity = min(total, part.num_vertices) if dedupe else total
-    stats = {"h2d_bytes": 0, "d2h_bytes": 0, "kernel_seconds": 0.0}
-    if frontier.size == 0 or total == 0:
-        empty = np.empty(0, dtype=np.int64)
-        return empty, empty.copy(), total, stats
-    d_frontier, b1 = part.upload(frontier, np.int64)
-    d_visited, b2 = part.upload(visited_bits, np.uint64)
-    out_v = part.buffer("out_vertices", capacity, np.int64)
-    out_u = part.buffer("out_parents", capacity, np.int64)
-    mask = part.mask_bits() if dedupe else part.buffer("no_mask", 1, np.uint64)
-    with Stopwatch(cuda, part.config.simulated) as watch:
-        n_found, edges = gpu_top_down_step(
-            part.indptr, part.indices, part.lo, d_frontier, d_visited, out_v, out_u,
-            mask_bits=mask, dedupe=dedupe, config=part.config, workspace=part.buffer,
-            total_edges=total)
-    part.d2h_bytes += _COUNTER_BYTES
-    vertices, b3 = part.download(out_v, n_found)
-    parents, b4 = part.download(out_u, n_found)
-    stats.update(h2d_bytes=b1 + b2, d2h_bytes=b3 + b4 + _COUNTER_BYTES,
-                 kernel_seconds=watch.seconds)
-    return vertices, parents, edges, stats
+def upload_into(workspace, name: str, host: np.ndarray):
+    """``host`` copied into ``workspace``'s buffer ``name`` (a view of ``host.size``)."""
+    view = workspace(name, host.size, host.dtype)[: host.size]
+    if host.size:
+        view.copy_to_device(host)
+    return view
 
 
-def run_bottom_up(partition: DevicePartition, visited_bits, frontier_bits):
-    """Bottom-up step of one task on the GPU, from host bitmaps to host outputs.
+def or_into(target, words, config: LaunchConfig) -> None:
+    """``target[:len(words)] |= words`` on the device (uint64 words)."""
+    from taskbfs.kernels._gpu_owned import or_into as kernel
 
-    Mirrors :func:`taskbfs.kernels.cpu.run_bottom_up`; ``partition`` must hold
-    in-neighbours (built from ``graph.transpose()`` for a directed graph).
+    size = int(words.size)
+    kernel[config.blocks_for(size), config.block_size](target, words, size)
 
-    Returns
-    -------
-    vertices, parents : ndarray of int64
-    edges_examined : int
-    stats : dict
-        As for :func:`run_top_down`.
-    """
-    cuda = _require_gpu()
-    part = partition
-    num_own = part.hi - part.lo
-    d_visited, b1 = part.upload(visited_bits, np.uint64)
-    d_frontier, b2 = part.upload(frontier_bits, np.uint64)
-    out_v = part.buffer("out_vertices", num_own, np.int64)
-    out_u = part.buffer("out_parents", num_own, np.int64)
-    with Stopwatch(cuda, part.config.simulated) as watch:
-        n_found, edges = gpu_bottom_up_step(
-            part.indptr, part.indices, part.lo, part.hi, d_visited, d_frontier, out_v, out_u,
-            config=part.config, workspace=part.buffer)
-    part.d2h_bytes += _COUNTER_BYTES
-    vertices, b3 = part.download(out_v, n_found)
-    parents, b4 = part.download(out_u, n_found)
-    stats = {"h2d_bytes": b1 + b2, "d2h_bytes": b3 + b4 + _COUNTER_BYTES,
-             "kernel_seconds": watch.seconds}
-    return vertices, parents, edges, stats
+
+def owned_bits(vertices, n: int, lo: int, hi: int, indptr, workspace, config: LaunchConfig):
+    """The first ``n`` of ``vertices`` (all in ``[lo, hi)``) as bits over the words of
+    ``[lo, hi)``, and the sum of their degrees (``indptr`` local offsets): device arrays
+    ``(words, edges)`` (see :mod:`taskbfs.kernels._gpu_owned`)."""
+    from taskbfs.kernels._gpu_owned import owned_bits as kernel
+    from taskbfs.kernels.merge import word_span
+
+    first, stop = word_span(lo, hi)
+    words = zeroed(workspace, "owned_words", stop - first, np.uint64, config)[: stop - first]
+    edges = zeroed(workspace, "owned_edges", 1, np.int64, config)
+    if n:
+        kernel[config.blocks_for(n), config.block_size](vertices, n, lo, first, indptr, words,
+                                                        edges)
+    return words, edges
+
+
+def bucket_by_owner(vertices, parents, n: int, bounds: np.ndarray, workspace,
+                    config: LaunchConfig):
+    """The ``n`` pairs grouped by the range of ``bounds`` (T + 1 ascending) that holds each
+    vertex (see :mod:`taskbfs.kernels._gpu_bucket`): ``(vertices, parents, offsets)``,
+    device buffers and the host offsets (T + 1)."""
+    from taskbfs.kernels._gpu_bucket import count_owners, scatter_by_owner
+
+    num_tasks = bounds.size - 1
+    d_bounds = upload_into(workspace, "bucket_bounds", np.ascontiguousarray(bounds, np.int64))
+    owners = workspace("bucket_owners", n, np.int32)
+    counts = zeroed(workspace, "bucket_counts", num_tasks, np.int64, config)[:num_tasks]
+    count_owners[config.blocks_for(n), config.block_size](vertices, n, d_bounds, num_tasks,
+                                                          owners, counts)
+    offsets = np.zeros(num_tasks + 1, dtype=np.int64)
+    np.cumsum(counts.copy_to_host(), out=offsets[1:])
+    cursor = upload_into(workspace, "bucket_cursor", offsets[:-1].copy())
+    dest_v = workspace("bucket_vertices", vertices.size, np.int64)
+    dest_u = workspace("bucket_parents", parents.size, np.int64)
+    scatter_by_owner[config.blocks_for(n), config.block_size](vertices, parents, owners, n,
+                                                              cursor, dest_v, dest_u)
+    return dest_v, dest_u, offsets
+
+
+def narrow_pairs(vertices, parents, n: int, workspace, config: LaunchConfig):
+    """The first ``n`` int64 pairs narrowed to int32 on the device (new buffers)."""
+    from taskbfs.kernels._gpu_narrow import narrow
+
+    small_v = workspace("out_vertices32", n, np.int32)
+    small_u = workspace("out_parents32", n, np.int32)
+    if n:
+        narrow[config.blocks_for(n), config.block_size](vertices, parents, n, small_v, small_u)
+    return small_v, small_u
+
+
+def record_found(vertices, parents_of, n: int, distance: int, distances, parents,
+                 config: LaunchConfig) -> None:
+    """Write ``n`` discovered pairs into a result on the device, at ``distance``."""
+    from taskbfs.kernels._gpu_result import record_found as kernel
+
+    if n:
+        kernel[config.blocks_for(n), config.block_size](vertices, parents_of, n, distance,
+                                                        distances, parents)
 
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
-    "DevicePartition",
+    "DeviceSlice",
     "LaunchConfig",
+    "NumbaAllocator",
+    "Stopwatch",
+    "bucket_by_owner",
+    "check_slice",
     "device_exclusive_scan",
+    "fill",
     "gpu_available",
     "gpu_bottom_up_step",
     "gpu_top_down_step",
     "launch_config",
-    "run_bottom_up",
-    "run_top_down",
+    "narrow_pairs",
+    "or_into",
+    "owned_bits",
+    "record_found",
     "simulator_enabled",
+    "upload_into",
+    "zeroed",
 ]

@@ -60,9 +60,9 @@ class DeviceLevels:
 
     Parameters
     ----------
-    graph : DevicePartition
+    graph : DeviceSlice
         The out-adjacency of every vertex (``lo == 0``, ``hi == num_vertices``).
-    in_graph : DevicePartition
+    in_graph : DeviceSlice
         The in-adjacency the bottom-up levels read (``graph`` itself when undirected).
     num_vertices : int
     config : LaunchConfig

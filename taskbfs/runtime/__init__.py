@@ -12,7 +12,9 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 ``PlacementPlugin`` the scheduler plugin that applies the policy per task; named listeners
 ``Runtime``         connect to a scheduler, wrap a Client, or start the embedded default;
                     ``close()`` puts back what it changed on a cluster not its own
-``worker_cache``    per-worker store (device-resident data)
+``DeviceData``      the OmpSs device cache: named data on a device, budget, LRU eviction
+``device_data``     this worker's DeviceData (made with the caller's allocator)
+``worker_cache``    per-worker store (the device-data service lives there)
 ``publish``         a task sends a small message to its program (``Program.next_message``)
 ``include``         run work now inside the running task (OmpSs ``final``), traced as a task
 ``include_each``    several such pieces, side by side on a thread pool
@@ -21,6 +23,7 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 """
 
 from taskbfs.runtime.cluster import Runtime, detect_gpus
+from taskbfs.runtime.device_data import DeviceData, device_data
 from taskbfs.runtime.plugin import PlacementPlugin, fetch_placements
 from taskbfs.runtime.policy import POLICY_KINDS, FunctionPolicy, PlacementPolicy, Policy
 from taskbfs.runtime.program import Program
@@ -37,6 +40,7 @@ from taskbfs.runtime.worker import (
 
 __all__ = [
     "CUDA",
+    "DeviceData",
     "POLICY_KINDS",
     "FunctionPolicy",
     "PlacementPlugin",
@@ -48,6 +52,7 @@ __all__ = [
     "Task",
     "current_device",
     "detect_gpus",
+    "device_data",
     "fetch_placements",
     "include",
     "include_each",

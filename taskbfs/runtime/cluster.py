@@ -218,6 +218,26 @@ class Runtime:
                 f"'{GPU_RESOURCE}' resource (workers: {resources})"
             )
 
+    def on_gpu_workers(self, func, *args, timeout: float | None = None) -> dict:
+        """``func(*args)`` as one task on each GPU worker, futures in ``args`` fetched
+        there first (OmpSs: copying data in to a device before its tasks run, e.g. into
+        the worker's :mod:`~taskbfs.runtime.device_data` service); waits for them
+        (``timeout`` seconds, else ``TimeoutError``). Returns ``{address: result}``
+        (empty without GPU workers)."""
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        gpus = [address for address, info in workers.items()
+                if info.get("resources", {}).get(GPU_RESOURCE, 0) > 0]
+        futures = [self.client.submit(func, *args, workers=[address], allow_other_workers=False,
+                                      resources={GPU_RESOURCE: 1}, pure=False)
+                   for address in gpus]
+        try:
+            results = self.client.gather(futures, **({} if timeout is None
+                                                     else {"timeout": timeout}))
+        finally:
+            for future in futures:
+                future.release()
+        return dict(zip(gpus, results, strict=True))
+
     @property
     def in_process(self) -> bool:
         """Whether every worker runs in this process (data moves between them by reference)."""

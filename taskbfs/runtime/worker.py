@@ -6,9 +6,9 @@ worker's own task state and calls the matching implementation. Records stay on t
 worker (no extra messages per task) until :func:`collect_records` is run on every
 worker at the end of a program. :func:`include` runs a function as an *included* task of
 the running one (OmpSs: the tasks a ``final`` task creates run at once in its thread).
-:func:`worker_cache` is the per-worker store that the OmpSs device cache is built on (e.g.
-graph partitions kept in GPU memory); it is dropped when the last runtime leaves the
-cluster (:func:`forget_worker_state`).
+:func:`worker_cache` is the per-worker store that the OmpSs device cache
+(:mod:`taskbfs.runtime.device_data`) lives in; it is dropped, and the device memory given
+back, when the last runtime leaves the cluster (:func:`forget_worker_state`).
 """
 
 from __future__ import annotations
@@ -290,7 +290,13 @@ def worker_cache(worker=None) -> dict:
 
 def forget_worker_state(worker) -> None:
     """Drop what the runtime keeps for ``worker``: its :func:`worker_cache` and the trace
-    records no one collected (the runtime's worker plugin does this when it is removed)."""
+    records no one collected (the runtime's worker plugin does this when it is removed).
+    Its device-data service gives its device memory back now."""
+    from taskbfs.runtime.device_data import SERVICE_NAME
+
     with _lock:
-        _caches.pop(worker, None)
+        cache = _caches.pop(worker, None) or {}
         _records.pop(worker, None)
+    service = cache.get(SERVICE_NAME)
+    if service is not None:
+        service.clear()
