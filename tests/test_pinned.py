@@ -157,3 +157,22 @@ def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(setting, monk
     assert staged.flags.owndata  # ordinary memory, not a view of the chunk
 
 
+
+
+@needs_gpu
+def test_placing_pins_the_buffers_of_two_results_ahead(monkeypatch):
+    from taskbfs.bfs import device_cache, pinned
+
+    monkeypatch.setattr(pinned, "_pool", None)
+    later = []
+    monkeypatch.setattr(pinned, "_grower", lambda: type("Later", (), {
+        "submit": staticmethod(lambda fn, *a: later.append((fn, a)))})())
+    device_cache._pin_result_buffers(5000)
+    assert len(later) == 2 * device_cache.RESULTS_PINNED_AHEAD  # distances and parents each
+    device_cache._pin_result_buffers(5000)  # being pinned already: nothing more
+    assert len(later) == 2 * device_cache.RESULTS_PINNED_AHEAD
+    for fn, a in later:
+        fn(*a)
+    pool = pinned.pinned_pool()
+    assert pool.free_count(5000, np.int32) == 2 * device_cache.RESULTS_PINNED_AHEAD
+    assert pool.take(5000, np.int32, allocate=False) is not None

@@ -60,7 +60,7 @@ class PinnedPool:
         self._lock = threading.RLock()
         self.allocated_bytes = 0
         self.reused = self.allocated = self.refused = 0
-        self._growing = 0  # buffers being pinned in the background
+        self._growing: dict[int, int] = {}  # size class -> buffers pinned in the background
 
     @property
     def budget(self) -> int:
@@ -85,12 +85,19 @@ class PinnedPool:
             return None
         return self._lend(buffer, size, n, dtype)
 
+    def free_count(self, n: int, dtype) -> int:
+        """Free buffers (held, not lent) that would serve ``n`` items of ``dtype``, and
+        those being pinned."""
+        size = _size_class(max(int(n), 1) * np.dtype(dtype).itemsize)
+        with self._lock:
+            return len(self._free.get(size, ())) + self._growing.get(size, 0)
+
     def grow_later(self, n: int, dtype) -> None:
         """Pin a free buffer for ``n`` items of ``dtype`` on a background thread (pinning
         is slower than the copy it speeds up): one per request that found none."""
         size = _size_class(max(int(n), 1) * np.dtype(dtype).itemsize)
         with self._lock:
-            self._growing += 1
+            self._growing[size] = self._growing.get(size, 0) + 1
         _grower().submit(self._grow, size)
 
     def _grow(self, size: int) -> None:
@@ -100,7 +107,7 @@ class PinnedPool:
                 self._give_back(size, buffer)
         finally:
             with self._lock:
-                self._growing -= 1
+                self._growing[size] -= 1
 
     def _lend(self, buffer, size: int, n: int, dtype: np.dtype) -> np.ndarray:
         # Through a memoryview, so that numpy makes ``array`` the base of every view taken
