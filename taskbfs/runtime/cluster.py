@@ -231,8 +231,7 @@ class Runtime:
                                       resources={GPU_RESOURCE: 1}, pure=False)
                    for address in gpus]
         try:
-            results = self.client.gather(futures, **({} if timeout is None
-                                                     else {"timeout": timeout}))
+            results = [future.result(timeout=timeout) for future in futures]
         finally:
             for future in futures:
                 future.release()
