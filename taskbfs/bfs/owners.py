@@ -370,16 +370,21 @@ class OwnedSearch:
         self.states: list = []
 
     def _owners(self):
-        """The worker holding each range's slice (its owner), and the list of owners."""
+        """The worker owning each range: one holding its slice (the fewest-loaded of them,
+        where Dask made copies), and the list of owners."""
         who = self.client.who_has(self.placed.slices)
-        holders = [sorted(who.get(f.key, ()))[:1] for f in self.placed.slices]
-        if not all(holders):  # a slice still being built or lost: wait for it, ask again
+        if not all(who.get(f.key) for f in self.placed.slices):  # still being built, or lost
             self.settle(self.placed.slices)
             who = self.client.who_has(self.placed.slices)
-            holders = [sorted(who.get(f.key, ()))[:1] for f in self.placed.slices]
-        workers = sorted({h[0] for h in holders})
+        load: dict[str, int] = {}
+        holders = []
+        for f in self.placed.slices:
+            holder = min(sorted(who[f.key]), key=lambda w: load.get(w, 0))
+            load[holder] = load.get(holder, 0) + 1
+            holders.append(holder)
+        workers = sorted(load)
         index = {w: i for i, w in enumerate(workers)}
-        return workers, np.array([index[h[0]] for h in holders], dtype=np.int64)
+        return workers, np.array([index[h] for h in holders], dtype=np.int64)
 
     def _pinned(self, w: int, func, *args, **kwargs):
         return self.client.submit(func, *args, workers=[self.workers[w]],
