@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from taskbfs.bfs.result import result_dtype
-from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, Frontier, LevelSummary, bucketed
+from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, Frontier, LevelSummary, bucketed, step_sizes
 from taskbfs.bfs.steps import step_cuda, step_smp
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import switch_direction
@@ -359,6 +359,7 @@ class OwnedSearch:
         self.placed = placed
         self.bounds = placed.parts.bounds
         self.n = int(self.bounds[-1])
+        self.mean_degree = placed.num_arcs / max(self.n, 1)
         self.slices = slices
         self.source = source
         self.summaries = [first]
@@ -429,10 +430,10 @@ class OwnedSearch:
                     program.put_future(f"bits/{w}", bits[w])
                     ins.append(f"bits/{w}")
                 names = [f"to/{level}/{t}/{o}" for o in range(len(self.workers))]
+                size = int(summary.sizes[t])
                 program.submit(OWNER_STEP, ins=ins, outs=names, kwargs=kwargs, task_id=t,
-                               size=int(summary.frontier_counts[t]),
-                               tags={"level": level, "task": t, "direction": direction,
-                                     "size": int(summary.frontier_counts[t])})
+                               size=size, tags={"level": level, "task": t,
+                                                "direction": direction, "size": size})
                 outs.append(names)
         for w in range(len(self.workers)):
             pieces = [program.future(names[w]) for names in outs]
@@ -485,9 +486,11 @@ class OwnedSearch:
                                      unexplored, self.n, self.alpha, self.beta,
                                      previous_size=summary.frontier_size)
         bottom_up = direction == BOTTOM_UP and n_new
+        counts = merged.unvisited.copy() if bottom_up else merged.counts
         return LevelSummary(
-            level=summary.level + 1, direction=direction,
-            frontier_counts=merged.unvisited.copy() if bottom_up else merged.counts,
+            level=summary.level + 1, direction=direction, frontier_counts=counts,
+            step_sizes=step_sizes(direction, counts, None if bottom_up else merged.edges,
+                                  self.mean_degree),
             frontier_size=n_new, frontier_edges=frontier_edges,
             edges_examined=merged.examined, unexplored_edges=unexplored, found=merged.found,
             barrier_start=merged.start, barrier_stop=merged.stop, device_stats=merged.device,
