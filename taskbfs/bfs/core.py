@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+from distributed import wait as distributed_wait
 from distributed.comm import CommClosedError
 from distributed.scheduler import KilledWorker
 
@@ -35,6 +36,7 @@ from taskbfs import config
 from taskbfs.bfs.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
 from taskbfs.bfs.distributed import DistributedGraph, KeptResult, outcome_summaries
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
+from taskbfs.bfs.owners import owned_search
 from taskbfs.bfs.placement import forget_graph, forget_lost, is_placed, place_graph
 from taskbfs.bfs.result import BFSResult, result_dtype
 from taskbfs.bfs.state import (
@@ -380,6 +382,7 @@ class _Outcome:
     seconds: float  # from the first submission to the result in the client's hands
     assembly_d2h_bytes: int = 0
     kept: KeptResult | None = None  # the result left on the workers (distances None)
+    exchange: pd.DataFrame | None = None  # bytes moved per level by an owned search
 
 
 class _Search:
@@ -439,7 +442,10 @@ class _Search:
 
     def dispatched(self) -> _Outcome:
         """Every level as T' step tasks and a barrier through the scheduler, then the
-        result assembly tasks."""
+        result assembly tasks; for a graph kept on the workers, the barrier split per
+        owner worker (:mod:`taskbfs.bfs.owners`)."""
+        if self.keep:
+            return self.owned()
         program = self.program
         start = time.perf_counter()
         summary = first_summary(self.parts.bounds, self.source, self.graph.degree(self.source),
@@ -468,6 +474,47 @@ class _Search:
             return _Outcome(None, None, summaries, time.perf_counter() - start, kept=kept)
         distances, parents = _joined(program.gather(pieces, self.clock.left()))
         return _Outcome(distances, parents, summaries, time.perf_counter() - start)
+
+    def owned(self) -> _Outcome:
+        """Every level as T' step tasks and one barrier per owner worker, each updating
+        the state of the ranges it owns; the result stays there (:mod:`taskbfs.bfs.owners`)."""
+        start = time.perf_counter()
+        first = first_summary(self.parts.bounds, self.source, self.graph.degree(self.source),
+                              self.placed.num_arcs, self.direction, self.init["alpha"],
+                              self.init["beta"])
+        self._report([first])
+        summaries, pieces, exchange = owned_search(
+            self.program, self.placed, self.slices, self.source, first, self.direction,
+            self.init["alpha"], self.init["beta"], self._gather_watching, self._settle,
+            self._report)
+        kept = KeptResult(self.program.client, pieces, self.parts.bounds)
+        return _Outcome(None, None, summaries, time.perf_counter() - start, kept=kept,
+                        exchange=exchange)
+
+    def _settle(self, futures, workers=()) -> None:
+        """Wait until ``futures`` are computed, within the call's timeout; a worker
+        holding the graph's ranges that left the cluster fails the search (a task pinned
+        to it would wait forever)."""
+        client = self.program.client
+        while True:
+            try:
+                with client.as_current():  # ``wait`` uses the default client; ours may not be it
+                    distributed_wait(futures, timeout=min(self.clock.left() or 1.0, 1.0))
+                break
+            except TimeoutError:
+                pass
+            if self.clock.timeout is not None and self.clock.left() <= 1e-3:
+                raise TimeoutError("the search's timeout passed")
+            if not self.placed.intact() or set(workers) - set(client.nthreads()):
+                raise CancelledError("a worker holding ranges of the graph left the cluster")
+        for f in futures:
+            if f.status in ("error", "cancelled"):
+                f.result()
+
+    def _gather_watching(self, futures, workers=()):
+        """``futures``' values, once :meth:`_settle` says they are there."""
+        self._settle(futures, workers)
+        return self.program.client.gather(futures)
 
     def _report(self, summaries) -> bool:
         """Hand ``summaries`` to ``progress``; whether the last one ends the search."""
@@ -524,6 +571,8 @@ class _Search:
             kept=outcome.kept,
             bounds=parts.bounds,
         )
+        if outcome.exchange is not None:
+            result.exchange = outcome.exchange  # docs/distributed.md: bytes per level
         mine = weakref.ref(result)
         return result
 

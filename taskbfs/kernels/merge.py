@@ -252,3 +252,51 @@ def record_pairs_at(vertices, parents_of, depths, lo, hi, parents, distances):
         if lo <= v < hi:
             parents[v - lo] = parents_of[i]
             distances[v - lo] = depths[i]
+
+
+@njit(nogil=True, cache=True)
+def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, degrees, depth,
+                      distances, parents, out_frontier, n_out):
+    """Keep the first unvisited of the pairs ``start <= i < stop`` (vertices of one range
+    ``[lo, hi)``), writing its state: the range owner's barrier (:mod:`taskbfs.bfs.owners`).
+
+    Parameters
+    ----------
+    vertices, parents_of : ndarray of int
+        Candidate pairs (duplicates allowed); those read all lie in ``[lo, hi)``.
+    start, stop : int
+    lo : int
+        First vertex of the range.
+    words : ndarray of uint64
+        The range's visited words (``word_span``), updated in place.
+    first_word : int
+        Index of ``words[0]`` in a whole-graph bitmap.
+    degrees : ndarray of int64
+        Out-degrees of the range's vertices (indexed ``v - lo``).
+    depth : int
+        Distance written for the accepted vertices.
+    distances, parents : ndarray
+        The range's result arrays (indexed ``v - lo``), written for accepted vertices.
+    out_frontier : ndarray of int64
+        Receives the accepted vertices from ``n_out`` on.
+    n_out : int
+
+    Returns
+    -------
+    (int, int)
+        ``n_out`` after the accepted vertices, and the edges leaving them.
+    """
+    edges = 0
+    for i in range(start, stop):
+        v = vertices[i]
+        w = (v >> 6) - first_word
+        bit = np.uint64(1) << np.uint64(v & 63)
+        if words[w] & bit:
+            continue
+        words[w] |= bit
+        distances[v - lo] = depth
+        parents[v - lo] = parents_of[i]
+        out_frontier[n_out] = v
+        n_out += 1
+        edges += degrees[v - lo]
+    return n_out, edges

@@ -1,0 +1,183 @@
+"""The distributed search on 1..G GPUs of one host (issue 21): strong and weak scaling.
+
+Returns
+    One row per (GPU workers, scale, strategy) and a JSON line ``ROW {...}`` each: the
+    Kronecker graph generated on the workers (``tb.kronecker(scale, runtime=rt)``), then
+    ``--keys`` searches from Graph500 search keys, each validated on the workers
+    (``tb.validate`` of the distributed graph): wall time around ``tb.bfs`` per key, the
+    harmonic-mean TEPS (``tb.teps_statistics``), tasks per device, and the bytes the
+    levels moved between workers (``BFSResult.exchange``, summed over the keys).
+Approach
+    For each GPU count G the script starts a cluster of separate processes with the
+    ``dask`` CLI, everything on 127.0.0.1 (deploy/README.md): one scheduler, one CPU
+    worker (``--nthreads C --resources CPU=C``) and G GPU workers, each
+    ``CUDA_VISIBLE_DEVICES=i dask worker --nthreads 1 --resources GPU=1`` (``--share``:
+    all on GPU 0, each with its own device cache: the code path of a multi-GPU node on a
+    one-GPU machine). Strong scaling: ``--scale`` on every G; weak scaling: ``--scale`` +
+    log2(G) (``--weak``). NVLink multicast stays off (KINDS.md); nothing here turns it on.
+    ``--simulate`` runs the GPU workers under ``NUMBA_ENABLE_CUDASIM=1`` (no GPU: a check
+    of the worker-starting logic and the code path, not a measurement).
+
+On a multi-GPU machine (e.g. nvidia-h200-x8), from the repository root:
+
+    PYTHONPATH=$PWD python benchmarks/multi_gpu.py --gpus 1 2 4 8 --scale 26 --keys 8 \\
+        --strategies gpu hybrid --weak | tee benchmarks/results/multi_gpu_h200x8.log
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+
+
+def _gpu_count() -> int:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def worker_commands(scheduler_file: str, gpus: int, cpu_threads: int, share: bool,
+                    simulate: bool) -> list[tuple[list[str], dict]]:
+    """``(argv, environment)`` of every worker process: the CPU worker, then one per GPU."""
+    base = [sys.executable, "-m", "dask", "worker", "--scheduler-file", scheduler_file,
+            "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0", "--no-nanny"]
+    env = dict(os.environ)
+    if simulate:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    commands = [([*base, "--name", "cpu", "--nthreads", str(cpu_threads), "--resources",
+                  f"CPU={cpu_threads}"], {**env, "CUDA_VISIBLE_DEVICES": ""})]
+    for i in range(gpus):
+        device = "0" if share else str(i)
+        commands.append(([*base, "--name", f"gpu-{i}", "--nthreads", "1", "--resources",
+                          "GPU=1"], {**env, "CUDA_VISIBLE_DEVICES": device}))
+    return commands
+
+
+@contextmanager
+def cluster(gpus: int, cpu_threads: int, share: bool, simulate: bool, timeout: float = 120):
+    """A scheduler and its workers as separate ``dask`` CLI processes on 127.0.0.1; yields
+    a connected :class:`distributed.Client`. Every process is stopped on exit."""
+    from distributed import Client
+
+    procs = []
+    with tempfile.TemporaryDirectory(prefix="taskbfs-multi-gpu-") as tmp:
+        sched_file = os.path.join(tmp, "scheduler.json")
+        logs = open(os.path.join(tmp, "processes.log"), "w")  # noqa: SIM115 - closed below
+        try:
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
+                 "--dashboard-address", "127.0.0.1:0", "--scheduler-file", sched_file],
+                stdout=logs, stderr=subprocess.STDOUT))
+            _wait_for(lambda: os.path.exists(sched_file), timeout, "the scheduler file")
+            for argv, env in worker_commands(sched_file, gpus, cpu_threads, share, simulate):
+                procs.append(subprocess.Popen(argv, env=env, stdout=logs,
+                                              stderr=subprocess.STDOUT))
+            client = Client(scheduler_file=sched_file, timeout=timeout)
+            try:
+                client.wait_for_workers(gpus + 1, timeout=timeout)
+                yield client
+            finally:
+                client.close()
+        finally:
+            for p in reversed(procs):
+                p.terminate()
+            for p in reversed(procs):
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            logs.close()
+
+
+def _wait_for(ready, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > end:
+            raise TimeoutError(f"{what} did not appear within {timeout} s")
+        time.sleep(0.2)
+
+
+def resources_of(client) -> dict:
+    """``{worker name: resources}`` (what the check of the worker-starting logic reads)."""
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    return {w["name"]: dict(w.get("resources", {})) for w in info.values()}
+
+
+def measure(client, scale: int, strategy: str, keys: int, tasks: int | None) -> dict:
+    import numpy as np
+
+    import taskbfs as tb
+
+    with tb.Runtime(client) as rt:
+        start = time.perf_counter()
+        graph = tb.kronecker(scale, 16, seed=1, runtime=rt)
+        build = time.perf_counter() - start
+        sources = tb.search_keys(graph, keys)
+        tb.bfs(graph, int(sources[0]), runtime=rt, strategy=strategy, tasks=tasks)  # warm-up
+        walls, edges, devices, moved = [], [], {}, {}
+        for s in sources.tolist():
+            start = time.perf_counter()
+            r = tb.bfs(graph, s, runtime=rt, strategy=strategy, tasks=tasks)
+            walls.append(time.perf_counter() - start)
+            tb.validate(graph, s, r.parents, levels=r.distances)
+            edges.append(r.traversed_edges)
+            for device, count in r.trace["device"].value_counts().items():
+                devices[device] = devices.get(device, 0) + int(count)
+            ex = getattr(r, "exchange", None)
+            if ex is not None:
+                for c in ex.columns:
+                    if c.endswith("_bytes"):
+                        moved[c] = moved.get(c, 0) + int(ex[c].sum())
+        stats = tb.teps_statistics(np.array(walls), np.array(edges))
+    return {"scale": scale, "strategy": strategy, "edges": graph.num_edges, "build_s": build,
+            "walls_s": walls, "harmonic_mean_teps": stats.get("harmonic_mean_TEPS"),
+            "tasks_per_device": devices, "bytes_moved": moved, "num_tasks": r.num_tasks}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", type=int, nargs="+", default=None,
+                        help="GPU worker counts (default 1, 2, 4, ... up to the GPUs found)")
+    parser.add_argument("--scale", type=int, default=22)
+    parser.add_argument("--weak", action="store_true", help="also scale + log2(G) on G GPUs")
+    parser.add_argument("--strategies", nargs="+", default=["gpu", "hybrid"])
+    parser.add_argument("--keys", type=int, default=8)
+    parser.add_argument("--tasks", type=int, default=None, help="T (default: taskbfs's)")
+    parser.add_argument("--cpu-threads", type=int, default=None,
+                        help="CPU worker threads (default: cores - GPUs, at least 1)")
+    parser.add_argument("--share", action="store_true", help="every GPU worker on GPU 0")
+    parser.add_argument("--simulate", action="store_true", help="NUMBA_ENABLE_CUDASIM=1 workers")
+    parser.add_argument("--check-only", action="store_true",
+                        help="start each cluster, print its workers' resources, stop it")
+    args = parser.parse_args(argv)
+    found = _gpu_count()
+    counts = args.gpus or [g for g in (1, 2, 4, 8, 16) if g <= max(found, 1)]
+    if not (args.simulate or args.share) and counts and max(counts) > found:
+        parser.error(f"{max(counts)} GPU workers asked, {found} GPUs found (--share or "
+                     f"--simulate to run several workers on fewer GPUs)")
+    print(f"date {time.strftime('%Y-%m-%d %H:%M')}; GPUs found {found}; Kronecker edgefactor "
+          f"16, seed 1; {args.keys} keys; simulate={args.simulate} share={args.share}")
+    for gpus in counts:
+        threads = args.cpu_threads or max(1, (os.cpu_count() or 2) - gpus)
+        with cluster(gpus, threads, args.share, args.simulate) as client:
+            if args.check_only:
+                print(f"G={gpus}: " + json.dumps(resources_of(client)), flush=True)
+                continue
+            scales = [args.scale] + ([args.scale + gpus.bit_length() - 1]
+                                     if args.weak and gpus > 1 else [])
+            for scale in scales:
+                for strategy in args.strategies:
+                    row = {"gpus": gpus, **measure(client, scale, strategy, args.keys, args.tasks)}
+                    print("ROW " + json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
