@@ -212,7 +212,7 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
         if policy.needs_gpu:
             rt.require_gpu("strategy 'gpu'", resources)
 
-        _check_memory(rt, graph, num_tasks, balance, direction, clock, resources)
+        _check_memory(rt, graph, num_tasks, balance, direction, clock)
         placed = place_graph(rt, graph, num_tasks, balance, need_transpose=direction != TOP_DOWN,
                              timeout=clock.left(),
                              to_gpu=policy.uses_gpu and resources.get(GPU_RESOURCE, 0) > 0)
@@ -239,8 +239,7 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
 SEARCH_BYTES_PER_VERTEX = 17
 
 
-def _check_memory(rt, graph, tasks: int, balance: str, direction: str, clock,
-                  resources: dict) -> None:
+def _check_memory(rt, graph, tasks: int, balance: str, direction: str, clock) -> None:
     """Refuse a search whose graph slices (when not placed yet) and state exceed what the
     workers have free, or whose result exceeds what this machine has free
     (:class:`InsufficientMemoryError`, saying how much is needed and free)."""
@@ -251,7 +250,7 @@ def _check_memory(rt, graph, tasks: int, balance: str, direction: str, clock,
         slices = graph.indptr.nbytes + graph.indices.nbytes
         if graph.directed and direction != TOP_DOWN:
             slices *= 2  # the transposed slices too
-    free = rt.free_memory(clock.left(), resources)
+    free = rt.free_memory(clock.left())
     if free is not None and slices + state > free:
         raise InsufficientMemoryError(
             f"this search needs {(slices + state) / 2**20:,.0f} MiB on the workers (graph "

@@ -189,19 +189,24 @@ class Runtime:
         the scheduler: at most ``timeout`` seconds, else ``TimeoutError``)."""
         return cluster_resources(self.client, timeout)
 
-    def free_memory(self, timeout: float | None = None, resources: dict | None = None
-                    ) -> int | None:
+    def free_memory(self, timeout: float | None = None) -> int | None:
         """Bytes the workers can still take: this machine's available memory when they
         run in this process, else per worker its memory limit less what its process
-        uses, summed (``resources``' ``memory_free``, from :meth:`resources` just before,
-        else asked of the scheduler within ``timeout`` seconds); None when a worker has
-        no limit (then nobody can tell)."""
+        uses, summed (asked of the scheduler within ``timeout`` seconds); None when a
+        worker has no limit (then nobody can tell)."""
         import psutil  # a dependency of distributed
 
         if self.in_process:
             return int(psutil.virtual_memory().available)
-        resources = self.resources(timeout) if resources is None else resources
-        return resources.get("memory_free")
+        info = self.client.sync(self.client.scheduler.identity, n_workers=-1,
+                                callback_timeout=timeout)
+        free = 0
+        for worker in info["workers"].values():
+            limit = worker.get("memory_limit") or 0
+            if limit <= 0:
+                return None
+            free += max(0, int(limit) - int(worker.get("metrics", {}).get("memory", 0)))
+        return free
 
     @property
     def has_gpu(self) -> bool:

@@ -380,15 +380,9 @@ class PlacementPlugin(SchedulerPlugin):
         return {"records": per_worker, "placements": self.placements(program)}
 
     def resources(self) -> dict:
-        """Total resources the workers advertise, plus the number of workers and
-        ``memory_free``: per worker its memory limit less what its process uses, summed
-        (None when a worker has no limit)."""
+        """Total resources the workers advertise, plus the number of workers."""
         totals = _resource_totals(self.scheduler)
         totals["workers"] = len(self.scheduler.workers)
-        workers = self.scheduler.workers.values()
-        totals["memory_free"] = (None if any(not ws.memory_limit for ws in workers) else
-                                 sum(max(0, ws.memory_limit - ws.memory.process)
-                                     for ws in workers))
         return totals
 
 
