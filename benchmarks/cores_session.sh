@@ -17,6 +17,7 @@ if ls "$WHL"/*.whl >/dev/null 2>&1; then
 else
   export PYTHONPATH=$PWD
 fi
+bash benchmarks/numpy_shim.sh /tmp/shim && export PYTHONPATH=/tmp/shim:$PYTHONPATH
 export PYTHONUNBUFFERED=1
 "${PYTHON:-python3}" -c "import os, platform, numba, numpy; print(platform.node(), os.cpu_count(), 'cores;', 'numba', numba.__version__, 'numpy', numpy.__version__)" | tee "$OUT/env.log"
 date -u | tee -a "$OUT/env.log"

@@ -42,28 +42,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
 fi
-mkdir -p /tmp/shim
-"$PY" - <<'EOF' > /tmp/shim/sitecustomize.py
-import importlib.util, pathlib, re
-import numpy as np
-names = set()
-spec = importlib.util.find_spec("numba_cuda")
-if spec is not None and spec.origin:
-    for f in pathlib.Path(spec.origin).parent.rglob("*.py"):
-        names.update(re.findall(r"(?:overload|infer_global|lower_builtin|lower)\(np\.([a-z_]\w*)",
-                                f.read_text(errors="ignore")))
-missing = []
-for n in sorted(names):
-    try:
-        getattr(np, n)
-    except AttributeError:
-        missing.append(n)
-print("# numpy stand-ins for names numba-cuda overloads but this numpy lacks (gpu_session.sh)")
-print("import numpy as _np")
-print(f"for _n in {missing!r}:")
-print("    if not hasattr(_np, _n):")
-print("        setattr(_np, _n, _np.vstack if _n == 'row_stack' else (lambda *a, **k: None))")
-EOF
+PYTHON="$PY" bash benchmarks/numpy_shim.sh /tmp/shim || exit 1
 export PYTHONPATH="/tmp/shim:/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 for step in $STEPS; do
