@@ -34,7 +34,6 @@ Encoding
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -47,7 +46,6 @@ from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier
 CACHE_NAME = "taskbfs.device_cache"
 _COUNTER_BYTES = 3 * 8  # the step's counters, read back once per step
 
-_create_lock = threading.Lock()
 
 
 class DeviceCache:
@@ -332,17 +330,10 @@ def device_cache(worker=None) -> DeviceCache:
     device-data service (:func:`~taskbfs.runtime.device_data.device_data`)."""
     from taskbfs.kernels.gpu import NumbaAllocator
     from taskbfs.runtime.device_data import device_data
-    from taskbfs.runtime.worker import worker_cache
+    from taskbfs.runtime.worker import worker_singleton
 
-    store = worker_cache(worker)
-    cache = store.get(CACHE_NAME)
-    if cache is None:
-        with _create_lock:
-            cache = store.get(CACHE_NAME)
-            if cache is None:
-                data = device_data(NumbaAllocator, worker)
-                cache = store[CACHE_NAME] = DeviceCache(data=data)
-    return cache
+    return worker_singleton(CACHE_NAME,
+                            lambda: DeviceCache(data=device_data(NumbaAllocator, worker)), worker)
 
 
 def upload_slices(num_vertices: int, num_tasks: int, *parts) -> dict:

@@ -38,7 +38,6 @@ SERVICE_NAME = "taskbfs.device_data"
 #: Budget used when the allocator cannot say how much memory is free (numba's simulator).
 UNKNOWN_MEMORY_BUDGET = 1 << 30
 
-_create_lock = threading.Lock()
 
 
 class Allocator(Protocol):
@@ -262,16 +261,9 @@ def device_data(allocator_factory, worker=None) -> DeviceData:
     worker : distributed.Worker, optional
         Default: the worker running this thread (outside a worker: one per thread).
     """
-    from taskbfs.runtime.worker import worker_cache
+    from taskbfs.runtime.worker import worker_singleton
 
-    store = worker_cache(worker)
-    service = store.get(SERVICE_NAME)
-    if service is None:
-        with _create_lock:
-            service = store.get(SERVICE_NAME)
-            if service is None:
-                service = store[SERVICE_NAME] = DeviceData(allocator_factory())
-    return service
+    return worker_singleton(SERVICE_NAME, lambda: DeviceData(allocator_factory()), worker)
 
 
 __all__ = ["SERVICE_NAME", "Allocator", "DeviceData", "default_budget", "device_data"]

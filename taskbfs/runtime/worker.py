@@ -26,6 +26,7 @@ from taskbfs.runtime.task import CUDA, SMP, Task
 _records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+_make_lock = threading.RLock()  # re-entrant: a make() may ask for another singleton
 _included = itertools.count()  # numbers included tasks' keys
 #: The program of the task running in this thread (for :func:`publish`).
 _running = threading.local()
@@ -286,6 +287,19 @@ def worker_cache(worker=None) -> dict:
         return _caches.setdefault(threading.current_thread(), {})
     with _lock:
         return _caches.setdefault(worker, {})
+
+
+def worker_singleton(name: str, make, worker=None):
+    """This worker's one ``name`` in its :func:`worker_cache`, made by ``make()`` at the
+    first call (once, whatever the threads asking at the same time)."""
+    store = worker_cache(worker)
+    value = store.get(name)
+    if value is None:
+        with _make_lock:
+            value = store.get(name)
+            if value is None:
+                value = store[name] = make()
+    return value
 
 
 def forget_worker_state(worker) -> None:
