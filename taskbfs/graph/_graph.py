@@ -164,7 +164,16 @@ class Graph:
             )
         _check_fits_in_memory(num_vertices, src.size, directed)
         indptr, indices = _edges_to_csr(src, dst, num_vertices, directed)
-        return cls(indptr, indices, num_vertices, bool(directed))
+        return cls.made_valid(indptr, indices, num_vertices, bool(directed))
+
+    @classmethod
+    def made_valid(cls, indptr, indices, num_vertices: int, directed: bool) -> Graph:
+        """A graph of CSR arrays that a taskbfs builder made or already checked: valid by
+        construction, so :meth:`validate` (the first search's O(arcs) pass) has nothing
+        to find and is skipped."""
+        graph = cls(indptr, indices, num_vertices, directed)
+        graph._valid = True
+        return graph
 
     @classmethod
     def from_csr(cls, indptr, indices, directed: bool = False) -> Graph:

@@ -749,9 +749,9 @@ def _read_npz(path: str, directed: bool | None) -> Graph:
     if labels is not None and labels.shape != (n,):
         raise GraphFormatError(f"labels must hold one label per vertex ({n}), got shape {labels.shape}", path)
     if directed is None or directed == stored_directed:
-        graph = Graph(indptr, indices, n, stored_directed)
+        graph = Graph.made_valid(indptr, indices, n, stored_directed)
     elif directed:
-        graph = Graph(indptr, indices, n, True)  # both arcs of every edge, kept as arcs
+        graph = Graph.made_valid(indptr, indices, n, True)  # both arcs of every edge, kept as arcs
     else:
         graph = Graph.from_csr(indptr, indices, directed=False)  # symmetrise
     graph.labels = labels

@@ -162,7 +162,7 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1) -> Graph:
         src, dst = (np.concatenate(side) for side in zip(*chunks, strict=True))
         return Graph.from_edges(src, dst, num_vertices=n, directed=False)
     indptr, indices = _chunks_to_csr(chunks, n, directed=False)
-    return Graph(indptr, indices, n, False)
+    return Graph.made_valid(indptr, indices, n, False)
 
 
 # ====================================================================== the generator
