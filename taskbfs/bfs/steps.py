@@ -49,12 +49,15 @@ class GraphSlice:
     def nbytes(self) -> int:
         return self.indptr.nbytes + self.indices.nbytes
 
-    def searchable_bits(self) -> np.ndarray:
-        """The range's vertices with an adjacency entry, as global-aligned bitmap words
-        (:func:`~taskbfs.kernels.cpu.searchable_bits`); made on first use and kept with
-        the slice, which lives on its worker for as long as the graph is placed."""
+    def __post_init__(self):
+        # made with the slice at placement, not by the first search that reads it
         if self._searchable is None:
             self._searchable = searchable_bits(self.indptr, self.lo, self.hi)
+
+    def searchable_bits(self) -> np.ndarray:
+        """The range's vertices with an adjacency entry, as global-aligned bitmap words
+        (:func:`~taskbfs.kernels.cpu.searchable_bits`), kept with the slice, which lives
+        on its worker for as long as the graph is placed."""
         return self._searchable
 
     @property
