@@ -168,11 +168,10 @@ def test_placing_pins_the_buffers_of_two_results_ahead(monkeypatch):
     monkeypatch.setattr(pinned, "_grower", lambda: type("Later", (), {
         "submit": staticmethod(lambda fn, *a: later.append((fn, a)))})())
     device_cache._pin_result_buffers(5000)
-    assert len(later) == 2 * device_cache.RESULTS_PINNED_AHEAD  # distances and parents each
-    device_cache._pin_result_buffers(5000)  # being pinned already: nothing more
-    assert len(later) == 2 * device_cache.RESULTS_PINNED_AHEAD
-    for fn, a in later:
-        fn(*a)
     pool = pinned.pinned_pool()
+    # pinned before placement returns (not while the first search runs), on no other thread
+    assert later == []
+    assert pool.free_count(5000, np.int32) == 2 * device_cache.RESULTS_PINNED_AHEAD
+    device_cache._pin_result_buffers(5000)  # held already: nothing more
     assert pool.free_count(5000, np.int32) == 2 * device_cache.RESULTS_PINNED_AHEAD
     assert pool.take(5000, np.int32, allocate=False) is not None

@@ -372,17 +372,18 @@ RESULTS_PINNED_AHEAD = 2
 
 
 def _pin_result_buffers(num_vertices: int) -> None:
-    """Have the pinned pool hold, in the background, the buffers of
-    :data:`RESULTS_PINNED_AHEAD` results of ``num_vertices`` (distances and parents each)
-    that it does not hold yet, so that the first searches copy their result into pinned
-    memory rather than pin it then (:func:`~taskbfs.bfs.pinned.copy_out`)."""
+    """Have the pinned pool hold the buffers of :data:`RESULTS_PINNED_AHEAD` results of
+    ``num_vertices`` (distances and parents each) that it does not hold yet, pinned now
+    (pinning while a search runs holds up its CUDA calls), so that the first searches copy
+    their result into pinned memory rather than pin it then
+    (:func:`~taskbfs.bfs.pinned.copy_out`)."""
     from taskbfs.bfs.pinned import pinned_pool
     from taskbfs.bfs.result import result_dtype
 
     pool = pinned_pool()
     dtype = result_dtype(num_vertices)
     for _ in range(2 * RESULTS_PINNED_AHEAD - pool.free_count(num_vertices, dtype)):
-        pool.grow_later(num_vertices, dtype)
+        pool.grow(num_vertices, dtype)
 
 
 def _stopwatch(simulated: bool):

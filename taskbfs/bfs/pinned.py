@@ -92,13 +92,22 @@ class PinnedPool:
         with self._lock:
             return len(self._free.get(size, ())) + self._growing.get(size, 0)
 
+    def grow(self, n: int, dtype) -> None:
+        """Pin a free buffer for ``n`` items of ``dtype`` now, on this thread."""
+        size = self._growing_class(n, dtype)
+        self._grow(size)
+
     def grow_later(self, n: int, dtype) -> None:
         """Pin a free buffer for ``n`` items of ``dtype`` on a background thread (pinning
         is slower than the copy it speeds up): one per request that found none."""
+        _grower().submit(self._grow, self._growing_class(n, dtype))
+
+    def _growing_class(self, n: int, dtype) -> int:
+        """The size class of ``n`` items of ``dtype``, counted as growing."""
         size = _size_class(max(int(n), 1) * np.dtype(dtype).itemsize)
         with self._lock:
             self._growing[size] = self._growing.get(size, 0) + 1
-        _grower().submit(self._grow, size)
+        return size
 
     def _grow(self, size: int) -> None:
         try:
