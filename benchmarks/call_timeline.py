@@ -1,0 +1,104 @@
+"""One ``tb.bfs`` call as a timeline: when each part of it starts and stops, on every thread.
+
+Returns
+    Prints, for the call with the median wall time of ``--keys`` warm calls, every timed
+    part (the caller's steps before and after the search, the search task's setup, its
+    levels and its result) with its start and stop in ms since the call's entry, and the
+    thread it ran on. The embedded cluster's workers are threads of this process, so one
+    clock (``time.perf_counter``) orders both sides.
+Approach
+    The parts are functions of the package wrapped here (nothing in the package changes);
+    a part nested in another shows inside its span. The gaps between parts are what no
+    wrapped function covers: the round trips and the scheduler's dispatch of the task.
+
+    python benchmarks/call_timeline.py --scale 22 --strategy gpu --keys 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import threading
+import time
+
+import numpy as np
+
+import taskbfs as tb
+
+#: (module, owner attribute or None, function name): the parts timed.
+PARTS = [
+    ("taskbfs.bfs.core", None, "_attempt"),
+    ("taskbfs.runtime.cluster", "Runtime", "share_settings"),
+    ("taskbfs.runtime.cluster", "Runtime", "resources"),
+    ("taskbfs.runtime.cluster", "Runtime", "free_memory"),
+    ("taskbfs.bfs.core", None, "place_graph"),
+    ("taskbfs.runtime.cluster", "Runtime", "include_site"),
+    ("taskbfs.runtime.program", "Program", "__init__"),
+    ("taskbfs.runtime.program", "Program", "submit"),
+    ("taskbfs.runtime.program", "Program", "get"),
+    ("taskbfs.runtime.program", "Program", "finished"),
+    ("taskbfs.bfs.core", None, "send_finished"),
+    ("taskbfs.bfs.core", "_Search", "result"),
+    ("taskbfs.runtime.program", "Program", "close"),
+    ("taskbfs.bfs.included", None, "run_search"),
+    ("taskbfs.bfs.included", None, "first_frontier"),
+    ("taskbfs.bfs.included", "_Levels", "run"),
+    ("taskbfs.bfs.device_levels", "GpuLevels", "_enter"),
+    ("taskbfs.bfs.included", None, "_assemble"),
+]
+
+_events: list = []
+
+
+def _timed(name: str, fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _events.append((name, start, time.perf_counter(), threading.current_thread().name))
+    return wrapper
+
+
+def _wrap_parts() -> None:
+    import importlib
+
+    for module_name, owner_name, name in PARTS:
+        module = importlib.import_module(module_name)
+        owner = module if owner_name is None else getattr(module, owner_name)
+        label = name if owner_name is None else f"{owner_name}.{name}"
+        setattr(owner, name, _timed(label, getattr(owner, name)))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=20)
+    parser.add_argument("--strategy", default="cpu")
+    parser.add_argument("--keys", type=int, default=8)
+    args = parser.parse_args(argv)
+    graph = tb.kronecker(args.scale, 16, seed=1)
+    keys = [int(k) for k in tb.search_keys(graph, args.keys + 1, seed=3)]
+    _wrap_parts()
+    calls = []
+    with tb.Runtime() as runtime:
+        tb.bfs(graph, keys[0], strategy=args.strategy, runtime=runtime)  # warm, untimed
+        for key in keys[1:]:
+            _events.clear()
+            start = time.perf_counter()
+            result = tb.bfs(graph, key, strategy=args.strategy, runtime=runtime)
+            wall = time.perf_counter() - start
+            calls.append((wall, start, list(_events), result.search_seconds))
+    walls = [c[0] for c in calls]
+    wall, start, events, search = sorted(calls)[len(calls) // 2]
+    print(f"scale {args.scale}, {args.strategy}: walls (ms) {[round(1e3 * w, 2) for w in walls]}")
+    print(f"the median call: wall {1e3 * wall:.2f} ms, r.search_seconds {1e3 * search:.2f} ms")
+    print(f"{'part':<28s} {'start':>8s} {'stop':>8s} {'ms':>7s}  thread")
+    for name, t0, t1, thread in sorted(events, key=lambda e: e[1]):
+        print(f"{name:<28s} {1e3 * (t0 - start):8.2f} {1e3 * (t1 - start):8.2f} "
+              f"{1e3 * (t1 - t0):7.2f}  {thread}")
+    print(f"median wall over the calls: {1e3 * float(np.median(walls)):.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
