@@ -76,7 +76,13 @@ def main(argv=None) -> None:
     parser.add_argument("--scale", type=int, default=20)
     parser.add_argument("--strategy", default="cpu")
     parser.add_argument("--keys", type=int, default=8)
+    parser.add_argument("--switch-interval", type=float, default=None,
+                        help="sys.setswitchinterval (seconds) for this process (default: Python's)")
     args = parser.parse_args(argv)
+    if args.switch_interval is not None:
+        import sys
+
+        sys.setswitchinterval(args.switch_interval)
     graph = tb.kronecker(args.scale, 16, seed=1)
     keys = [int(k) for k in tb.search_keys(graph, args.keys + 1, seed=3)]
     _wrap_parts()

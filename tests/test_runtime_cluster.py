@@ -246,6 +246,43 @@ def test_runtime_takes_a_cluster_object_and_leaves_it_up():
             assert np.array_equal(tb.bfs(graph, 0, runtime=rt).distances, scipy_distances(graph, 0))
 
 
+def test_resources_follow_the_workers_without_a_round_trip_per_search(monkeypatch):
+    """The scheduler announces the totals when a worker joins or leaves; a runtime asks
+    once, then answers from the announcements (two runtimes on one client both hear)."""
+    from distributed import LocalCluster
+
+    from taskbfs.runtime import cluster as cluster_module
+
+    # in-process workers (inproc:// addresses); the HTTP server on 127.0.0.1
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        first, second = Runtime(client), Runtime(client)
+        assert first.resources() == second.resources() == {"CPU": 1, "workers": 1}
+        asked = []
+        monkeypatch.setattr(cluster_module, "cluster_resources",
+                            lambda *a, **k: asked.append(a) or {})
+
+        def heard(totals):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if first.resources() == second.resources() == totals:
+                    return True
+                time.sleep(0.02)
+            return False
+
+        cluster.scale(2)
+        client.wait_for_workers(2)
+        assert heard({"CPU": 2, "workers": 2})
+        cluster.scale(1)
+        assert heard({"CPU": 1, "workers": 1})
+        assert asked == []
+        first.close()
+        assert client.status == "running" and second.resources()["workers"] == 1
+        second.close()
+        assert "taskbfs-resources" not in getattr(client, "_event_handlers", {})
+
+
 _DASK_CUDA_STUB = '''"""A stand-in for the dask_cuda package: one worker plugin, as dask-cuda installs
 on each worker it starts (its RMM setup), and a preload that installs it."""
 from distributed import WorkerPlugin

@@ -26,6 +26,7 @@ as a worker plugin (so workers that join later get them too), taken back on clos
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -43,6 +44,7 @@ from taskbfs.errors import DeviceUnavailableError, InvalidParameterError, TaskBF
 from taskbfs.runtime.plugin import (
     CPU_RESOURCE,
     GPU_RESOURCE,
+    RESOURCES_TOPIC,
     add_listener,
     attach,
     cluster_resources,
@@ -126,6 +128,9 @@ class Runtime:
         self._listeners: dict[str, bool] = {}  # name -> whether add_listener put it in place
         self._programs: weakref.WeakSet = weakref.WeakSet()
         self._shared_settings = None  # the settings last sent to the workers
+        self._resources: dict | None = None  # the totals the scheduler last announced
+        self._resources_heard = 0  # how many announcements arrived
+        self._listening_resources = False
         if address_or_client is None:
             self._owned_cluster = start_embedded_cluster(threads, gpus, dashboard_address)
             self.client = self._owned_client = Client(self._owned_cluster, set_as_default=False)
@@ -152,6 +157,8 @@ class Runtime:
         self.share_settings()
         if self._owned_cluster is None:
             self._claim_dask_cuda_gpus()
+        _listen_for_resources(self.client, self)
+        self._listening_resources = True
         for name in config.get("runtime.worker-warm-up"):
             try:
                 self.client.run(warm_worker, name)
@@ -185,9 +192,28 @@ class Runtime:
         return self._dashboard_link
 
     def resources(self, timeout: float | None = None) -> dict:
-        """Totals the workers advertise: ``{"CPU": n, "GPU": m, "workers": k}`` (asked of
-        the scheduler: at most ``timeout`` seconds, else ``TimeoutError``)."""
-        return cluster_resources(self.client, timeout)
+        """Totals the workers advertise: ``{"CPU": n, "GPU": m, "workers": k}``.
+
+        Asked of the scheduler once (at most ``timeout`` seconds, else ``TimeoutError``);
+        after that, the scheduler's plugin announces the totals whenever a worker joins or
+        leaves, and the runtime answers from the last announcement without a round trip.
+        """
+        if self._resources is None:
+            heard = self._resources_heard
+            totals = cluster_resources(self.client, timeout)
+            if self._resources_heard == heard:  # else an announcement is newer than this answer
+                self._resources = totals
+            else:
+                return dict(self._resources)
+            return dict(totals)
+        return dict(self._resources)
+
+    def _heard_resources(self, event) -> None:
+        """An announcement of the cluster's totals (see :meth:`resources`)."""
+        _timestamp, totals = event
+        if isinstance(totals, dict):
+            self._resources_heard += 1
+            self._resources = totals
 
     def free_memory(self, timeout: float | None = None) -> int | None:
         """Bytes the workers can still take: this machine's available memory when they
@@ -340,6 +366,9 @@ class Runtime:
 
     def _restore_cluster(self) -> None:
         running = self.client.status in ("running", "connecting")
+        if self._listening_resources:
+            _stop_listening_for_resources(self.client, self)
+            self._listening_resources = False
         if self._attached and running:
             try:
                 detach(self.client, self._user)
@@ -483,6 +512,39 @@ async def claim_dask_cuda_gpu(dask_worker=None) -> bool:
         return False
     await dask_worker.set_resources(**{GPU_RESOURCE: 1})
     return True
+
+
+#: Per client, the runtimes that keep the resource totals the scheduler announces (a
+#: client has one handler per event topic; several runtimes may share a client).
+_resource_listeners: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _listen_for_resources(client, runtime) -> None:
+    """Have ``runtime`` hear the totals announced on ``client`` (:meth:`Runtime.resources`)."""
+    listeners = _resource_listeners.get(client)
+    if listeners is None:
+        listeners = _resource_listeners[client] = weakref.WeakSet()
+
+        def heard(event, listeners=listeners):
+            for listener in list(listeners):
+                listener._heard_resources(event)
+
+        client.subscribe_topic(RESOURCES_TOPIC, heard)
+    listeners.add(runtime)
+
+
+def _stop_listening_for_resources(client, runtime) -> None:
+    """Undo :func:`_listen_for_resources`; the last runtime of a client unsubscribes it."""
+    listeners = _resource_listeners.get(client)
+    if listeners is None:
+        return
+    listeners.discard(runtime)
+    if not listeners:
+        del _resource_listeners[client]
+        with contextlib.suppress(Exception):  # the client may be closing already
+            client.unsubscribe_topic(RESOURCES_TOPIC)
+            # distributed's unsubscribe keeps the handler (and what it refers to)
+            getattr(client, "_event_handlers", {}).pop(RESOURCES_TOPIC, None)
 
 
 def _listening(dask_scheduler=None) -> list:

@@ -60,6 +60,9 @@ MAX_SIZE_LABELS = 16
 MAX_POLICIES = 1024
 #: Scheduler handlers the plugin adds (removed again with it).
 HANDLERS = ("taskbfs_placements", "taskbfs_resources", "taskbfs_trace")
+#: The event topic on which the plugin announces the cluster's resource totals whenever a
+#: worker joins or leaves (a runtime keeps the last: no round trip per search).
+RESOURCES_TOPIC = "taskbfs-resources"
 
 
 def policy_to_dict(policy, program: str | None = None) -> dict:
@@ -378,6 +381,17 @@ class PlacementPlugin(SchedulerPlugin):
         per_worker = [response["result"] for response in responses.values()
                       if isinstance(response, dict) and response.get("status") == "OK"]
         return {"records": per_worker, "placements": self.placements(program)}
+
+    def add_worker(self, scheduler=None, worker=None) -> None:
+        self._announce_resources()
+
+    def remove_worker(self, scheduler=None, worker=None, **kwargs) -> None:
+        self._announce_resources()
+
+    def _announce_resources(self) -> None:
+        """Tell the runtimes listening on :data:`RESOURCES_TOPIC` the new totals."""
+        if self.scheduler is not None:
+            self.scheduler.log_event(RESOURCES_TOPIC, self.resources())
 
     def resources(self) -> dict:
         """Total resources the workers advertise, plus the number of workers."""
