@@ -61,6 +61,51 @@ def _timed(name: str, fn):
     return wrapper
 
 
+class WindowSampler:
+    """Every ``interval`` seconds, the innermost frames of every other thread, with the
+    time: what else ran while a part of the call took long."""
+
+    def __init__(self, interval: float = 0.0002, depth: int = 4):
+        self.interval, self.depth, self.samples = interval, depth, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import os
+        import sys
+
+        me = threading.get_ident()
+        names = {}
+        while not self._stop.wait(self.interval):
+            now = time.perf_counter()
+            for ident, frame in sys._current_frames().items():
+                if ident == me:
+                    continue
+                if ident not in names:
+                    names.update((t.ident, t.name) for t in threading.enumerate())
+                stack = []
+                while frame is not None and len(stack) < self.depth:
+                    code = frame.f_code
+                    stack.append(f"{os.path.basename(code.co_filename)}:{code.co_name}")
+                    frame = frame.f_back
+                self.samples.append((now, names.get(ident, str(ident)), " < ".join(stack)))
+
+    def during(self, t0: float, t1: float) -> list:
+        """``(count, thread, stack)`` of the samples taken between ``t0`` and ``t1``."""
+        import collections
+
+        counts = collections.Counter((name, stack) for t, name, stack in self.samples
+                                     if t0 <= t < t1)
+        return [(c, name, stack) for (name, stack), c in counts.most_common()]
+
+
 def _wrap_parts() -> None:
     import importlib
 
@@ -78,6 +123,9 @@ def main(argv=None) -> None:
     parser.add_argument("--keys", type=int, default=8)
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="sys.setswitchinterval (seconds) for this process (default: Python's)")
+    parser.add_argument("--sample-first-ms", type=float, default=None,
+                        help="also sample every thread in the first N ms of each call and "
+                             "list, for the median call, what ran then")
     args = parser.parse_args(argv)
     if args.switch_interval is not None:
         import sys
@@ -87,14 +135,19 @@ def main(argv=None) -> None:
     keys = [int(k) for k in tb.search_keys(graph, args.keys + 1, seed=3)]
     _wrap_parts()
     calls = []
+    sampler = WindowSampler() if args.sample_first_ms else None
     with tb.Runtime() as runtime:
         tb.bfs(graph, keys[0], strategy=args.strategy, runtime=runtime)  # warm, untimed
+        if sampler is not None:
+            sampler.start()
         for key in keys[1:]:
             _events.clear()
             start = time.perf_counter()
             result = tb.bfs(graph, key, strategy=args.strategy, runtime=runtime)
             wall = time.perf_counter() - start
             calls.append((wall, start, list(_events), result.search_seconds))
+    if sampler is not None:
+        sampler.stop()
     walls = [c[0] for c in calls]
     wall, start, events, search = sorted(calls)[len(calls) // 2]
     print(f"scale {args.scale}, {args.strategy}: walls (ms) {[round(1e3 * w, 2) for w in walls]}")
@@ -104,6 +157,11 @@ def main(argv=None) -> None:
         print(f"{name:<28s} {1e3 * (t0 - start):8.2f} {1e3 * (t1 - start):8.2f} "
               f"{1e3 * (t1 - t0):7.2f}  {thread}")
     print(f"median wall over the calls: {1e3 * float(np.median(walls)):.2f} ms")
+    if sampler is not None:
+        print(f"what ran in the first {args.sample_first_ms} ms of the median call "
+              "(samples every 0.2 ms; thread; innermost frames):")
+        for count, name, stack in sampler.during(start, start + args.sample_first_ms / 1e3)[:30]:
+            print(f"{count:5d}  {name:<36s} {stack}")
 
 
 if __name__ == "__main__":

@@ -398,3 +398,27 @@ def test_start_local_cluster_script(tmp_path, monkeypatch):
     assert not [pid for pid in pids if _alive(pid)]
     assert "not running" in script("status").stdout
     assert script("stop").returncode == 0  # stopping twice is harmless
+
+
+def test_available_memory_is_read_at_most_once_a_second(monkeypatch):
+    """The embedded runtime's memory check reads /proc/meminfo (through psutil) at most once
+    per MEMORY_READING_SECONDS, not once per search."""
+    import types
+
+    import psutil
+
+    from taskbfs.runtime import cluster as cluster_module
+
+    reads = []
+
+    def reading():
+        reads.append(1)
+        return types.SimpleNamespace(available=1000 * len(reads))
+
+    monkeypatch.setattr(psutil, "virtual_memory", reading)
+    monkeypatch.setattr(cluster_module, "_memory_reading", (float("-inf"), 0))
+    assert cluster_module._available_memory() == cluster_module._available_memory() == 1000
+    assert len(reads) == 1
+    monkeypatch.setattr(cluster_module, "MEMORY_READING_SECONDS", 0.0)
+    time.sleep(0.01)
+    assert cluster_module._available_memory() == 2000
