@@ -126,6 +126,8 @@ def main(argv=None) -> None:
     parser.add_argument("--sample-first-ms", type=float, default=None,
                         help="also sample every thread in the first N ms of each call and "
                              "list, for the median call, what ran then")
+    parser.add_argument("--gc-off", action="store_true",
+                        help="no garbage collection during the timed calls (an experiment)")
     args = parser.parse_args(argv)
     if args.switch_interval is not None:
         import sys
@@ -140,6 +142,11 @@ def main(argv=None) -> None:
         tb.bfs(graph, keys[0], strategy=args.strategy, runtime=runtime)  # warm, untimed
         if sampler is not None:
             sampler.start()
+        if args.gc_off:
+            import gc
+
+            gc.collect()
+            gc.disable()
         for key in keys[1:]:
             _events.clear()
             start = time.perf_counter()
