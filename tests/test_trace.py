@@ -362,3 +362,25 @@ def test_each_barrier_is_drawn_on_the_thread_that_ran_it(runtime):
         rows = set(barriers.loc[barriers["level"] == level.level, "row"])
         if expected is not None and rows:
             assert rows == {expected}
+
+
+def test_the_call_does_not_wait_for_its_trace(monkeypatch):
+    """A search's records are asked for when it ends and read when a table is first read:
+    the call never waits for them, and a runtime's close() waits for those on their way,
+    so a result read after its runtime closed still has its whole trace."""
+    from taskbfs.runtime.program import Program
+
+    def waited(*args, **kwargs):
+        raise AssertionError("tb.bfs waited for the trace's records")
+
+    monkeypatch.setattr(Program, "finished", waited)
+    graph = tb.kronecker(9, seed=5)
+    with tb.Runtime(threads=2, gpus=0, dashboard_address=None) as rt:
+        results = [tb.bfs(graph, source, tasks=3, runtime=rt) for source in (1, 2)]
+        assert not rt._pending or all(not f.cancelled() for f in rt._pending)
+    for r in results:  # read after close
+        steps = r.trace
+        assert len(steps) and set(steps["level"]) <= set(range(r.num_levels))
+        assert steps["device"].notna().all() and (steps["stop"] >= steps["start"]).all()
+        assert r.placements and r.assembly_seconds >= 0
+        assert len(r.levels) == r.num_levels

@@ -24,6 +24,7 @@ import time
 import warnings
 import weakref
 from concurrent.futures import CancelledError
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -536,11 +537,19 @@ class _Search:
         program, parts, summaries = self.program, self.parts, outcome.summaries
         attempt = self.attempt
         self.heard.level = summaries[-1].level
-        records, placements = program.finished(self.clock.left())
-        send_finished(program.client, program.id, records, summaries)  # the live page's timeline
+        # The tasks' records are asked for now and read when a table is first read: the
+        # caller does not wait for that round trip (nor for the live page's copy).
+        pending = program.finished_later()
+        client, program_id = program.client, program.id
+        pending.add_done_callback(
+            lambda done: done.exception() is None
+            and send_finished(client, program_id, done.result()[0], summaries))
+
+        def fetched():
+            return _trace_answer(pending)
 
         def trace():
-            table = _with_device_stats(_task_trace(records, parts, wall_start, summaries),
+            table = _with_device_stats(_task_trace(fetched()[0], parts, wall_start, summaries),
                                        summaries)
             table["attempt"] = attempt  # the tasks of an earlier attempt ran again in this one
             return table
@@ -549,7 +558,7 @@ class _Search:
             # through a weak reference: a result that refers to itself through this
             # closure would live (with its arrays, maybe pinned buffers lent by the GPU
             # worker's pool) until the next garbage collection, not until it is dropped
-            return _level_table(summaries, mine().trace, wall_start, records)
+            return _level_table(summaries, mine().trace, wall_start, fetched()[0])
 
         result = BFSResult(
             source=self.source,
@@ -564,8 +573,8 @@ class _Search:
             strategy=strategy,
             direction=self.direction,
             num_tasks=parts.num_tasks,
-            placements=placements,
-            assembly_seconds=_span(records, FINISH.name),
+            placements=lambda: fetched()[1],
+            assembly_seconds=lambda: _span(fetched()[0], FINISH.name),
             assembly_d2h_bytes=outcome.assembly_d2h_bytes,
             kept=outcome.kept,
             bounds=parts.bounds,
@@ -574,6 +583,23 @@ class _Search:
             result.exchange = outcome.exchange  # docs/distributed.md: bytes per level
         mine = weakref.ref(result)
         return result
+
+
+#: Seconds reading a result's trace waits for its records (asked for when the search
+#: ended; they come in milliseconds unless the scheduler is gone).
+TRACE_WAIT_SECONDS = 60.0
+
+
+def _trace_answer(pending) -> tuple[list, list]:
+    """``(records, placements)`` of a finished search, once they arrived."""
+    try:
+        return pending.result(TRACE_WAIT_SECONDS)
+    except FuturesTimeout:
+        raise TaskBFSError(f"the search's trace records did not arrive within "
+                           f"{TRACE_WAIT_SECONDS:.0f} s (is the scheduler still up?)") from None
+    except Exception as exc:
+        raise TaskBFSError(f"the search's trace records could not be read: "
+                           f"{type(exc).__name__}: {exc}") from None
 
 
 def _traversed_edges(num_arcs: int, last: LevelSummary, directed: bool) -> int:

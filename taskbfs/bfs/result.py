@@ -79,8 +79,9 @@ class BFSResult:
                  trace: pd.DataFrame | Callable[[], pd.DataFrame],
                  levels: pd.DataFrame | Callable[[], pd.DataFrame], elapsed: float,
                  traversed_edges: int, strategy: str, direction: str, num_tasks: int,
-                 placements: list | None = None, search_seconds: float | None = None,
-                 assembly_seconds: float = 0.0, assembly_d2h_bytes: int = 0, kept=None,
+                 placements: list | Callable[[], list] | None = None,
+                 search_seconds: float | None = None,
+                 assembly_seconds: float | Callable[[], float] = 0.0, assembly_d2h_bytes: int = 0, kept=None,
                  bounds: np.ndarray | None = None):
         self.source = source
         self._distances = distances
@@ -94,9 +95,9 @@ class BFSResult:
         self.strategy = strategy
         self.direction = direction
         self.num_tasks = num_tasks
-        self.placements = placements if placements is not None else []
+        self._placements = placements if placements is not None else []
         self.search_seconds = elapsed if search_seconds is None else search_seconds
-        self.assembly_seconds = assembly_seconds
+        self._assembly_seconds = assembly_seconds
         self.assembly_d2h_bytes = assembly_d2h_bytes
 
     @property
@@ -163,6 +164,22 @@ class BFSResult:
         if callable(self._trace):
             self._trace = self._trace()
         return self._trace
+
+    @property
+    def placements(self) -> list:
+        """The scheduler plugin's placement decisions for the search's tasks; fetched with
+        the trace's records on first read."""
+        if callable(self._placements):
+            self._placements = self._placements()
+        return self._placements
+
+    @property
+    def assembly_seconds(self) -> float:
+        """Of ``search_seconds``, the span of the tasks that wrote distances and parents
+        (from the trace's records: read on first use)."""
+        if callable(self._assembly_seconds):
+            self._assembly_seconds = self._assembly_seconds()
+        return self._assembly_seconds
 
     @property
     def levels(self) -> pd.DataFrame:

@@ -26,6 +26,7 @@ as a worker plugin (so workers that join later get them too), taken back on clos
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import gc
 import logging
@@ -128,6 +129,7 @@ class Runtime:
         self._sped_up = False
         self._listeners: dict[str, bool] = {}  # name -> whether add_listener put it in place
         self._programs: weakref.WeakSet = weakref.WeakSet()
+        self._pending: set = set()  # answers still on their way (Program.finished_later)
         self._shared_settings = None  # the settings last sent to the workers
         self._resources: dict | None = None  # the totals the scheduler last announced
         self._resources_heard = 0  # how many announcements arrived
@@ -348,6 +350,9 @@ class Runtime:
         runtime uses it (see the module docstring), and a Client it was given stays open.
         Idempotent.
         """
+        with contextlib.suppress(Exception):  # what the programs asked for, if it can come
+            concurrent.futures.wait(list(self._pending), timeout=PENDING_WAIT_SECONDS)
+        self._pending.clear()
         for program in list(self._programs):
             try:
                 program.close()
@@ -411,6 +416,11 @@ class Runtime:
     def _track(self, program) -> None:
         """Close ``program`` with this runtime (:meth:`close`)."""
         self._programs.add(program)
+
+    def _track_pending(self, future) -> None:
+        """Have :meth:`close` wait for ``future`` (an answer a program asked for)."""
+        self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
 
     def __enter__(self) -> Runtime:
         return self
@@ -512,6 +522,10 @@ async def claim_dask_cuda_gpu(dask_worker=None) -> bool:
     await dask_worker.set_resources(**{GPU_RESOURCE: 1})
     return True
 
+
+#: Seconds :meth:`Runtime.close` waits for answers its programs asked for and did not
+#: wait for (a search's trace records).
+PENDING_WAIT_SECONDS = 10.0
 
 #: Seconds a reading of this machine's available memory is reused: reading it
 #: (``/proc/meminfo``) took 2-2.5 ms per call on the 16-core GPU host.

@@ -594,6 +594,21 @@ def fetch_trace(client, program: str, timeout: float | None = None) -> tuple[lis
     within ``timeout`` seconds)."""
     trace = client.sync(client.scheduler.taskbfs_trace, program=program,
                         callback_timeout=timeout)
+    return _flat_trace(trace)
+
+
+def fetch_trace_later(client, program: str):
+    """:func:`fetch_trace` started on ``client``'s event loop, not waited for: a
+    :class:`concurrent.futures.Future` of ``(records, placements)``."""
+    import asyncio
+
+    async def fetch():
+        return _flat_trace(await client.scheduler.taskbfs_trace(program=program))
+
+    return asyncio.run_coroutine_threadsafe(fetch(), client.loop.asyncio_loop)
+
+
+def _flat_trace(trace: dict) -> tuple[list, list]:
     return [r for records in trace["records"] for r in records], trace["placements"]
 
 

@@ -34,6 +34,7 @@ from distributed import Client, Future, wait
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime.plugin import (
     fetch_trace,
+    fetch_trace_later,
     forget_policy,
     placement_annotations,
     register_policy,
@@ -384,6 +385,16 @@ class Program:
         program's tasks (:func:`~taskbfs.runtime.fetch_placements`), in one round trip to
         the scheduler (within ``timeout`` seconds)."""
         return fetch_trace(self.client, self.id, timeout)
+
+    def finished_later(self):
+        """:meth:`finished` without waiting for it: a :class:`concurrent.futures.Future` of
+        ``(records, placements)``, asked for now on the client's event loop. The runtime's
+        ``close()`` waits for those still on their way."""
+        pending = fetch_trace_later(self.client, self.id)
+        track = getattr(self.runtime, "_track_pending", None)
+        if track is not None:
+            track(pending)
+        return pending
 
     # ------------------------------------------------------------------ messages
     def _on_message(self, event) -> None:
