@@ -418,10 +418,10 @@ class _Search:
         program = self.program
         start = time.perf_counter()
         task = SEARCH_ON_GPU if device == CUDA else SEARCH
-        program.submit(task, ins=[name for names in self.slices for name in names] + ["degrees"],
-                       outs=["search"], kwargs={"init": self.init, "policy": program.policy,
-                                                "cuts": self.cuts,
-                                                "slices_per_task": len(self.slices[0])},
+        # every slice as one input: 2 inputs whatever T (see PlacedGraph.bundle)
+        program.put_future("slices", self.placed.bundle(program.client))
+        program.submit(task, ins=["slices", "degrees"], outs=["search"],
+                       kwargs={"init": self.init, "policy": program.policy, "cuts": self.cuts},
                        tags={**self.tags, "level": 0, "search": True})
         if self.progress is not None:
             while not self._report(_next_summaries(program, "search", self.clock)):
