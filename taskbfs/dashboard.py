@@ -445,20 +445,21 @@ FINISHED_MAX_ROWS = 4096
 
 def send_finished(client, program: str, records, summaries) -> None:
     """Give the page on ``client``'s scheduler what the client collected of the finished
-    search ``program``: its execution records (the ones ``r.trace`` is made of) and every
-    level's summary (:meth:`LiveRuns.finished`). Made and sent on the client's event loop,
-    without waiting for an answer (the caller's search is over; the page refreshes when it
-    arrives); a failure is logged at debug level and never raised.
+    search ``program``: its execution records (the ones ``r.trace`` is made of; or a
+    function that makes them) and every level's summary (:meth:`LiveRuns.finished`). Made
+    and sent on the client's event loop, without waiting for an answer (the caller's
+    search is over; the page refreshes when it arrives); a failure is logged at debug
+    level and never raised.
     """
 
     # a deep search's first levels only: the page draws a few thousand bars and rows, and
     # this runs on the loop that (embedded) also runs the cluster
-    records = records[:FINISHED_MAX_ROWS]
     summaries = summaries[:FINISHED_MAX_ROWS]
 
     async def send():
         try:  # the page must never stop a search
-            payload = {"records": record_columns(records),
+            rows = records() if callable(records) else records
+            payload = {"records": record_columns(rows[:FINISHED_MAX_ROWS]),
                        "summaries": [summary.to_message() for summary in summaries]}
             await client._run_on_scheduler(_take_finished, program, payload)
         except Exception:

@@ -20,6 +20,7 @@ Approach
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import warnings
 import weakref
@@ -67,7 +68,7 @@ from taskbfs.errors import (
 )
 from taskbfs.graph import Graph, as_graph
 from taskbfs.graph._graph import check_memory
-from taskbfs.runtime import CUDA, Policy, Program, Task
+from taskbfs.runtime import CUDA, SMP, Policy, Program, Task
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
 
@@ -537,7 +538,9 @@ class _Search:
         attempt = self.attempt
         self.heard.level = summaries[-1].level
         records, placements = program.finished(self.clock.left())
-        send_finished(program.client, program.id, records, summaries)  # the live page's timeline
+        # the live page's timeline (the steps' records made on the event loop, later)
+        send_finished(program.client, program.id,
+                      functools.partial(_table_step_records, records, summaries), summaries)
 
         def trace():
             table = _with_device_stats(_task_trace(records, parts, wall_start, summaries),
@@ -678,6 +681,7 @@ def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
             if r.get("name") == STEP.name and _had_work(r["level"], r["task"], summaries)]
     frames = [_step_frame(rows, summaries)] if rows else []
     frames += _compiled_step_frames(records, summaries)
+    frames += _table_step_frames(records, summaries)
     lost = _unrecorded_steps(frames, summaries)
     if lost:
         frames.append(_step_frame(lost, summaries))
@@ -726,6 +730,43 @@ def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
             "start": record.get("start", block.start), "stop": record.get("stop", block.stop),
             "included": record.get("included", True) is not None}))
     return frames
+
+
+def _table_step_frames(records, summaries) -> list[pd.DataFrame]:
+    """Trace rows of the steps that levels on a CPU worker's threads ran
+    (:class:`~taskbfs.bfs.level_tasks.LevelTasks`), from their step tables (one array per
+    level), in one frame: worker and device those of the search task that ran them."""
+    tables = getattr(summaries, "step_tables", ())
+    if not tables:
+        return []
+    search = next((r for r in records if r.get("search")), {})
+    levels = np.concatenate([np.full(len(t), level, dtype=np.int64) for level, t in tables])
+    table = np.concatenate([t for _, t in tables])
+    tasks = table[:, 0]
+    df = pd.DataFrame({"level": levels, "task": tasks, "thread": table[:, 1],
+                       "start": table[:, 2] / 1e9, "stop": table[:, 3] / 1e9,
+                       "name": STEP.name, "device": search.get("device", SMP),
+                       "worker": search.get("worker"), "included": True})
+    df["size"] = np.concatenate([summaries[level].sizes[t[:, 0]] for level, t in tables])
+    df["direction"] = np.concatenate([np.full(len(t), summaries[level].direction, dtype=object)
+                                      for level, t in tables])
+    df["edges_examined"], df["found"] = _step_counts(df, summaries)
+    return [df]
+
+
+def _table_step_records(records, summaries) -> list[dict]:
+    """``records`` with a record per step of the step tables (what the live page's
+    timeline reads, :func:`~taskbfs.dashboard.send_finished`), made on the client's
+    event loop after the call returned."""
+    frames = _table_step_frames(records, summaries)
+    if not frames:
+        return records
+    steps = frames[0][["name", "device", "worker", "thread", "start", "stop", "level", "task"]]
+    parent = next((r.get("key") for r in records if r.get("search")), "")
+    rows = steps.to_dict("records")
+    for i, row in enumerate(rows):
+        row["key"], row["included"] = f"{parent}/{STEP.name}-{i}", parent
+    return records + rows
 
 
 def _unrecorded_steps(frames: list[pd.DataFrame], summaries) -> list[dict]:
