@@ -51,6 +51,8 @@ import time
 import weakref
 from collections import OrderedDict
 
+import numpy as np
+
 logger = logging.getLogger(__name__)
 
 #: Path of the page (under the dashboard's prefix) and of its data.
@@ -443,29 +445,46 @@ def _frontier(lv: _Level) -> int:
 FINISHED_MAX_ROWS = 4096
 
 
-def send_finished(client, program: str, records, summaries) -> None:
+def send_finished(client, program: str, records, summaries, steps=None) -> None:
     """Give the page on ``client``'s scheduler what the client collected of the finished
-    search ``program``: its execution records (the ones ``r.trace`` is made of; or a
-    function that makes them) and every level's summary (:meth:`LiveRuns.finished`). Made
-    and sent on the client's event loop, without waiting for an answer (the caller's
-    search is over; the page refreshes when it arrives); a failure is logged at debug
-    level and never raised.
+    search ``program``: its execution records (the ones ``r.trace`` is made of) and every
+    level's summary (:meth:`LiveRuns.finished`). Made and sent on the client's event loop,
+    without waiting for an answer (the caller's search is over; the page refreshes when it
+    arrives); a failure is logged at debug level and never raised. ``steps``: a function
+    that gives more records as columns (as :func:`record_columns` makes them: the steps a
+    search kept as arrays), called there too.
     """
 
     # a deep search's first levels only: the page draws a few thousand bars and rows, and
     # this runs on the loop that (embedded) also runs the cluster
+    records = records[:FINISHED_MAX_ROWS]
     summaries = summaries[:FINISHED_MAX_ROWS]
 
     async def send():
         try:  # the page must never stop a search
-            rows = records() if callable(records) else records
-            payload = {"records": record_columns(rows[:FINISHED_MAX_ROWS]),
+            columns = record_columns(records)
+            if steps is not None:
+                columns = _joined_columns(columns, steps())
+            payload = {"records": columns,
                        "summaries": [summary.to_message() for summary in summaries]}
             await client._run_on_scheduler(_take_finished, program, payload)
         except Exception:
             logger.debug("taskbfs: the finished search was not sent to the page", exc_info=True)
 
     client.loop.add_callback(send)
+
+
+def _joined_columns(first: dict, second: dict) -> dict:
+    """Two sets of :func:`record_columns` as one, earliest start first, at most
+    :data:`FINISHED_MAX_ROWS` rows."""
+    start = first["start"] + second["start"]
+    order = np.argsort(np.asarray(start, dtype=float), kind="stable")[:FINISHED_MAX_ROWS]
+    joined = {}
+    for name, values in first.items():
+        column = np.empty(len(start), dtype=object)
+        column[:] = values + second[name]
+        joined[name] = column[order].tolist()
+    return joined
 
 
 def _take_finished(program: str, payload: dict, dask_scheduler=None) -> None:

@@ -539,8 +539,8 @@ class _Search:
         self.heard.level = summaries[-1].level
         records, placements = program.finished(self.clock.left())
         # the live page's timeline (the steps' records made on the event loop, later)
-        send_finished(program.client, program.id,
-                      functools.partial(_table_step_records, records, summaries), summaries)
+        send_finished(program.client, program.id, records, summaries,
+                      steps=functools.partial(_table_step_columns, records, summaries))
 
         def trace():
             table = _with_device_stats(_task_trace(records, parts, wall_start, summaries),
@@ -754,19 +754,23 @@ def _table_step_frames(records, summaries) -> list[pd.DataFrame]:
     return [df]
 
 
-def _table_step_records(records, summaries) -> list[dict]:
-    """``records`` with a record per step of the step tables (what the live page's
-    timeline reads, :func:`~taskbfs.dashboard.send_finished`), made on the client's
-    event loop after the call returned."""
-    frames = _table_step_frames(records, summaries)
-    if not frames:
-        return records
-    steps = frames[0][["name", "device", "worker", "thread", "start", "stop", "level", "task"]]
-    parent = next((r.get("key") for r in records if r.get("search")), "")
-    rows = steps.to_dict("records")
-    for i, row in enumerate(rows):
-        row["key"], row["included"] = f"{parent}/{STEP.name}-{i}", parent
-    return records + rows
+def _table_step_columns(records, summaries) -> dict:
+    """The steps of the step tables as record columns (as
+    :func:`~taskbfs.dashboard.record_columns` makes them, for the live page's timeline),
+    made on the client's event loop after the call returned, with no object per step."""
+    tables = getattr(summaries, "step_tables", ())
+    search = next((r for r in records if r.get("search")), {})
+    parent = str(search.get("key", ""))
+    table = (np.concatenate([t for _, t in tables]) if tables
+             else np.zeros((0, 4), dtype=np.int64))
+    levels = (np.concatenate([np.full(len(t), level, dtype=np.int64) for level, t in tables])
+              if tables else np.zeros(0, dtype=np.int64))
+    n = len(table)
+    return {"key": [f"{parent}/{STEP.name}"] * n, "name": [STEP.name] * n,
+            "device": [str(search.get("device") or SMP)] * n,
+            "worker": [str(search.get("worker") or "")] * n, "thread": table[:, 1].tolist(),
+            "start": (table[:, 2] / 1e9).tolist(), "stop": (table[:, 3] / 1e9).tolist(),
+            "level": levels.tolist(), "task": table[:, 0].tolist(), "included": [parent] * n}
 
 
 def _unrecorded_steps(frames: list[pd.DataFrame], summaries) -> list[dict]:
