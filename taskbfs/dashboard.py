@@ -51,8 +51,6 @@ import time
 import weakref
 from collections import OrderedDict
 
-import numpy as np
-
 logger = logging.getLogger(__name__)
 
 #: Path of the page (under the dashboard's prefix) and of its data.
@@ -475,16 +473,14 @@ def send_finished(client, program: str, records, summaries, steps=None) -> None:
 
 
 def _joined_columns(first: dict, second: dict) -> dict:
-    """Two sets of :func:`record_columns` as one, earliest start first, at most
-    :data:`FINISHED_MAX_ROWS` rows."""
-    start = first["start"] + second["start"]
-    order = np.argsort(np.asarray(start, dtype=float), kind="stable")[:FINISHED_MAX_ROWS]
-    joined = {}
-    for name, values in first.items():
-        column = np.empty(len(start), dtype=object)
-        column[:] = values + second[name]
-        joined[name] = column[order].tolist()
-    return joined
+    """Two sets of :func:`record_columns` as one; over :data:`FINISHED_MAX_ROWS` rows, the
+    earliest ones."""
+    joined = {name: values + second[name] for name, values in first.items()}
+    if len(joined["start"]) <= FINISHED_MAX_ROWS:
+        return joined
+    start = joined["start"]
+    order = sorted(range(len(start)), key=start.__getitem__)[:FINISHED_MAX_ROWS]
+    return {name: [values[i] for i in order] for name, values in joined.items()}
 
 
 def _take_finished(program: str, payload: dict, dask_scheduler=None) -> None:
