@@ -736,7 +736,7 @@ def _table_step_frames(records, summaries) -> list[pd.DataFrame]:
     """Trace rows of the steps that levels on a CPU worker's threads ran
     (:class:`~taskbfs.bfs.level_tasks.LevelTasks`), from their step tables (one array per
     level), in one frame: worker and device those of the search task that ran them."""
-    tables = getattr(summaries, "step_tables", ())
+    tables = [(level, t) for level, t in getattr(summaries, "step_tables", ()) if len(t)]
     if not tables:
         return []
     search = next((r for r in records if r.get("search")), {})
@@ -758,7 +758,7 @@ def _table_step_columns(records, summaries) -> dict:
     """The steps of the step tables as record columns (as
     :func:`~taskbfs.dashboard.record_columns` makes them, for the live page's timeline),
     made on the client's event loop after the call returned, with no object per step."""
-    tables = getattr(summaries, "step_tables", ())
+    tables = [(level, t) for level, t in getattr(summaries, "step_tables", ()) if len(t)]
     search = next((r for r in records if r.get("search")), {})
     parent = str(search.get("key", ""))
     table = (np.concatenate([t for _, t in tables]) if tables
