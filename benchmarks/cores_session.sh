@@ -26,7 +26,7 @@ date -u | tee -a "$OUT/env.log"
 PARTS=${PARTS:-granularity scaling timeline}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 part granularity && timeout "${GRAN_SECONDS:-150}" "${PYTHON:-python3}" benchmarks/granularity.py --scale "${GRAN_SCALE:-21}" --keys "${GRAN_KEYS:-4}" \
-  --tasks ${GRAN_TASKS:-1 4 16 64 128 256} --dispatch ${DISPATCH:-auto tasks} --repeats "${GRAN_REPEATS:-2}" --csv "$OUT/granularity.csv" 2>&1 | tee "$OUT/granularity.log"
+  --tasks ${GRAN_TASKS:-1 4 16 64 128 256} --dispatch ${DISPATCH:-auto tasks} --repeats "${GRAN_REPEATS:-2}" --group "${GRAN_GROUP:-4}" --csv "$OUT/granularity.csv" 2>&1 | tee "$OUT/granularity.log"
 part scaling && timeout "${SCALING_SECONDS:-240}" "${PYTHON:-python3}" benchmarks/thread_scaling.py --scales ${SCALES:-21 23} --keys 8 \
   --plain-threads ${PLAIN_THREADS:-1 2 4 8 16} --threads 2 4 8 16 --tasks ${SCALING_TASKS:-64 128} \
   2>&1 | tee "$OUT/scaling.log"

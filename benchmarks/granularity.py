@@ -27,12 +27,12 @@ import taskbfs as tb
 GROUP = 4
 
 
-def sweep(graph, keys, tasks, dispatches, repeats, runtime, strategy="cpu"):
-    """``{(dispatch, T): [MTEPS of each round]}``: T values in groups of :data:`GROUP`,
+def sweep(graph, keys, tasks, dispatches, repeats, runtime, strategy="cpu", group_size=GROUP):
+    """``{(dispatch, T): [MTEPS of each round]}``: T values in groups of ``group_size``,
     the rounds of a group interleaved."""
     runs = {(d, t): [] for d in dispatches for t in tasks}
-    for first in range(0, len(tasks), GROUP):
-        group = [(d, t) for d in dispatches for t in tasks[first:first + GROUP]]
+    for first in range(0, len(tasks), group_size):
+        group = [(d, t) for d in dispatches for t in tasks[first:first + group_size]]
         for d, t in group:  # warm-up: slices placed, kernels loaded
             tb.bfs(graph, int(keys[0]), tasks=t, strategy=strategy, runtime=runtime, dispatch=d)
         for _ in range(repeats):
@@ -75,14 +75,19 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--csv", default=None)
+    parser.add_argument("--group", type=int, default=GROUP,
+                        help="T values whose rounds interleave (default 4: more place the graph "
+                             "again in every round, as the sweeps before session 13 did)")
     args = parser.parse_args()
     graph = tb.kronecker(args.scale, args.edgefactor, seed=1)
     keys = tb.search_keys(graph, args.keys, seed=1)
     with tb.Runtime(threads=args.threads, dashboard_address=None) as rt:
-        runs = sweep(graph, keys, args.tasks, args.dispatch, args.repeats, rt)
+        runs = sweep(graph, keys, args.tasks, args.dispatch, args.repeats, rt,
+                     group_size=args.group)
     rows = table(runs)
     print(f"scale {args.scale}, ef {args.edgefactor}, {args.keys} keys, threads "
-          f"{args.threads or 'all'}, {args.repeats} rounds; MTEPS median (min..max), x best")
+          f"{args.threads or 'all'}, {args.repeats} rounds, T values interleaved by "
+          f"{args.group}; MTEPS median (min..max), x best")
     for r in rows:
         print(f"  {r['dispatch']:>5} T={r['tasks']:>4}: {r['mteps']:8.0f} "
               f"({r['min']:.0f}..{r['max']:.0f})  {r['of_best']:.2f}")
