@@ -33,7 +33,7 @@ import numpy as np
 import taskbfs as tb
 from taskbfs.bfs import included
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
-from taskbfs.bfs.placement import _slices
+from taskbfs.bfs.placement import SliceBundle, _slices
 from taskbfs.bfs.state import assembly_count, assembly_cuts, switch_parameters
 from taskbfs.graph import partition
 from taskbfs.runtime import Policy
@@ -78,8 +78,8 @@ def one_search(graph, slices, degrees, bounds, source, direction, policy, device
             "total_edges": graph.num_arcs, "alpha": alpha, "beta": beta}
     cuts = assembly_cuts(graph.num_vertices,
                          assembly_count(graph.num_vertices, os.cpu_count() or 1))
-    outcome = included.run_search(*slices, degrees, init=init, policy=policy, cuts=cuts,
-                                  slices_per_task=1, device=device)
+    outcome = included.run_search(SliceBundle(*slices), degrees, init=init, policy=policy,
+                                  cuts=cuts, device=device)
     return outcome.distances, outcome.parents
 
 

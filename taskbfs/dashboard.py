@@ -443,12 +443,14 @@ def _frontier(lv: _Level) -> int:
 FINISHED_MAX_ROWS = 4096
 
 
-def send_finished(client, program: str, records, summaries) -> None:
+def send_finished(client, program: str, records, summaries, steps=None) -> None:
     """Give the page on ``client``'s scheduler what the client collected of the finished
     search ``program``: its execution records (the ones ``r.trace`` is made of) and every
     level's summary (:meth:`LiveRuns.finished`). Made and sent on the client's event loop,
     without waiting for an answer (the caller's search is over; the page refreshes when it
-    arrives); a failure is logged at debug level and never raised.
+    arrives); a failure is logged at debug level and never raised. ``steps``: a function
+    that gives more records as columns (as :func:`record_columns` makes them: the steps a
+    search kept as arrays), called there too.
     """
 
     # a deep search's first levels only: the page draws a few thousand bars and rows, and
@@ -458,13 +460,27 @@ def send_finished(client, program: str, records, summaries) -> None:
 
     async def send():
         try:  # the page must never stop a search
-            payload = {"records": record_columns(records),
+            columns = record_columns(records)
+            if steps is not None:
+                columns = _joined_columns(columns, steps())
+            payload = {"records": columns,
                        "summaries": [summary.to_message() for summary in summaries]}
             await client._run_on_scheduler(_take_finished, program, payload)
         except Exception:
             logger.debug("taskbfs: the finished search was not sent to the page", exc_info=True)
 
     client.loop.add_callback(send)
+
+
+def _joined_columns(first: dict, second: dict) -> dict:
+    """Two sets of :func:`record_columns` as one; over :data:`FINISHED_MAX_ROWS` rows, the
+    earliest ones."""
+    joined = {name: values + second[name] for name, values in first.items()}
+    if len(joined["start"]) <= FINISHED_MAX_ROWS:
+        return joined
+    start = joined["start"]
+    order = sorted(range(len(start)), key=start.__getitem__)[:FINISHED_MAX_ROWS]
+    return {name: [values[i] for i in order] for name, values in joined.items()}
 
 
 def _take_finished(program: str, payload: dict, dask_scheduler=None) -> None:

@@ -188,3 +188,32 @@ def test_a_long_path_runs_at_compiled_speed(runtime):
     assert result.num_levels == n  # one step a level (one task has the frontier)
     assert len(result.levels) == result.num_levels and len(result.trace) == result.num_levels
     assert result.trace["included"].all()
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_a_search_task_reads_every_slice_as_one_input(runtime, directed):
+    """The bundle a search task reads instead of 2T + 1 inputs: made once per placement
+    and orientation, each task's slices in task order (a directed graph's transposed
+    ones beside them), their bytes not counted again; the search is right (scipy,
+    Graph500 rules)."""
+    from dask.sizeof import sizeof
+
+    from taskbfs.bfs.placement import place_graph
+
+    rng = np.random.default_rng(4)
+    graph = tb.Graph.from_edges(rng.integers(0, 500, 4000), rng.integers(0, 500, 4000),
+                                num_vertices=500, directed=directed)
+    source = int(np.argmax(np.diff(graph.indptr)))
+    r = tb.bfs(graph, source, tasks=64, strategy="cpu", runtime=runtime)
+    np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
+    tb.validate(graph, source, r.parents, levels=r.distances)
+    placed = place_graph(runtime, graph, 64, "edges", need_transpose=True)
+    bundle = placed.bundle(runtime.client)
+    assert placed.bundle(runtime.client) is bundle  # made once
+    got = bundle.result()
+    per_task = 2 if directed else 1
+    assert [len(t) for t in got.tasks] == [per_task] * 64
+    assert [t[0].lo for t in got.tasks] == placed.parts.bounds[:-1].tolist()
+    if directed:
+        assert all(t[1] is not t[0] and t[1].lo == t[0].lo for t in got.tasks)
+    assert sizeof(got) < 2048 < sum(sizeof(s.indices) for t in got.tasks for s in t)

@@ -124,9 +124,16 @@ class LevelSummaries:
         self.num_tasks = num_tasks
         self._items: list = []  # LevelSummary, or (LevelBlock, level)
         self.blocks: list[LevelBlock] = []
+        #: ``(level, table)`` per level whose steps ran on the CPU worker's threads
+        #: (:func:`taskbfs.bfs.level_tasks.step_table`): the trace's rows of those steps.
+        self.step_tables: list[tuple[int, np.ndarray]] = []
 
     def append(self, summary: LevelSummary) -> None:
         self._items.append(summary)
+
+    def add_steps(self, level: int, table: np.ndarray) -> None:
+        """Keep the step table of ``level`` (its rows are made when the trace is read)."""
+        self.step_tables.append((level, table))
 
     def add_block(self, block: LevelBlock) -> None:
         self.blocks.append(block)

@@ -20,6 +20,7 @@ Approach
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import warnings
 import weakref
@@ -68,7 +69,7 @@ from taskbfs.errors import (
 )
 from taskbfs.graph import Graph, as_graph
 from taskbfs.graph._graph import check_memory
-from taskbfs.runtime import CUDA, Policy, Program, Task
+from taskbfs.runtime import CUDA, SMP, Policy, Program, Task
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
 
@@ -419,10 +420,10 @@ class _Search:
         program = self.program
         start = time.perf_counter()
         task = SEARCH_ON_GPU if device == CUDA else SEARCH
-        program.submit(task, ins=[name for names in self.slices for name in names] + ["degrees"],
-                       outs=["search"], kwargs={"init": self.init, "policy": program.policy,
-                                                "cuts": self.cuts,
-                                                "slices_per_task": len(self.slices[0])},
+        # every slice as one input: 2 inputs whatever T (see PlacedGraph.bundle)
+        program.put_future("slices", self.placed.bundle(program.client))
+        program.submit(task, ins=["slices", "degrees"], outs=["search"],
+                       kwargs={"init": self.init, "policy": program.policy, "cuts": self.cuts},
                        tags={**self.tags, "level": 0, "search": True})
         if self.progress is not None:
             while not self._report(_next_summaries(program, "search", self.clock)):
@@ -538,12 +539,18 @@ class _Search:
         attempt = self.attempt
         self.heard.level = summaries[-1].level
         # The tasks' records are asked for now and read when a table is first read: the
-        # caller does not wait for that round trip (nor for the live page's copy).
+        # caller does not wait for that round trip, nor for the live page's copy (its
+        # steps' records made on the event loop, later).
         pending = program.finished_later()
         client, program_id = program.client, program.id
-        pending.add_done_callback(
-            lambda done: done.exception() is None
-            and send_finished(client, program_id, done.result()[0], summaries))
+
+        def to_page(done) -> None:
+            if done.exception() is None:
+                records = done.result()[0]
+                send_finished(client, program_id, records, summaries,
+                              steps=functools.partial(_table_step_columns, records, summaries))
+
+        pending.add_done_callback(to_page)
 
         def fetched():
             return _trace_answer(pending)
@@ -704,6 +711,7 @@ def _task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
             if r.get("name") == STEP.name and _had_work(r["level"], r["task"], summaries)]
     frames = [_step_frame(rows, summaries)] if rows else []
     frames += _compiled_step_frames(records, summaries)
+    frames += _table_step_frames(records, summaries)
     lost = _unrecorded_steps(frames, summaries)
     if lost:
         frames.append(_step_frame(lost, summaries))
@@ -752,6 +760,47 @@ def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
             "start": record.get("start", block.start), "stop": record.get("stop", block.stop),
             "included": record.get("included", True) is not None}))
     return frames
+
+
+def _table_step_frames(records, summaries) -> list[pd.DataFrame]:
+    """Trace rows of the steps that levels on a CPU worker's threads ran
+    (:class:`~taskbfs.bfs.level_tasks.LevelTasks`), from their step tables (one array per
+    level), in one frame: worker and device those of the search task that ran them."""
+    tables = [(level, t) for level, t in getattr(summaries, "step_tables", ()) if len(t)]
+    if not tables:
+        return []
+    search = next((r for r in records if r.get("search")), {})
+    levels = np.concatenate([np.full(len(t), level, dtype=np.int64) for level, t in tables])
+    table = np.concatenate([t for _, t in tables])
+    tasks = table[:, 0]
+    df = pd.DataFrame({"level": levels, "task": tasks, "thread": table[:, 1],
+                       "start": table[:, 2] / 1e9, "stop": table[:, 3] / 1e9,
+                       "name": STEP.name, "device": search.get("device", SMP),
+                       "worker": search.get("worker"), "included": True})
+    df["size"] = np.concatenate([summaries[level].sizes[t[:, 0]] for level, t in tables])
+    df["direction"] = np.concatenate([np.full(len(t), summaries[level].direction, dtype=object)
+                                      for level, t in tables])
+    df["edges_examined"], df["found"] = _step_counts(df, summaries)
+    return [df]
+
+
+def _table_step_columns(records, summaries) -> dict:
+    """The steps of the step tables as record columns (as
+    :func:`~taskbfs.dashboard.record_columns` makes them, for the live page's timeline),
+    made on the client's event loop after the call returned, with no object per step."""
+    tables = [(level, t) for level, t in getattr(summaries, "step_tables", ()) if len(t)]
+    search = next((r for r in records if r.get("search")), {})
+    parent = str(search.get("key", ""))
+    table = (np.concatenate([t for _, t in tables]) if tables
+             else np.zeros((0, 4), dtype=np.int64))
+    levels = (np.concatenate([np.full(len(t), level, dtype=np.int64) for level, t in tables])
+              if tables else np.zeros(0, dtype=np.int64))
+    n = len(table)
+    return {"key": [f"{parent}/{STEP.name}"] * n, "name": [STEP.name] * n,
+            "device": [str(search.get("device") or SMP)] * n,
+            "worker": [str(search.get("worker") or "")] * n, "thread": table[:, 1].tolist(),
+            "start": (table[:, 2] / 1e9).tolist(), "stop": (table[:, 3] / 1e9).tolist(),
+            "level": levels.tolist(), "task": table[:, 0].tolist(), "included": [parent] * n}
 
 
 def _unrecorded_steps(frames: list[pd.DataFrame], summaries) -> list[dict]:

@@ -107,16 +107,17 @@ def run_search_on_gpu(*args, **kwargs) -> SearchOutcome:
     return run_search(*args, device=CUDA, **kwargs)
 
 
-def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: int = 1,
+def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy, cuts: list,
                device: str = SMP) -> SearchOutcome:
     """The whole search, every level's steps and barrier included in this task.
 
-    Called as ``run_search(*slices, degrees, init=..., ...)``: every task's slices in task
-    order (``slices_per_task`` each: its out-adjacency slice, then its transposed one when
-    a directed graph has one for bottom-up steps), then the degree array.
-
     Parameters
     ----------
+    bundle : SliceBundle
+        Every task's slices in task order (:class:`~taskbfs.bfs.placement.SliceBundle`:
+        per task its out-adjacency slice, then its transposed one when a directed graph
+        has one for bottom-up steps).
+    degrees : ndarray of int64
     init : dict
         ``bounds``, ``source``, ``direction_mode``, ``total_edges``, ``alpha``, ``beta``:
         what :func:`~taskbfs.bfs.state.first_frontier` needs.
@@ -125,13 +126,11 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
     cuts : list of int
         The dispatched assembly's slices of the result: this task writes
         ``[cuts[0], cuts[-1])`` on the worker's threads (:func:`~taskbfs.bfs.state.assemble_all`).
-    slices_per_task : int
     device : {"smp", "cuda"}
         The worker this task runs on: "cuda" on the GPU worker.
     """
-    num_tasks = len(init["bounds"]) - 1
-    slices = [args[t * slices_per_task : (t + 1) * slices_per_task] for t in range(num_tasks)]
-    degrees = args[num_tasks * slices_per_task]
+    slices = bundle.tasks
+    num_tasks = len(slices)
     frontier, summary = first_frontier(degrees, init["bounds"], init["source"],
                                        init["direction_mode"], init["alpha"], init["beta"],
                                        init["total_edges"])
@@ -141,7 +140,7 @@ def run_search(*args, init: dict, policy: Policy, cuts: list, slices_per_task: i
     summaries = LevelSummaries(num_tasks)
     summaries.append(summary)
     threads = worker_threads()
-    levels = _Levels(slices, degrees, policy, device, threads)
+    levels = _Levels(slices, degrees, policy, device, threads, summaries)
     while summary.frontier_size:
         frontier, made = levels.run(frontier, summary)
         if isinstance(made, LevelBlock):
@@ -172,8 +171,10 @@ class _Levels:
     barrier (the GPU worker's levels with CPU steps, or several tasks).
     """
 
-    def __init__(self, slices, degrees, policy: Policy, device: str, threads: int):
+    def __init__(self, slices, degrees, policy: Policy, device: str, threads: int,
+                 summaries: LevelSummaries):
         self.slices, self.degrees, self.policy, self.device = slices, degrees, policy, device
+        self.summaries = summaries  # keeps the step tables of the levels run on threads
         num_tasks = len(slices)
         self.gpu = (GpuLevels(slices[0], policy, degrees.size)
                     if GpuLevels.applies(device, num_tasks) else None)
@@ -205,7 +206,7 @@ class _Levels:
             return include(LEVELS_NAME, run_small_levels, {"level": frontier.level},
                            frontier, self.lists, self.degrees, self.cpu_max)
         if way == ON_THREADS:
-            return _level_on_threads(self.on_threads, frontier)
+            return _level_on_threads(self.on_threads, frontier, self.summaries)
         return self._steps_and_barrier(frontier, summary)
 
     def _steps_and_barrier(self, frontier: Frontier, summary: LevelSummary):
@@ -218,11 +219,12 @@ class _Levels:
         return nxt, summary
 
 
-def _level_on_threads(level_tasks: LevelTasks, frontier: Frontier):
-    """One level by :class:`LevelTasks`, its steps and barrier traced as included tasks:
-    ``(next frontier, summary)``."""
-    nxt, summary, rows, barrier = level_tasks.run(frontier)
-    record_included(STEP.name, rows)
+def _level_on_threads(level_tasks: LevelTasks, frontier: Frontier, summaries: LevelSummaries):
+    """One level by :class:`LevelTasks`: ``(next frontier, summary)``. Its barrier is
+    recorded as an included task; its steps as one array in ``summaries`` (the trace's
+    rows are made of it when read: a record per step costs ~2 µs of the GIL)."""
+    nxt, summary, table, barrier = level_tasks.run(frontier)
+    summaries.add_steps(frontier.level, table)
     record_included(BARRIER_NAME, [barrier])
     return nxt, summary
 
@@ -302,8 +304,8 @@ def _step_tags(frontier: Frontier, summary: LevelSummary, t: int) -> dict:
             "direction": frontier.direction}
 
 
-#: The search task on a CPU worker: ``ins = [part/0, (tpart/0,) .. part/T-1, (tpart/T-1,)
-#: degrees]``, ``outs = [search]``. A CPU-only task: the policy always places it there.
+#: The search task on a CPU worker: ``ins = [slices, degrees]`` (every task's slices as one
+#: :class:`~taskbfs.bfs.placement.SliceBundle`), ``outs = [search]``. A CPU-only task: the policy always places it there.
 SEARCH = Task("bfs_search", smp=run_search_on_cpu)
 #: The same task on the GPU worker (a GPU-only task: the policy always places it there).
 SEARCH_ON_GPU = Task("bfs_search", cuda=run_search_on_gpu)

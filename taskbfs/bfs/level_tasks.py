@@ -14,7 +14,9 @@ Approach
     kernel costs plus a few atomic operations, and the barrier runs on every thread. The
     kernels are those of the level loop and its barrier keeps the same candidates, so the
     frontiers, counts and parents are the ones the level loop makes. Each step is timed
-    in the compiled code and traced as an included ``bfs_step`` (its thread, start, stop).
+    in the compiled code and traced as an included ``bfs_step`` (its thread, start, stop),
+    kept as one array per level (:func:`step_table`) from which the trace's rows are made
+    when first read.
 Encoding
     A level's accepted ``(vertex, parent)`` pairs reach the result assembly as one
     :class:`Discoveries` (``task`` -1) grouped by owning task (``offsets``).
@@ -100,9 +102,9 @@ class LevelTasks:
         self._seen = None
 
     def run(self, frontier: Frontier):
-        """``(next frontier, summary, step rows, barrier row)`` of the level ``frontier``
-        opens; a row is ``(tags, thread, start, stop)`` as
-        :func:`taskbfs.runtime.record_included` takes it."""
+        """``(next frontier, summary, step table, barrier row)`` of the level ``frontier``
+        opens: the steps as :func:`step_table` gives them, the barrier as
+        ``(tags, thread, start, stop)`` (what :func:`taskbfs.runtime.record_included` takes)."""
         start = time.time()
         if frontier.direction == BOTTOM_UP:
             steps, out = self._bottom_up(frontier)
@@ -120,10 +122,10 @@ class LevelTasks:
         nxt, summary = next_level(frontier, counts, task_edges, next_v, new_bits,
                                   self.degrees.size, edges_examined=edges_examined,
                                   found=found, start=barrier_start)
-        rows = _step_rows(frontier, steps, stats, idents)
+        table = step_table(steps, stats, idents)
         barrier = ({"level": frontier.level}, threading.get_ident(), barrier_start,
                    summary.barrier_stop)
-        return nxt, summary, rows, barrier
+        return nxt, summary, table, barrier
 
     def _top_down(self, frontier: Frontier):
         lists, degrees = self.lists, self.degrees
@@ -218,19 +220,21 @@ def _task_edges(frontier: Frontier, degrees: np.ndarray) -> np.ndarray:
     return np.diff(ends)
 
 
-def _step_rows(frontier: Frontier, steps, stats, idents) -> list:
-    """The trace rows of a level's steps (as a step's tags in the level loop)."""
-    if frontier.direction == BOTTOM_UP:
-        sizes = frontier.progress.unvisited_per_task
-    else:
-        sizes = np.diff(frontier.offsets)
-    level, direction = frontier.level, frontier.direction
-    return [({"level": level, "task": t, "size": size, "direction": direction},
-             idents[slot], start / 1e9, stop / 1e9)
-            for t, size, start, stop, slot in zip(steps.tolist(), sizes[steps].tolist(),
-                                                  stats[:, START].tolist(),
-                                                  stats[:, STOP].tolist(),
-                                                  stats[:, SLOT].tolist(), strict=True)]
+def step_table(steps: np.ndarray, stats: np.ndarray, idents: list[int]) -> np.ndarray:
+    """A level's step tasks as one int64 array, a row per step in task order: ``[task,
+    thread, start_ns, stop_ns]`` (``STEP_COLUMNS``; thread: ``threading.get_ident()`` of
+    the thread that ran it). The trace's rows are made of it when first read: no Python
+    object per task while the search runs."""
+    table = np.empty((steps.size, len(STEP_COLUMNS)), dtype=np.int64)
+    table[:, 0] = steps
+    table[:, 1] = np.asarray(idents, dtype=np.int64)[stats[:, SLOT]]
+    table[:, 2] = stats[:, START]
+    table[:, 3] = stats[:, STOP]
+    return table
 
 
-__all__ = ["LevelTasks", "LevelSummary"]
+#: Columns of :func:`step_table`.
+STEP_COLUMNS = ("task", "thread", "start_ns", "stop_ns")
+
+
+__all__ = ["LevelTasks", "LevelSummary", "STEP_COLUMNS", "step_table"]

@@ -27,7 +27,7 @@ import numpy as np
 
 from taskbfs import config
 from taskbfs.bfs.included import run_search
-from taskbfs.bfs.placement import _slices
+from taskbfs.bfs.placement import SliceBundle, _slices
 from taskbfs.graph import Graph, partition
 from taskbfs.runtime import CUDA, SMP, Policy
 
@@ -53,11 +53,11 @@ def _search(graph: Graph, tasks: int, direction: str, device: str, policy: Polic
     out = _slices(graph, parts, graph.token)
     transposed = _slices(graph.transpose(), parts, graph.token + "/T", out=graph) \
         if graph.directed else out
-    args = [s for t in range(tasks) for s in (out[t], transposed[t])]
+    bundle = SliceBundle(*[s for t in range(tasks) for s in (out[t], transposed[t])], per_task=2)
     init = {"bounds": parts.bounds, "source": 0, "direction_mode": direction,
             "total_edges": graph.num_arcs, "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta")}
-    run_search(*args, graph.degrees(), init=init, policy=policy, cuts=[0, graph.num_vertices],
-               slices_per_task=2, device=device)
+    run_search(bundle, graph.degrees(), init=init, policy=policy, cuts=[0, graph.num_vertices],
+               device=device)
 
 
 def _compiled_levels(on: bool):
