@@ -37,6 +37,7 @@ from taskbfs.dashboard import (
     DEVICE_COLORS,
     INDIVIDUAL_PAGE,
     LISTENER,
+    LIVE_MAX_ROWS,
     PAGE,
     LiveRuns,
     install,
@@ -404,6 +405,63 @@ def test_the_final_page_has_every_level_of_a_throttled_one_task_search(setting, 
     assert line["container"][line["name"].index("bfs_search")]
     assert all(line["included"][i] for i, n in enumerate(line["name"]) if n == "bfs_step")
     assert len(line["rows"]) >= 1 and max(line["row"]) < len(line["rows"])
+
+
+def _path(n: int) -> tb.Graph:
+    """A path of ``n`` vertices: ``n`` levels of one vertex from vertex 0."""
+    return tb.Graph.from_edges(np.arange(n - 1), np.arange(1, n))
+
+
+def _watch(base: str, search, every: float = 0.1) -> tuple:
+    """Run ``search()`` in a thread, reading data.json every ``every`` s until it returns:
+    ``(its result, the snapshots read while it ran)``."""
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(result=search()))
+    thread.start()
+    seen = []
+    while thread.is_alive():
+        seen.append(_data(base))
+        time.sleep(every)
+    thread.join()
+    assert "result" in box, "the search failed (see the thread's traceback above)"
+    return box["result"], seen
+
+
+def _live_bars_are_the_searchs(live: list, result) -> None:
+    """The running search's timelines ``live`` grew while it ran, and their step bars are
+    steps of ``result.trace``: same level, task, device and run time."""
+    totals = [s["timeline"]["total"] for s in live]
+    assert totals == sorted(totals) and totals[-1] > totals[0], totals  # it grew while we watched
+    ran = {(row.level, row.task): (row.device, row.stop - row.start) for row in result.trace.itertuples()}
+    for snap in live:
+        line = snap["timeline"]
+        assert 0 < len(line["start"]) <= min(LIVE_MAX_ROWS, line["total"])
+        assert len(line["rows"]) >= 1 and max(line["row"]) < len(line["rows"])
+        steps = [i for i, n in enumerate(line["name"]) if n == "bfs_step"]
+        assert steps
+        for i in steps:
+            device, seconds = ran[line["level"][i], line["task"][i]]
+            assert line["device"][i] == {"smp": "CPU", "cuda": "GPU"}[device]
+            assert line["stop"][i] - line["start"][i] == pytest.approx(seconds, abs=1e-6)
+
+
+def test_the_timeline_grows_while_a_one_task_search_runs(setting, runtime, base):
+    """The default path (the whole search in one task): while it runs, data.json (as the
+    page) shows the latest tasks it finished, pulled from the worker; once it is done,
+    the client's timeline of the whole search."""
+    setting("search.compiled-level-edges", 0)  # each level's steps and barrier one by one
+    tb.bfs(_path(50), 0, tasks=4, runtime=runtime)  # warm-up
+    graph = _path(20_000)  # 20,000 levels of ~0.1-0.5 ms: seconds
+    result, seen = _watch(base, lambda: tb.bfs(graph, 0, tasks=4, runtime=runtime))
+    program = _program_of(result)
+    assert result.trace["included"].all() and len(result.levels) == graph.num_vertices
+    live = [s for s in seen if s["program"] == program and s["state"] == "running"
+            and s["timeline"]["live"]]
+    assert len(live) >= 2, f"{len(live)} live timelines in {len(seen)} snapshots"
+    _live_bars_are_the_searchs(live, result)
+    final = _finished(base, program)
+    assert not final["timeline"]["live"]
+    assert final["timeline"]["total"] >= live[-1]["timeline"]["total"]  # all tasks, not those drawn
 
 
 def test_the_timeline_of_a_dispatched_search(runtime, base):
