@@ -3,13 +3,16 @@
 * ``LiveRuns`` fed by hand-made placement decisions (no cluster).
 * Over HTTP, while a BFS runs in a thread on the session's embedded runtime: the page
   serves, and ``/taskbfs/data.json`` follows the run level by level and ends with the
-  run's own numbers (frontiers, tasks per device, visited vertices, traversed edges).
+  run's own numbers (frontiers, tasks per device, visited vertices, traversed edges);
+  its timeline grows while the search runs, each bar a step of the search's own trace.
 * The page is the BFS's: a runtime alone serves none; the first search (or
   ``taskbfs.dashboard.install``) adds it, once.
 * On a scheduler started separately (``dask scheduler`` + ``dask worker`` processes): a
-  search from the client adds the page there.
+  search from the client adds the page there, and its live timeline comes from the
+  worker process.
 * In headless Chromium (Debian's ``chromium``): the page renders, its Bokeh plots are
-  drawn (canvases holding the bar colours). Skipped only where no Chromium binary exists.
+  drawn (canvases holding the bar colours), the timeline among them before the search
+  returns. Skipped only where no Chromium binary exists.
 """
 
 from __future__ import annotations
@@ -433,13 +436,12 @@ def _live_bars_are_the_searchs(live: list, result) -> None:
     totals = [s["timeline"]["total"] for s in live]
     assert totals == sorted(totals) and totals[-1] > totals[0], totals  # it grew while we watched
     ran = {(row.level, row.task): (row.device, row.stop - row.start) for row in result.trace.itertuples()}
+    assert "bfs_step" in live[-1]["timeline"]["name"]
     for snap in live:
         line = snap["timeline"]
         assert 0 < len(line["start"]) <= min(LIVE_MAX_ROWS, line["total"])
         assert len(line["rows"]) >= 1 and max(line["row"]) < len(line["rows"])
-        steps = [i for i, n in enumerate(line["name"]) if n == "bfs_step"]
-        assert steps
-        for i in steps:
+        for i in [i for i, n in enumerate(line["name"]) if n == "bfs_step"]:
             device, seconds = ran[line["level"][i], line["task"][i]]
             assert line["device"][i] == {"smp": "CPU", "cuda": "GPU"}[device]
             assert line["stop"][i] - line["start"][i] == pytest.approx(seconds, abs=1e-6)
@@ -527,6 +529,13 @@ def test_page_on_a_separately_started_scheduler(cli_scheduler):
         graph = tb.kronecker(9, seed=1)
         result = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=1)[0]), tasks=4, lam=3, runtime=rt)
         snap = _data(base)
+        # the live timeline from a worker process: a search of every level as tasks
+        grid = _grid(40)
+        slow, seen = _watch(base, lambda: tb.bfs(grid, 0, tasks=4, runtime=rt, dispatch="tasks"))
+        live = [s for s in seen if s["program"] == _program_of(slow) and s["state"] == "running"
+                and s["timeline"]["live"]]
+        assert len(live) >= 2, f"{len(live)} live timelines in {len(seen)} snapshots"
+        _live_bars_are_the_searchs(live, slow)
         assert snap["program"] == _program_of(result) and snap["state"] == "done"
         assert snap["visited"] == result.reached and snap["edges"] == result.traversed_edges
         assert snap["lam"] == 3.0
@@ -678,10 +687,9 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
                 and drawn(r) and _with_cpu_bars(r) >= 3)
 
     shot, seen = tmp_path / "taskbfs-page.png", []
-    try:  # pixels are counted before the search (ready) and after it (done), not while it runs
+    try:
         probe = asyncio.run(_probe_page(chromium, base + PAGE, done, 90, shot, ready=drawn,
-                                        start=thread.start, seen=seen,
-                                        pixels=lambda: thread.ident is None or "result" in box))
+                                        start=thread.start, seen=seen))
     finally:
         if thread.is_alive() or thread.ident is not None:
             thread.join()
@@ -691,6 +699,9 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
     running = [r["text"] for r in seen if program in r["text"] and "— running" in r["text"]]
     levels = {int(t.split("level ", 1)[1].split()[0]) for t in running}
     assert len(levels) >= 2, f"the page showed {len(running)} running states, levels {sorted(levels)}"
+    # and its timeline grew while it ran: a third canvas with CPU bars before the search returned
+    assert any(_with_cpu_bars(r) >= 3 for r in seen if program in r["text"] and "— running" in r["text"]), \
+        [_with_cpu_bars(r) for r in seen]
     if os.environ.get("TASKBFS_SCREENSHOT_DIR"):  # keep it for a human to look at
         shutil.copy(shot, Path(os.environ["TASKBFS_SCREENSHOT_DIR"]) / shot.name)
     assert probe is not None and probe["bokeh"] >= 1, probe
