@@ -3,9 +3,11 @@
 The /taskbfs page's timeline grows while a search runs: while a page (or a reader of its
 ``data.json``) watches, the scheduler pulls the workers' new execution records every
 ``taskbfs.dashboard.LIVE_PULL_S``; while no one watches, nothing is pulled. This runs the
-same searches unwatched and watched (a thread reading ``data.json`` every 0.25 s, the
-page's refresh), in alternating rounds in one process on one embedded runtime, so that
-machine noise hits both alike, and prints the median wall per round and the ratio.
+same searches unwatched, watched (a thread reading ``data.json`` every 0.25 s, the page's
+refresh) and "read only" (watched, with the board's pulls switched off: what watching
+cost before the live timeline), in rotating rounds in one process on one embedded
+runtime, so that machine noise hits them alike, and prints the median wall per round and
+the ratio watched / read only: the live timeline's cost.
 
 Workloads: ``kronecker`` (Graph500 graph, ``--keys`` keys, T = ``--tasks``, the default
 path: the search in one task) and, with ``--dispatch tasks``, every level as Dask tasks;
@@ -28,6 +30,7 @@ import dask
 import numpy as np
 
 import taskbfs as tb
+from taskbfs import dashboard
 
 
 class Watcher:
@@ -66,24 +69,40 @@ def one_round(searches) -> float:
     return time.perf_counter() - start
 
 
+MODES = ("unwatched", "watched", "read only")
+
+
+def _watched_round(searches, url: str, pull: bool) -> tuple[float, int]:
+    """A round read by a :class:`Watcher`; without ``pull`` the board pulls no records
+    (what watching cost before the live timeline: serving data.json only)."""
+    follow = dashboard.LiveRuns.follow
+    if not pull:
+        dashboard.LiveRuns.follow = lambda self, scheduler, program=None: None
+    try:
+        with Watcher(url) as watcher:
+            return one_round(searches), watcher.live_bars
+    finally:
+        dashboard.LiveRuns.follow = follow
+
+
 def measure(name: str, searches, url: str, repeats: int) -> dict:
-    """Median wall of a round, unwatched and watched, rounds alternating (which goes
-    first alternates too)."""
+    """Median wall of a round in each of :data:`MODES` (the embedded cluster's board is
+    in this process), rounds rotating the modes' order."""
     one_round(searches)  # warm-up
-    walls = {"unwatched": [], "watched": []}
+    walls = {mode: [] for mode in MODES}
     live_bars = 0
     for i in range(repeats):
-        for mode in (("unwatched", "watched") if i % 2 == 0 else ("watched", "unwatched")):
-            if mode == "watched":
-                with Watcher(url) as watcher:
-                    walls[mode].append(one_round(searches))
-                live_bars = max(live_bars, watcher.live_bars)
-            else:
+        for mode in MODES[i % 3:] + MODES[:i % 3]:
+            if mode == "unwatched":
                 walls[mode].append(one_round(searches))
+            else:
+                wall, bars = _watched_round(searches, url, pull=mode == "watched")
+                walls[mode].append(wall)
+                live_bars = max(live_bars, bars)
     med = {mode: float(np.median(v)) for mode, v in walls.items()}
-    ratios = [w / u for w, u in zip(walls["watched"], walls["unwatched"], strict=True)]
-    return {"workload": name, "unwatched_s": med["unwatched"], "watched_s": med["watched"],
-            "ratio": med["watched"] / med["unwatched"], "ratio_min": min(ratios),
+    ratios = [w / r for w, r in zip(walls["watched"], walls["read only"], strict=True)]
+    return {"workload": name, **{f"{m}_s": med[m] for m in MODES},
+            "ratio": med["watched"] / med["read only"], "ratio_min": min(ratios),
             "ratio_max": max(ratios), "live_bars": live_bars}
 
 
@@ -113,11 +132,13 @@ def main() -> None:
                 rows.append(measure(f"path {args.path}, T={args.tasks}, level by level",
                                     [lambda: tb.bfs(path, 0, tasks=args.tasks, runtime=rt)],
                                     url, args.repeats))
-    print("| workload | unwatched s | watched s | watched / unwatched (min..max) | live bars |")
-    print("|---|---|---|---|---|")
+    print("| workload | unwatched s | read only s | watched s | watched / read only "
+          "(min..max of rounds) | live bars |")
+    print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['workload']} | {r['unwatched_s']:.3f} | {r['watched_s']:.3f} | "
-              f"{r['ratio']:.3f} ({r['ratio_min']:.2f}..{r['ratio_max']:.2f}) | {r['live_bars']} |")
+        print(f"| {r['workload']} | {r['unwatched_s']:.3f} | {r['read only_s']:.3f} | "
+              f"{r['watched_s']:.3f} | {r['ratio']:.3f} ({r['ratio_min']:.2f}..{r['ratio_max']:.2f}) "
+              f"| {r['live_bars']} |")
 
 
 if __name__ == "__main__":
