@@ -10,14 +10,18 @@ Returns
     direction, the work (frontier vertices, or unvisited vertices on bottom-up levels) of
     each task of that level coloured by the device the plugin chose, against the threshold
     λ; the tasks per device per level; the frontier per level; vertices and edges visited
-    and TEPS so far; a table of the earlier searches. Once a search has finished: every
-    level (a table too), and a timeline of its tasks like the paper's Fig. 11 (one row per
-    worker thread, a bar per task from start to stop, dispatched or included, coloured by
-    the device that ran it), made of the execution records ``r.trace`` is made of, which
-    the client sends with every level's summary (:func:`send_finished`). A selector shows
-    any remembered search instead of the latest. ``/individual-taskbfs`` is the same
-    plots without the dashboard's frame, listed in the dashboard's ``individual-plots.json``
-    so that JupyterLab's dask-labextension offers it as a panel.
+    and TEPS so far; a timeline of its tasks like the paper's Fig. 11 (one row per worker
+    thread, a bar per task from start to stop, dispatched or included, coloured by the
+    device that ran it), made of the execution records ``r.trace`` is made of; a table of
+    the earlier searches. While a search runs, its timeline grows: the page (or a reader
+    of ``data.json``) pulls the records its tasks have left on the workers since the last
+    pull, every :data:`LIVE_PULL_S`, and shows the latest :data:`LIVE_MAX_ROWS`
+    (:meth:`LiveRuns.follow`). Once it has finished: every level (a table too), and the
+    timeline of all its tasks, which the client sends with every level's summary
+    (:func:`send_finished`). A selector shows any remembered search instead of the
+    latest. ``/individual-taskbfs`` is the same plots without the dashboard's frame,
+    listed in the dashboard's ``individual-plots.json`` so that JupyterLab's
+    dask-labextension offers it as a panel.
 Approach
     Scheduler half only, and cheap: :class:`LiveRuns` is one of the plugin's
     ``listeners`` (named :data:`LISTENER`), called in the scheduler's thread with every placement decision (key,
@@ -27,10 +31,13 @@ Approach
     run as one task (:mod:`taskbfs.bfs.included`) has no placed steps: its levels come from
     the summaries it publishes for the live page (the latest at most every
     ``taskbfs.search.summary-interval``, each saying which steps run on the GPU), which the plugin
-    hands to :meth:`LiveRuns.message`. The
-    Bokeh page and the JSON handler read :class:`LiveRuns` on the scheduler's event loop
-    (the same thread): no locks. When the last runtime leaves the scheduler, the plugin
-    and its listeners go; the page stays served, showing the last search, and the next
+    hands to :meth:`LiveRuns.message`. The Bokeh page and the JSON handler read
+    :class:`LiveRuns` on the scheduler's event loop (the same thread): no locks. The live
+    timeline costs a search nothing while no one watches; while someone does, one
+    ``broadcast`` to the workers every :data:`LIVE_PULL_S` copies at most
+    :data:`LIVE_MAX_ROWS` records (they stay on the workers until the client collects
+    them at the end). When the last runtime leaves the scheduler, the plugin and its
+    listeners go; the page stays served, showing the last search, and the next
     :func:`install` feeds the same board again.
 TEPS so far
     Graph500's count over the levels that have run: the edges of the vertices those levels
@@ -45,8 +52,10 @@ TEPS so far
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import math
 import time
 import weakref
 from collections import OrderedDict
@@ -60,6 +69,11 @@ DATA = "/taskbfs/data.json"
 INDIVIDUAL_PAGE = "/individual-taskbfs"
 #: Refresh period of the page (ms).
 REFRESH_MS = 250
+#: A running search's latest tasks its live timeline shows.
+LIVE_MAX_ROWS = 2048
+#: Seconds between two pulls of a running search's records from the workers (while a page
+#: or data.json watches it; see LiveRuns.follow).
+LIVE_PULL_S = 0.5
 #: Searches remembered per scheduler (oldest dropped first).
 MAX_RUNS = 8
 #: Tasks of a finished search kept for its timeline (the earliest; a search has one per
@@ -110,7 +124,14 @@ class _Run:
         self.last_level_placed = now
         self.placed = 0
         self.version = 0
-        self.timeline: dict | None = None  # the finished search's tasks (see LiveRuns.finished)
+        self.timeline: dict | None = None  # its tasks so far (LiveRuns.follow), all once finished
+        self.live: list[dict] = []  # the records pulled while it runs (LiveRuns.follow)
+        self.pulled: dict[str, int] = {}  # per worker: how many of its records were pulled
+        self.complete = False  # the timeline is the client's, of the finished search
+        self.pulling = False
+        self.total = 0  # the finished search's tasks (its timeline shows the first few)
+        self.zero: float | None = None  # start of the first record pulled
+        self.last_pull = -math.inf  # time.monotonic() of the last pull's start
 
     @property
     def edges(self) -> int:
@@ -252,8 +273,8 @@ class LiveRuns:
         """What the client collected of a finished search (:func:`send_finished`): every
         level's summary (``summaries``, as :meth:`message` gets them), so that levels whose
         live summaries were throttled away are shown too, and the execution records of all
-        its tasks, dispatched and included (``records``, :func:`record_columns`), which
-        become the timeline and say on which device each step ran."""
+        its tasks, dispatched and included (``records``, :func:`record_columns`; the first
+        of ``total``), which become the timeline and say on which device each step ran."""
         run = self.runs.get(program)
         if run is None:
             return
@@ -282,9 +303,53 @@ class LiveRuns:
             if run.included and run.arcs is not None:
                 run.degree_sum = run.arcs - int(last.get("unexplored_edges") or 0)
         run.timeline = _timeline(records)
+        run.complete = True
+        run.total = int(payload.get("total") or len(run.timeline["start"]))
         if run.finished is None:
             run.finished = now
         run.version += 1
+
+    # ------------------------------------------------------------ the live timeline
+    def follow(self, scheduler, program: str | None = None) -> None:
+        """Start pulling the execution records the workers made for the running search
+        ``program`` (the latest by default) since the last pull, unless one is under way
+        or started less than :data:`LIVE_PULL_S` ago: its timeline grows while a page or
+        ``data.json`` watches it, showing its latest :data:`LIVE_MAX_ROWS` tasks. The
+        search sends nothing for it. Called on the scheduler's event loop."""
+        run = self.latest(program)
+        if (scheduler is None or run is None or run.finished is not None or run.pulling
+                or time.monotonic() - run.last_pull < LIVE_PULL_S):
+            return
+        run.pulling, run.last_pull = True, time.monotonic()
+        asyncio.ensure_future(self._pull(scheduler, run))
+
+    @staticmethod
+    async def _pull(scheduler, run: _Run) -> None:
+        """One pull of :meth:`follow`: every worker's new records of ``run`` (its latest
+        :data:`LIVE_MAX_ROWS`), then its timeline redrawn (unless the client's has come)."""
+        from taskbfs.runtime.worker import RECORDS_OP
+
+        try:  # the page must never stop a search
+            replies = await scheduler.broadcast(
+                msg={"op": RECORDS_OP, "program": run.program, "starts": dict(run.pulled),
+                     "limit": LIVE_MAX_ROWS}, on_error="ignore")
+            new = {address: (reply["total"], _unpacked(reply["records"]))
+                   for address, reply in replies.items() if isinstance(reply, dict)}
+            if run.complete or not any(records for _, records in new.values()):
+                return
+            for address, (total, records) in new.items():
+                run.pulled[address] = total
+                run.live.extend(records)
+            run.live.sort(key=lambda r: r.get("start") or 0.0)
+            del run.live[:-LIVE_MAX_ROWS]
+            if run.zero is None:  # the timeline's origin: the first task pulled
+                run.zero = run.live[0].get("start") or 0.0
+            run.timeline = _timeline(record_columns(run.live), zero=run.zero)
+            run.version += 1
+        except Exception:
+            logger.debug("taskbfs: the running search's records were not pulled", exc_info=True)
+        finally:
+            run.pulling = False
 
     # ------------------------------------------------------------ readers
     def latest(self, program: str | None = None) -> _Run | None:
@@ -302,11 +367,12 @@ class LiveRuns:
         ``elapsed``, ``teps``, ``placed``, ``tasks`` (the step tasks of the current level —
         of the level with the most work once the search is done —: ``level``, and per task
         ``task``, ``size``, ``device``) and ``levels`` (per level: ``level``,
-        ``direction``, ``frontier``, ``cpu``, ``gpu``), ``timeline`` (the tasks of a finished
-        search, from its execution records: ``rows`` (labels), and per task ``row``,
+        ``direction``, ``frontier``, ``cpu``, ``gpu``), ``timeline`` (the search's tasks, from
+        their execution records: ``rows`` (labels), and per task ``row``,
         ``start``, ``stop`` (seconds from the first task's start), ``device``, ``name``,
-        ``level``, ``task``, ``included``, ``container`` (it ran included tasks); empty
-        while the search runs) and ``history`` (the searches remembered, newest first:
+        ``level``, ``task``, ``included``, ``container`` (it ran included tasks), ``live``
+        (a running search's latest tasks, :meth:`follow`), ``total`` (its tasks finished so
+        far)) and ``history`` (the searches remembered, newest first:
         :meth:`_Run.summary` rows).
         """
         run = self.latest(program)
@@ -348,12 +414,25 @@ class LiveRuns:
             placed=int(run.placed),
         )
         if run.timeline is not None:
-            out["timeline"] = run.timeline
+            total = run.total if run.complete else sum(run.pulled.values())
+            out["timeline"] = dict(run.timeline, live=not run.complete, total=total)
         if shown in run.levels:
             lv = run.levels[shown]
             out["tasks"] = {"level": int(shown), "task": [int(t) for t in lv.tasks],
                             "size": [int(s) for s in lv.sizes], "device": list(lv.devices)}
         return out
+
+
+def _unpacked(value):
+    """A worker's serialized reply as the scheduler receives it: wrapped (in-process
+    workers) or still serialized (other processes)."""
+    from distributed.protocol.serialize import Serialize, Serialized, deserialize
+
+    if isinstance(value, Serialize):
+        return value.data
+    if isinstance(value, Serialized):
+        return deserialize(value.header, value.frames)
+    return value
 
 
 def _step_sizes(summary: dict, tasks) -> list[int]:
@@ -387,13 +466,13 @@ def record_columns(records) -> dict:
     }
 
 
-def _timeline(columns: dict) -> dict:
+def _timeline(columns: dict, zero: float | None = None) -> dict:
     """The page's timeline (see :meth:`LiveRuns.snapshot`) from :func:`record_columns`:
     one row per worker thread, CPU threads first, then the threads that ran GPU tasks;
-    times from the first task's start."""
+    times from ``zero`` (default: the first task's start)."""
     n = len(columns.get("start", ()))
     out = {"rows": [], "row": [], "start": [], "stop": [], "device": [], "name": [], "level": [],
-           "task": [], "included": [], "container": []}
+           "task": [], "included": [], "container": [], "live": False, "total": 0}
     if not n:
         return out
     threads = list(dict.fromkeys(zip(columns["worker"], columns["thread"], strict=True)))
@@ -407,7 +486,7 @@ def _timeline(columns: dict) -> dict:
         numbers[worker, kind] = numbers.get((worker, kind), 0) + 1
         labels.append(f"{kind} {numbers[worker, kind]} · {_short(worker)}")
     row_of = {wt: i for i, wt in enumerate(threads)}
-    zero = min(columns["start"])
+    zero = min(columns["start"]) if zero is None else zero
     parents = set(filter(None, columns["included"]))
     out["rows"] = labels
     out["row"] = [row_of[wt] for wt in zip(columns["worker"], columns["thread"], strict=True)]
@@ -455,15 +534,18 @@ def send_finished(client, program: str, records, summaries, steps=None) -> None:
 
     # a deep search's first levels only: the page draws a few thousand bars and rows, and
     # this runs on the loop that (embedded) also runs the cluster
+    total = len(records)
     records = records[:FINISHED_MAX_ROWS]
     summaries = summaries[:FINISHED_MAX_ROWS]
 
     async def send():
         try:  # the page must never stop a search
-            columns = record_columns(records)
+            columns, count = record_columns(records), total
             if steps is not None:
-                columns = _joined_columns(columns, steps())
-            payload = {"records": columns,
+                more = steps()
+                count += len(more["start"])
+                columns = _joined_columns(columns, more)
+            payload = {"records": columns, "total": count,
                        "summaries": [summary.to_message() for summary in summaries]}
             await client._run_on_scheduler(_take_finished, program, payload)
         except Exception:
@@ -535,7 +617,9 @@ def board_on(scheduler) -> LiveRuns:
         def get(self):
             self.set_header("Content-Type", "application/json")
             self.set_header("Cache-Control", "no-store")
-            self.write(json.dumps(board.snapshot(self.get_argument("program", None))))
+            program = self.get_argument("program", None)
+            board.follow(scheduler, program)
+            self.write(json.dumps(board.snapshot(program)))
 
     http.add_handlers(r".*", [(prefix + DATA.replace(".", r"\."), DataHandler)])
     if prefix is not None and _has_bokeh_dashboard(http):
@@ -592,7 +676,7 @@ def _list_individual_page(http, app) -> None:
 def taskbfs_doc(scheduler, extra, doc) -> None:
     """Build the Bokeh document of ``/taskbfs`` (called by Bokeh for every browser session)."""
     board = _boards.get(scheduler) or LiveRuns()
-    page = _Page(board)
+    page = _Page(board, scheduler)
     doc.title = "taskbfs: live BFS"
     doc.add_root(page.root)
     doc.add_periodic_callback(page.update, REFRESH_MS)
@@ -610,7 +694,7 @@ def taskbfs_doc(scheduler, extra, doc) -> None:
 def individual_taskbfs_doc(scheduler, extra, doc) -> None:
     """Build the Bokeh document of ``/individual-taskbfs``: the page's plots without the
     dashboard's frame (a dask-labextension panel)."""
-    page = _Page(_boards.get(scheduler) or LiveRuns())
+    page = _Page(_boards.get(scheduler) or LiveRuns(), scheduler)
     doc.title = "taskbfs"
     page.root.sizing_mode = "stretch_both"
     doc.add_root(page.root)
@@ -627,7 +711,7 @@ HISTORY_COLUMNS = (("program", "search"), ("state", "state"), ("vertices", "vert
 class _Page:
     """The Bokeh models of the page and their refresh."""
 
-    def __init__(self, board: LiveRuns):
+    def __init__(self, board: LiveRuns, scheduler=None):
         from bokeh.layouts import column, row
         from bokeh.models import (
             BasicTicker,
@@ -643,6 +727,7 @@ class _Page:
         from bokeh.plotting import figure
 
         self.board = board
+        self.scheduler = scheduler  # where the running search's records are pulled from
         self.seen = None
         self.chosen: str | None = None  # the search the selector names; None: the latest
         self.select = Select(title="Search", value=LATEST, options=[(LATEST, "the latest")],
@@ -713,6 +798,7 @@ class _Page:
     def update(self) -> None:
         if self.chosen is not None and self.board.latest(self.chosen) is None:
             self.chosen = None  # dropped from the board: back to the latest
+        self.board.follow(self.scheduler, self.chosen)
         snap = self.board.snapshot(self.chosen)
         run = self.board.latest(self.chosen)
         stamp = (snap["program"], run.version if run else None, snap["state"])
@@ -759,9 +845,15 @@ class _Page:
         plot.yaxis.ticker = list(range(len(timeline["rows"])))
         plot.yaxis.major_label_overrides = {i: label for i, label in enumerate(timeline["rows"])}
         plot.height = max(160, 60 + 26 * len(timeline["rows"]))
-        plot.title.text = ("Tasks over time, one row per worker thread (the paper's Fig. 11); faint: "
-                           "a task that ran others included in it" if timeline["rows"] else
-                           "Tasks over time: drawn when the search has finished")
+        if timeline.get("live"):
+            plot.title.text = (f"The latest {len(timeline['start']):,} of the {timeline['total']:,} "
+                               "tasks finished so far, one row per worker thread (the paper's "
+                               "Fig. 11): the search is running")
+        elif timeline["rows"]:
+            plot.title.text = ("Tasks over time, one row per worker thread (the paper's Fig. 11); "
+                               "faint: a task that ran others included in it")
+        else:
+            plot.title.text = "Tasks over time: drawn as the search's tasks finish"
 
 
 #: The page's choice of "the latest search".

@@ -3,13 +3,16 @@
 * ``LiveRuns`` fed by hand-made placement decisions (no cluster).
 * Over HTTP, while a BFS runs in a thread on the session's embedded runtime: the page
   serves, and ``/taskbfs/data.json`` follows the run level by level and ends with the
-  run's own numbers (frontiers, tasks per device, visited vertices, traversed edges).
+  run's own numbers (frontiers, tasks per device, visited vertices, traversed edges);
+  its timeline grows while the search runs, each bar a step of the search's own trace.
 * The page is the BFS's: a runtime alone serves none; the first search (or
   ``taskbfs.dashboard.install``) adds it, once.
 * On a scheduler started separately (``dask scheduler`` + ``dask worker`` processes): a
-  search from the client adds the page there.
+  search from the client adds the page there, and its live timeline comes from the
+  worker process.
 * In headless Chromium (Debian's ``chromium``): the page renders, its Bokeh plots are
-  drawn (canvases holding the bar colours). Skipped only where no Chromium binary exists.
+  drawn (canvases holding the bar colours), the timeline among them before the search
+  returns. Skipped only where no Chromium binary exists.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from taskbfs.dashboard import (
     DEVICE_COLORS,
     INDIVIDUAL_PAGE,
     LISTENER,
+    LIVE_MAX_ROWS,
     PAGE,
     LiveRuns,
     install,
@@ -406,6 +410,62 @@ def test_the_final_page_has_every_level_of_a_throttled_one_task_search(setting, 
     assert len(line["rows"]) >= 1 and max(line["row"]) < len(line["rows"])
 
 
+def _path(n: int) -> tb.Graph:
+    """A path of ``n`` vertices: ``n`` levels of one vertex from vertex 0."""
+    return tb.Graph.from_edges(np.arange(n - 1), np.arange(1, n))
+
+
+def _watch(base: str, search, every: float = 0.1) -> tuple:
+    """Run ``search()`` in a thread, reading data.json every ``every`` s until it returns:
+    ``(its result, the snapshots read while it ran)``."""
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(result=search()))
+    thread.start()
+    seen = []
+    while thread.is_alive():
+        seen.append(_data(base))
+        time.sleep(every)
+    thread.join()
+    assert "result" in box, "the search failed (see the thread's traceback above)"
+    return box["result"], seen
+
+
+def _live_bars_are_the_searchs(live: list, result) -> None:
+    """The running search's timelines ``live`` grew while it ran, and their step bars are
+    steps of ``result.trace``: same level, task, device and run time."""
+    totals = [s["timeline"]["total"] for s in live]
+    assert totals == sorted(totals) and totals[-1] > totals[0], totals  # it grew while we watched
+    ran = {(row.level, row.task): (row.device, row.stop - row.start) for row in result.trace.itertuples()}
+    assert "bfs_step" in live[-1]["timeline"]["name"]
+    for snap in live:
+        line = snap["timeline"]
+        assert 0 < len(line["start"]) <= min(LIVE_MAX_ROWS, line["total"])
+        assert len(line["rows"]) >= 1 and max(line["row"]) < len(line["rows"])
+        for i in [i for i, n in enumerate(line["name"]) if n == "bfs_step"]:
+            device, seconds = ran[line["level"][i], line["task"][i]]
+            assert line["device"][i] == {"smp": "CPU", "cuda": "GPU"}[device]
+            assert line["stop"][i] - line["start"][i] == pytest.approx(seconds, abs=1e-6)
+
+
+def test_the_timeline_grows_while_a_one_task_search_runs(setting, runtime, base):
+    """The default path (the whole search in one task): while it runs, data.json (as the
+    page) shows the latest tasks it finished, pulled from the worker; once it is done,
+    the client's timeline of the whole search."""
+    setting("search.compiled-level-edges", 0)  # each level's steps and barrier one by one
+    tb.bfs(_path(50), 0, tasks=4, runtime=runtime)  # warm-up
+    graph = _path(20_000)  # 20,000 levels of ~0.1-0.5 ms: seconds
+    result, seen = _watch(base, lambda: tb.bfs(graph, 0, tasks=4, runtime=runtime))
+    program = _program_of(result)
+    assert result.trace["included"].all() and len(result.levels) == graph.num_vertices
+    live = [s for s in seen if s["program"] == program and s["state"] == "running"
+            and s["timeline"]["live"]]
+    assert len(live) >= 2, f"{len(live)} live timelines in {len(seen)} snapshots"
+    _live_bars_are_the_searchs(live, result)
+    final = _finished(base, program)
+    assert not final["timeline"]["live"]
+    assert final["timeline"]["total"] >= live[-1]["timeline"]["total"]  # all tasks, not those drawn
+
+
 def test_the_timeline_of_a_dispatched_search(runtime, base):
     graph = tb.kronecker(9, seed=2)
     result = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=2)[0]), tasks=4, lam=3,
@@ -469,6 +529,13 @@ def test_page_on_a_separately_started_scheduler(cli_scheduler):
         graph = tb.kronecker(9, seed=1)
         result = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=1)[0]), tasks=4, lam=3, runtime=rt)
         snap = _data(base)
+        # the live timeline from a worker process: a search of every level as tasks
+        grid = _grid(40)
+        slow, seen = _watch(base, lambda: tb.bfs(grid, 0, tasks=4, runtime=rt, dispatch="tasks"))
+        live = [s for s in seen if s["program"] == _program_of(slow) and s["state"] == "running"
+                and s["timeline"]["live"]]
+        assert len(live) >= 2, f"{len(live)} live timelines in {len(seen)} snapshots"
+        _live_bars_are_the_searchs(live, slow)
         assert snap["program"] == _program_of(result) and snap["state"] == "done"
         assert snap["visited"] == result.reached and snap["edges"] == result.traversed_edges
         assert snap["lam"] == 3.0
@@ -620,10 +687,9 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
                 and drawn(r) and _with_cpu_bars(r) >= 3)
 
     shot, seen = tmp_path / "taskbfs-page.png", []
-    try:  # pixels are counted before the search (ready) and after it (done), not while it runs
+    try:
         probe = asyncio.run(_probe_page(chromium, base + PAGE, done, 90, shot, ready=drawn,
-                                        start=thread.start, seen=seen,
-                                        pixels=lambda: thread.ident is None or "result" in box))
+                                        start=thread.start, seen=seen))
     finally:
         if thread.is_alive() or thread.ident is not None:
             thread.join()
@@ -633,6 +699,9 @@ def test_page_renders_its_plots_in_headless_chromium(runtime, base, tmp_path):
     running = [r["text"] for r in seen if program in r["text"] and "— running" in r["text"]]
     levels = {int(t.split("level ", 1)[1].split()[0]) for t in running}
     assert len(levels) >= 2, f"the page showed {len(running)} running states, levels {sorted(levels)}"
+    # and its timeline grew while it ran: a third canvas with CPU bars before the search returned
+    assert any(_with_cpu_bars(r) >= 3 for r in seen if program in r["text"] and "— running" in r["text"]), \
+        [_with_cpu_bars(r) for r in seen]
     if os.environ.get("TASKBFS_SCREENSHOT_DIR"):  # keep it for a human to look at
         shutil.copy(shot, Path(os.environ["TASKBFS_SCREENSHOT_DIR"]) / shot.name)
     assert probe is not None and probe["bokeh"] >= 1, probe

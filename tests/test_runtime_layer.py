@@ -277,6 +277,7 @@ def _worker_snapshot(dask_worker):
     from taskbfs.runtime.worker import _caches
 
     return {"plugins": sorted(n for n in dask_worker.plugins if n.startswith("taskbfs")),
+            "handlers": sorted(h for h in dask_worker.handlers if h.startswith("taskbfs")),
             "interval": dask_worker.batched_stream.interval, "cache": dask_worker in _caches}
 
 
@@ -305,6 +306,7 @@ def test_close_puts_back_everything_on_a_users_cluster(client):
     assert during[0]["worker_plugins"] == ["taskbfs-latency"]
     assert set(during[0]["intervals"]) == {0.0} and during[2] == 0.0
     assert all(w["interval"] == 0.0 and w["cache"] for w in during[1].values())
+    assert all(w["handlers"] == ["taskbfs_peek_records"] for w in during[1].values())  # live page
 
     rt.close()
     assert _snapshot(client) == before

@@ -26,6 +26,7 @@ restriction: any worker runs CPU tasks there.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import weakref
@@ -39,9 +40,11 @@ from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 from taskbfs.runtime.policy import Policy, policy_label
 from taskbfs.runtime.task import CUDA, DEVICES, SMP
 from taskbfs.runtime.worker import (
+    RECORDS_OP,
     SIZES_KEY,
     collect_records,
     forget_worker_state,
+    peek_records,
     program_of_topic,
 )
 
@@ -403,8 +406,9 @@ class PlacementPlugin(SchedulerPlugin):
 class LatencyPlugin(WorkerPlugin):
     """Worker plugin: report finished tasks to the scheduler without the 2 ms batching delay.
 
-    ``teardown`` (when the last runtime leaves, :func:`detach`) puts the worker's interval
-    back and drops what the runtime kept on the worker (:func:`~taskbfs.runtime.worker_cache`,
+    It also serves a running program's records to a watcher (the worker handler
+    :data:`~taskbfs.runtime.worker.RECORDS_OP`). ``teardown`` (when the last runtime
+    leaves, :func:`detach`) removes the handler, puts the worker's interval back and drops what the runtime kept on the worker (:func:`~taskbfs.runtime.worker_cache`,
     uncollected trace records).
     """
 
@@ -419,8 +423,11 @@ class LatencyPlugin(WorkerPlugin):
         if stream is not None and hasattr(stream, "interval"):
             self._intervals.setdefault(id(worker), stream.interval)
             stream.interval = self.interval
+        worker.handlers[RECORDS_OP] = functools.update_wrapper(
+            functools.partial(peek_records, dask_worker=worker), peek_records)
 
     def teardown(self, worker) -> None:
+        worker.handlers.pop(RECORDS_OP, None)
         interval = self._intervals.pop(id(worker), None)
         stream = getattr(worker, "batched_stream", None)
         if interval is not None and stream is not None:

@@ -279,6 +279,23 @@ def collect_records(program: str, dask_worker=None) -> list[dict]:
         return per_program.pop(program, [])
 
 
+#: The worker handler of :func:`peek_records` (added by the runtime's worker plugin).
+RECORDS_OP = "taskbfs_peek_records"
+
+
+def peek_records(program: str, starts: dict, limit: int, dask_worker=None):
+    """This worker's records of ``program`` from number ``starts[address]`` on (0 if
+    absent), the latest ``limit`` of them, left in place: ``{"total": records so far,
+    "records": copies}`` (serialized). The worker handler :data:`RECORDS_OP`, for a
+    watcher following a running program."""
+    from distributed.protocol import to_serialize
+
+    with _lock:
+        kept = (_records.get(dask_worker) or {}).get(program, ())
+        first = max(int(starts.get(dask_worker.address, 0)), len(kept) - max(int(limit), 0))
+        return {"total": len(kept), "records": to_serialize([dict(r) for r in kept[first:]])}
+
+
 def worker_cache(worker=None) -> dict:
     """A dict private to this worker (device caches): it lives as long as the worker, or
     until the last runtime on its cluster closes (:func:`forget_worker_state`)."""
