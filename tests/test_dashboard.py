@@ -432,11 +432,14 @@ def _watch(base: str, search, every: float = 0.1) -> tuple:
 
 def _live_bars_are_the_searchs(live: list, result) -> None:
     """The running search's timelines ``live`` grew while it ran, and their step bars are
-    steps of ``result.trace``: same level, task, device and run time."""
+    steps of ``result.trace``: same level, task, device and run time. (A one-task search
+    keeps its steps as a table per level, sent when it ends: while it runs, its barriers
+    are the bars.)"""
     totals = [s["timeline"]["total"] for s in live]
     assert totals == sorted(totals) and totals[-1] > totals[0], totals  # it grew while we watched
     ran = {(row.level, row.task): (row.device, row.stop - row.start) for row in result.trace.itertuples()}
-    assert "bfs_step" in live[-1]["timeline"]["name"]
+    names = set(live[-1]["timeline"]["name"])
+    assert names and names <= {"bfs_step", "bfs_barrier"}, names
     for snap in live:
         line = snap["timeline"]
         assert 0 < len(line["start"]) <= min(LIVE_MAX_ROWS, line["total"])
