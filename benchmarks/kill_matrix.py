@@ -48,7 +48,7 @@ def _worker(tmp: Path, address: str, name: str, client) -> tuple[str, subprocess
                               "--resources", "CPU=1"])
     while True:
         info = client.scheduler_info(n_workers=-1)["workers"]
-        found = [a for a, w in info.items() if w["name"] == name]
+        found = [a for a, w in info.items() if w["name"] == name and w["status"] == "running"]
         if found:
             return found[0], proc
         time.sleep(0.1)

@@ -57,7 +57,7 @@ class ProcessCluster:
 
     def add_worker(self, name: str, client, *extra: str) -> str:
         """Start worker ``name`` (``extra``: more ``dask worker`` options); its address
-        once the scheduler has it."""
+        once the scheduler has it running (after the runtime's warm-up there)."""
         self._spawn(name, ["worker", self.address, "--name", name, "--host", "127.0.0.1",
                            "--no-dashboard", "--no-nanny", "--nthreads", "1",
                            "--resources", "CPU=1", *extra])
@@ -73,7 +73,7 @@ class ProcessCluster:
     @staticmethod
     def workers(client) -> dict[str, str]:
         info = client.scheduler_info(n_workers=-1)["workers"]
-        return {w["name"]: address for address, w in info.items()}
+        return {w["name"]: address for address, w in info.items() if w["status"] == "running"}
 
     def signal(self, name: str, sig: int) -> None:
         os.kill(self.procs[name].pid, sig)
@@ -317,6 +317,20 @@ def test_frozen_worker_times_out(processes):
         finally:
             processes.signal("b", signal.SIGCONT)
         _check(graph, 4, tb.bfs(graph, 4, tasks=4, runtime=rt, timeout=60))
+
+
+def test_the_clusters_own_timeout_is_a_search_timeout(runtime, monkeypatch):
+    """distributed's TimeoutError in a call without ``timeout`` (e.g. a scatter that found
+    no running worker) is a SearchTimeoutError saying so, not a TypeError."""
+    from taskbfs.bfs import core
+
+    def no_workers(*args, **kwargs):
+        raise TimeoutError("No valid workers found")
+
+    monkeypatch.setattr(core, "place_graph", no_workers)
+    with pytest.raises(SearchTimeoutError, match=r"did not answer in time \(No valid workers "
+                                                 r"found\): it was before its first level"):
+        tb.bfs(tb.kronecker(6, seed=1), 0, runtime=runtime)
 
 
 @pytest.mark.parametrize("timeout", [0, -1, "10", True, float("nan")])
