@@ -360,19 +360,35 @@ def test_the_most_tasks_is_a_setting(runtime, setting):
         tb.bfs(graph, 1, tasks=4, runtime=runtime)
 
 
-def test_searches_leave_no_topics_or_handlers(runtime):
-    """Each search's message topic (scheduler) and handler (client) go with it."""
+def test_searches_leave_no_topics_handlers_or_spans(runtime):
+    """Each search's message topic (scheduler) and handler (client) go with it; the
+    searches share one span, which keeps only the task groups the scheduler still has,
+    and the workers' metrics are not keyed per search."""
     graph = tb.kronecker(8, seed=1)
 
     def topics(dask_scheduler=None):
         return sorted(name for name in dask_scheduler._broker._topics
                       if name.startswith("taskbfs-messages-"))
 
+    def spans(dask_scheduler=None):
+        ext = dask_scheduler.extensions["spans"]
+        return len(ext.spans), len(ext.spans["taskbfs"].groups)
+
+    def metric_keys(dask_worker=None):
+        return len(dask_worker.digests_total)
+
     tb.bfs(graph, 1, runtime=runtime)
-    for dispatch in ("auto", "tasks") * 10:
+    for dispatch in ("auto", "tasks") * 2:
+        tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
+    keys, (num_spans, _) = runtime.client.run(metric_keys), runtime.client.run_on_scheduler(spans)
+    for dispatch in ("auto", "tasks") * 8:
         tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
     assert len(runtime.client.run_on_scheduler(topics)) <= 1  # the last one, until the next
     assert not [t for t in runtime.client._event_handlers if t.startswith("taskbfs-messages-")]
+    now_spans, groups = runtime.client.run_on_scheduler(spans)
+    assert now_spans == num_spans and groups <= 12  # was 16 spans more, and all their groups
+    after = runtime.client.run(metric_keys)
+    assert all(after[w] - keys[w] < 16 for w in keys)  # was 4 per search
 
 
 FIRST_CALLS = textwrap.dedent("""
