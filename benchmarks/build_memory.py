@@ -6,7 +6,10 @@ indices), the peak resident memory the build added, and their ratio. Approach: e
 loaded), the input made (``from_edges``: the Kronecker edge list as int64 arrays, the
 caller's; ``read_graph``: the edge list written to a text file), the resident memory
 read and the kernel's peak mark reset (``/proc/self/clear_refs``, Linux), the build
-run, and the peak (``VmHWM``) less that reading is what the build added. Builders: ``kronecker`` (generation included), ``from_edges``, ``read_graph``.
+run, and the peak (``VmHWM``) less that reading is what the build added. Builders:
+``kronecker`` (generation included), ``from_edges``, ``read_graph`` (a whitespace edge
+list written by ``np.savetxt``), ``read_graph_mtx`` and ``read_graph_npz`` (the graph
+written by ``tb.save_graph`` as MatrixMarket / taskbfs ``.npz``).
 
     PYTHONPATH=$PWD python benchmarks/build_memory.py --scales 16 18 20
 """
@@ -42,6 +45,10 @@ CHILD = textwrap.dedent("""
         if builder == "read_graph":
             np.savetxt(path, np.column_stack([src, dst]), fmt="%d")
             del src, dst
+        elif builder.startswith("read_graph_"):  # the graph saved in that format
+            path = os.path.join(tmp, "graph." + builder[len("read_graph_"):])
+            tb.save_graph(tb.Graph.from_edges(src, dst, num_vertices=1 << scale), path)
+            del src, dst
         before = psutil.Process().memory_info().rss
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # the peak restarts from here
@@ -66,7 +73,8 @@ def measure(builder: str, scale: int) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scales", type=int, nargs="+", default=[16, 18, 20])
-    p.add_argument("--builders", nargs="+", default=["kronecker", "from_edges", "read_graph"])
+    p.add_argument("--builders", nargs="+", default=["kronecker", "from_edges", "read_graph",
+                                                      "read_graph_mtx", "read_graph_npz"])
     args = p.parse_args()
     print("| builder | scale | arcs | CSR MiB | peak added MiB | peak / CSR |")
     print("| --- | --- | --- | --- | --- | --- |")

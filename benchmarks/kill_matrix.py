@@ -6,7 +6,8 @@ the highest address is killed at that moment, and the row says what the call did
 checked against scipy, with the attempts it took and the number of trace rows whose
 record went with the worker; or the error), how long after the kill it returned, and
 whether the next search of the same graph was right. A new worker is started before the
-next row. A moment is ``L<k>`` (when the client hears of level k: dispatched levels
+next row, and each row's search runs on the graph placed afresh on the two workers. A
+moment is ``L<k>`` (when the client hears of level k: dispatched levels
 only), ``last`` (when it hears of the last level: the result is being assembled), or a
 number: a fraction of a search's steady time (above 1: after the search returned). A
 search that loses a worker runs again from level 0 on the workers left, at most
@@ -48,7 +49,7 @@ def _worker(tmp: Path, address: str, name: str, client) -> tuple[str, subprocess
                               "--resources", "CPU=1"])
     while True:
         info = client.scheduler_info(n_workers=-1)["workers"]
-        found = [a for a, w in info.items() if w["name"] == name]
+        found = [a for a, w in info.items() if w["name"] == name and w["status"] == "running"]
         if found:
             return found[0], proc
         time.sleep(0.1)
@@ -93,7 +94,11 @@ def main() -> None:
                 print("| kill at | outcome | s from kill to return | next search |")
                 print("| --- | --- | --- | --- |")
                 for i, at in enumerate(args.at):
-                    run()  # placed on the workers there are now
+                    # a new Graph object (same arrays, new token): placed afresh on the
+                    # workers there are now, so that the victim holds slices
+                    graph = tb.Graph(graph.indptr, graph.indices, graph.num_vertices,
+                                     graph.directed)
+                    run()
                     victim = sorted(workers)[-1]
                     killed_at = []
 

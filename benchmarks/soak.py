@@ -25,6 +25,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import psutil
 
 import taskbfs as tb
@@ -34,8 +35,8 @@ def _topics(dask_scheduler=None) -> int:
     return len(getattr(getattr(dask_scheduler, "_broker", None), "_topics", ()))
 
 
-def _external(tmp: Path):
-    """A scheduler and one CPU worker as processes; returns (address, [Popen])."""
+def _external(tmp: Path, workers: int):
+    """A scheduler and ``workers`` CPU workers as processes; returns (address, [Popen])."""
     dask = [sys.executable, "-m", "dask"]
     env = dict(os.environ)
     log = open(tmp / "cluster.log", "wb")  # noqa: SIM115 (lives as long as the processes)
@@ -45,10 +46,11 @@ def _external(tmp: Path):
     while not (tmp / "s.json").exists() or not (tmp / "s.json").stat().st_size:
         time.sleep(0.1)
     address = json.loads((tmp / "s.json").read_text())["address"]
-    procs.append(subprocess.Popen(dask + ["worker", address, "--host", "127.0.0.1",
-                                          "--no-dashboard", "--no-nanny", "--nthreads", "2",
-                                          "--resources", "CPU=2"], stdout=log, stderr=log,
-                                  env=env))
+    for _ in range(workers):
+        procs.append(subprocess.Popen(dask + ["worker", address, "--host", "127.0.0.1",
+                                              "--no-dashboard", "--no-nanny", "--nthreads",
+                                              "1", "--resources", "CPU=1"],
+                                      stdout=log, stderr=log, env=env))
     return address, procs
 
 
@@ -58,6 +60,7 @@ def main() -> None:
     p.add_argument("--warm", type=int, default=50)
     p.add_argument("--scale", type=int, default=10)
     p.add_argument("--external", action="store_true")
+    p.add_argument("--workers", type=int, default=2, help="worker processes with --external")
     p.add_argument("--every", type=int, default=0, help="also print RSS every this many searches")
     p.add_argument("--tracemalloc", type=int, default=0, metavar="N",
                    help="print the N source lines whose traced memory grew most")
@@ -66,11 +69,12 @@ def main() -> None:
     procs = []
     with tempfile.TemporaryDirectory() as tmp:
         if args.external:
-            address, procs = _external(Path(tmp))
+            address, procs = _external(Path(tmp), args.workers)
             rt = tb.Runtime(address)
-            rt.client.wait_for_workers(1, timeout=60)
+            rt.client.wait_for_workers(args.workers, timeout=60)
             watched = {"scheduler": psutil.Process(procs[0].pid),
-                       "worker": psutil.Process(procs[1].pid),
+                       **{f"worker{i}": psutil.Process(proc.pid)
+                          for i, proc in enumerate(procs[1:])},
                        "client": psutil.Process()}
         else:
             rt = tb.Runtime()
@@ -85,12 +89,15 @@ def main() -> None:
                 tracemalloc.start(8)
                 first = tracemalloc.take_snapshot()
             t0 = time.perf_counter()
+            samples = {k: [(0, v)] for k, v in before.items()}
             for i in range(args.searches):
                 tb.bfs(graph, 1 + i % 7, runtime=rt)
                 if args.every and (i + 1) % args.every == 0:
-                    rss = "  ".join(f"{k} {w.memory_info().rss / 2**20:.1f}"
-                                    for k, w in watched.items())
-                    print(f"  after {i + 1:6d}: RSS MiB {rss}", flush=True)
+                    for k, w in watched.items():
+                        samples[k].append((i + 1, w.memory_info().rss))
+                    rss = "  ".join(f"{k} {v[-1][1] / 2**20:.1f}" for k, v in samples.items())
+                    print(f"  after {i + 1:6d} ({time.perf_counter() - t0:7.0f} s): "
+                          f"RSS MiB {rss}", flush=True)
             seconds = time.perf_counter() - t0
             gc.collect()
             time.sleep(1)
@@ -110,7 +117,20 @@ def main() -> None:
     for k in watched:
         grow = after[k] - before[k]
         print(f"  {k:9s} RSS {before[k] / 2**20:7.1f} -> {after[k] / 2**20:7.1f} MiB "
-              f"({grow / 2**10 / args.searches:+.1f} KiB per search)")
+              f"({grow / 2**10 / args.searches:+.1f} KiB per search; "
+              f"{_slope(samples[k], 0.0):+.1f} over the samples, "
+              f"{_slope(samples[k], 0.5):+.1f} over their second half)")
+
+
+def _slope(samples: list[tuple[int, int]], skip: float) -> float:
+    """Least-squares growth in KiB per search over the samples after the first ``skip``
+    fraction of the searches (nan with fewer than two)."""
+    last = samples[-1][0]
+    kept = [(n, rss) for n, rss in samples if n >= skip * last]
+    if len(kept) < 2:
+        return float("nan")
+    n, rss = np.array(kept, dtype=float).T
+    return float(np.polyfit(n, rss, 1)[0]) / 2**10
 
 
 def _print_growth(first, last, top: int, searches: int) -> None:

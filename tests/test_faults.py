@@ -57,7 +57,7 @@ class ProcessCluster:
 
     def add_worker(self, name: str, client, *extra: str) -> str:
         """Start worker ``name`` (``extra``: more ``dask worker`` options); its address
-        once the scheduler has it."""
+        once the scheduler has it running (after the runtime's warm-up there)."""
         self._spawn(name, ["worker", self.address, "--name", name, "--host", "127.0.0.1",
                            "--no-dashboard", "--no-nanny", "--nthreads", "1",
                            "--resources", "CPU=1", *extra])
@@ -73,7 +73,7 @@ class ProcessCluster:
     @staticmethod
     def workers(client) -> dict[str, str]:
         info = client.scheduler_info(n_workers=-1)["workers"]
-        return {w["name"]: address for address, w in info.items()}
+        return {w["name"]: address for address, w in info.items() if w["status"] == "running"}
 
     def signal(self, name: str, sig: int) -> None:
         os.kill(self.procs[name].pid, sig)
@@ -319,6 +319,20 @@ def test_frozen_worker_times_out(processes):
         _check(graph, 4, tb.bfs(graph, 4, tasks=4, runtime=rt, timeout=60))
 
 
+def test_the_clusters_own_timeout_is_a_search_timeout(runtime, monkeypatch):
+    """distributed's TimeoutError in a call without ``timeout`` (e.g. a scatter that found
+    no running worker) is a SearchTimeoutError saying so, not a TypeError."""
+    from taskbfs.bfs import core
+
+    def no_workers(*args, **kwargs):
+        raise TimeoutError("No valid workers found")
+
+    monkeypatch.setattr(core, "place_graph", no_workers)
+    with pytest.raises(SearchTimeoutError, match=r"did not answer in time \(No valid workers "
+                                                 r"found\): it was before its first level"):
+        tb.bfs(tb.kronecker(6, seed=1), 0, runtime=runtime)
+
+
 @pytest.mark.parametrize("timeout", [0, -1, "10", True, float("nan")])
 def test_timeout_must_be_positive_seconds(runtime, timeout):
     with pytest.raises(InvalidParameterError, match="timeout"):
@@ -346,19 +360,35 @@ def test_the_most_tasks_is_a_setting(runtime, setting):
         tb.bfs(graph, 1, tasks=4, runtime=runtime)
 
 
-def test_searches_leave_no_topics_or_handlers(runtime):
-    """Each search's message topic (scheduler) and handler (client) go with it."""
+def test_searches_leave_no_topics_handlers_or_spans(runtime):
+    """Each search's message topic (scheduler) and handler (client) go with it; the
+    searches share one span, which keeps only the task groups the scheduler still has,
+    and the workers' metrics are not keyed per search."""
     graph = tb.kronecker(8, seed=1)
 
     def topics(dask_scheduler=None):
         return sorted(name for name in dask_scheduler._broker._topics
                       if name.startswith("taskbfs-messages-"))
 
+    def spans(dask_scheduler=None):
+        ext = dask_scheduler.extensions["spans"]
+        return len(ext.spans), len(ext.spans["taskbfs"].groups)
+
+    def metric_keys(dask_worker=None):
+        return len(dask_worker.digests_total)
+
     tb.bfs(graph, 1, runtime=runtime)
-    for dispatch in ("auto", "tasks") * 10:
+    for dispatch in ("auto", "tasks") * 2:
+        tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
+    keys, (num_spans, _) = runtime.client.run(metric_keys), runtime.client.run_on_scheduler(spans)
+    for dispatch in ("auto", "tasks") * 8:
         tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
     assert len(runtime.client.run_on_scheduler(topics)) <= 1  # the last one, until the next
     assert not [t for t in runtime.client._event_handlers if t.startswith("taskbfs-messages-")]
+    now_spans, groups = runtime.client.run_on_scheduler(spans)
+    assert now_spans == num_spans and groups <= 12  # was 16 spans more, and all their groups
+    after = runtime.client.run(metric_keys)
+    assert all(after[w] - keys[w] < 16 for w in keys)  # was 4 per search
 
 
 FIRST_CALLS = textwrap.dedent("""

@@ -501,3 +501,19 @@ def test_unknown_format_lists_known(tmp_path):
 def test_bad_directed_argument(tmp_path):
     with pytest.raises(InvalidParameterError, match="directed"):
         read_graph(write(tmp_path, "g.txt", "0 1\n"), directed="yes")
+
+
+@pytest.mark.parametrize(("indices", "message"), [
+    ([1, 2, 2, 0, 0], "a row is unsorted or holds a duplicate"),  # vertex 0: 1, 2, 2
+    ([2, 1, 0, 0, 1], "a row is unsorted or holds a duplicate"),  # vertex 0: 2, 1
+    ([1, 2, 1, 0, 0], "self-loops are stored"),  # vertex 1 -> 1
+    ([1, 2, 0, 0, 2], "self-loops are stored"),  # vertex 2 -> 2, the last arc
+])
+def test_npz_with_a_bad_row_is_refused(tmp_path, indices, message):
+    """Rows checked in one pass (no arc-sized temporaries): sorted, no repeat, no self-loop."""
+    path = tmp_path / "bad.npz"
+    np.savez(path, taskbfs_version=np.int64(gio.NPZ_VERSION), indptr=np.array([0, 2, 3, 5]),
+             indices=np.array(indices, dtype=np.int32), num_vertices=np.int64(3),
+             directed=np.bool_(True))
+    with pytest.raises(GraphFormatError, match=f"corrupt taskbfs .npz: {message}"):
+        read_graph(path)

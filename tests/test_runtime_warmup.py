@@ -1,11 +1,12 @@
-"""The runtime's start runs the worker warm-ups (taskbfs.runtime.worker-warm-up) on every worker;
+"""The runtime's start runs the worker warm-ups (taskbfs.runtime.worker-warm-up) on every worker,
+and on workers that join while it is open;
 the BFS's warm-up (taskbfs.bfs.warmup) runs the search body on tiny graphs."""
 
 from __future__ import annotations
 
 import threading
 
-from distributed import LocalCluster
+from distributed import Client, LocalCluster
 
 import taskbfs as tb
 from taskbfs.bfs import warmup
@@ -28,6 +29,13 @@ def test_every_worker_runs_the_warm_ups_when_a_runtime_starts(setting, monkeypat
                       dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster:
         with tb.Runtime(cluster.scheduler_address) as rt:  # the bad name is logged, not raised
             assert sorted(CALLS) == sorted(rt.client.scheduler_info()["workers"])
+            cluster.scale(3)  # a worker that joins later (a lost one's replacement) runs them too
+            rt.client.wait_for_workers(3, timeout=30)
+            assert sorted(CALLS) == sorted(rt.client.scheduler_info()["workers"])
+        cluster.scale(4)  # the runtime took its warm-up away when it closed
+        with Client(cluster, set_as_default=False) as client:
+            client.wait_for_workers(4, timeout=30)
+            assert len(CALLS) == 3
 
 
 def test_the_bfs_warm_up_runs_the_search_body_and_never_raises(monkeypatch):

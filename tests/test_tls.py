@@ -121,3 +121,66 @@ def test_tls_without_credentials_is_a_clear_error(tls_cluster, capsys):
     assert time.perf_counter() - start < 10
     assert "Traceback" not in err and err.count("taskbfs: error:") == 3
     assert "speaks TLS" in err and "no such file" in err and "for a tls:// scheduler" in err
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _readme_tls_blocks() -> tuple[list[str], str]:
+    """The bash lines and the Python block of the README's "Over TLS" section."""
+    section = (REPO / "README.md").read_text().split("### Over TLS", 1)[1].split("\n#", 1)[0]
+    bash = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    python = section.split("```python\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #")[0].rstrip(" &") for line in bash.splitlines()], python
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_readmes_tls_commands_run(tmp_path, monkeypatch, capsys):
+    """The README's TLS section as written: make-certs.sh, a scheduler and a worker from
+    its command lines, its ``taskbfs run`` line and its Python block (port and scale
+    changed)."""
+    import shlex
+
+    lines, python = _readme_tls_blocks()
+    port = str(_free_port())
+    monkeypatch.chdir(tmp_path)
+    env = dict(os.environ, PYTHONPATH=WORKER_PYTHONPATH)
+    commands = {shlex.split(line)[0 if not line.startswith("dask") else 1]: shlex.split(
+        line.replace("8786", port)) for line in lines if line}
+    subprocess.run(["bash", str(REPO / commands["deploy/tls/make-certs.sh"][0]),
+                    *commands["deploy/tls/make-certs.sh"][1:]], check=True, timeout=120)
+    procs = [subprocess.Popen([sys.executable, "-m", *commands[name]], env=env,
+                              stdout=open(tmp_path / f"{name}.log", "wb"),  # noqa: SIM115
+                              stderr=subprocess.STDOUT)
+             for name in ("scheduler", "worker")]
+    try:
+        security = Security(tls_ca_file="certs/ca.pem", tls_client_cert="certs/cluster.pem",
+                            tls_client_key="certs/cluster-key.pem", require_encryption=True)
+        deadline = time.monotonic() + 240  # a loaded machine: start and warm-up ~2 min
+        while True:  # the scheduler's port opens
+            try:
+                with tb.Runtime(f"tls://127.0.0.1:{port}", security=security) as rt:
+                    rt.client.wait_for_workers(1, timeout=240)
+                break
+            except (tb.TaskBFSError, TimeoutError):
+                assert time.monotonic() < deadline and procs[0].poll() is None, \
+                    (tmp_path / "worker.log").read_text()
+                time.sleep(0.5)
+        run = commands["taskbfs"]
+        run[run.index("--scale") + 1] = "8"
+        assert main(run[1:]) == 0, capsys.readouterr().err
+        assert "valid" in capsys.readouterr().out.lower()
+        scope = {}
+        exec(python.replace("kronecker(16", "kronecker(8").replace("8786", port), scope)  # noqa: S102 (the README's)
+        assert (scope["r"].distances == scipy_distances(tb.kronecker(8, seed=1), 0)).all()
+    finally:
+        for proc in procs[::-1]:
+            proc.terminate()
+            proc.wait(timeout=30)

@@ -331,11 +331,13 @@ def _faults(rt, graph: Graph, since: float, clock: _Deadline, heard: _Heard):
         yield
     except TaskBFSError:
         raise
-    except TimeoutError:
+    except TimeoutError as exc:
         where = "before its first level" if heard.level is None else f"at level {heard.level}"
+        within = (f"within its timeout of {clock.timeout:g} s" if clock.timeout is not None else
+                  f"because the cluster did not answer in time ({exc or type(exc).__name__})")
         raise SearchTimeoutError(
-            f"the search did not finish within its timeout of {clock.timeout:g} s: it was "
-            f"{where} (a worker or the scheduler may be frozen or overloaded)", heard.level
+            f"the search did not finish {within}: it was {where} (a worker or the scheduler "
+            f"may be frozen or overloaded)", heard.level
         ) from None
     except _LOST as exc:
         forget_lost(rt)

@@ -43,6 +43,7 @@ from array import array
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numba import njit
 
 from taskbfs.errors import EmptyGraphError, GraphFormatError, InvalidParameterError
 from taskbfs.graph._graph import Graph, index_dtype
@@ -783,17 +784,31 @@ def _check_csr(indptr, indices, n: int, directed: bool, path: str):
         raise bad("indptr decreases")
     if indices.size and (indices.min() < 0 or indices.max() >= n):
         raise bad(f"indices name vertices outside 0..{n - 1}")
-    rising = np.diff(indices) > 0
-    row_starts = indptr[1:-1]
-    rising[row_starts[(row_starts > 0) & (row_starts < indices.size)] - 1] = True
-    if not rising.all():
+    problem = _row_problem(indptr, indices)
+    if problem == _ROW_UNSORTED:
         raise bad("a row is unsorted or holds a duplicate")
-    rows = np.repeat(np.arange(n, dtype=indices.dtype), degrees)
-    if np.any(rows == indices):
+    if problem == _ROW_SELF_LOOP:
         raise bad("self-loops are stored")
     if not directed and not np.array_equal(np.bincount(indices, minlength=n), degrees):
         raise bad("undirected graph whose in-degrees differ from its out-degrees (not symmetric)")
     return indptr.astype(np.int64, copy=False), indices.astype(index_dtype(n), copy=False)
+
+
+_ROW_OK, _ROW_UNSORTED, _ROW_SELF_LOOP = 0, 1, 2
+
+
+@njit(nogil=True, cache=True)
+def _row_problem(indptr, indices):  # pragma: no cover - numba
+    """Whether a row of valid CSR arrays is unsorted or holds a repeat, or a self-loop,
+    in one pass with no temporary (numpy's diff and repeat cost 9 bytes an arc: a .npz
+    read peaked at 4.6x its CSR)."""
+    for v in range(indptr.size - 1):
+        for k in range(indptr[v], indptr[v + 1]):
+            if k > indptr[v] and indices[k] <= indices[k - 1]:
+                return _ROW_UNSORTED
+            if indices[k] == v:
+                return _ROW_SELF_LOOP
+    return _ROW_OK
 
 
 # ====================================================================== text writers

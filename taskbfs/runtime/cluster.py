@@ -134,6 +134,7 @@ class Runtime:
         self._resources: dict | None = None  # the totals the scheduler last announced
         self._resources_heard = 0  # how many announcements arrived
         self._listening_resources = False
+        self._warming = False  # whether our WarmUpPlugin is registered
         if address_or_client is None:
             self._owned_cluster = start_embedded_cluster(threads, gpus, dashboard_address)
             self.client = self._owned_client = Client(self._owned_cluster, set_as_default=False)
@@ -162,11 +163,7 @@ class Runtime:
             self._claim_dask_cuda_gpus()
         _listen_for_resources(self.client, self)
         self._listening_resources = True
-        for name in config.get("runtime.worker-warm-up"):
-            try:
-                self.client.run(warm_worker, name)
-            except Exception as exc:  # a warm-up only saves time: never fail the start for it
-                logger.warning("taskbfs: the worker warm-up %s failed: %s", name, exc)
+        self._warm_up_workers()
 
 
     def _claim_dask_cuda_gpus(self) -> None:
@@ -324,6 +321,19 @@ class Runtime:
         self.client.register_plugin(SettingsPlugin(settings), name=SettingsPlugin.name)
         self._shared_settings = settings
 
+    def _warm_up_workers(self) -> None:
+        """Run ``taskbfs.runtime.worker-warm-up`` on every worker now and on every worker
+        that joins later (:class:`WarmUpPlugin`): a replacement for a lost worker must not
+        load the search code inside the search that needs it."""
+        names = list(config.get("runtime.worker-warm-up"))
+        if not names:
+            return
+        try:
+            self.client.register_plugin(WarmUpPlugin(names), name=WarmUpPlugin.name)
+            self._warming = True
+        except Exception as exc:  # a warm-up only saves time: never fail the start for it
+            logger.warning("taskbfs: the worker warm-up %s failed: %s", names, exc)
+
     # ------------------------------------------------------------------ consumers
     def add_listener(self, name: str, setup) -> bool:
         """Hook a listener into the scheduler plugin's placement decisions, once per name.
@@ -386,6 +396,12 @@ class Runtime:
             except Exception:  # the workers may be gone already
                 logger.debug("taskbfs: could not take the settings back", exc_info=True)
         self._shared_settings = None
+        if self._warming and running:
+            try:
+                self.client.unregister_worker_plugin(WarmUpPlugin.name)
+            except Exception:  # the workers may be gone already
+                logger.debug("taskbfs: could not remove the warm-up plugin", exc_info=True)
+        self._warming = False
         if self._sped_up:
             _restore_client(self.client)
             self._sped_up = False
@@ -409,9 +425,7 @@ class Runtime:
         cluster.sync(cluster._correct_state)
         self.client.wait_for_workers(len(cluster.worker_spec),
                                      timeout=config.get("runtime.connect-timeout"))
-        for name in config.get("runtime.worker-warm-up"):
-            self.client.run(warm_worker, name)
-        return True
+        return True  # warmed by the WarmUpPlugin as they joined
 
     def _track(self, program) -> None:
         """Close ``program`` with this runtime (:meth:`close`)."""
@@ -455,6 +469,25 @@ class SettingsPlugin(WorkerPlugin):
         if self._applied is not None:
             self._applied.__exit__(None, None, None)
             self._applied = None
+
+
+class WarmUpPlugin(WorkerPlugin):
+    """Runs the warm-up functions ``names`` (``"module:function"``, see
+    :func:`warm_worker`) on each worker when it is registered and on each worker that
+    joins later; a failing one is logged, never raised.
+    """
+
+    name = "taskbfs-warm-up"
+
+    def __init__(self, names: list[str]):
+        self.names = names
+
+    def setup(self, worker) -> None:
+        for name in self.names:
+            try:
+                warm_worker(name, worker)
+            except Exception as exc:  # a warm-up only saves time
+                logger.warning("taskbfs: the worker warm-up %s failed: %s", name, exc)
 
 
 def _is_cluster_like(obj) -> bool:

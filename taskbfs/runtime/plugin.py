@@ -32,6 +32,7 @@ import time
 import weakref
 from collections import OrderedDict, deque
 
+import dask
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 from distributed.protocol.pickle import dumps
 
@@ -242,6 +243,7 @@ class PlacementPlugin(SchedulerPlugin):
         for name in [name for name, topic in topics.items()
                      if program_of_topic(name) is not None and not topic.subscribers]:
             del topics[name]
+        _drop_forgotten_groups(scheduler)
 
     def _place(self, ts, mark: dict, policy, size, totals: dict) -> None:
         """Decide one task's device from its size, restrict it there and log it."""
@@ -403,6 +405,14 @@ class PlacementPlugin(SchedulerPlugin):
         return totals
 
 
+def _drop_forgotten_groups(scheduler) -> None:
+    """Let the taskbfs span forget the task groups the scheduler forgot (a span keeps
+    every group it ever had, for its statistics)."""
+    span = getattr(scheduler.extensions.get("spans"), "spans", {}).get(SPAN_ID)
+    if span is not None:
+        span.groups = {tg for tg in span.groups if scheduler.task_groups.get(tg.name) is tg}
+
+
 class LatencyPlugin(WorkerPlugin):
     """Worker plugin: report finished tasks to the scheduler without the 2 ms batching delay.
 
@@ -456,6 +466,13 @@ def _resource_totals(scheduler) -> dict:
 
 
 # ----------------------------------------------------------------- client half
+#: The ``distributed.span`` of taskbfs's tasks, one for the scheduler's life. Without it
+#: each search lands in a new "default" span (one per computation that starts on an idle
+#: cluster), which the scheduler keeps forever with every task group of the search (a
+#: group per task key), and the workers keep metrics keyed by its id: linear growth.
+SPAN_ID = "taskbfs"
+
+
 def placement_annotations(program: str, marks: dict, policy) -> dict:
     """Annotations for ``dask.annotate`` that send one batch's placement marks.
 
@@ -471,7 +488,10 @@ def placement_annotations(program: str, marks: dict, policy) -> dict:
     """
     for mark in marks.values():
         mark["program"] = program
-    return {TASK_ANNOTATION: marks.get, POLICY_ANNOTATION: policy_to_dict(policy, program)}
+    annotations = {TASK_ANNOTATION: marks.get, POLICY_ANNOTATION: policy_to_dict(policy, program)}
+    if "span" not in dask.get_annotations():  # a caller's own span is kept
+        annotations["span"] = {"name": (SPAN_ID,), "ids": (SPAN_ID,)}
+    return annotations
 
 
 def attach(client, user: str) -> None:

@@ -341,7 +341,7 @@ class Program:
         if _ORDERED_SUBMIT and _LLGExpr is not None:
             futures = self.client._graph_to_futures(
                 graph, set(pending.keys),
-                span_metadata=_SpanMetadata(collections=[{"type": "low-level-graph"}]),
+                span_metadata=_SpanMetadata(collections=[]),  # the span is shared: list nothing
                 internal_priority={key: i for i, key in enumerate(pending.keys)},
                 fifo_timeout="60s")
             return {key: futures[key] for key in pending.keys}
