@@ -8,6 +8,7 @@ one on 127.0.0.1; they get SIGKILL and SIGSTOP. Results are compared with scipy.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import signal
@@ -254,13 +255,16 @@ def test_trace_says_which_steps_lost_their_record(runtime, monkeypatch):
     the reader is warned, instead of a shorter trace."""
     graph = tb.kronecker(9, seed=2)
     full = tb.bfs(graph, 1, tasks=3, runtime=runtime, dispatch="tasks").trace
-    finished = Program.finished
+    finished_later = Program.finished_later
 
-    def without_task_1(self, timeout=None):
-        records, placements = finished(self, timeout)
-        return [r for r in records if r.get("task") != 1], placements
+    def without_task_1(self):
+        pending = finished_later(self)
+        records, placements = pending.result(60)
+        answer = concurrent.futures.Future()
+        answer.set_result(([r for r in records if r.get("task") != 1], placements))
+        return answer
 
-    monkeypatch.setattr(Program, "finished", without_task_1)
+    monkeypatch.setattr(Program, "finished_later", without_task_1)
     result = tb.bfs(graph, 1, tasks=3, runtime=runtime, dispatch="tasks")
     with pytest.warns(RuntimeWarning, match=r"no record of \d+ of \d+ steps"):
         trace = result.trace
