@@ -87,7 +87,10 @@ def limited():
     limit = int(0.8 * _csr_bytes(csr))
     memory = {"distributed.worker.memory.target": 0.6, "distributed.worker.memory.spill": False,
               "distributed.worker.memory.pause": False,
-              "distributed.worker.memory.terminate": False}
+              "distributed.worker.memory.terminate": False,
+              # a connection whose peer reads nothing for 30 s is closed (TCP_USER_TIMEOUT):
+              # on a 2-core machine at load 40 the build's transfers met that once
+              "distributed.comm.timeouts.tcp": "300s"}
     with dask.config.set(memory), \
             LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,
                          host="127.0.0.1", dashboard_address="127.0.0.1:0",
