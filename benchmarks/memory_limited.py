@@ -49,6 +49,23 @@ def csr_bytes(scale: int, edgefactor: int = 16) -> int:
     return 8 * (n + 1) + 4 * int(1.912 * edgefactor * n)
 
 
+#: GiB this script leaves free for the machine's other users (it skips a run whose estimate
+#: would take more).
+LEAVE_FREE_GIB = 4
+
+
+def estimated_peak(way: str, scale: int, workers: int, limit: int) -> int:
+    """Bytes a run is expected to take on this machine at its peak, from the session-12/13
+    measurements: the in-client build peaks at ~2.6x the CSR above a ~0.4 GB process; the
+    distributed build at ~3.7x the CSR over all workers (each ~0.4 GB to start), or at most
+    every worker's ``memory_limit`` when there is one (Dask spills the rest to disk)."""
+    csr, process = csr_bytes(scale), 400 << 20
+    if way == "in-client":
+        return int(2.6 * csr) + process
+    data = workers * limit if limit else int(3.7 * csr) + workers * process
+    return data + process
+
+
 class Sampler:
     """Peak RSS of a set of processes, sampled in a thread every ``every`` seconds."""
 
@@ -212,12 +229,20 @@ def main(argv=None) -> None:
     print(f"date {time.strftime('%Y-%m-%d %H:%M')}; Kronecker edgefactor 16, seed 1; one fresh "
           f"process per way; W = {args.workers}; R = T = {args.ranges}; RSS in MiB")
     import numpy as np
+    import psutil
 
     with tempfile.TemporaryDirectory(prefix="taskbfs-memory-limited-") as tmp:
         for scale in args.scale:
             limit = int(args.limit * csr_bytes(scale) if args.limit <= 1 else args.limit)
             saved = {}
             for way in args.ways:
+                need = estimated_peak(way, scale, args.workers, limit)
+                free = psutil.virtual_memory().available - (LEAVE_FREE_GIB << 30)
+                if need > free:
+                    print(f"{scale:>3} {way:>12} skipped: needs ~{need / 2**30:.1f} GiB, "
+                          f"{free / 2**30:.1f} GiB free beyond the {LEAVE_FREE_GIB} GiB left "
+                          f"to others", flush=True)
+                    continue
                 save = os.path.join(tmp, f"{way}-{scale}.npy")
                 child = (["distributed", str(scale), str(args.workers), str(limit),
                           str(args.ranges), save] if way == "distributed" else
