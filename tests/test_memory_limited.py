@@ -34,6 +34,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from reference import scipy_distances
 
 import taskbfs as tb
+from taskbfs.bfs.distributed import _FAN_IN, HISTOGRAM_BINS
 
 WORKERS = 4
 SCALE = 16
@@ -120,6 +121,10 @@ def test_graph_above_each_workers_limit_built_and_searched(limited, runtime, set
     # the build's edge chunks, their splits and groups (int64 pairs and keys: ~2x the CSR
     # per worker here, in memory or spilled) are held until cut; no task reads much of them
     assert len(held) == WORKERS
+    # the arc histograms' sum reads 16 of them (8 bytes a bin, at most 2^16 bins): a size of
+    # its own, not a share of the graph (8 MB here, where n = 2^16; the same at scale 30)
+    histograms = _FAN_IN * 8 * min(g.num_vertices, HISTOGRAM_BINS)
+    assert read.pop("summed") <= histograms + 4096, read
     assert max(read.values()) < csr / 2, read
 
     source = int(np.argmax(g.degrees()))
