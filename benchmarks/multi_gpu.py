@@ -16,12 +16,21 @@ Approach
     one-GPU machine). Strong scaling: ``--scale`` on every G; weak scaling: ``--scale`` +
     log2(G) (``--weak``). NVLink multicast stays off (KINDS.md); nothing here turns it on.
     ``--simulate`` runs the GPU workers under ``NUMBA_ENABLE_CUDASIM=1`` (no GPU: a check
-    of the worker-starting logic and the code path, not a measurement).
+    of the worker-starting logic and the code path, not a measurement). ``--dispatch
+    tasks`` dispatches the levels, so that every GPU worker runs steps
+    (``tasks_per_worker``); with ``auto`` a gpu search of a graph on the workers may run
+    as one task on one GPU worker.
 
 On a multi-GPU machine (e.g. nvidia-h200-x8), from the repository root:
 
     PYTHONPATH=$PWD python benchmarks/multi_gpu.py --gpus 1 2 4 8 --scale 26 --keys 8 \\
         --strategies gpu hybrid --weak | tee benchmarks/results/multi_gpu_h200x8.log
+
+On the one-GPU device machine, 1, 2 and 4 GPU workers sharing GPU 0 plus the CPU worker
+(benchmarks/multi_gpu_session.sh sets up the device image first):
+
+    PYTHONPATH=$PWD python benchmarks/multi_gpu.py --share --gpus 1 2 4 --scale 22 --keys 4 \\
+        --strategies gpu hybrid --dispatch tasks auto
 """
 
 from __future__ import annotations
@@ -111,7 +120,8 @@ def resources_of(client) -> dict:
     return {w["name"]: dict(w.get("resources", {})) for w in info.values()}
 
 
-def measure(client, scale: int, strategy: str, keys: int, tasks: int | None) -> dict:
+def measure(client, scale: int, strategy: str, keys: int, tasks: int | None,
+            dispatch: str = "auto") -> dict:
     import numpy as np
 
     import taskbfs as tb
@@ -121,25 +131,31 @@ def measure(client, scale: int, strategy: str, keys: int, tasks: int | None) -> 
         graph = tb.kronecker(scale, 16, seed=1, runtime=rt)
         build = time.perf_counter() - start
         sources = tb.search_keys(graph, keys)
-        tb.bfs(graph, int(sources[0]), runtime=rt, strategy=strategy, tasks=tasks)  # warm-up
-        walls, edges, devices, moved = [], [], {}, {}
+        names = {a: w["name"] for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
+        tb.bfs(graph, int(sources[0]), runtime=rt, strategy=strategy, tasks=tasks,
+               dispatch=dispatch)  # warm-up
+        walls, edges, devices, workers, moved = [], [], {}, {}, {}
         for s in sources.tolist():
             start = time.perf_counter()
-            r = tb.bfs(graph, s, runtime=rt, strategy=strategy, tasks=tasks)
+            r = tb.bfs(graph, s, runtime=rt, strategy=strategy, tasks=tasks, dispatch=dispatch)
             walls.append(time.perf_counter() - start)
             tb.validate(graph, s, r.parents, levels=r.distances)
             edges.append(r.traversed_edges)
             for device, count in r.trace["device"].value_counts().items():
                 devices[device] = devices.get(device, 0) + int(count)
+            for worker, count in r.trace["worker"].value_counts().items():
+                name = str(names.get(worker, worker))
+                workers[name] = workers.get(name, 0) + int(count)
             ex = getattr(r, "exchange", None)
             if ex is not None:
                 for c in ex.columns:
                     if c.endswith("_bytes"):
                         moved[c] = moved.get(c, 0) + int(ex[c].sum())
         stats = tb.teps_statistics(np.array(walls), np.array(edges))
-    return {"scale": scale, "strategy": strategy, "edges": graph.num_edges, "build_s": build,
-            "walls_s": walls, "harmonic_mean_teps": stats.get("harmonic_mean_TEPS"),
-            "tasks_per_device": devices, "bytes_moved": moved, "num_tasks": r.num_tasks}
+    return {"scale": scale, "strategy": strategy, "dispatch": dispatch, "edges": graph.num_edges,
+            "build_s": build, "walls_s": walls,
+            "harmonic_mean_teps": stats.get("harmonic_mean_TEPS"), "tasks_per_device": devices,
+            "tasks_per_worker": workers, "bytes_moved": moved, "num_tasks": r.num_tasks}
 
 
 def main(argv=None) -> None:
@@ -151,6 +167,9 @@ def main(argv=None) -> None:
     parser.add_argument("--strategies", nargs="+", default=["gpu", "hybrid"])
     parser.add_argument("--keys", type=int, default=8)
     parser.add_argument("--tasks", type=int, default=None, help="T (default: taskbfs's)")
+    parser.add_argument("--dispatch", nargs="+", default=["auto"], choices=("auto", "tasks"),
+                        help="auto: what a user gets (a gpu search may run as one task on one "
+                        "GPU worker); tasks: levels dispatched, steps on every GPU worker")
     parser.add_argument("--cpu-threads", type=int, default=None,
                         help="CPU worker threads (default: cores - GPUs, at least 1)")
     parser.add_argument("--share", action="store_true", help="every GPU worker on GPU 0")
@@ -175,8 +194,10 @@ def main(argv=None) -> None:
                                      if args.weak and gpus > 1 else [])
             for scale in scales:
                 for strategy in args.strategies:
-                    row = {"gpus": gpus, **measure(client, scale, strategy, args.keys, args.tasks)}
-                    print("ROW " + json.dumps(row), flush=True)
+                    for dispatch in args.dispatch:
+                        row = {"gpus": gpus, **measure(client, scale, strategy, args.keys,
+                                                       args.tasks, dispatch)}
+                        print("ROW " + json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

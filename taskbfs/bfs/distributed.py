@@ -173,15 +173,21 @@ class DistributedGraph:
             counts = [client.submit(_summed, *counts[i : i + _FAN_IN])
                       for i in range(0, len(counts), _FAN_IN)]
         bounds = client.submit(range_bounds, counts[0], n, ranges).result()
-        splits = [client.submit(_split, c, bounds, n, directed) for c in chunks]
-        chunks.clear()  # the caller's list too: a chunk is released once it is split
         del counts
-        slices = []
-        for r, owner in enumerate(_owners(client, ranges)):
-            groups = [client.submit(_group, s, r) for s in splits]
-            slices.append(client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n,
-                                        token, *groups, **owner))
-        del splits
+        # chunk by chunk, its split then its groups: Dask runs them in that order, and a
+        # group is a copy, so a chunk and its split are released as soon as its groups are
+        # cut (and a range built on a worker over its memory target reads its own groups
+        # back from disk, not every split)
+        cut = []
+        for chunk in chunks:
+            split = client.submit(_split, chunk, bounds, n, directed)
+            cut.append([client.submit(_group, split, r) for r in range(ranges)])
+        chunks.clear()  # the caller's list too
+        del chunk, split
+        slices = [client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n, token,
+                                *[c[r] for c in cut], **owner)
+                  for r, owner in enumerate(_owners(client, ranges))]
+        del cut
         arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
         return cls(rt, Partition(bounds), slices, arcs, directed, token)
 
@@ -403,7 +409,7 @@ def _summed(*counts) -> np.ndarray:
 
 def _group(split, r: int) -> np.ndarray:
     keys, offsets = split
-    return keys[offsets[r] : offsets[r + 1]]
+    return keys[offsets[r] : offsets[r + 1]].copy()  # not a view: the split can go
 
 
 def _range_slice(r: int, lo: int, hi: int, n: int, token: str, *groups) -> GraphSlice:

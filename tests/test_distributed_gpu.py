@@ -1,0 +1,125 @@
+"""Several GPU workers sharing one GPU, plus a CPU worker, searching a graph built on them.
+
+What it proves
+--------------
+The code path of a multi-GPU node, on a machine with one GPU or none (issue 20 item 4):
+``benchmarks/multi_gpu.py --share`` starts, as separate ``dask`` CLI processes on
+127.0.0.1, a CPU worker and three GPU workers that all see GPU 0
+(``CUDA_VISIBLE_DEVICES=0 dask worker --resources GPU=1``), here under numba's CUDA
+simulator (``NUMBA_ENABLE_CUDASIM=1`` in the workers only). On that cluster a
+:class:`~taskbfs.DistributedGraph` (built on the workers from dask arrays, or generated
+there by ``tb.kronecker``) searched with the ``gpu`` and ``hybrid`` strategies, levels
+dispatched through the owner barrier and as one task:
+
+* gives exactly scipy's distances and the single-process search's, with parents that pass
+  the Graph500 rules checked range by range on the workers;
+* spreads the gpu strategy's steps over more than one GPU worker, each keeping the slices
+  it searched in its own device cache (counted by that worker's cache, not a shared one);
+* runs hybrid's steps on both kinds of worker when λ falls among the steps' sizes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import pytest
+from reference import scipy_distances
+from shapes import shape
+
+import taskbfs as tb
+from taskbfs.bfs.device_cache import device_cache
+from taskbfs.bfs.distributed import DistributedGraph
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import multi_gpu  # noqa: E402
+
+GPU_WORKERS = 3
+RANGES = 8
+
+pytestmark = pytest.mark.skipif(
+    __import__("importlib").util.find_spec("numba.cuda") is None,
+    reason="numba.cuda is not installed (pip install numba-cuda): no simulator for the workers")
+
+
+@pytest.fixture(scope="module")
+def rt():
+    """A CPU worker and GPU_WORKERS simulated GPU workers sharing GPU 0."""
+    with multi_gpu.cluster(GPU_WORKERS, 1, share=True, simulate=True) as client, \
+            tb.Runtime(client) as wrapped:
+        yield wrapped
+
+
+def _gpu_workers(rt) -> set:
+    info = rt.client.scheduler_info(n_workers=-1)["workers"]
+    return {a for a, w in info.items() if w.get("resources", {}).get("GPU", 0) > 0}
+
+
+def _cache_slices(rt) -> dict:
+    """Per GPU worker, the slices its own device cache holds and has uploaded."""
+    stats = rt.client.run(lambda dask_worker: device_cache(dask_worker).stats(),
+                          workers=sorted(_gpu_workers(rt)))
+    return {a: (s["slices"], s["misses"]) for a, s in stats.items()}
+
+
+def test_gpu_workers_share_one_gpu(rt):
+    assert multi_gpu.resources_of(rt.client) == {
+        "cpu": {"CPU": 1.0}, **{f"gpu-{i}": {"GPU": 1.0} for i in range(GPU_WORKERS)}}
+    seen = rt.client.run(lambda: (os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                  os.environ.get("NUMBA_ENABLE_CUDASIM")))
+    assert sorted(seen.values()) == [("", "1")] + [("0", "1")] * GPU_WORKERS
+
+
+def _from_shape(s, rt):
+    chunk = max(1, s.src.size // 3)
+    return DistributedGraph.from_dask(da.from_array(s.src, chunks=chunk),
+                                      da.from_array(s.dst, chunks=chunk), runtime=rt,
+                                      num_vertices=s.num_vertices, directed=s.directed,
+                                      ranges=RANGES)
+
+
+@pytest.mark.parametrize("name", ["kronecker_like_10_8", "directed_dag"])
+def test_gpu_and_hybrid_match_scipy_and_one_process(rt, runtime, name):
+    s = shape(name)
+    g = tb.Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
+    dg = _from_shape(s, rt)
+    source = int(np.argmax(g.degrees()))
+    expected = scipy_distances(g, source)
+    here = tb.bfs(g, source, tasks=RANGES, runtime=runtime)
+    np.testing.assert_array_equal(here.distances, expected)
+    for strategy, dispatch in [("gpu", "tasks"), ("hybrid", "tasks"), ("gpu", "auto")]:
+        r = tb.bfs(dg, source, tasks=RANGES, strategy=strategy, dispatch=dispatch, runtime=rt)
+        np.testing.assert_array_equal(r.distances, expected, err_msg=f"{strategy} {dispatch}")
+        assert r.traversed_edges == here.traversed_edges
+        tb.validate(dg, source, r.parents, levels=r.distances)  # on the workers
+        if strategy == "gpu":
+            assert set(r.trace["device"]) == {"cuda"}
+
+
+def test_steps_spread_over_gpu_workers_each_with_its_own_cache(rt):
+    dg = tb.kronecker(10, 16, seed=3, runtime=rt, ranges=RANGES)
+    g = dg.gather()
+    source = int(np.argmax(g.degrees()))
+    expected = scipy_distances(g, source)
+    before = _cache_slices(rt)
+    r = tb.bfs(dg, source, tasks=RANGES, strategy="gpu", dispatch="tasks", runtime=rt)
+    np.testing.assert_array_equal(r.distances, expected)
+    tb.validate(dg, source, r.parents, levels=r.distances)
+    ran = set(r.trace["worker"])
+    assert ran <= _gpu_workers(rt) and len(ran) >= 2, ran
+    after = _cache_slices(rt)
+    for worker in ran:  # each GPU worker uploaded into, and holds, its own cache
+        assert after[worker][1] > before[worker][1] or after[worker][0] > 0, (worker, after)
+        assert after[worker][0] > 0, (worker, after)
+    # hybrid with λ among the steps' sizes: the small steps on the CPU worker, the rest on GPUs
+    lam = float(np.median(r.trace["size"]))
+    mixed = tb.bfs(dg, source, tasks=RANGES, strategy="hybrid", lam=lam, dispatch="tasks",
+                   runtime=rt)
+    np.testing.assert_array_equal(mixed.distances, expected)
+    tb.validate(dg, source, mixed.parents, levels=mixed.distances)
+    assert set(mixed.trace["device"]) == {"smp", "cuda"}
+    small = mixed.trace[mixed.trace["size"] <= lam]
+    assert (small["device"] == "smp").all()
