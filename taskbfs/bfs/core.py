@@ -11,10 +11,10 @@ Approach
     runtime's choice (:meth:`~taskbfs.runtime.Runtime.include_site`), made once per
     search: when one worker holds every slice and can run every device the policy may
     ask for, the whole search is one task there (:mod:`taskbfs.bfs.included`); else
-    each level goes to the scheduler as one batch of T' <= T steps and a barrier, the
-    client reads the level's small summary, and at the end one task per group of
-    ranges writes that group's parents and distances from the steps' outputs, which
-    stay on the workers until then. Partitions are placed once per graph and reused.
+    each level goes to the scheduler as one batch of T' <= T steps and one barrier per
+    worker owning ranges, which keeps their state and writes their parents and
+    distances (:mod:`taskbfs.bfs.owners`); the client sums the barriers' counts and
+    submits the next level. Partitions are placed once per graph and reused.
 """
 
 from __future__ import annotations
@@ -378,7 +378,7 @@ class _Outcome:
     seconds: float  # from the first submission to the result in the client's hands
     assembly_d2h_bytes: int = 0
     kept: KeptResult | None = None  # the result left on the workers (distances None)
-    exchange: pd.DataFrame | None = None  # bytes moved per level by an owned search
+    exchange: pd.DataFrame | None = None  # bytes moved per level by the dispatched loop
 
 
 class _Search:
