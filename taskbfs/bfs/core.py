@@ -5,8 +5,8 @@ Returns
 Approach
     A level is T step tasks, one per vertex range with work to do (top-down: a non-empty
     frontier; bottom-up: unvisited vertices), each placed on a CPU or GPU by the policy
-    from its size, then one barrier task that folds their discoveries into the visited
-    set and yields the next frontier. Whether those tasks are dispatched through the
+    from its size, then a barrier that folds their discoveries into the visited set and
+    yields the next frontier (one per worker owning ranges, when dispatched). Whether those tasks are dispatched through the
     Dask scheduler or included in one task on the worker that holds their data is the
     runtime's choice (:meth:`~taskbfs.runtime.Runtime.include_site`), made once per
     search: when one worker holds every slice and can run every device the policy may
