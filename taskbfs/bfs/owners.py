@@ -213,10 +213,8 @@ def split_for_owners(found, frontier: Frontier, owners: list, task: int, inbound
             sizes = [found.vertices.size if t == task else 0 for t in tasks]
             vertices, parents = found.vertices, found.parents
         else:
-            sizes = [int(found.offsets[t + 1] - found.offsets[t]) for t in tasks]
-            cuts = [slice(int(found.offsets[t]), int(found.offsets[t + 1])) for t in tasks]
-            vertices = _joined([found.vertices[c] for c in cuts], found.vertices)
-            parents = _joined([found.parents[c] for c in cuts], found.parents)
+            sizes = np.diff(found.offsets)[tasks].tolist()
+            vertices, parents = _owned(found, tasks)
         if not sum(sizes):
             vertices = parents = found.vertices[:0]
         offsets = np.zeros(len(tasks) + 1, dtype=np.int64)
@@ -226,11 +224,16 @@ def split_for_owners(found, frontier: Frontier, owners: list, task: int, inbound
     return pieces
 
 
-def _joined(parts, like):
-    parts = [p for p in parts if p.size]
-    if not parts:
-        return like[:0]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+def _owned(found, tasks: list):
+    """A bucketed step output's pairs of ``tasks`` (ascending), one after another: a view
+    when the tasks are consecutive (always with one owner), else a copy."""
+    offsets = found.offsets
+    if tasks[-1] - tasks[0] + 1 == len(tasks):
+        cut = slice(int(offsets[tasks[0]]), int(offsets[tasks[-1] + 1]))
+        return found.vertices[cut], found.parents[cut]
+    cuts = [slice(int(offsets[t]), int(offsets[t + 1])) for t in tasks]
+    return (np.concatenate([found.vertices[c] for c in cuts]),
+            np.concatenate([found.parents[c] for c in cuts]))
 
 
 def _owner_step(step, args, owners, bounds, level, direction):
