@@ -96,3 +96,35 @@ def test_a_level_is_its_steps_and_one_barrier_per_owner(runtime, direction):
         assert trace[column].notna().all(), column
     assert (trace["stop"] >= trace["start"]).all()
     assert r.levels["barrier_worker"].notna().all()
+
+
+def test_accepting_spans_is_accepting_each_span_in_turn():
+    """The owner barrier's kernel over several steps' spans of one range keeps exactly what
+    :func:`accept_into_range` keeps span by span (first unvisited occurrence wins)."""
+    from taskbfs.kernels.merge import accept_into_range, accept_spans_into_range, word_span
+
+    rng = np.random.default_rng(8)
+    lo, hi = 70, 333
+    first, stop = word_span(lo, hi)
+    vertices = rng.integers(lo, hi, 900).astype(np.int32)
+    parents = rng.integers(0, 2000, 900).astype(np.int32)
+    starts = np.array([0, 150, 150, 600], np.int64)
+    stops = np.array([100, 150, 580, 900], np.int64)
+    degrees = rng.integers(0, 7, hi - lo).astype(np.int64)
+    runs = []
+    for together in (True, False):
+        words = np.zeros(stop - first, np.uint64)
+        words[1] = np.uint64(0xF0F0)  # some visited already
+        dist, par = np.full(hi - lo, -1, np.int32), np.full(hi - lo, -1, np.int32)
+        out = np.empty(900, np.int64)
+        if together:
+            n, edges = accept_spans_into_range(vertices, parents, starts, stops, lo, words, first,
+                                               degrees, 4, dist, par, out)
+        else:
+            n, edges = 0, 0
+            for a, b in zip(starts, stops, strict=True):
+                n, e = accept_into_range(vertices, parents, int(a), int(b), lo, words, first,
+                                         degrees, 4, dist, par, out, n)
+                edges += e
+        runs.append((out[:n].tolist(), edges, dist.tolist(), par.tolist(), words.tolist()))
+    assert runs[0] == runs[1] and len(runs[0][0]) > 0

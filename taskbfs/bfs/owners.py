@@ -43,18 +43,26 @@ Encoding
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.bfs.result import result_dtype
-from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, Frontier, LevelSummary, bucketed, step_sizes
+from taskbfs.bfs.state import (
+    BOTTOM_UP,
+    TOP_DOWN,
+    Frontier,
+    LevelSummary,
+    Progress,
+    bucketed,
+    step_sizes,
+)
 from taskbfs.bfs.steps import STEP, step_cuda, step_smp
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import switch_direction
-from taskbfs.kernels.merge import accept_into_range, frontier_bitmap, word_span
+from taskbfs.kernels.merge import accept_spans_into_range, frontier_bitmap, word_span
 from taskbfs.runtime import Task, publish
 
 __all__ = ["OwnerState", "Piece", "owned_search"]
@@ -91,6 +99,10 @@ class OwnerState:
     num_vertices: int
     visited: np.ndarray  # whole-graph bitmap: the owner's ranges' bits (others unknown, 0)
     bits: np.ndarray  # whole-graph bitmap of the owner's frontier
+    search: str = ""  # names the search (a GPU worker chains a sole step's levels by it)
+    #: ``(level, direction, bitmap, Frontier)``: the one frontier object the level's steps
+    #: share (a GPU worker uploads a level's inputs once per frontier object).
+    view: tuple | None = field(default=None, repr=False)
 
     def range(self, task: int) -> RangeState:
         return next(r for r in self.ranges if r.task == task)
@@ -138,7 +150,7 @@ def _here() -> str:
         return "local"
 
 
-def init_owner(*slices, source: int, num_vertices: int) -> OwnerState:
+def init_owner(*slices, source: int, num_vertices: int, search: str) -> OwnerState:
     """The owner state of the ranges of ``slices`` (GraphSlice, this worker's), the
     source visited at distance 0 when it is one of them."""
     dtype = result_dtype(num_vertices)
@@ -158,7 +170,8 @@ def init_owner(*slices, source: int, num_vertices: int) -> OwnerState:
             rs.frontier_edges = int(rs.degrees[source - part.lo])
             rs.unvisited -= 1
         ranges.append(rs)
-    state = OwnerState(_here(), ranges, int(num_vertices), visited, empty_bitmap(num_vertices))
+    state = OwnerState(_here(), ranges, int(num_vertices), visited, empty_bitmap(num_vertices),
+                       search)
     _frontier_bits(state)
     return state
 
@@ -185,19 +198,35 @@ def frontier_bits(*shares, num_vertices: int) -> FrontierBits:
     return FrontierBits(bits, _here())
 
 
-def as_frontier(state: OwnerState, task: int, level: int, direction: str,
-                bits: FrontierBits | None, bounds: np.ndarray) -> Frontier:
-    """The :class:`~taskbfs.bfs.state.Frontier` the shared step code reads, made of the
-    owner's arrays (no copies: the owner's barrier writes them once the level's steps
-    are done): its visited bits are what the owner knows (its own ranges; each owner's
-    barrier filters the rest)."""
-    vertices = state.range(task).frontier if direction == TOP_DOWN else np.empty(0, np.int64)
-    offsets = np.zeros(bounds.size, dtype=np.int64)
-    offsets[task + 1 :] = vertices.size
+def as_frontier(state: OwnerState, level: int, direction: str, bits: FrontierBits | None,
+                bounds: np.ndarray) -> Frontier:
+    """The :class:`~taskbfs.bfs.state.Frontier` the shared step code reads, made once per
+    level of the owner's arrays (no copies of the visited bits: the owner's barrier writes
+    them once the level's steps are done): its visited bits are what the owner knows (its
+    own ranges; each owner's barrier filters the rest), its ``progress`` only what a step
+    reads (the unvisited vertices of the owner's ranges, the search's name)."""
     whole = None
     if direction == BOTTOM_UP:
         whole = state.bits if bits is None else bits.bits
-    return Frontier(level, direction, vertices, offsets, whole, state.visited, bounds)
+    view = state.view
+    if view is not None and view[:2] == (level, direction) and view[2] is whole:
+        return view[3]
+    counts = np.zeros(bounds.size - 1, dtype=np.int64)
+    unvisited = np.zeros(bounds.size - 1, dtype=np.int64)
+    for r in state.ranges:
+        counts[r.task] = r.frontier.size if direction == TOP_DOWN else 0
+        unvisited[r.task] = r.unvisited
+    offsets = np.zeros(bounds.size, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    parts = [r.frontier for r in state.ranges if counts[r.task]]
+    vertices = np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else
+                                                            np.empty(0, np.int64))
+    # the rest of Progress is the one-task barrier's bookkeeping: no step reads it
+    progress = Progress(unvisited, 0, direction, 0.0, 0.0, search=state.search)
+    frontier = Frontier(level, direction, vertices, offsets, whole, state.visited, bounds,
+                        progress)
+    state.view = (level, direction, whole, frontier)  # two steps may both make it: alike
+    return frontier
 
 
 def split_for_owners(found, frontier: Frontier, owners: list, task: int, inbound: int) -> list:
@@ -243,8 +272,7 @@ def _owner_step(step, args, owners, bounds, level, direction):
     inbound = state.nbytes if state.worker != here else 0
     if bits is not None and bits.worker != here:
         inbound += bits.bits.nbytes
-    frontier = as_frontier(state, part.task, level, direction, bits,
-                           np.asarray(bounds, dtype=np.int64))
+    frontier = as_frontier(state, level, direction, bits, np.asarray(bounds, dtype=np.int64))
     pieces = split_for_owners(step(part, frontier), frontier, owners, part.task, inbound)
     return pieces[0] if len(pieces) == 1 else tuple(pieces)
 
@@ -268,6 +296,7 @@ def owner_barrier(*args, level: int, owner: int) -> OwnerState:
     (:data:`REPORT`)."""
     *pieces, state = args
     start = time.time()
+    state.view = None
     depth = level + 1
     remote = local = 0
     for p in pieces:
@@ -275,17 +304,14 @@ def owner_barrier(*args, level: int, owner: int) -> OwnerState:
             remote += p.nbytes
         else:
             local += p.nbytes
+    vertices, parents, spans = _joined_pieces(pieces, len(state.ranges))
     for i, rs in enumerate(state.ranges):
-        total = sum(int(p.offsets[i + 1] - p.offsets[i]) for p in pieces)
-        out = np.empty(total, dtype=np.int64)
-        words = state.visited[rs.first_word : rs.stop_word]
-        n, edges = 0, 0
-        for p in pieces:
-            if p.offsets[i + 1] > p.offsets[i]:
-                n, e = accept_into_range(p.vertices, p.parents, int(p.offsets[i]),
-                                         int(p.offsets[i + 1]), rs.lo, words, rs.first_word,
-                                         rs.degrees, depth, rs.distances, rs.parents, out, n)
-                edges += e
+        starts, stops = spans[:, i], spans[:, i + 1]
+        out = np.empty(int((stops - starts).sum()), dtype=np.int64)
+        n, edges = accept_spans_into_range(vertices, parents, starts, stops, rs.lo,
+                                           state.visited[rs.first_word : rs.stop_word],
+                                           rs.first_word, rs.degrees, depth, rs.distances,
+                                           rs.parents, out)
         rs.frontier, rs.frontier_edges = out[:n], int(edges)
         rs.unvisited -= n
     _frontier_bits(state)
@@ -302,6 +328,19 @@ def owner_barrier(*args, level: int, owner: int) -> OwnerState:
         "remote": remote, "local": local, "start": start, "stop": time.time(),
     }})
     return state
+
+
+def _joined_pieces(pieces, ranges: int):
+    """The pieces' pairs one after another, and per piece the spans of each range in them
+    (``spans[j, i] .. spans[j, i + 1]``: piece j's pairs of the owner's range i)."""
+    if not pieces:
+        empty = np.empty(0, np.int64)
+        return empty, empty, np.zeros((0, ranges + 1), np.int64)
+    vertices = np.concatenate([p.vertices for p in pieces]) if len(pieces) > 1 else pieces[0].vertices
+    parents = np.concatenate([p.parents for p in pieces]) if len(pieces) > 1 else pieces[0].parents
+    base = np.cumsum([0] + [p.vertices.size for p in pieces[:-1]])
+    spans = np.array([p.offsets for p in pieces], dtype=np.int64) + base[:, None]
+    return vertices, parents, spans
 
 
 #: The per-owner barrier, pinned to its owner's worker (``ins`` = the pieces addressed to
@@ -426,7 +465,8 @@ class OwnedSearch:
         """The owners' states (submitted with level 0)."""
         for w, tasks in enumerate(self.owned):
             self.program.submit(INIT, ins=[self.slices[t][0] for t in tasks], outs=[self.states[w]],
-                                kwargs={"source": self.source, "num_vertices": self.n},
+                                kwargs={"source": self.source, "num_vertices": self.n,
+                                        "search": self.program.id},
                                 worker=self.workers[w], tags=self.tags if w == 0 else {})
 
     def _level(self, summary: LevelSummary) -> LevelSummary:
