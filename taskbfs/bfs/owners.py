@@ -354,9 +354,9 @@ def owner_result(state: OwnerState) -> list:
     return [(r.task, r.distances, r.parents) for r in state.ranges]
 
 
-def range_result(state: OwnerState, task: int):
-    """``(distances, parents)`` of range ``task``."""
-    rs = state.range(task)
+def range_result(state: OwnerState, vertex_range: int):
+    """``(distances, parents)`` of range number ``vertex_range``."""
+    rs = state.range(vertex_range)
     return rs.distances, rs.parents
 
 
@@ -560,7 +560,7 @@ class OwnedSearch:
             for t, name in enumerate(names):
                 w = int(self.owner_of[t])
                 program.submit(RANGE, ins=[self.states[w]], outs=[name], worker=self.workers[w],
-                               kwargs={"task": t}, tags={"done": True, "owner": w})
+                               kwargs={"vertex_range": t}, tags={"done": True, "owner": w})
         futures = [program.future(name) for name in names]
         self.waits.settle(futures, self.workers)
         return futures
