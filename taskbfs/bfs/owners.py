@@ -64,6 +64,7 @@ from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import switch_direction
 from taskbfs.kernels.merge import accept_spans_into_range, frontier_bitmap, word_span
 from taskbfs.runtime import Task, publish
+from taskbfs.runtime.plugin import CPU_RESOURCE
 
 __all__ = ["OwnerState", "Piece", "owned_search"]
 
@@ -410,10 +411,13 @@ class OwnedSearch:
         search ended).
     tags : dict
         The search's tags (vertices, arcs, directed), on its first task.
+    keep : bool
+        The graph was built on the workers: the result stays there, one piece per range.
     """
 
     def __init__(self, program, placed, slices, source: int, first: LevelSummary,
-                 direction_mode: str, alpha: float, beta: float, waits, tags: dict):
+                 direction_mode: str, alpha: float, beta: float, waits, tags: dict,
+                 keep: bool):
         self.program = program
         self.client = program.client
         self.placed = placed
@@ -425,30 +429,38 @@ class OwnedSearch:
         self.summaries = [first]
         self.mode, self.alpha, self.beta = direction_mode, alpha, beta
         self.waits = waits
+        self.keep = keep
         self.tags = tags
         self.exchange: list[dict] = []
-        self.workers, self.owner_of = self._owners()
+        self.workers, self.owner_of = self._owners(keep)
         self.owned = [np.flatnonzero(self.owner_of == w).tolist() for w in range(len(self.workers))]
         self.states = [f"owner/{w}" for w in range(len(self.workers))]
 
-    def _owners(self):
-        """The worker owning each range: one holding its slice (the fewest-loaded of them,
-        where Dask made copies), and the list of owners."""
+    def _owners(self, keep: bool):
+        """The worker owning each range, and the list of owners: a worker holding its
+        slice that runs host tasks (a ``CPU`` resource) when one does, the fewest-loaded
+        of them where Dask made copies. A slice held only by other workers (a GPU worker
+        of the embedded cluster) is owned by the fewest-loaded host worker, unless the
+        graph was built on the workers (``keep``): its ranges stay where they are."""
         who = self.client.who_has(self.placed.slices)
         if not all(who.get(f.key) for f in self.placed.slices):  # still being built, or lost
             self.waits.settle(self.placed.slices)
             who = self.client.who_has(self.placed.slices)
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        hosts = sorted(a for a, w in workers.items() if w.get("resources", {}).get(CPU_RESOURCE))
         load: dict[str, int] = {}
         holders = []
         for f in self.placed.slices:
-            holder = min(sorted(who[f.key]), key=lambda w: load.get(w, 0))
+            held = sorted(who[f.key])
+            candidates = [w for w in held if w in hosts] or (held if keep or not hosts else hosts)
+            holder = min(candidates, key=lambda w: load.get(w, 0))
             load[holder] = load.get(holder, 0) + 1
             holders.append(holder)
-        workers = sorted(load)
-        index = {w: i for i, w in enumerate(workers)}
-        return workers, np.array([index[h] for h in holders], dtype=np.int64)
+        owners = sorted(load)
+        index = {w: i for i, w in enumerate(owners)}
+        return owners, np.array([index[h] for h in holders], dtype=np.int64)
 
-    def run(self, keep: bool):
+    def run(self):
         """Every level; ``(summaries, result, exchange)``: the result as
         ``(distances, parents)`` arrays, or with ``keep`` one future of ``(distances,
         parents)`` per range (in vertex order) left on its owner."""
@@ -458,7 +470,7 @@ class OwnedSearch:
             self.summaries.append(summary)
             if self.waits.report([summary]):
                 break
-        result = self._kept() if keep else self._gathered()
+        result = self._kept() if self.keep else self._gathered()
         return self.summaries, result, pd.DataFrame(self.exchange)
 
     def _init(self) -> None:
@@ -619,4 +631,4 @@ def owned_search(program, placed, slices, source: int, first: LevelSummary, dire
                  alpha: float, beta: float, waits, tags: dict, keep: bool):
     """Run :class:`OwnedSearch`; ``(summaries, result, exchange)``."""
     return OwnedSearch(program, placed, slices, source, first, direction_mode, alpha, beta,
-                       waits, tags).run(keep)
+                       waits, tags, keep).run()
