@@ -65,7 +65,7 @@ from taskbfs.errors import (
 )
 from taskbfs.graph import Graph, as_graph
 from taskbfs.graph._graph import check_memory
-from taskbfs.runtime import CUDA, SMP, Policy, Program, Task
+from taskbfs.runtime import CUDA, SMP, Policy, Program
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
 
