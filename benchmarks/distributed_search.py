@@ -5,9 +5,9 @@ Returns
 
     * ``--what memory``: per scale, the graph searched two ways on a LocalCluster of
       ``--workers`` worker processes: ``in-client`` (``tb.kronecker(scale)`` built here,
-      its slices scattered from here, levels dispatched with the single barrier) and
-      ``distributed`` (``tb.kronecker(scale, runtime=client)`` built on the workers,
-      searched with the barrier split per owner, ``bfs.owners``): wall time of the search,
+      its slices scattered from here) and ``distributed`` (``tb.kronecker(scale,
+      runtime=client)`` built on the workers), both searched with the barrier split per
+      owner (``bfs.owners``; the distributed one keeps its result there): wall time,
       peak RSS of the client and of each worker, whether the parents pass the Graph500
       rules (checked range by range on the workers for the distributed graph);
     * ``--what scaling``: strong scaling (one scale over 1, 2, 4 worker processes) and

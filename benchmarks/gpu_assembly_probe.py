@@ -6,7 +6,7 @@ wall, the time in ``result_to_host`` and in each ``copy_out`` (the two result ar
 the host), whether each array came from the pinned pool, the pool's counters after the
 call, and the garbage collector's pauses during the call.
 Approach: the embedded cluster's workers run in this process, so wrapping the module
-functions (``taskbfs.bfs.pinned.copy_out``, ``taskbfs.bfs.device_cache.result_to_host``)
+functions (``taskbfs.kernels.pinned.copy_out``, ``taskbfs.bfs.device_cache.result_to_host``)
 sees every call; ``gc.callbacks`` times the collections.
 
     python benchmarks/gpu_assembly_probe.py --scale 24 --keys 8 --strategy gpu
@@ -19,7 +19,8 @@ import gc
 import time
 
 import taskbfs as tb
-from taskbfs.bfs import device_cache, pinned
+from taskbfs.bfs import device_cache
+from taskbfs.kernels import pinned
 
 events: list[tuple[str, float, str]] = []
 _gc_start = [0.0]

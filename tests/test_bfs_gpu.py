@@ -419,30 +419,25 @@ def _odd_sized():
 ])
 def test_sole_top_down_step_returns_bits_the_barrier_only_ors(runtime, monkeypatch, graph,
                                                               direction):
-    """T = 1: the GPU step's discoveries come back as bitmap words with their degree sum
-    (``device_cache._owns_every_vertex``), and the barrier takes them as the next frontier
-    without a pass over them; the search, its levels and its counts are those of the
-    barrier's own pass (the step made to return its candidates instead; parents may differ: which frontier vertex's
-    thread claims a vertex first is a race on the device, and both are checked)."""
-    from taskbfs.bfs import device_cache, state
+    """T = 1, levels dispatched: the GPU step's discoveries come back with their bitmap
+    words and degree sum too (``device_cache._owns_every_vertex``); the owner's barrier
+    accepts the pairs either way, so the search, its levels and its counts are those of
+    the step made to return its candidates alone (parents may differ: which frontier
+    vertex's thread claims a vertex first is a race on the device, and both are checked).
+    (The single barrier that took the words as the next frontier is gone: session 13.)"""
+    from taskbfs.bfs import device_cache
 
     g = graph()
     source = _hub_source(g)
     owns_every_vertex = device_cache._owns_every_vertex
-    taken = []
-    as_found = state._accept_as_found
-    monkeypatch.setattr(state, "_accept_as_found", lambda *a: taken.append(1) or as_found(*a))
     runs = {}
     for on in (False, True):
         monkeypatch.setattr(device_cache, "_owns_every_vertex",
                             owns_every_vertex if on else lambda *a: False)
-        taken.clear()
         r = runs[on] = tb.bfs(g, source, tasks=1, strategy="gpu", direction=direction,
-                              runtime=runtime)
+                              runtime=runtime, dispatch="tasks")
         _check(g, source, r)
         assert (r.trace["device"] == "cuda").all()
-        top_down_with_work = ((r.trace["direction"] == TOP_DOWN) & (r.trace["found"] > 0)).sum()
-        assert len(taken) == (top_down_with_work if on else 0) and (top_down_with_work or not on)
     columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
                "discovered"]
     assert runs[True].levels[columns].equals(runs[False].levels[columns])
@@ -457,22 +452,21 @@ def test_sole_top_down_step_returns_bits_the_barrier_only_ors(runtime, monkeypat
 ])
 def test_gpu_outputs_bucketed_by_result_ranges(setting, runtime, monkeypatch, graph, tasks, direction):
     """A GPU step whose range spans several result ranges (``taskbfs.gpu.result-ranges``, here 5
-    over 192 bitmap bits) groups its output by them on the device, and the result
-    slices (here 3, cutting through the ranges) read only the buckets that overlap them:
+    over 192 bitmap bits) groups its output by them on the device; dispatched, the step
+    regroups those buckets by owner range before sending them (``owners.split_for_owners``):
     the same distances as scipy, valid parents."""
-    from taskbfs.bfs import core, state
+    from taskbfs.bfs import owners
 
     setting("gpu.device-bucket-min", 0)
     setting("gpu.result-ranges", 5)
-    monkeypatch.setattr(core, "assembly_count", lambda num_vertices, slots: 3)
     seen = []
-    assemble_range = state.assemble_range
+    split = owners.split_for_owners
 
-    def spy(*logs, **kwargs):
-        seen.extend(d.ranges is not None for d in logs)
-        return assemble_range(*logs, **kwargs)
+    def spy(found, *args, **kwargs):
+        seen.append(found.ranges is not None)
+        return split(found, *args, **kwargs)
 
-    monkeypatch.setattr(state, "assemble_range", spy)
+    monkeypatch.setattr(owners, "split_for_owners", spy)
     g = graph()
     source = _hub_source(g)
     r = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction=direction, runtime=runtime,
@@ -480,7 +474,6 @@ def test_gpu_outputs_bucketed_by_result_ranges(setting, runtime, monkeypatch, gr
     _check(g, source, r)
     assert (r.trace["device"] == "cuda").all()
     assert any(seen)
-
 
 @needs_gpu
 @pytest.mark.parametrize("graph, direction", [

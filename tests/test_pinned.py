@@ -1,4 +1,4 @@
-"""The pinned host buffer pool (``taskbfs.bfs.pinned``): buffers lent as arrays come back
+"""The pinned host buffer pool (``taskbfs.kernels.pinned``): buffers lent as arrays come back
 when no array reading them is left, never sooner; sizes, reuse and the budget.
 
 Runs on numba's simulator or a real GPU (``cuda.pinned_array`` is all it needs); without
@@ -31,7 +31,7 @@ def test_pinned_in_simulator_subprocess():
 
 @needs_gpu
 def test_a_buffer_comes_back_only_when_every_view_of_it_is_gone():
-    from taskbfs.bfs.pinned import MIN_BUFFER_BYTES, PinnedPool
+    from taskbfs.kernels.pinned import MIN_BUFFER_BYTES, PinnedPool
 
     pool = PinnedPool(budget=1 << 30)
     a = pool.take(1000, np.int32)
@@ -57,7 +57,7 @@ def test_a_buffer_comes_back_only_when_every_view_of_it_is_gone():
 
 @needs_gpu
 def test_size_classes_and_the_budget():
-    from taskbfs.bfs.pinned import MIN_BUFFER_BYTES, PinnedPool, _size_class
+    from taskbfs.kernels.pinned import MIN_BUFFER_BYTES, PinnedPool, _size_class
 
     assert _size_class(1) == MIN_BUFFER_BYTES
     assert _size_class(MIN_BUFFER_BYTES + 1) == 2 * MIN_BUFFER_BYTES
@@ -77,7 +77,7 @@ def test_size_classes_and_the_budget():
 
 @needs_gpu
 def test_free_buffers_of_other_classes_make_room_for_a_new_class():
-    from taskbfs.bfs.pinned import MIN_BUFFER_BYTES, PinnedPool
+    from taskbfs.kernels.pinned import MIN_BUFFER_BYTES, PinnedPool
 
     pool = PinnedPool(budget=4 * MIN_BUFFER_BYTES)
     two, one = pool.take(2 * MIN_BUFFER_BYTES, np.uint8), pool.take(8, np.int64)
@@ -104,7 +104,7 @@ def test_free_buffers_of_other_classes_make_room_for_a_new_class():
 def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(setting, monkeypatch):
     from numba import cuda
 
-    from taskbfs.bfs import pinned
+    from taskbfs.kernels import pinned
 
     monkeypatch.setattr(pinned, "_pool", None)
     data = np.arange(5000, dtype=np.int64)
@@ -126,7 +126,7 @@ def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(setting, monk
     a chunk at a time (here 1000 int64 items), each copied into place on threads."""
     from numba import cuda
 
-    from taskbfs.bfs import pinned
+    from taskbfs.kernels import pinned
 
     data = np.arange(5000, dtype=np.int64) * 3 - 7
     device = cuda.to_device(data)
@@ -161,7 +161,8 @@ def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(setting, monk
 
 @needs_gpu
 def test_placing_pins_the_buffers_of_two_results_ahead(monkeypatch):
-    from taskbfs.bfs import device_cache, pinned
+    from taskbfs.bfs import device_cache
+    from taskbfs.kernels import pinned
 
     monkeypatch.setattr(pinned, "_pool", None)
     later = []

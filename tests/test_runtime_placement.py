@@ -190,6 +190,13 @@ def _merge(*values):
 MERGE = Task("merge", smp=_merge)  # a host task: no cuda implementation
 
 
+def _plus_one(value):
+    return value + 1
+
+
+HOST = Task("plus_one", smp=_plus_one, cuda=_plus_one)
+
+
 @pytest.mark.parametrize("sizes, want", [([50, 60, 70], CUDA), ([50, 0, 70], SMP), ([1, 2], SMP)],
                          ids=["all-on-gpu", "mixed", "all-on-cpu"])
 def test_a_merge_follows_its_inputs_to_the_gpu_worker(hetero, addresses, sizes, want):
@@ -206,6 +213,21 @@ def test_a_merge_follows_its_inputs_to_the_gpu_worker(hetero, addresses, sizes, 
     records = {r["key"]: r for r in p.records()}
     assert decided[merge]["device"] == want and decided[merge].get("followed", False) == (want == CUDA)
     assert records[merge]["worker"] == addresses[want] and records[merge]["device"] == SMP
+    p.close()
+
+
+@pytest.mark.parametrize("where", [SMP, CUDA])
+def test_a_pinned_task_runs_on_its_worker_whatever_the_policy(hetero, addresses, where):
+    # worker=: the task runs where its data is kept (its smp implementation, even on the
+    # GPU worker, whose only resource is GPU), the policy not asked; logged as smp
+    p = Program(hetero, Policy("gpu"))
+    p.put("x", 7)
+    key = p.submit(HOST, ins=["x"], outs=["m"], worker=addresses[where], tags={"pinned": 1})
+    assert p.get("m") == 8
+    decided = {d["key"]: d for d in fetch_placements(hetero.client, p.id)}
+    records = {r["key"]: r for r in p.records()}
+    assert decided[key]["device"] == SMP and decided[key]["pinned"] == 1
+    assert records[key]["worker"] == addresses[where] and records[key]["device"] == SMP
     p.close()
 
 

@@ -5,16 +5,16 @@ Returns
 Approach
     A level is T step tasks, one per vertex range with work to do (top-down: a non-empty
     frontier; bottom-up: unvisited vertices), each placed on a CPU or GPU by the policy
-    from its size, then one barrier task that folds their discoveries into the visited
-    set and yields the next frontier. Whether those tasks are dispatched through the
+    from its size, then a barrier that folds their discoveries into the visited set and
+    yields the next frontier (one per worker owning ranges, when dispatched). Whether those tasks are dispatched through the
     Dask scheduler or included in one task on the worker that holds their data is the
     runtime's choice (:meth:`~taskbfs.runtime.Runtime.include_site`), made once per
     search: when one worker holds every slice and can run every device the policy may
     ask for, the whole search is one task there (:mod:`taskbfs.bfs.included`); else
-    each level goes to the scheduler as one batch of T' <= T steps and a barrier, the
-    client reads the level's small summary, and at the end one task per group of
-    ranges writes that group's parents and distances from the steps' outputs, which
-    stay on the workers until then. Partitions are placed once per graph and reused.
+    each level goes to the scheduler as one batch of T' <= T steps and one barrier per
+    worker owning ranges, which keeps their state and writes their parents and
+    distances (:mod:`taskbfs.bfs.owners`); the client sums the barriers' counts and
+    submits the next level. Partitions are placed once per graph and reused.
 """
 
 from __future__ import annotations
@@ -47,16 +47,12 @@ from taskbfs.bfs.state import (
     DIRECTIONS,
     TOP_DOWN,
     LevelSummary,
-    assemble_search,
     assembly_count,
     assembly_cuts,
-    barrier,
     first_summary,
-    init_state,
     step_sizes,
     summaries_of,
     switch_parameters,
-    tasks_overlapping,
 )
 from taskbfs.bfs.steps import STEP
 from taskbfs.dashboard import send_finished
@@ -69,16 +65,13 @@ from taskbfs.errors import (
 )
 from taskbfs.graph import Graph, as_graph
 from taskbfs.graph._graph import check_memory
-from taskbfs.runtime import CUDA, SMP, Policy, Program, Task
+from taskbfs.runtime import CUDA, SMP, Policy, Program
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
 
 STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
 DISPATCH = ("auto", "tasks")
 
-INIT = Task("bfs_init", smp=init_state)
-BARRIER = Task(BARRIER_NAME, smp=barrier)
-FINISH = Task(RESULT_NAME, smp=assemble_search)
 
 
 def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hybrid",
@@ -385,7 +378,7 @@ class _Outcome:
     seconds: float  # from the first submission to the result in the client's hands
     assembly_d2h_bytes: int = 0
     kept: KeptResult | None = None  # the result left on the workers (distances None)
-    exchange: pd.DataFrame | None = None  # bytes moved per level by an owned search
+    exchange: pd.DataFrame | None = None  # bytes moved per level by the dispatched loop
 
 
 class _Search:
@@ -428,7 +421,7 @@ class _Search:
                        kwargs={"init": self.init, "policy": program.policy, "cuts": self.cuts},
                        tags={**self.tags, "level": 0, "search": True})
         if self.progress is not None:
-            while not self._report(_next_summaries(program, "search", self.clock)):
+            while not self.report(_next_summaries(program, "search", self.clock)):
                 pass
         if self.keep:
             future = program.future("search")
@@ -444,60 +437,35 @@ class _Search:
                         time.perf_counter() - start, outcome.assembly_d2h_bytes)
 
     def dispatched(self) -> _Outcome:
-        """Every level as T' step tasks and a barrier through the scheduler, then the
-        result assembly tasks; for a graph kept on the workers, the barrier split per
-        owner worker (:mod:`taskbfs.bfs.owners`)."""
-        if self.keep:
-            return self.owned()
-        program = self.program
-        start = time.perf_counter()
-        summary = first_summary(self.parts.bounds, self.source, self.graph.degree(self.source),
-                                self.placed.num_arcs, self.direction, self.init["alpha"],
-                                self.init["beta"])
-        summaries, logs = [summary], []
-        self.heard.level = summary.level
-        # The level-0 summary needs no round trip: INIT and the first level go as one batch.
-        with program.batch():
-            program.submit(INIT, ins=["degrees"], outs=["frontier"], kwargs=self.init,
-                           tags=self.tags)
-            logs += _submit_level(program, self.slices, summary)
-        while True:
-            news = _next_summaries(program, "frontier", self.clock)
-            if not self.placed.intact():  # before a step needs what a lost worker held
-                raise CancelledError("a worker holding slices of the graph left the cluster")
-            summaries += news
-            if self._report(news):
-                break
-            logs += _submit_level(program, self.slices, summaries[-1])
-        pieces = _submit_assembly(program, self.parts, self.source, _ran(logs, summaries),
-                                  self.cuts)
-        if self.keep:
-            kept = KeptResult(program.client, [program.future(p) for p in pieces], self.cuts)
-            program.taskwait(pieces)
-            return _Outcome(None, None, summaries, time.perf_counter() - start, kept=kept)
-        distances, parents = _joined(program.gather(pieces, self.clock.left()))
-        return _Outcome(distances, parents, summaries, time.perf_counter() - start)
-
-    def owned(self) -> _Outcome:
-        """Every level as T' step tasks and one barrier per owner worker, each updating
-        the state of the ranges it owns; the result stays there (:mod:`taskbfs.bfs.owners`)."""
+        """Every level as T' step tasks and one barrier per owner worker through the
+        scheduler (:mod:`taskbfs.bfs.owners`); the result gathered from the owners, or
+        left there for a graph kept on the workers."""
         start = time.perf_counter()
         first = first_summary(self.parts.bounds, self.source, self.graph.degree(self.source),
                               self.placed.num_arcs, self.direction, self.init["alpha"],
                               self.init["beta"])
-        self._report([first])
-        summaries, pieces, exchange = owned_search(
+        self.report([first])
+        summaries, result, exchange = owned_search(
             self.program, self.placed, self.slices, self.source, first, self.direction,
-            self.init["alpha"], self.init["beta"], self._gather_watching, self._settle,
-            self._report)
-        kept = KeptResult(self.program.client, pieces, self.parts.bounds)
-        return _Outcome(None, None, summaries, time.perf_counter() - start, kept=kept,
-                        exchange=exchange)
+            self.init["alpha"], self.init["beta"], self, self.tags, self.keep)
+        seconds = time.perf_counter() - start
+        if self.keep:
+            kept = KeptResult(self.program.client, result, self.parts.bounds)
+            return _Outcome(None, None, summaries, seconds, kept=kept, exchange=exchange)
+        return _Outcome(*result, summaries, seconds, exchange=exchange)
 
-    def _settle(self, futures, workers=()) -> None:
-        """Wait until ``futures`` are computed, within the call's timeout; a worker
-        holding the graph's ranges that left the cluster fails the search (a task pinned
-        to it would wait forever)."""
+    def _check(self, workers=()) -> None:
+        """Fail the search when the call's timeout passed or a worker holding the graph's
+        ranges (one of ``workers``) left the cluster (a task pinned to it would wait
+        forever)."""
+        if self.clock.timeout is not None and self.clock.left() <= 1e-3:
+            raise TimeoutError("the search's timeout passed")
+        if not self.placed.intact() or set(workers) - set(self.program.client.nthreads()):
+            raise CancelledError("a worker holding ranges of the graph left the cluster")
+
+    def settle(self, futures, workers=()) -> None:
+        """Wait until ``futures`` are computed, within the call's timeout (see
+        :meth:`_check`)."""
         client = self.program.client
         while True:
             try:
@@ -506,20 +474,27 @@ class _Search:
                 break
             except TimeoutError:
                 pass
-            if self.clock.timeout is not None and self.clock.left() <= 1e-3:
-                raise TimeoutError("the search's timeout passed")
-            if not self.placed.intact() or set(workers) - set(client.nthreads()):
-                raise CancelledError("a worker holding ranges of the graph left the cluster")
+            self._check(workers)
         for f in futures:
             if f.status in ("error", "cancelled"):
                 f.result()
 
-    def _gather_watching(self, futures, workers=()):
-        """``futures``' values, once :meth:`_settle` says they are there."""
-        self._settle(futures, workers)
-        return self.program.client.gather(futures)
+    def listen(self, watch, workers=()):
+        """The program's next message (the error of the task writing a datum of
+        ``watch`` raised instead), within the call's timeout (see :meth:`_check`)."""
+        while True:
+            try:
+                return self.program.next_message(watch=watch,
+                                                 timeout=min(self.clock.left() or 1.0, 1.0))
+            except TimeoutError:
+                pass
+            self._check(workers)
 
-    def _report(self, summaries) -> bool:
+    def gather(self, names):
+        """The values of the data ``names``, within the call's timeout."""
+        return self.program.gather(names, self.clock.left())
+
+    def report(self, summaries) -> bool:
         """Hand ``summaries`` to ``progress``; whether the last one ends the search."""
         for summary in summaries:
             if self.progress is not None:
@@ -583,7 +558,7 @@ class _Search:
             direction=self.direction,
             num_tasks=parts.num_tasks,
             placements=lambda: fetched()[1],
-            assembly_seconds=lambda: _span(fetched()[0], FINISH.name),
+            assembly_seconds=lambda: _span(fetched()[0], RESULT_NAME),
             assembly_d2h_bytes=outcome.assembly_d2h_bytes,
             kept=outcome.kept,
             bounds=parts.bounds,
@@ -631,71 +606,6 @@ def _slice_names(program: Program, placed, num_tasks: int) -> list[list[str]]:
             program.put_future(f"tpart/{t}", placed.transposed[t])
             names[t].append(f"tpart/{t}")
     return names
-
-
-@dataclass(frozen=True)
-class _Log:
-    """Where one step's output (its discoveries) lives until the end of the search."""
-
-    name: str
-    level: int
-    task: int
-
-
-def _submit_level(program: Program, slices, summary: LevelSummary) -> list[_Log]:
-    """The level ``summary`` opens: a step per task with work, placed by its size and
-    reading the one slice its direction needs, then the barrier, as one batch."""
-    level = summary.level
-    logs = []
-    with program.batch():
-        for t in np.flatnonzero(summary.frontier_counts).tolist():
-            name = f"found/{level}/{t}"
-            size = int(summary.sizes[t])
-            # the live page (taskbfs.dashboard) reads these tags as they are placed
-            tags = {"level": level, "task": t, "size": size, "direction": summary.direction}
-            reads = slices[t][-1:] if summary.direction == BOTTOM_UP else slices[t][:1]
-            program.submit(STEP, ins=[*reads, "frontier"], outs=[name], task_id=t, tags=tags,
-                           size=size)
-            logs.append(_Log(name, level, t))
-        program.submit(BARRIER, ins=[log.name for log in logs] + ["degrees"], inouts=["frontier"],
-                       in_place=True, kwargs={"level": level},
-                       tags={"level": level, "frontier": summary.frontier_size,
-                             "frontier_edges": summary.frontier_edges})
-    return logs
-
-
-def _ran(logs: list[_Log], summaries: list[LevelSummary]) -> list[tuple[_Log, str]]:
-    """Each step with its level's direction."""
-    return [(log, summaries[log.level].direction) for log in logs]
-
-
-def _submit_assembly(program: Program, parts, source: int, ran: list[tuple[_Log, str]],
-                     cuts: list) -> list[str]:
-    """One task per slice of the vertex ids between ``cuts`` writes the slice's distances
-    and parents from the steps' outputs: every top-down step's (bucketed by owner) and
-    the bottom-up steps' of the tasks overlapping the slice. Returns the names of the
-    pieces, in vertex order."""
-    names = []
-    with program.batch():
-        for g, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
-            tasks = tasks_overlapping(parts.bounds, lo, hi)
-            mine = [log for log, direction in ran if direction != BOTTOM_UP or log.task in tasks]
-            name = f"result/{g}"
-            program.submit(FINISH, ins=[log.name for log in mine], outs=[name],
-                           kwargs={"source": source, "lo": lo, "hi": hi, "bounds": parts.bounds,
-                                   "levels": [log.level for log in mine]},
-                           tags={"done": True, "group": g})
-            names.append(name)
-    for log, _direction in ran:
-        program.forget(log.name)
-    return names
-
-
-def _joined(pieces):
-    """The groups' ``(distances, parents)`` pieces as two whole arrays."""
-    if len(pieces) == 1:
-        return pieces[0]
-    return (np.concatenate([d for d, _ in pieces]), np.concatenate([p for _, p in pieces]))
 
 
 def _next_summaries(program: Program, producer: str, clock: _Deadline) -> list[LevelSummary]:
@@ -877,7 +787,7 @@ def _barrier_places(records, summaries, num_levels: int) -> tuple[np.ndarray, np
     workers = np.full(num_levels, None, dtype=object)
     threads = np.full(num_levels, None, dtype=object)
     for r in records:
-        if r.get("name") == BARRIER.name and 0 <= r.get("level", -1) < num_levels:
+        if r.get("name") == BARRIER_NAME and 0 <= r.get("level", -1) < num_levels:
             workers[r["level"]], threads[r["level"]] = r["worker"], r["thread"]
     ran_by = {r["level"]: r for r in records if r.get("name") == LEVELS_NAME}
     for block in getattr(summaries, "blocks", ()):

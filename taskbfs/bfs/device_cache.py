@@ -376,9 +376,9 @@ def _pin_result_buffers(num_vertices: int) -> None:
     ``num_vertices`` (distances and parents each) that it does not hold yet, pinned now
     (pinning while a search runs holds up its CUDA calls), so that the first searches copy
     their result into pinned memory rather than pin it then
-    (:func:`~taskbfs.bfs.pinned.copy_out`)."""
-    from taskbfs.bfs.pinned import pinned_pool
+    (:func:`~taskbfs.kernels.pinned.copy_out`)."""
     from taskbfs.bfs.result import result_dtype
+    from taskbfs.kernels.pinned import pinned_pool
 
     pool = pinned_pool()
     dtype = result_dtype(num_vertices)
@@ -589,7 +589,7 @@ def _found(part, frontier, out_v, out_u, n: int, edges: int, h2d: int, read_back
 
 def _with_owned(found: Discoveries, owned) -> Discoveries:
     """``found`` with its bits and degree sum (:func:`_owned_bits`) copied back."""
-    from taskbfs.bfs.pinned import copy_to_host
+    from taskbfs.kernels.pinned import copy_to_host
 
     words = copy_to_host(owned[0], owned[0].size, np.uint64)
     frontier_edges = int(owned[1].copy_to_host()[0])
@@ -617,8 +617,8 @@ def _narrow(cache, out_v, out_u, n: int, dtype):
 
 def _download(out_v, out_u, n: int, dtype, parents: bool = True):
     """The first ``n`` pairs on the host (in pinned buffers when the pool has room, see
-    :mod:`taskbfs.bfs.pinned`); with ``parents`` False, the vertices and None."""
-    from taskbfs.bfs.pinned import copy_to_host
+    :mod:`taskbfs.kernels.pinned`); with ``parents`` False, the vertices and None."""
+    from taskbfs.kernels.pinned import copy_to_host
 
     if n == 0:
         empty = np.empty(0, dtype=np.dtype(dtype))
@@ -661,10 +661,11 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
 
 def _into_host(device_array, n: int) -> np.ndarray:
     """``device_array[:n]`` copied into a new host array of its dtype (see
-    :func:`~taskbfs.bfs.pinned.copy_out`)."""
-    from taskbfs.bfs.pinned import copy_out
+    :func:`~taskbfs.kernels.pinned.copy_out`)."""
+    from taskbfs.bfs.state import pool
+    from taskbfs.kernels.pinned import copy_out
 
-    return copy_out(device_array, n, device_array.dtype)
+    return copy_out(device_array, n, device_array.dtype, pool())
 
 
 __all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "result_to_host", "run_step_on_gpu",

@@ -1,33 +1,39 @@
-"""The level barrier split per owner worker: a search whose state never sits in one place.
+"""The dispatched level loop: every level as step tasks and one barrier per owner worker.
 
 Returns
-    ``(summaries, KeptResult, exchange)`` for :meth:`taskbfs.bfs.core._Search.dispatched`
-    when the graph lives on the workers (:class:`~taskbfs.bfs.distributed.DistributedGraph`):
-    the level summaries the client read, the result left on the owners in one piece per
-    vertex range, and the bytes each level moved between workers.
+    :func:`owned_search` → ``(summaries, result, exchange)`` for
+    :meth:`taskbfs.bfs.core._Search.dispatched` (a search whose levels go through the
+    Dask scheduler: ``dispatch="tasks"``, or no worker can include the whole search): the
+    level summaries the client made, the result (gathered into two arrays for a graph
+    the client holds, left on the owners in one piece per vertex range for a
+    :class:`~taskbfs.bfs.distributed.DistributedGraph`), and the bytes each level moved
+    between workers.
 Approach
-    Each worker holding slices of the graph *owns* those vertex ranges (T >= W ranges dealt
-    out at the build): an :class:`OwnerState` there keeps, per range, its visited words,
-    distances, parents, out-degrees and current frontier. A level is
+    Each worker holding slices of the graph *owns* those vertex ranges (W owners: one on
+    the embedded cluster, several when the slices were spread): an :class:`OwnerState`
+    there keeps, per range, its distances, parents, out-degrees and current frontier, and
+    for all its ranges the visited bits it knows and its frontier as bits. A level is one
+    batch of tasks:
 
     1. per range with work, a step task (placed by the policy, CPU or GPU, as everywhere)
-       reading its slice and a small :class:`StepFrontier` cut from its owner's state (plus,
-       bottom-up, the whole frontier as a bitmap assembled on its owner's worker from every
-       owner's words); the step splits what it found into one :class:`Piece` per owner
-       worker (top-down candidates go to whoever owns them; bottom-up discoveries are the
-       step's own vertices, so only its own owner gets any);
-    2. per owner worker, one barrier task pinned there: it receives the pieces addressed to
-       its ranges and writes their first unvisited occurrences into its state
-       (:func:`~taskbfs.kernels.merge.accept_into_range`): visited bits, distance, parent,
-       next frontier. Pieces travel step worker to owner worker; the client never sees
-       them;
-    3. per owner, a report of counts (new frontier vertices, their edges, unvisited
-       vertices, per range; what the steps examined): the client sums them and applies
-       Beamer's rule (:func:`~taskbfs.kernels.direction.switch_direction`), as the single
-       barrier does, then submits the next level.
+       reading its slice and its owner's state (on the owner's worker: no copy); bottom-up
+       with several owners also the whole frontier as a bitmap, ORed on its owner's
+       worker from every owner's share. The step splits what it found into one
+       :class:`Piece` per owner (top-down candidates go to whoever owns them; bottom-up
+       discoveries are the step's own vertices, so only its own owner gets any);
+    2. per owner, one barrier task pinned to its worker: it writes the first unvisited
+       occurrence of each vertex of its pieces into its state in place
+       (:func:`~taskbfs.kernels.merge.accept_into_range`): visited bit, distance, parent,
+       next frontier; then publishes its counts (new frontier vertices, their edges,
+       unvisited vertices per range; what the steps examined) to the client as a message
+       (no task, no gather). Pieces travel step worker to owner worker;
+    3. the client sums the W reports, applies Beamer's rule
+       (:func:`~taskbfs.kernels.direction.switch_direction`) and submits the next level.
 
-    Parents and distances are written by the owners level by level, so the result is ready
-    where it lives when the last level ends (no assembly from the steps' logs).
+    Per level that is T' steps and W barriers (with W > 1, a getitem per step and owner
+    splits a step's output, and bottom-up levels add 2W bitmap tasks). Parents and
+    distances are written by the owners level by level, so the result is ready where it
+    lives when the last level ends.
 Encoding
     Bitmaps are uint64 words over global vertex ids (:mod:`taskbfs.kernels.bitmap`); a
     range's words are ``word_span(lo, hi)``, so neighbouring ranges may share a boundary
@@ -42,27 +48,41 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.bfs.result import result_dtype
-from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, Frontier, LevelSummary, bucketed, step_sizes
-from taskbfs.bfs.steps import step_cuda, step_smp
+from taskbfs.bfs.state import (
+    BOTTOM_UP,
+    TOP_DOWN,
+    Frontier,
+    LevelSummary,
+    Progress,
+    bucketed,
+    step_sizes,
+)
+from taskbfs.bfs.steps import STEP, step_cuda, step_smp
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import switch_direction
-from taskbfs.kernels.merge import accept_into_range, frontier_bitmap, word_span
-from taskbfs.runtime import Task
+from taskbfs.kernels.merge import accept_spans_into_range, frontier_bitmap, word_span
+from taskbfs.runtime import Task, publish
+from taskbfs.runtime.plugin import CPU_RESOURCE
 
-__all__ = ["OwnerState", "Piece", "StepFrontier", "owned_search"]
+__all__ = ["OwnerState", "Piece", "owned_search"]
+
+#: The key of an owner barrier's message (its report) to the client.
+REPORT = "owner_report"
 
 
 # ====================================================================== on the workers
 @dataclass
 class RangeState:
-    """The BFS state of one vertex range ``[lo, hi)``, kept by its owner worker."""
+    """The BFS state of one vertex range ``[lo, hi)``, kept by its owner worker (its
+    visited bits are the owner's ``visited[first_word:stop_word]``)."""
 
     task: int
     lo: int
     hi: int
     first_word: int
-    words: np.ndarray  # visited, the range's words of a whole-graph bitmap
+    stop_word: int
     degrees: np.ndarray  # out-degrees, int64, indexed v - lo
     distances: np.ndarray
     parents: np.ndarray
@@ -73,29 +93,25 @@ class RangeState:
 
 @dataclass
 class OwnerState:
-    """Everything one owner worker keeps of a search: its ranges' states and the report of
-    its last barrier."""
+    """Everything one owner worker keeps of a search."""
 
     worker: str
     ranges: list[RangeState]
     num_vertices: int
-    report: dict = field(default_factory=dict)
+    visited: np.ndarray  # whole-graph bitmap: the owner's ranges' bits (others unknown, 0)
+    bits: np.ndarray  # whole-graph bitmap of the owner's frontier
+    search: str = ""  # names the search (a GPU worker chains a sole step's levels by it)
+    #: ``(level, direction, bitmap, Frontier)``: the one frontier object the level's steps
+    #: share (a GPU worker uploads a level's inputs once per frontier object).
+    view: tuple | None = field(default=None, repr=False)
 
-
-@dataclass
-class StepFrontier:
-    """What one step reads of its owner's state (cut by :func:`step_frontier`)."""
-
-    task: int
-    level: int
-    direction: str
-    vertices: np.ndarray  # the range's frontier (top-down), else empty
-    spans: list  # (first_word, visited words) of each range of the owner
-    worker: str  # where the owner state lives
+    def range(self, task: int) -> RangeState:
+        return next(r for r in self.ranges if r.task == task)
 
     @property
     def nbytes(self) -> int:
-        return self.vertices.nbytes + sum(w.nbytes for _, w in self.spans)
+        arrays = [a for r in self.ranges for a in (r.degrees, r.distances, r.parents, r.frontier)]
+        return self.visited.nbytes + self.bits.nbytes + sum(a.nbytes for a in arrays)
 
 
 @dataclass
@@ -119,7 +135,7 @@ class Piece:
     edges_examined: int
     found: int
     device: tuple  # (h2d_bytes, d2h_bytes, kernel_ns)
-    inbound: int  # bytes of the step's frontier (and bitmap) that came from another worker
+    inbound: int  # bytes of the owner state (and bitmap) the step read from another worker
 
     @property
     def nbytes(self) -> int:
@@ -135,47 +151,43 @@ def _here() -> str:
         return "local"
 
 
-def init_owner(*slices, source: int, num_vertices: int) -> OwnerState:
+def init_owner(*slices, source: int, num_vertices: int, search: str) -> OwnerState:
     """The owner state of the ranges of ``slices`` (GraphSlice, this worker's), the
     source visited at distance 0 when it is one of them."""
     dtype = result_dtype(num_vertices)
+    visited = empty_bitmap(num_vertices)
     ranges = []
     for part in slices:
         first, stop = word_span(part.lo, part.hi)
-        rs = RangeState(part.task, part.lo, part.hi, first, np.zeros(stop - first, np.uint64),
+        rs = RangeState(part.task, part.lo, part.hi, first, stop,
                         np.diff(part.out_offsets).astype(np.int64),
                         np.full(part.hi - part.lo, -1, dtype), np.full(part.hi - part.lo, -1, dtype),
                         np.empty(0, np.int64), 0, part.hi - part.lo)
         if part.lo <= source < part.hi:
-            rs.words[(source >> 6) - first] |= np.uint64(1) << np.uint64(source & 63)
+            visited[source >> 6] |= np.uint64(1) << np.uint64(source & 63)
             rs.distances[source - part.lo] = 0
             rs.parents[source - part.lo] = source
             rs.frontier = np.array([source], dtype=np.int64)
             rs.frontier_edges = int(rs.degrees[source - part.lo])
             rs.unvisited -= 1
         ranges.append(rs)
-    return OwnerState(_here(), ranges, int(num_vertices))
+    state = OwnerState(_here(), ranges, int(num_vertices), visited, empty_bitmap(num_vertices),
+                       search)
+    _frontier_bits(state)
+    return state
 
 
-def step_frontier(state: OwnerState, task: int, level: int, direction: str) -> StepFrontier:
-    """The frontier the step of range ``task`` reads at ``level`` (copies: the owner's
-    barrier updates its state in place)."""
-    rs = next(r for r in state.ranges if r.task == task)
-    vertices = rs.frontier.copy() if direction == TOP_DOWN else np.empty(0, np.int64)
-    spans = [(r.first_word, r.words.copy()) for r in state.ranges]
-    return StepFrontier(task, level, direction, vertices, spans, state.worker)
+def _frontier_bits(state: OwnerState) -> None:
+    """Set ``state.bits`` to the owner's frontier."""
+    frontiers = [r.frontier for r in state.ranges if r.frontier.size]
+    frontier_bitmap(np.concatenate(frontiers) if len(frontiers) > 1 else
+                    (frontiers[0] if frontiers else np.empty(0, np.int64)), state.bits)
 
 
 def owner_words(state: OwnerState) -> tuple[str, list]:
     """This owner's share of the frontier bitmap: ``(worker, [(first_word, words)])``."""
-    spans = []
-    for rs in state.ranges:
-        words = np.zeros(rs.words.size, np.uint64)
-        if rs.frontier.size:
-            shifted = rs.frontier - 64 * rs.first_word
-            frontier_bitmap(shifted, words)
-        spans.append((rs.first_word, words))
-    return state.worker, spans
+    return state.worker, [(r.first_word, state.bits[r.first_word : r.stop_word].copy())
+                          for r in state.ranges]
 
 
 def frontier_bits(*shares, num_vertices: int) -> FrontierBits:
@@ -187,18 +199,35 @@ def frontier_bits(*shares, num_vertices: int) -> FrontierBits:
     return FrontierBits(bits, _here())
 
 
-def as_frontier(front: StepFrontier, bits: FrontierBits | None, bounds: np.ndarray,
-                num_vertices: int) -> Frontier:
-    """The :class:`~taskbfs.bfs.state.Frontier` the shared step code reads: the visited
-    bitmap holds what the owner knows (its own ranges; the owner barrier filters the
-    rest)."""
-    visited = empty_bitmap(num_vertices)
-    for first, words in front.spans:
-        visited[first : first + words.size] |= words
+def as_frontier(state: OwnerState, level: int, direction: str, bits: FrontierBits | None,
+                bounds: np.ndarray) -> Frontier:
+    """The :class:`~taskbfs.bfs.state.Frontier` the shared step code reads, made once per
+    level of the owner's arrays (no copies of the visited bits: the owner's barrier writes
+    them once the level's steps are done): its visited bits are what the owner knows (its
+    own ranges; each owner's barrier filters the rest), its ``progress`` only what a step
+    reads (the unvisited vertices of the owner's ranges, the search's name)."""
+    whole = None
+    if direction == BOTTOM_UP:
+        whole = state.bits if bits is None else bits.bits
+    view = state.view
+    if view is not None and view[:2] == (level, direction) and view[2] is whole:
+        return view[3]
+    counts = np.zeros(bounds.size - 1, dtype=np.int64)
+    unvisited = np.zeros(bounds.size - 1, dtype=np.int64)
+    for r in state.ranges:
+        counts[r.task] = r.frontier.size if direction == TOP_DOWN else 0
+        unvisited[r.task] = r.unvisited
     offsets = np.zeros(bounds.size, dtype=np.int64)
-    offsets[front.task + 1 :] = front.vertices.size
-    return Frontier(front.level, front.direction, front.vertices, offsets,
-                    None if bits is None else bits.bits, visited, bounds)
+    np.cumsum(counts, out=offsets[1:])
+    parts = [r.frontier for r in state.ranges if counts[r.task]]
+    vertices = np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else
+                                                            np.empty(0, np.int64))
+    # the rest of Progress is the one-task barrier's bookkeeping: no step reads it
+    progress = Progress(unvisited, 0, direction, 0.0, 0.0, search=state.search)
+    frontier = Frontier(level, direction, vertices, offsets, whole, state.visited, bounds,
+                        progress)
+    state.view = (level, direction, whole, frontier)  # two steps may both make it: alike
+    return frontier
 
 
 def split_for_owners(found, frontier: Frontier, owners: list, task: int, inbound: int) -> list:
@@ -214,10 +243,8 @@ def split_for_owners(found, frontier: Frontier, owners: list, task: int, inbound
             sizes = [found.vertices.size if t == task else 0 for t in tasks]
             vertices, parents = found.vertices, found.parents
         else:
-            sizes = [int(found.offsets[t + 1] - found.offsets[t]) for t in tasks]
-            cuts = [slice(int(found.offsets[t]), int(found.offsets[t + 1])) for t in tasks]
-            vertices = _joined([found.vertices[c] for c in cuts], found.vertices)
-            parents = _joined([found.parents[c] for c in cuts], found.parents)
+            sizes = np.diff(found.offsets)[tasks].tolist()
+            vertices, parents = _owned(found, tasks)
         if not sum(sizes):
             vertices = parents = found.vertices[:0]
         offsets = np.zeros(len(tasks) + 1, dtype=np.int64)
@@ -227,42 +254,50 @@ def split_for_owners(found, frontier: Frontier, owners: list, task: int, inbound
     return pieces
 
 
-def _joined(parts, like):
-    parts = [p for p in parts if p.size]
-    if not parts:
-        return like[:0]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+def _owned(found, tasks: list):
+    """A bucketed step output's pairs of ``tasks`` (ascending), one after another: a view
+    when the tasks are consecutive (always with one owner), else a copy."""
+    offsets = found.offsets
+    if tasks[-1] - tasks[0] + 1 == len(tasks):
+        cut = slice(int(offsets[tasks[0]]), int(offsets[tasks[-1] + 1]))
+        return found.vertices[cut], found.parents[cut]
+    cuts = [slice(int(offsets[t]), int(offsets[t + 1])) for t in tasks]
+    return (np.concatenate([found.vertices[c] for c in cuts]),
+            np.concatenate([found.parents[c] for c in cuts]))
 
 
-def _owner_step(step, args, owners, bounds, num_vertices):
-    part, front, *rest = args
+def _owner_step(step, args, owners, bounds, level, direction):
+    part, state, *rest = args
     bits = rest[0] if rest else None
     here = _here()
-    inbound = front.nbytes if front.worker != here else 0
+    inbound = state.nbytes if state.worker != here else 0
     if bits is not None and bits.worker != here:
         inbound += bits.bits.nbytes
-    frontier = as_frontier(front, bits, np.asarray(bounds, dtype=np.int64), num_vertices)
+    frontier = as_frontier(state, level, direction, bits, np.asarray(bounds, dtype=np.int64))
     pieces = split_for_owners(step(part, frontier), frontier, owners, part.task, inbound)
     return pieces[0] if len(pieces) == 1 else tuple(pieces)
 
 
-def _owner_step_smp(*args, owners, bounds, num_vertices):
-    return _owner_step(step_smp, args, owners, bounds, num_vertices)
+def _owner_step_smp(*args, owners, bounds, level, direction):
+    return _owner_step(step_smp, args, owners, bounds, level, direction)
 
 
-def _owner_step_cuda(*args, owners, bounds, num_vertices):
-    return _owner_step(step_cuda, args, owners, bounds, num_vertices)
+def _owner_step_cuda(*args, owners, bounds, level, direction):
+    return _owner_step(step_cuda, args, owners, bounds, level, direction)
 
 
-#: The step of an owned search: ``ins = [slice, StepFrontier (, FrontierBits)]``, one
-#: :class:`Piece` out per owner worker. Named as the other step so that traces read alike.
-OWNER_STEP = Task("bfs_step", smp=_owner_step_smp, cuda=_owner_step_cuda)
+#: The step: ``ins = [slice, OwnerState (, FrontierBits)]``, one :class:`Piece` out per
+#: owner worker. Named as the one-task search's steps, so that traces read alike.
+OWNER_STEP = Task(STEP.name, smp=_owner_step_smp, cuda=_owner_step_cuda)
 
 
-def owner_barrier(state: OwnerState, *pieces, level: int) -> OwnerState:
-    """Merge the pieces the steps of ``level`` sent this owner into its state (in place)
-    and leave the counts the client needs in ``state.report``."""
+def owner_barrier(*args, level: int, owner: int) -> OwnerState:
+    """Merge the pieces the steps of ``level`` sent this owner into its state (in place;
+    called as ``owner_barrier(*pieces, state)``) and publish the counts the client needs
+    (:data:`REPORT`)."""
+    *pieces, state = args
     start = time.time()
+    state.view = None
     depth = level + 1
     remote = local = 0
     for p in pieces:
@@ -270,43 +305,67 @@ def owner_barrier(state: OwnerState, *pieces, level: int) -> OwnerState:
             remote += p.nbytes
         else:
             local += p.nbytes
+    vertices, parents, spans = _joined_pieces(pieces, len(state.ranges))
     for i, rs in enumerate(state.ranges):
-        total = sum(int(p.offsets[i + 1] - p.offsets[i]) for p in pieces)
-        out = np.empty(total, dtype=np.int64)
-        n, edges = 0, 0
-        for p in pieces:
-            if p.offsets[i + 1] > p.offsets[i]:
-                n, e = accept_into_range(p.vertices, p.parents, int(p.offsets[i]),
-                                         int(p.offsets[i + 1]), rs.lo, rs.words, rs.first_word,
-                                         rs.degrees, depth, rs.distances, rs.parents, out, n)
-                edges += e
+        starts, stops = spans[:, i], spans[:, i + 1]
+        out = np.empty(int((stops - starts).sum()), dtype=np.int64)
+        n, edges = accept_spans_into_range(vertices, parents, starts, stops, rs.lo,
+                                           state.visited[rs.first_word : rs.stop_word],
+                                           rs.first_word, rs.degrees, depth, rs.distances,
+                                           rs.parents, out)
         rs.frontier, rs.frontier_edges = out[:n], int(edges)
         rs.unvisited -= n
+    _frontier_bits(state)
     mine = {rs.task for rs in state.ranges}
-    steps = [p for p in pieces if p.task in mine]
-    state.report = {
+    publish({REPORT: {
+        "level": level, "owner": owner,
         "tasks": [rs.task for rs in state.ranges],
         "counts": [int(rs.frontier.size) for rs in state.ranges],
         "edges": [rs.frontier_edges for rs in state.ranges],
         "unvisited": [rs.unvisited for rs in state.ranges],
-        "words": sum(rs.words.nbytes for rs in state.ranges),
-        "steps": [(p.task, p.edges_examined, p.found, *p.device) for p in steps],
-        "inbound": sum(p.inbound for p in steps),
+        "words": 8 * sum(rs.stop_word - rs.first_word for rs in state.ranges),
+        "steps": [[p.task, p.edges_examined, p.found, *p.device] for p in pieces if p.task in mine],
+        "inbound": sum(p.inbound for p in pieces if p.task in mine),
         "remote": remote, "local": local, "start": start, "stop": time.time(),
-    }
+    }})
     return state
 
 
-def owner_report(state: OwnerState) -> dict:
-    """The counts of the owner's last barrier (small; the client reads them each level)."""
-    return state.report
+def _joined_pieces(pieces, ranges: int):
+    """The pieces' pairs one after another, and per piece the spans of each range in them
+    (``spans[j, i] .. spans[j, i + 1]``: piece j's pairs of the owner's range i)."""
+    if not pieces:
+        empty = np.empty(0, np.int64)
+        return empty, empty, np.zeros((0, ranges + 1), np.int64)
+    vertices = np.concatenate([p.vertices for p in pieces]) if len(pieces) > 1 else pieces[0].vertices
+    parents = np.concatenate([p.parents for p in pieces]) if len(pieces) > 1 else pieces[0].parents
+    base = np.cumsum([0] + [p.vertices.size for p in pieces[:-1]])
+    spans = np.array([p.offsets for p in pieces], dtype=np.int64) + base[:, None]
+    return vertices, parents, spans
 
 
-def range_result(state: OwnerState, task: int):
-    """``(distances, parents)`` of range ``task`` (the state's own arrays: no barrier
-    writes them once the search has ended)."""
-    rs = next(r for r in state.ranges if r.task == task)
+#: The per-owner barrier, pinned to its owner's worker (``ins`` = the pieces addressed to
+#: it, ``inouts`` = its state, updated in place).
+OWNER_BARRIER = Task(BARRIER_NAME, smp=owner_barrier)
+
+
+def owner_result(state: OwnerState) -> list:
+    """``[(task, distances, parents)]`` of every range of the owner (the state's own
+    arrays: no barrier writes them once the search has ended)."""
+    return [(r.task, r.distances, r.parents) for r in state.ranges]
+
+
+def range_result(state: OwnerState, vertex_range: int):
+    """``(distances, parents)`` of range number ``vertex_range``."""
+    rs = state.range(vertex_range)
     return rs.distances, rs.parents
+
+
+INIT = Task("bfs_init", smp=init_owner)
+BITS_SHARE = Task("bfs_bits_share", smp=owner_words)
+BITS = Task("bfs_bits", smp=frontier_bits)
+RESULT = Task(RESULT_NAME, smp=owner_result)
+RANGE = Task(RESULT_NAME, smp=range_result)
 
 
 # ====================================================================== the client's loop
@@ -327,7 +386,7 @@ class _Level:
 
 
 class OwnedSearch:
-    """The client side of a search whose barrier is split per owner worker.
+    """The client side of the dispatched level loop.
 
     Parameters
     ----------
@@ -342,18 +401,23 @@ class OwnedSearch:
         The level-0 summary (``state.first_summary``).
     direction_mode : str
     alpha, beta : float
-        Beamer's parameters, as the single barrier reads them.
-    wait : callable
-        ``wait(futures, workers)`` gathers futures within the call's timeout, failing
-        when one of ``workers`` (the owners) left the cluster.
-    settle : callable
-        ``settle(futures)`` waits until futures are computed (left where they are).
-    report : callable
-        ``report(summaries) -> bool``: hands summaries on; True once the search ended.
+        Beamer's parameters.
+    waits : object
+        How the client waits, within the call's timeout, failing when an owner left the
+        cluster: ``listen(watch, workers)`` → the program's next message (raising the
+        error of the task writing a datum of ``watch``); ``settle(futures, workers)``
+        waits until futures are computed (left where they are); ``gather(names)`` →
+        their values; ``report(summaries) -> bool`` hands summaries on (True once the
+        search ended).
+    tags : dict
+        The search's tags (vertices, arcs, directed), on its first task.
+    keep : bool
+        The graph was built on the workers: the result stays there, one piece per range.
     """
 
     def __init__(self, program, placed, slices, source: int, first: LevelSummary,
-                 direction_mode: str, alpha: float, beta: float, wait, settle, report):
+                 direction_mode: str, alpha: float, beta: float, waits, tags: dict,
+                 keep: bool):
         self.program = program
         self.client = program.client
         self.placed = placed
@@ -364,88 +428,154 @@ class OwnedSearch:
         self.source = source
         self.summaries = [first]
         self.mode, self.alpha, self.beta = direction_mode, alpha, beta
-        self.wait, self.settle, self.report = wait, settle, report
+        self.waits = waits
+        self.keep = keep
+        self.tags = tags
         self.exchange: list[dict] = []
-        self.workers, self.owner_of = self._owners()
+        self.workers, self.owner_of = self._owners(keep)
         self.owned = [np.flatnonzero(self.owner_of == w).tolist() for w in range(len(self.workers))]
-        self.states: list = []
+        self.states = [f"owner/{w}" for w in range(len(self.workers))]
 
-    def _owners(self):
-        """The worker owning each range: one holding its slice (the fewest-loaded of them,
-        where Dask made copies), and the list of owners."""
+    def _owners(self, keep: bool):
+        """The worker owning each range, and the list of owners: a worker holding its
+        slice that runs host tasks (a ``CPU`` resource) when one does, the fewest-loaded
+        of them where Dask made copies. A slice held only by other workers (a GPU worker
+        of the embedded cluster) is owned by the fewest-loaded host worker, unless the
+        graph was built on the workers (``keep``): its ranges stay where they are."""
         who = self.client.who_has(self.placed.slices)
         if not all(who.get(f.key) for f in self.placed.slices):  # still being built, or lost
-            self.settle(self.placed.slices)
+            self.waits.settle(self.placed.slices)
             who = self.client.who_has(self.placed.slices)
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        hosts = sorted(a for a, w in workers.items() if w.get("resources", {}).get(CPU_RESOURCE))
         load: dict[str, int] = {}
         holders = []
         for f in self.placed.slices:
-            holder = min(sorted(who[f.key]), key=lambda w: load.get(w, 0))
+            held = sorted(who[f.key])
+            candidates = [w for w in held if w in hosts] or (held if keep or not hosts else hosts)
+            holder = min(candidates, key=lambda w: load.get(w, 0))
             load[holder] = load.get(holder, 0) + 1
             holders.append(holder)
-        workers = sorted(load)
-        index = {w: i for i, w in enumerate(workers)}
-        return workers, np.array([index[h] for h in holders], dtype=np.int64)
-
-    def _pinned(self, w: int, func, *args, **kwargs):
-        return self.client.submit(func, *args, workers=[self.workers[w]],
-                                  allow_other_workers=False, pure=False, **kwargs)
+        owners = sorted(load)
+        index = {w: i for i, w in enumerate(owners)}
+        return owners, np.array([index[h] for h in holders], dtype=np.int64)
 
     def run(self):
-        """Every level; returns ``(summaries, pieces, exchange)``: the result pieces (one
-        future of ``(distances, parents)`` per range, in vertex order)."""
-        self.states = [self._pinned(w, init_owner, *[self.placed.slices[t] for t in tasks],
-                                    source=self.source, num_vertices=self.n)
-                       for w, tasks in enumerate(self.owned)]
+        """Every level; ``(summaries, result, exchange)``: the result as
+        ``(distances, parents)`` arrays, or with ``keep`` one future of ``(distances,
+        parents)`` per range (in vertex order) left on its owner."""
         summary = self.summaries[0]
         while summary.frontier_size:
             summary = self._level(summary)
             self.summaries.append(summary)
-            if self.report([summary]):
+            if self.waits.report([summary]):
                 break
-        pieces = [self._pinned(int(self.owner_of[t]), range_result, self.states[self.owner_of[t]], t)
-                  for t in range(self.bounds.size - 1)]
-        return self.summaries, pieces, pd.DataFrame(self.exchange)
+        result = self._kept() if self.keep else self._gathered()
+        return self.summaries, result, pd.DataFrame(self.exchange)
+
+    def _init(self) -> None:
+        """The owners' states (submitted with level 0)."""
+        for w, tasks in enumerate(self.owned):
+            self.program.submit(INIT, ins=[self.slices[t][0] for t in tasks], outs=[self.states[w]],
+                                kwargs={"source": self.source, "num_vertices": self.n,
+                                        "search": self.program.id},
+                                worker=self.workers[w], tags=self.tags if w == 0 else {})
 
     def _level(self, summary: LevelSummary) -> LevelSummary:
-        """Submit the level ``summary`` opens, wait for its owners' reports, return the
-        next summary."""
+        """Submit the level ``summary`` opens as one batch, read its owners' reports,
+        return the next summary."""
         program, level, direction = self.program, summary.level, summary.direction
         working = np.flatnonzero(summary.frontier_counts).tolist()
+        owners = len(self.workers)
         bits = {}
-        if direction == BOTTOM_UP:
-            shares = [self._pinned(w, owner_words, s) for w, s in enumerate(self.states)]
-            for w in sorted({int(self.owner_of[t]) for t in working}):
-                bits[w] = self._pinned(w, frontier_bits, *shares, num_vertices=self.n)
         outs = []
-        kwargs = {"owners": self.owned, "bounds": self.bounds, "num_vertices": self.n}
+        kwargs = {"owners": self.owned, "bounds": self.bounds, "level": level,
+                  "direction": direction}
         with program.batch():
+            if level == 0:
+                self._init()
+            if direction == BOTTOM_UP and owners > 1:
+                bits = self._frontier_bits({int(self.owner_of[t]) for t in working})
             for t in working:
                 w = int(self.owner_of[t])
-                program.put_future(f"front/{t}", self._pinned(
-                    w, step_frontier, self.states[w], t, level, direction))
                 ins = self.slices[t][-1:] if direction == BOTTOM_UP else self.slices[t][:1]
-                ins = [*ins, f"front/{t}"]
-                if w in bits:
-                    program.put_future(f"bits/{w}", bits[w])
-                    ins.append(f"bits/{w}")
-                names = [f"to/{level}/{t}/{o}" for o in range(len(self.workers))]
+                ins = [*ins, self.states[w], *([bits[w]] if w in bits else [])]
+                names = [f"to/{level}/{t}/{o}" for o in range(owners)]
                 size = int(summary.sizes[t])
+                # the live page (taskbfs.dashboard) reads these tags as they are placed
                 program.submit(OWNER_STEP, ins=ins, outs=names, kwargs=kwargs, task_id=t,
                                size=size, tags={"level": level, "task": t,
                                                 "direction": direction, "size": size})
                 outs.append(names)
-        for w in range(len(self.workers)):
-            pieces = [program.future(names[w]) for names in outs]
-            self.states[w] = self._pinned(w, owner_barrier, self.states[w], *pieces, level=level)
-        reports = self.wait([self._pinned(w, owner_report, s) for w, s in enumerate(self.states)],
-                            self.workers)
-        for names in outs:
-            for name in names:
-                program.forget(name)
+            for w in range(owners):
+                tags = {"level": level, "owner": w}
+                if w == 0:  # the level's frontier, once
+                    tags.update(frontier=summary.frontier_size,
+                                frontier_edges=summary.frontier_edges)
+                program.submit(OWNER_BARRIER, ins=[names[w] for names in outs],
+                               inouts=[self.states[w]], in_place=True, worker=self.workers[w],
+                               kwargs={"level": level, "owner": w}, tags=tags)
+        for name in [*(n for names in outs for n in names), *bits.values()]:
+            program.forget(name)
+        reports = self._reports(level)
         merged = self._merged(reports)
         self.exchange.append(self._moved(level, direction, merged, bits))
         return self._next_summary(summary, merged)
+
+    def _frontier_bits(self, needed: set) -> dict:
+        """The whole frontier bitmap, on each owner of ``needed`` (data names by owner)."""
+        shares = [f"share/{w}" for w in range(len(self.workers))]
+        for w, state in enumerate(self.states):
+            self.program.submit(BITS_SHARE, ins=[state], outs=[shares[w]], worker=self.workers[w])
+        bits = {}
+        for w in sorted(needed):
+            bits[w] = f"bits/{w}"
+            self.program.submit(BITS, ins=shares, outs=[bits[w]], worker=self.workers[w],
+                                kwargs={"num_vertices": self.n})
+        for name in shares:
+            self.program.forget(name)
+        return bits
+
+    def _reports(self, level: int) -> list[dict]:
+        """The W owners' reports of ``level``, in owner order."""
+        reports: dict[int, dict] = {}
+        while len(reports) < len(self.workers):
+            message = self.waits.listen(self.states, self.workers)
+            report = message.get(REPORT) if isinstance(message, dict) else None
+            if report is not None and report["level"] == level:
+                reports[report["owner"]] = report
+        return [reports[w] for w in range(len(self.workers))]
+
+    def _gathered(self):
+        """The owners' ranges gathered into two arrays (one task per owner)."""
+        program = self.program
+        names = [f"result/{w}" for w in range(len(self.workers))]
+        with program.batch():
+            for w, state in enumerate(self.states):
+                program.submit(RESULT, ins=[state], outs=[names[w]], worker=self.workers[w],
+                               tags={"done": True, "owner": w})
+        pieces = [p for ranges in self.waits.gather(names) for p in ranges]
+        if len(pieces) == 1:
+            return pieces[0][1:]
+        dtype = result_dtype(self.n)
+        distances, parents = np.empty(self.n, dtype), np.empty(self.n, dtype)
+        for task, d, p in pieces:
+            lo, hi = self.bounds[task], self.bounds[task + 1]
+            distances[lo:hi], parents[lo:hi] = d, p
+        return distances, parents
+
+    def _kept(self) -> list:
+        """One future of ``(distances, parents)`` per range, left on its owner."""
+        program = self.program
+        names = [f"range/{t}" for t in range(self.bounds.size - 1)]
+        with program.batch():
+            for t, name in enumerate(names):
+                w = int(self.owner_of[t])
+                program.submit(RANGE, ins=[self.states[w]], outs=[name], worker=self.workers[w],
+                               kwargs={"vertex_range": t}, tags={"done": True, "owner": w})
+        futures = [program.future(name) for name in names]
+        self.waits.settle(futures, self.workers)
+        return futures
 
     def _merged(self, reports) -> _Level:
         tasks = self.bounds.size - 1
@@ -498,7 +628,7 @@ class OwnedSearch:
 
 
 def owned_search(program, placed, slices, source: int, first: LevelSummary, direction_mode: str,
-                 alpha: float, beta: float, wait, settle, report):
-    """Run :class:`OwnedSearch`; ``(summaries, pieces, exchange)``."""
+                 alpha: float, beta: float, waits, tags: dict, keep: bool):
+    """Run :class:`OwnedSearch`; ``(summaries, result, exchange)``."""
     return OwnedSearch(program, placed, slices, source, first, direction_mode, alpha, beta,
-                       wait, settle, report).run()
+                       waits, tags, keep).run()

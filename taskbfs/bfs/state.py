@@ -13,8 +13,9 @@ Approach
     unvisited vertices); back to top-down when the frontier falls below n / β vertices.
     Each task owns the state of its vertex range (DESIGN.md): the barrier only updates
     the visited bitmap and builds the next frontier (see :mod:`taskbfs.kernels.merge` for
-    what is left serial and why); parents and distances are written once per range at
-    the end from the records the steps returned, by parallel tasks.
+    what is left serial and why); in a search run as one task, parents and distances
+    are written once per range at the end from the records the steps returned (the
+    dispatched loop's owners write them level by level: :mod:`taskbfs.bfs.owners`).
 Encoding
     Frontiers are per-task vertex lists (top-down) or one bitmap (bottom-up), whichever
     the next level's direction reads; see :mod:`taskbfs.kernels.bitmap`.
@@ -288,18 +289,6 @@ def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Disco
     return replace(d, words=words, frontier_edges=int(edges))
 
 
-def init_state(degrees, *, bounds, source, direction_mode, total_edges=None, alpha=None,
-               beta=None):
-    """The level-0 :class:`Frontier` of a BFS from ``source`` (runs on a worker;
-    ``outs=["frontier"]``). The client knows its summary without asking
-    (:func:`first_summary`), so it submits this task and the first level together; it
-    also knows the degree sum (``total_edges``), which spares this task a pass over the
-    degrees on the way to the first step."""
-    frontier, _summary = first_frontier(degrees, bounds, source, direction_mode, alpha, beta,
-                                        total_edges)
-    return frontier
-
-
 def first_summary(bounds, source: int, source_degree: int, total_edges: int, direction_mode: str,
                   alpha: float | None = None, beta: float | None = None) -> LevelSummary:
     """The level-0 :class:`LevelSummary`, from what the client has at hand (equal to the one
@@ -329,7 +318,7 @@ def first_summary(bounds, source: int, source_degree: int, total_edges: int, dir
 def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float | None = None,
                    beta: float | None = None, total_edges: int | None = None
                    ) -> tuple[Frontier, LevelSummary]:
-    """``(level-0 frontier, its summary)``: what :func:`init_state` computes
+    """``(level-0 frontier, its summary)`` of a search run as one task
     (``total_edges``: the degrees' sum, when the caller knows it)."""
     alpha, beta = switch_parameters(alpha, beta)
     n = degrees.size
@@ -357,23 +346,6 @@ def switch_parameters(alpha: float | None, beta: float | None) -> tuple[float, f
     are now (read at each search, so that a changed setting reaches the next one)."""
     return (config.get("direction.alpha") if alpha is None else alpha,
             config.get("direction.beta") if beta is None else beta)
-
-
-def barrier(*args, level: int):
-    """The level barrier: fold the step tasks' discoveries into the visited set.
-
-    Called as ``barrier(*discoveries, degrees, frontier)`` (the data directory passes
-    ``ins`` then the ``inout``); updates the frontier's visited bitmap in place, returns
-    the next level's :class:`Frontier` and publishes the level's :class:`LevelSummary`
-    (the client submits the next level from it). ``level`` is that of the steps being
-    merged.
-    """
-    *discoveries, degrees, frontier = args
-    if frontier.level != level:
-        raise RuntimeError(f"barrier of level {level} got the frontier of level {frontier.level}")
-    nxt, summary = advance(frontier, discoveries, degrees)
-    SummaryPublisher().add(summary)
-    return nxt
 
 
 def step_sizes(direction: str, counts: np.ndarray, task_edges, mean_degree: float) -> np.ndarray:
@@ -641,12 +613,6 @@ def tasks_overlapping(bounds, lo: int, hi: int) -> range:
     any vertex)."""
     first, last = (int(t) for t in np.searchsorted(bounds, [lo, hi - 1], side="right") - 1)
     return range(first, last + 1)
-
-
-def assemble_search(*logs, source: int, lo: int, hi: int, bounds, levels):
-    """The result assembly task: :func:`assemble_range` over the steps' outputs ``logs``
-    (a dispatched search's; an included one assembles inside its task)."""
-    return assemble_range(*logs, source=source, lo=lo, hi=hi, bounds=bounds, levels=list(levels))
 
 
 def assemble_all(logs, levels, *, source: int, bounds, cuts,

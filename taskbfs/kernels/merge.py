@@ -300,3 +300,19 @@ def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, 
         n_out += 1
         edges += degrees[v - lo]
     return n_out, edges
+
+
+@njit(nogil=True, cache=True)
+def accept_spans_into_range(vertices, parents_of, starts, stops, lo, words, first_word, degrees,
+                            depth, distances, parents, out_frontier):
+    """:func:`accept_into_range` over the spans ``starts[j] <= i < stops[j]`` in order (one
+    range's pairs from each step of a level, one after another); returns ``(accepted,
+    edges leaving them)``, the accepted vertices in ``out_frontier[:accepted]``."""
+    n_out, edges = 0, 0
+    for j in range(starts.size):
+        if stops[j] > starts[j]:
+            n_out, e = accept_into_range(vertices, parents_of, starts[j], stops[j], lo, words,
+                                         first_word, degrees, depth, distances, parents,
+                                         out_frontier, n_out)
+            edges += e
+    return n_out, edges

@@ -186,6 +186,12 @@ class PlacementPlugin(SchedulerPlugin):
             policy = policies.get(id(policy_data))
             if policy is None:
                 policy = policies[id(policy_data)] = self._policy(policy_data)
+            if mark.get("worker") is not None:  # pinned where its data is kept
+                ts.worker_restrictions = {mark["worker"]}
+                ts.loose_restrictions = False
+                ts.resource_restrictions = None
+                self._record(mark.get("program", ""), ts.key, mark, SMP, time.time(), policy)
+                continue
             label = mark.get("size_from")
             if label is None:
                 if mark.get("follow"):

@@ -212,6 +212,7 @@ class Program:
         in_place: bool = False,
         size_from: str | None = None,
         follow=(),
+        worker: str | None = None,
     ) -> str:
         """Create one task instance.
 
@@ -245,6 +246,10 @@ class Program:
             that worker's host thread), so that their outputs do not move between
             workers; otherwise the policy decides as usual. For a merge of GPU tasks'
             results (a BFS level's barrier).
+        worker : str, optional
+            Address of the worker that must run the task (it updates data kept there in
+            place, e.g. state a worker owns): the policy is not asked, and the
+            implementation is the ``smp`` one.
 
         Returns
         -------
@@ -281,6 +286,8 @@ class Program:
             pending.marks[key]["size_from"] = str(size_from)
         if follow:
             pending.marks[key]["follow"] = [str(k) for k in follow]
+        if worker is not None:
+            pending.marks[key]["worker"] = str(worker)
         pending.keys.append(key)
 
         for name in ins:

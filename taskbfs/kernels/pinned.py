@@ -22,6 +22,7 @@ Encoding
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -205,7 +206,7 @@ _stage = None
 _stage_lock = threading.Lock()
 
 
-def copy_out(device_array, n: int, dtype) -> np.ndarray:
+def copy_out(device_array, n: int, dtype, executor=None) -> np.ndarray:
     """The first ``n`` items of a device array in a new host array that may live long (a
     search's result): a free pinned buffer of the pool when it has one, else ordinary
     memory, filled through a pinned chunk at a time, each chunk copied into place on
@@ -215,7 +216,8 @@ def copy_out(device_array, n: int, dtype) -> np.ndarray:
 
     A direct copy into new ordinary memory runs at ~3 GB/s on the H100 host (the driver's
     bounce buffer and the first touch of every page, on one thread); staged, the pages are
-    first touched by several threads at once.
+    first touched by several threads at once (the threads of ``executor``, a
+    ``concurrent.futures`` executor; without one, in this thread).
     """
     pool = pinned_pool()
     out = pool.take(n, dtype, allocate=False)
@@ -231,22 +233,24 @@ def copy_out(device_array, n: int, dtype) -> np.ndarray:
             stop = min(int(n), start + items)
             staged = chunk[: stop - start]
             device_array[start:stop].copy_to_host(staged)
-            _copy_on_threads(out[start:stop], staged)
+            _copy_on_threads(out[start:stop], staged, executor)
     pool.grow_later(n, dtype)  # after the copy, which pinning would hold up
     return out
 
 
-def _copy_on_threads(dest: np.ndarray, src: np.ndarray) -> None:
-    """``dest[:] = src`` in one piece per thread of the process's pool (numpy's copy
+def _copy_on_threads(dest: np.ndarray, src: np.ndarray, executor) -> None:
+    """``dest[:] = src`` in one piece per core on ``executor``'s threads (numpy's copy
     releases the GIL), so that ``dest``'s new pages are first touched in parallel."""
-    from taskbfs.bfs.state import _threads, pool
-
-    cuts = np.linspace(0, dest.size, _threads() + 1).astype(np.int64)
+    threads = os.cpu_count() or 1
+    if executor is None or threads <= 1:
+        np.copyto(dest, src)
+        return
+    cuts = np.linspace(0, dest.size, threads + 1).astype(np.int64)
 
     def piece(lo, hi):
         np.copyto(dest[lo:hi], src[lo:hi])
 
-    list(pool().map(piece, cuts[:-1], cuts[1:]))
+    list(executor.map(piece, cuts[:-1], cuts[1:]))
 
 
 def _staging_chunk() -> np.ndarray:
