@@ -439,7 +439,7 @@ def _live_bars_are_the_searchs(live: list, result) -> None:
     assert totals == sorted(totals) and totals[-1] > totals[0], totals  # it grew while we watched
     ran = {(row.level, row.task): (row.device, row.stop - row.start) for row in result.trace.itertuples()}
     names = set(live[-1]["timeline"]["name"])
-    assert names and names <= {"bfs_step", "bfs_barrier"}, names
+    assert names and names <= {"bfs_init", "bfs_step", "bfs_barrier"}, names
     for snap in live:
         line = snap["timeline"]
         assert 0 < len(line["start"]) <= min(LIVE_MAX_ROWS, line["total"])

@@ -303,7 +303,7 @@ def test_close_puts_back_everything_on_a_users_cluster(client):
     assert p.get("x") == 1
     during = _snapshot(client)
     assert during[0]["plugins"] == ["taskbfs-placement"]
-    assert during[0]["worker_plugins"] == ["taskbfs-latency"]
+    assert during[0]["worker_plugins"] == ["taskbfs-latency", "taskbfs-warm-up"]
     assert set(during[0]["intervals"]) == {0.0} and during[2] == 0.0
     assert all(w["interval"] == 0.0 and w["cache"] for w in during[1].values())
     assert all(w["handlers"] == ["taskbfs_peek_records"] for w in during[1].values())  # live page
