@@ -5,7 +5,8 @@
 # the user gets them (benchmarks/multi_gpu.py --share), log under $OUT.
 #
 # Usage (repo root, on the GPU machine):  bash benchmarks/multi_gpu_session.sh
-# Environment: OUT (./out), PYTHON (python3), GPUS ("1 2 4"), SCALE (22), KEYS (4).
+# Environment: OUT (./out), PYTHON (python3), GPUS ("1 2 4"), SCALE (22), KEYS (4),
+# SHARE ("--share": every GPU worker on GPU 0; set it empty on a machine of several GPUs).
 # The device image lacks dask/distributed (wheels in .whl/, installed into /tmp/site) and
 # numpy names numba-cuda overloads (benchmarks/numpy_shim.sh), as in gpu_session.sh.
 set -u -o pipefail
@@ -20,5 +21,5 @@ fi
 PYTHON="$PY" bash benchmarks/numpy_shim.sh /tmp/shim || exit 1
 export PYTHONPATH="/tmp/shim:/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 # shellcheck disable=SC2086
-"$PY" benchmarks/multi_gpu.py --share --gpus ${GPUS:-1 2 4} --scale "${SCALE:-22}" \
+"$PY" benchmarks/multi_gpu.py ${SHARE---share} --gpus ${GPUS:-1 2 4} --scale "${SCALE:-22}" \
   --keys "${KEYS:-4}" --strategies gpu hybrid --dispatch tasks auto 2>&1 | tee "$OUT/multi_gpu_share.log"
