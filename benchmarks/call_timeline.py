@@ -121,18 +121,10 @@ def main(argv=None) -> None:
     parser.add_argument("--scale", type=int, default=20)
     parser.add_argument("--strategy", default="cpu")
     parser.add_argument("--keys", type=int, default=8)
-    parser.add_argument("--switch-interval", type=float, default=None,
-                        help="sys.setswitchinterval (seconds) for this process (default: Python's)")
     parser.add_argument("--sample-first-ms", type=float, default=None,
                         help="also sample every thread in the first N ms of each call and "
                              "list, for the median call, what ran then")
-    parser.add_argument("--gc-off", action="store_true",
-                        help="no garbage collection during the timed calls (an experiment)")
     args = parser.parse_args(argv)
-    if args.switch_interval is not None:
-        import sys
-
-        sys.setswitchinterval(args.switch_interval)
     graph = tb.kronecker(args.scale, 16, seed=1)
     keys = [int(k) for k in tb.search_keys(graph, args.keys + 1, seed=3)]
     _wrap_parts()
@@ -142,11 +134,6 @@ def main(argv=None) -> None:
         tb.bfs(graph, keys[0], strategy=args.strategy, runtime=runtime)  # warm, untimed
         if sampler is not None:
             sampler.start()
-        if args.gc_off:
-            import gc
-
-            gc.collect()
-            gc.disable()
         for key in keys[1:]:
             _events.clear()
             start = time.perf_counter()

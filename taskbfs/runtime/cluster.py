@@ -203,9 +203,6 @@ class Runtime:
             totals = cluster_resources(self.client, timeout)
             if self._resources_heard == heard:  # else an announcement is newer than this answer
                 self._resources = totals
-            else:
-                return dict(self._resources)
-            return dict(totals)
         return dict(self._resources)
 
     def _heard_resources(self, event) -> None:
