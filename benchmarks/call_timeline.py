@@ -44,6 +44,12 @@ PARTS = [
     ("taskbfs.bfs.included", None, "first_frontier"),
     ("taskbfs.bfs.included", "_Levels", "run"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "_enter"),
+    ("taskbfs.bfs.device_levels", "GpuLevels", "_step"),
+    ("taskbfs.bfs.device_levels", "GpuLevels", "_barrier"),
+    ("taskbfs.bfs.device_levels", "GpuLevels", "result"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "enter"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "top_down"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "_counts"),
     ("taskbfs.bfs.included", None, "_assemble"),
 ]
 
@@ -121,6 +127,7 @@ def main(argv=None) -> None:
     parser.add_argument("--scale", type=int, default=20)
     parser.add_argument("--strategy", default="cpu")
     parser.add_argument("--keys", type=int, default=8)
+    parser.add_argument("--direction", default="auto", choices=("auto", "top-down", "bottom-up"))
     parser.add_argument("--sample-first-ms", type=float, default=None,
                         help="also sample every thread in the first N ms of each call and "
                              "list, for the median call, what ran then")
@@ -131,20 +138,22 @@ def main(argv=None) -> None:
     calls = []
     sampler = WindowSampler() if args.sample_first_ms else None
     with tb.Runtime() as runtime:
-        tb.bfs(graph, keys[0], strategy=args.strategy, runtime=runtime)  # warm, untimed
+        tb.bfs(graph, keys[0], strategy=args.strategy, runtime=runtime,
+               direction=args.direction)  # warm, untimed
         if sampler is not None:
             sampler.start()
         for key in keys[1:]:
             _events.clear()
             start = time.perf_counter()
-            result = tb.bfs(graph, key, strategy=args.strategy, runtime=runtime)
+            result = tb.bfs(graph, key, strategy=args.strategy, runtime=runtime,
+                            direction=args.direction)
             wall = time.perf_counter() - start
             calls.append((wall, start, list(_events), result.search_seconds))
     if sampler is not None:
         sampler.stop()
     walls = [c[0] for c in calls]
     wall, start, events, search = sorted(calls)[len(calls) // 2]
-    print(f"scale {args.scale}, {args.strategy}: walls (ms) {[round(1e3 * w, 2) for w in walls]}")
+    print(f"scale {args.scale}, {args.strategy}, {args.direction}: walls (ms) {[round(1e3 * w, 2) for w in walls]}")
     print(f"the median call: wall {1e3 * wall:.2f} ms, r.search_seconds {1e3 * search:.2f} ms")
     print(f"{'part':<28s} {'start':>8s} {'stop':>8s} {'ms':>7s}  thread")
     for name, t0, t1, thread in sorted(events, key=lambda e: e[1]):

@@ -15,7 +15,10 @@ dispatched through the owner barrier and as one task:
   the Graph500 rules checked range by range on the workers;
 * spreads the gpu strategy's steps over more than one GPU worker, each keeping the slices
   it searched in its own device cache (counted by that worker's cache, not a shared one);
-* runs hybrid's steps on both kinds of worker when λ falls among the steps' sizes.
+* runs hybrid's steps on both kinds of worker when λ falls among the steps' sizes;
+* deals the ranges out to the GPU workers, runs every gpu step on its range's owner (no
+  owner frontier crosses workers) and a CPU step elsewhere copies only the owner's
+  frontier (the visited and frontier bits, the frontier vertices), not its result arrays.
 """
 
 from __future__ import annotations
@@ -123,3 +126,28 @@ def test_steps_spread_over_gpu_workers_each_with_its_own_cache(rt):
     assert set(mixed.trace["device"]) == {"smp", "cuda"}
     small = mixed.trace[mixed.trace["size"] <= lam]
     assert (small["device"] == "smp").all()
+
+
+def test_ranges_live_on_gpu_workers_and_steps_stay_with_their_owner(rt):
+    dg = tb.kronecker(10, 16, seed=5, runtime=rt, ranges=RANGES)
+    gpus = _gpu_workers(rt)
+    who = rt.client.who_has(dg.slices)
+    holder = [next(iter(who[f.key])) for f in dg.slices]
+    assert set(holder) == gpus, holder  # dealt out to every GPU worker, none to the CPU one
+    g = dg.gather()
+    source = int(np.argmax(g.degrees()))
+    expected = scipy_distances(g, source)
+    r = tb.bfs(dg, source, tasks=RANGES, strategy="gpu", dispatch="tasks", runtime=rt)
+    np.testing.assert_array_equal(r.distances, expected)
+    for task, worker in zip(r.trace["task"], r.trace["worker"], strict=True):
+        assert worker == holder[task], (task, worker, holder[task])
+    assert r.exchange["frontier_remote_bytes"].sum() == 0
+    # every step on the CPU worker: each reads its owner's frontier (two bitmaps and at
+    # most the level's frontier vertices), never the owner's distances and parents
+    cpu = tb.bfs(dg, source, tasks=RANGES, strategy="cpu", dispatch="tasks", runtime=rt)
+    np.testing.assert_array_equal(cpu.distances, expected)
+    bitmaps = 2 * 8 * -(-g.num_vertices // 64)
+    for row in cpu.exchange.itertuples():
+        steps = int((cpu.trace["level"] == row.level).sum())
+        frontier = int((expected == row.level).sum())
+        assert 0 < row.frontier_remote_bytes <= steps * (bitmaps + 8 * frontier), row

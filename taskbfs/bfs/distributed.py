@@ -56,6 +56,7 @@ from taskbfs.graph.chunked import (
     split_arcs,
 )
 from taskbfs.graph.partition import partition_indptr
+from taskbfs.runtime.plugin import GPU_RESOURCE
 
 __all__ = ["DistributedGraph", "build_from_files", "build_kronecker"]
 
@@ -485,9 +486,14 @@ def _as_runtime(runtime):
 def _owners(client, count: int) -> list[dict]:
     """``submit`` keywords that deal ``count`` ranges out to the workers in turn (the
     scheduler would put them where most of their input lies, often all on one); a
-    preference, not a restriction."""
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
-    if len(workers) < 2:
+    preference, not a restriction. Where there are GPU workers, the ranges go to them
+    only: a range's owner runs its barriers and its steps run best beside it, and the big
+    steps of a search that may use a GPU run on one (CPU steps copy only the owner's
+    frontier, :class:`~taskbfs.bfs.owners.OwnerFrontier`)."""
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    gpus = [a for a, w in info.items() if w.get("resources", {}).get(GPU_RESOURCE, 0) > 0]
+    workers = sorted(gpus or info)
+    if len(info) < 2:
         return [{}] * count
     return [{"workers": [workers[r % len(workers)]], "allow_other_workers": True}
             for r in range(count)]

@@ -10,19 +10,21 @@ Returns
     between workers.
 Approach
     Each worker holding slices of the graph *owns* those vertex ranges (W owners: one on
-    the embedded cluster, several when the slices were spread): an :class:`OwnerState`
-    there keeps, per range, its distances, parents, out-degrees and current frontier, and
-    for all its ranges the visited bits it knows and its frontier as bits. A level is one
-    batch of tasks:
+    the embedded cluster, several when the slices were spread). It keeps two data: an
+    :class:`OwnerState` (per range its out-degrees, distances and parents: what the
+    barriers and the result read) and an :class:`OwnerFrontier` (per range its current
+    frontier and unvisited count, for all its ranges the visited bits it knows and its
+    frontier as bits: what the steps read, about n/4 bytes, so that a step placed on
+    another worker copies that, not the result arrays). A level is one batch of tasks:
 
     1. per range with work, a step task (placed by the policy, CPU or GPU, as everywhere)
-       reading its slice and its owner's state (on the owner's worker: no copy); bottom-up
+       reading its slice and its owner's frontier (on the owner's worker: no copy); bottom-up
        with several owners also the whole frontier as a bitmap, ORed on its owner's
        worker from every owner's share. The step splits what it found into one
        :class:`Piece` per owner (top-down candidates go to whoever owns them; bottom-up
        discoveries are the step's own vertices, so only its own owner gets any);
     2. per owner, one barrier task pinned to its worker: it writes the first unvisited
-       occurrence of each vertex of its pieces into its state in place
+       occurrence of each vertex of its pieces into its frontier and state in place
        (:func:`~taskbfs.kernels.merge.accept_into_range`): visited bit, distance, parent,
        next frontier; then publishes its counts (new frontier vertices, their edges,
        unvisited vertices per range; what the steps examined) to the client as a message
@@ -66,7 +68,7 @@ from taskbfs.kernels.merge import accept_spans_into_range, frontier_bitmap, word
 from taskbfs.runtime import Task, publish
 from taskbfs.runtime.plugin import CPU_RESOURCE
 
-__all__ = ["OwnerState", "Piece", "owned_search"]
+__all__ = ["OwnerFrontier", "OwnerState", "Piece", "owned_search"]
 
 #: The key of an owner barrier's message (its report) to the client.
 REPORT = "owner_report"
@@ -75,8 +77,8 @@ REPORT = "owner_report"
 # ====================================================================== on the workers
 @dataclass
 class RangeState:
-    """The BFS state of one vertex range ``[lo, hi)``, kept by its owner worker (its
-    visited bits are the owner's ``visited[first_word:stop_word]``)."""
+    """What the barrier and the result read of one vertex range ``[lo, hi)``, kept by its
+    owner worker (its visited bits are the owner frontier's ``visited[first_word:stop_word]``)."""
 
     task: int
     lo: int
@@ -86,18 +88,40 @@ class RangeState:
     degrees: np.ndarray  # out-degrees, int64, indexed v - lo
     distances: np.ndarray
     parents: np.ndarray
-    frontier: np.ndarray  # int64 vertices at the current level
     frontier_edges: int = 0
-    unvisited: int = 0
 
 
 @dataclass
 class OwnerState:
-    """Everything one owner worker keeps of a search."""
+    """What one owner worker keeps of a search for its barriers and the result: per range
+    its degrees, distances and parents. Steps never read it (they read the
+    :class:`OwnerFrontier`), so a step that runs on another worker copies none of it."""
 
     worker: str
     ranges: list[RangeState]
     num_vertices: int
+
+    def range(self, task: int) -> RangeState:
+        return next(r for r in self.ranges if r.task == task)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for r in self.ranges for a in (r.degrees, r.distances, r.parents))
+
+    def __sizeof__(self) -> int:  # what Dask counts
+        return 64 + self.nbytes
+
+
+@dataclass
+class OwnerFrontier:
+    """What the steps of a level read of one owner: its ranges' current frontiers and
+    unvisited counts, the visited bits it knows and its frontier as bits. The owner's
+    barrier updates it in place with its :class:`OwnerState`."""
+
+    worker: str
+    tasks: list[int]  # the owner's ranges, in its order
+    frontiers: list[np.ndarray]  # int64 vertices at the current level, per range
+    unvisited: list[int]  # per range
     visited: np.ndarray  # whole-graph bitmap: the owner's ranges' bits (others unknown, 0)
     bits: np.ndarray  # whole-graph bitmap of the owner's frontier
     search: str = ""  # names the search (a GPU worker chains a sole step's levels by it)
@@ -105,13 +129,12 @@ class OwnerState:
     #: share (a GPU worker uploads a level's inputs once per frontier object).
     view: tuple | None = field(default=None, repr=False)
 
-    def range(self, task: int) -> RangeState:
-        return next(r for r in self.ranges if r.task == task)
-
     @property
     def nbytes(self) -> int:
-        arrays = [a for r in self.ranges for a in (r.degrees, r.distances, r.parents, r.frontier)]
-        return self.visited.nbytes + self.bits.nbytes + sum(a.nbytes for a in arrays)
+        return self.visited.nbytes + self.bits.nbytes + sum(f.nbytes for f in self.frontiers)
+
+    def __sizeof__(self) -> int:  # what Dask counts
+        return 64 + self.nbytes
 
 
 @dataclass
@@ -120,6 +143,9 @@ class FrontierBits:
 
     bits: np.ndarray
     worker: str
+
+    def __sizeof__(self) -> int:  # what Dask counts
+        return 64 + self.bits.nbytes
 
 
 @dataclass
@@ -135,11 +161,14 @@ class Piece:
     edges_examined: int
     found: int
     device: tuple  # (h2d_bytes, d2h_bytes, kernel_ns)
-    inbound: int  # bytes of the owner state (and bitmap) the step read from another worker
+    inbound: int  # bytes of the owner's frontier (and bitmap) the step read from another worker
 
     @property
     def nbytes(self) -> int:
         return self.vertices.nbytes + self.parents.nbytes + self.offsets.nbytes
+
+    def __sizeof__(self) -> int:  # what Dask counts
+        return 64 + self.nbytes
 
 
 def _here() -> str:
@@ -151,43 +180,46 @@ def _here() -> str:
         return "local"
 
 
-def init_owner(*slices, source: int, num_vertices: int, search: str) -> OwnerState:
-    """The owner state of the ranges of ``slices`` (GraphSlice, this worker's), the
-    source visited at distance 0 when it is one of them."""
+def init_owner(*slices, source: int, num_vertices: int, search: str) -> tuple:
+    """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` (GraphSlice, this
+    worker's), the source visited at distance 0 when it is one of them."""
     dtype = result_dtype(num_vertices)
-    visited = empty_bitmap(num_vertices)
+    here = _here()
+    front = OwnerFrontier(here, [], [], [], empty_bitmap(num_vertices), empty_bitmap(num_vertices),
+                          search)
     ranges = []
     for part in slices:
         first, stop = word_span(part.lo, part.hi)
         rs = RangeState(part.task, part.lo, part.hi, first, stop,
                         np.diff(part.out_offsets).astype(np.int64),
-                        np.full(part.hi - part.lo, -1, dtype), np.full(part.hi - part.lo, -1, dtype),
-                        np.empty(0, np.int64), 0, part.hi - part.lo)
+                        np.full(part.hi - part.lo, -1, dtype), np.full(part.hi - part.lo, -1, dtype))
+        frontier, unvisited = np.empty(0, np.int64), part.hi - part.lo
         if part.lo <= source < part.hi:
-            visited[source >> 6] |= np.uint64(1) << np.uint64(source & 63)
+            front.visited[source >> 6] |= np.uint64(1) << np.uint64(source & 63)
             rs.distances[source - part.lo] = 0
             rs.parents[source - part.lo] = source
-            rs.frontier = np.array([source], dtype=np.int64)
+            frontier = np.array([source], dtype=np.int64)
             rs.frontier_edges = int(rs.degrees[source - part.lo])
-            rs.unvisited -= 1
+            unvisited -= 1
         ranges.append(rs)
-    state = OwnerState(_here(), ranges, int(num_vertices), visited, empty_bitmap(num_vertices),
-                       search)
-    _frontier_bits(state)
-    return state
+        front.tasks.append(part.task)
+        front.frontiers.append(frontier)
+        front.unvisited.append(unvisited)
+    _frontier_bits(front)
+    return front, OwnerState(here, ranges, int(num_vertices))
 
 
-def _frontier_bits(state: OwnerState) -> None:
-    """Set ``state.bits`` to the owner's frontier."""
-    frontiers = [r.frontier for r in state.ranges if r.frontier.size]
+def _frontier_bits(front: OwnerFrontier) -> None:
+    """Set ``front.bits`` to the owner's frontier."""
+    frontiers = [f for f in front.frontiers if f.size]
     frontier_bitmap(np.concatenate(frontiers) if len(frontiers) > 1 else
-                    (frontiers[0] if frontiers else np.empty(0, np.int64)), state.bits)
+                    (frontiers[0] if frontiers else np.empty(0, np.int64)), front.bits)
 
 
-def owner_words(state: OwnerState) -> tuple[str, list]:
+def owner_words(front: OwnerFrontier, bounds) -> tuple[str, list]:
     """This owner's share of the frontier bitmap: ``(worker, [(first_word, words)])``."""
-    return state.worker, [(r.first_word, state.bits[r.first_word : r.stop_word].copy())
-                          for r in state.ranges]
+    spans = [word_span(int(bounds[t]), int(bounds[t + 1])) for t in front.tasks]
+    return front.worker, [(first, front.bits[first:stop].copy()) for first, stop in spans]
 
 
 def frontier_bits(*shares, num_vertices: int) -> FrontierBits:
@@ -199,7 +231,7 @@ def frontier_bits(*shares, num_vertices: int) -> FrontierBits:
     return FrontierBits(bits, _here())
 
 
-def as_frontier(state: OwnerState, level: int, direction: str, bits: FrontierBits | None,
+def as_frontier(front: OwnerFrontier, level: int, direction: str, bits: FrontierBits | None,
                 bounds: np.ndarray) -> Frontier:
     """The :class:`~taskbfs.bfs.state.Frontier` the shared step code reads, made once per
     level of the owner's arrays (no copies of the visited bits: the owner's barrier writes
@@ -208,25 +240,25 @@ def as_frontier(state: OwnerState, level: int, direction: str, bits: FrontierBit
     reads (the unvisited vertices of the owner's ranges, the search's name)."""
     whole = None
     if direction == BOTTOM_UP:
-        whole = state.bits if bits is None else bits.bits
-    view = state.view
+        whole = front.bits if bits is None else bits.bits
+    view = front.view
     if view is not None and view[:2] == (level, direction) and view[2] is whole:
         return view[3]
     counts = np.zeros(bounds.size - 1, dtype=np.int64)
     unvisited = np.zeros(bounds.size - 1, dtype=np.int64)
-    for r in state.ranges:
-        counts[r.task] = r.frontier.size if direction == TOP_DOWN else 0
-        unvisited[r.task] = r.unvisited
+    for task, vertices, left in zip(front.tasks, front.frontiers, front.unvisited, strict=True):
+        counts[task] = vertices.size if direction == TOP_DOWN else 0
+        unvisited[task] = left
     offsets = np.zeros(bounds.size, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    parts = [r.frontier for r in state.ranges if counts[r.task]]
+    parts = [f for t, f in zip(front.tasks, front.frontiers, strict=True) if counts[t]]
     vertices = np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else
                                                             np.empty(0, np.int64))
     # the rest of Progress is the one-task barrier's bookkeeping: no step reads it
-    progress = Progress(unvisited, 0, direction, 0.0, 0.0, search=state.search)
-    frontier = Frontier(level, direction, vertices, offsets, whole, state.visited, bounds,
+    progress = Progress(unvisited, 0, direction, 0.0, 0.0, search=front.search)
+    frontier = Frontier(level, direction, vertices, offsets, whole, front.visited, bounds,
                         progress)
-    state.view = (level, direction, whole, frontier)  # two steps may both make it: alike
+    front.view = (level, direction, whole, frontier)  # two steps may both make it: alike
     return frontier
 
 
@@ -267,13 +299,13 @@ def _owned(found, tasks: list):
 
 
 def _owner_step(step, args, owners, bounds, level, direction):
-    part, state, *rest = args
+    part, front, *rest = args
     bits = rest[0] if rest else None
     here = _here()
-    inbound = state.nbytes if state.worker != here else 0
+    inbound = front.nbytes if front.worker != here else 0
     if bits is not None and bits.worker != here:
         inbound += bits.bits.nbytes
-    frontier = as_frontier(state, level, direction, bits, np.asarray(bounds, dtype=np.int64))
+    frontier = as_frontier(front, level, direction, bits, np.asarray(bounds, dtype=np.int64))
     pieces = split_for_owners(step(part, frontier), frontier, owners, part.task, inbound)
     return pieces[0] if len(pieces) == 1 else tuple(pieces)
 
@@ -286,18 +318,18 @@ def _owner_step_cuda(*args, owners, bounds, level, direction):
     return _owner_step(step_cuda, args, owners, bounds, level, direction)
 
 
-#: The step: ``ins = [slice, OwnerState (, FrontierBits)]``, one :class:`Piece` out per
+#: The step: ``ins = [slice, OwnerFrontier (, FrontierBits)]``, one :class:`Piece` out per
 #: owner worker. Named as the one-task search's steps, so that traces read alike.
 OWNER_STEP = Task(STEP.name, smp=_owner_step_smp, cuda=_owner_step_cuda)
 
 
-def owner_barrier(*args, level: int, owner: int) -> OwnerState:
-    """Merge the pieces the steps of ``level`` sent this owner into its state (in place;
-    called as ``owner_barrier(*pieces, state)``) and publish the counts the client needs
-    (:data:`REPORT`)."""
-    *pieces, state = args
+def owner_barrier(*args, level: int, owner: int) -> tuple:
+    """Merge the pieces the steps of ``level`` sent this owner into its frontier and state
+    (in place; called as ``owner_barrier(*pieces, front, state)``, returns ``(front,
+    state)``) and publish the counts the client needs (:data:`REPORT`)."""
+    *pieces, front, state = args
     start = time.time()
-    state.view = None
+    front.view = None
     depth = level + 1
     remote = local = 0
     for p in pieces:
@@ -310,25 +342,25 @@ def owner_barrier(*args, level: int, owner: int) -> OwnerState:
         starts, stops = spans[:, i], spans[:, i + 1]
         out = np.empty(int((stops - starts).sum()), dtype=np.int64)
         n, edges = accept_spans_into_range(vertices, parents, starts, stops, rs.lo,
-                                           state.visited[rs.first_word : rs.stop_word],
+                                           front.visited[rs.first_word : rs.stop_word],
                                            rs.first_word, rs.degrees, depth, rs.distances,
                                            rs.parents, out)
-        rs.frontier, rs.frontier_edges = out[:n], int(edges)
-        rs.unvisited -= n
-    _frontier_bits(state)
-    mine = {rs.task for rs in state.ranges}
+        front.frontiers[i], rs.frontier_edges = out[:n], int(edges)
+        front.unvisited[i] -= n
+    _frontier_bits(front)
+    mine = set(front.tasks)
     publish({REPORT: {
         "level": level, "owner": owner,
-        "tasks": [rs.task for rs in state.ranges],
-        "counts": [int(rs.frontier.size) for rs in state.ranges],
+        "tasks": list(front.tasks),
+        "counts": [int(f.size) for f in front.frontiers],
         "edges": [rs.frontier_edges for rs in state.ranges],
-        "unvisited": [rs.unvisited for rs in state.ranges],
+        "unvisited": list(front.unvisited),
         "words": 8 * sum(rs.stop_word - rs.first_word for rs in state.ranges),
         "steps": [[p.task, p.edges_examined, p.found, *p.device] for p in pieces if p.task in mine],
         "inbound": sum(p.inbound for p in pieces if p.task in mine),
         "remote": remote, "local": local, "start": start, "stop": time.time(),
     }})
-    return state
+    return front, state
 
 
 def _joined_pieces(pieces, ranges: int):
@@ -345,7 +377,7 @@ def _joined_pieces(pieces, ranges: int):
 
 
 #: The per-owner barrier, pinned to its owner's worker (``ins`` = the pieces addressed to
-#: it, ``inouts`` = its state, updated in place).
+#: it, ``inouts`` = its frontier and state, updated in place).
 OWNER_BARRIER = Task(BARRIER_NAME, smp=owner_barrier)
 
 
@@ -435,6 +467,7 @@ class OwnedSearch:
         self.workers, self.owner_of = self._owners(keep)
         self.owned = [np.flatnonzero(self.owner_of == w).tolist() for w in range(len(self.workers))]
         self.states = [f"owner/{w}" for w in range(len(self.workers))]
+        self.fronts = [f"front/{w}" for w in range(len(self.workers))]
 
     def _owners(self, keep: bool):
         """The worker owning each range, and the list of owners: a worker holding its
@@ -474,9 +507,10 @@ class OwnedSearch:
         return self.summaries, result, pd.DataFrame(self.exchange)
 
     def _init(self) -> None:
-        """The owners' states (submitted with level 0)."""
+        """The owners' frontiers and states (submitted with level 0)."""
         for w, tasks in enumerate(self.owned):
-            self.program.submit(INIT, ins=[self.slices[t][0] for t in tasks], outs=[self.states[w]],
+            self.program.submit(INIT, ins=[self.slices[t][0] for t in tasks],
+                                outs=[self.fronts[w], self.states[w]],
                                 kwargs={"source": self.source, "num_vertices": self.n,
                                         "search": self.program.id},
                                 worker=self.workers[w], tags=self.tags if w == 0 else {})
@@ -499,7 +533,7 @@ class OwnedSearch:
             for t in working:
                 w = int(self.owner_of[t])
                 ins = self.slices[t][-1:] if direction == BOTTOM_UP else self.slices[t][:1]
-                ins = [*ins, self.states[w], *([bits[w]] if w in bits else [])]
+                ins = [*ins, self.fronts[w], *([bits[w]] if w in bits else [])]
                 names = [f"to/{level}/{t}/{o}" for o in range(owners)]
                 size = int(summary.sizes[t])
                 # the live page (taskbfs.dashboard) reads these tags as they are placed
@@ -513,7 +547,8 @@ class OwnedSearch:
                     tags.update(frontier=summary.frontier_size,
                                 frontier_edges=summary.frontier_edges)
                 program.submit(OWNER_BARRIER, ins=[names[w] for names in outs],
-                               inouts=[self.states[w]], in_place=True, worker=self.workers[w],
+                               inouts=[self.fronts[w], self.states[w]], in_place=True,
+                               worker=self.workers[w],
                                kwargs={"level": level, "owner": w}, tags=tags)
         for name in [*(n for names in outs for n in names), *bits.values()]:
             program.forget(name)
@@ -525,8 +560,9 @@ class OwnedSearch:
     def _frontier_bits(self, needed: set) -> dict:
         """The whole frontier bitmap, on each owner of ``needed`` (data names by owner)."""
         shares = [f"share/{w}" for w in range(len(self.workers))]
-        for w, state in enumerate(self.states):
-            self.program.submit(BITS_SHARE, ins=[state], outs=[shares[w]], worker=self.workers[w])
+        for w, front in enumerate(self.fronts):
+            self.program.submit(BITS_SHARE, ins=[front], outs=[shares[w]], worker=self.workers[w],
+                                kwargs={"bounds": self.bounds})
         bits = {}
         for w in sorted(needed):
             bits[w] = f"bits/{w}"

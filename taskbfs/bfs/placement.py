@@ -142,16 +142,26 @@ def is_placed(runtime, graph: Graph, tasks: int, balance: str) -> bool:
 
 def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int,
                    timeout: float | None = None) -> None:
-    """Copy ``placed``'s slices (transposed ones too) into each GPU worker's device memory,
-    once per placement and orientation (see :func:`~taskbfs.bfs.device_cache.upload_slices`)."""
+    """Copy ``placed``'s slices (transposed ones too) into GPU workers' device memory, once
+    per placement and orientation (see :func:`~taskbfs.bfs.device_cache.upload_slices`):
+    a slice a GPU worker holds into that worker's device (its steps run there, beside the
+    range's owner state), a slice no GPU worker holds (placed from the client onto CPU
+    workers) into every GPU worker's."""
     from taskbfs.bfs.device_cache import upload_slices
 
     futures = [f for f in placed.futures() if f is not placed.degrees]
     keys = frozenset(f.key for f in futures)
     if keys <= placed.uploaded:
         return
-    runtime.on_gpu_workers(upload_slices, int(num_vertices), placed.parts.num_tasks, *futures,
-                           timeout=timeout)
+    gpus = set(runtime.gpu_workers())
+    who = runtime.client.who_has(futures) if len(gpus) > 1 else {}
+    held = {f.key: gpus.intersection(who.get(f.key, ())) for f in futures}
+
+    def slices_for(address: str) -> list:
+        return [f for f in futures if not held[f.key] or address in held[f.key]]
+
+    runtime.on_gpu_workers(upload_slices, int(num_vertices), placed.parts.num_tasks,
+                           timeout=timeout, args_of=slices_for)
     placed.uploaded = keys
 
 

@@ -49,6 +49,12 @@ class GraphSlice:
     def nbytes(self) -> int:
         return self.indptr.nbytes + self.indices.nbytes
 
+    def __sizeof__(self) -> int:
+        # what Dask counts (placement by data locality, worker memory): the arrays the
+        # slice owns, not the other slices ``_lists`` refers to
+        extra = [a for a in (self.out_indptr, self._searchable) if a is not None]
+        return 64 + self.nbytes + sum(a.nbytes for a in extra)
+
     def __post_init__(self):
         # made with the slice at placement, not by the first search that reads it
         if self._searchable is None:

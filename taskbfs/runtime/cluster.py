@@ -244,16 +244,23 @@ class Runtime:
                 f"'{GPU_RESOURCE}' resource (workers: {resources})"
             )
 
-    def on_gpu_workers(self, func, *args, timeout: float | None = None) -> dict:
+    def gpu_workers(self) -> list[str]:
+        """The addresses of the workers that advertise a GPU."""
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        return [address for address, info in workers.items()
+                if info.get("resources", {}).get(GPU_RESOURCE, 0) > 0]
+
+    def on_gpu_workers(self, func, *args, timeout: float | None = None,
+                       args_of=None) -> dict:
         """``func(*args)`` as one task on each GPU worker, futures in ``args`` fetched
         there first (OmpSs: copying data in to a device before its tasks run, e.g. into
         the worker's :mod:`~taskbfs.runtime.device_data` service); waits for them
-        (``timeout`` seconds, else ``TimeoutError``). Returns ``{address: result}``
-        (empty without GPU workers)."""
-        workers = self.client.scheduler_info(n_workers=-1)["workers"]
-        gpus = [address for address, info in workers.items()
-                if info.get("resources", {}).get(GPU_RESOURCE, 0) > 0]
-        futures = [self.client.submit(func, *args, workers=[address], allow_other_workers=False,
+        (``timeout`` seconds, else ``TimeoutError``). ``args_of(address)``, when given,
+        gives each worker its own arguments, appended to ``args`` (data for that device
+        only). Returns ``{address: result}`` (empty without GPU workers)."""
+        gpus = self.gpu_workers()
+        futures = [self.client.submit(func, *args, *(args_of(address) if args_of else ()),
+                                      workers=[address], allow_other_workers=False,
                                       resources={GPU_RESOURCE: 1}, pure=False)
                    for address in gpus]
         try:
