@@ -56,8 +56,11 @@ def _gpu_count() -> int:
 def worker_commands(scheduler_file: str, gpus: int, cpu_threads: int, share: bool,
                     simulate: bool) -> list[tuple[list[str], dict]]:
     """``(argv, environment)`` of every worker process: the CPU worker, then one per GPU."""
+    # an equal share of the host's memory each (Dask's default, the share of a worker's
+    # threads, is 1/cores for a GPU worker: too little for the ranges it holds)
     base = [sys.executable, "-m", "dask", "worker", "--scheduler-file", scheduler_file,
-            "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0", "--no-nanny"]
+            "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0", "--no-nanny",
+            "--memory-limit", f"{1 / (gpus + 1):.4f}"]
     env = dict(os.environ)
     if simulate:
         env["NUMBA_ENABLE_CUDASIM"] = "1"

@@ -109,18 +109,23 @@ start() {
     addr=$("$PYTHON" -c "import json, sys; print(json.load(open(sys.argv[1]))['address'])" \
         "$DIR/scheduler.json")
 
+    # Every worker gets an equal share of this host's memory: Dask's default gives a worker
+    # the share of its threads (1/cores for a one-thread GPU worker), too little for the
+    # graph ranges a GPU worker holds.
+    local share
+    share=$(awk -v w="$(( CPU_WORKERS + gpus ))" 'BEGIN { printf "%.4f", 1 / w }')
     local i
     for (( i = 0; i < CPU_WORKERS; i++ )); do
         # shellcheck disable=SC2086  # WORKER_ARGS is a list of words
         nohup "$PYTHON" -m dask worker "$addr" --name "cpu-$i" --nthreads "$threads" \
-            --host "$HOST" --dashboard-address "$HOST:0" \
+            --host "$HOST" --dashboard-address "$HOST:0" --memory-limit "$share" \
             --resources "CPU=$threads" $WORKER_ARGS >"$DIR/cpu-$i.log" 2>&1 &
         echo $! >"$DIR/cpu-$i.pid"
     done
     for (( i = 0; i < gpus; i++ )); do
         # shellcheck disable=SC2086
         CUDA_VISIBLE_DEVICES=$i nohup "$PYTHON" -m dask worker "$addr" --name "gpu-$i" \
-            --host "$HOST" --dashboard-address "$HOST:0" \
+            --host "$HOST" --dashboard-address "$HOST:0" --memory-limit "$share" \
             --nthreads 1 --resources "GPU=1" $WORKER_ARGS >"$DIR/gpu-$i.log" 2>&1 &
         echo $! >"$DIR/gpu-$i.pid"
     done
