@@ -653,10 +653,30 @@ def test_one_task_gpu_levels_keep_the_frontier_on_the_device(runtime, graph, dir
     assert (trace["device"] == "cuda").all() and trace["included"].all()
     assert (trace["d2h_bytes"] == COUNTS_BYTES).all()
     words = (g.num_vertices + 63) // 64
-    first_top_down = r.levels["direction"].iloc[0] == TOP_DOWN  # the source, as int32
-    assert trace["h2d_bytes"].iloc[0] == 8 * words + (4 if first_top_down else 8 * words)
+    # top-down, level 0 sends only the source (int32); the device makes the visited bits
+    first_top_down = r.levels["direction"].iloc[0] == TOP_DOWN
+    assert trace["h2d_bytes"].iloc[0] == (4 if first_top_down else 2 * 8 * words)
     assert (trace["h2d_bytes"].iloc[1:] == 0).all()
     assert (r.levels["barrier_worker"] == _gpu_worker(runtime)).all()
+
+
+@needs_gpu
+def test_one_task_gpu_levels_all_through_the_tiled_kernels(runtime, setting):
+    """``taskbfs.gpu.small-level-arcs`` = 0: every top-down level of a one-task GPU search
+    runs through the scan and tile kernels, none as the one launch of a small level; the
+    search is the same (scipy's distances, valid parents, the same level table)."""
+    g = _kron()
+    source = _hub_source(g)
+    runs = []
+    for arcs in (65536, 0):
+        setting("gpu.small-level-arcs", arcs)
+        runs.append(tb.bfs(g, source, tasks=1, strategy="gpu", direction="top-down",
+                           runtime=runtime, dispatch="auto"))
+    for r in runs:
+        _check(g, source, r)
+    columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
+               "discovered"]
+    assert runs[0].levels[columns].equals(runs[1].levels[columns])
 
 
 @needs_gpu

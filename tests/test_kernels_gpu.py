@@ -408,10 +408,12 @@ def _device_levels(graph, block_size):
 
 
 @needs_gpu
+@pytest.mark.parametrize("small_arcs", [0, 1 << 16], ids=["tiled", "small"])
 @pytest.mark.parametrize(("name", "block_size"), _cases())
-def test_device_levels_match_the_cpu_steps(name, block_size):
+def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
     """One level on the device (``kernels/gpu_levels.py``), entered from the host's visited
-    bitmap and frontier: top-down, the vertices of the next level each once with a
+    bitmap and frontier: top-down (by the tiled kernels, and by the one-launch kernel of a
+    small level: ``small_level_arcs``), the vertices of the next level each once with a
     frontier parent (``atomicCAS`` on the result), bottom-up the CPU step's exact pairs;
     both count the entries read as the CPU does and the new vertices' out-arcs; the visited
     vertices are -2 in the result; leaving gives back the visited set with the new
@@ -426,6 +428,7 @@ def test_device_levels_match_the_cpu_steps(name, block_size):
         after = bitmap_from_vertices(np.flatnonzero((depth >= 0) & (depth <= level + 1)), n)
         for top_down in (True, False):
             levels = _device_levels(graph, block_size)
+            levels.small_level_arcs = small_arcs
             assert levels.dtype == vertex_dtype(n) == np.int32
             levels.enter(level, top_down, visited, frontier if top_down else frontier_bits)
             parents = levels.parents.copy_to_host()[:n]

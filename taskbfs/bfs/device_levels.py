@@ -27,6 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from taskbfs import config
 from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary, step_sizes
 from taskbfs.bfs.steps import STEP
 from taskbfs.kernels.direction import BOTTOM_UP, switch_direction
@@ -146,6 +147,7 @@ class GpuLevels:
         if self.levels is None:
             self.levels, moved = self.cache.device_levels(self.slices[0], self.slices[-1], self.n)
             self.levels.start_search()
+            self.levels.small_level_arcs = int(config.get("gpu.small-level-arcs"))
             self.cache.results += 1
         top_down = frontier.direction == TOP_DOWN
         data = frontier.vertices if top_down else frontier.bits

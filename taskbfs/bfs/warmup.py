@@ -61,11 +61,13 @@ def _search(graph: Graph, tasks: int, direction: str, device: str, policy: Polic
 
 
 def _compiled_levels(on: bool):
-    """Leave ``taskbfs.search.compiled-level-edges`` as set, or turn the compiled small
-    levels off (so that the tiny graphs' levels run as the steps of a big graph's do)."""
+    """Leave ``taskbfs.search.compiled-level-edges`` and ``taskbfs.gpu.small-level-arcs``
+    as set, or turn the compiled small levels and the GPU's one-launch small levels off
+    (so that the tiny graphs' levels run as the steps and kernels of a big graph's do)."""
     if on:
         return contextlib.nullcontext()
-    return dask.config.set({"taskbfs.search.compiled-level-edges": 0})
+    return dask.config.set({"taskbfs.search.compiled-level-edges": 0,
+                            "taskbfs.gpu.small-level-arcs": 0})
 
 
 def warm_up(dask_worker=None) -> float:

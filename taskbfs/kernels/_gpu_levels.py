@@ -11,7 +11,8 @@ Returns
 Approach
     A level is one or two launches plus the top-down scan: nothing goes back to the host
     but the counts, and the frontier never crosses the bus (see
-    :mod:`taskbfs.kernels.gpu_levels`). Top-down: the edge-balanced tiles of
+    :mod:`taskbfs.kernels.gpu_levels`). A small top-down level is one launch
+    (``top_down_small``: a block per frontier vertex). Top-down: the edge-balanced tiles of
     :mod:`taskbfs.kernels._gpu_kernels` (an exclusive scan of the frontier's degrees, one
     binary search per tile), but a target is claimed by ``atomicCAS`` on its parent (-1 =
     unvisited), which writes the result and deduplicates at once; claimed vertices are
@@ -140,6 +141,48 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
         cuda.syncthreads()
         if tid == 0 and arcs[0]:
             cuda.atomic.add(row, NEXT_EDGES, arcs[0])
+
+    @cuda.jit
+    def top_down_small(indptr, indices, frontier, k, depth, parents, distances, queue, row,
+                       next_row):
+        """One top-down level of a small frontier in one launch (no scan, no tiles): a
+        block per frontier vertex, its threads over the vertex's adjacency, each claimed
+        target queued by an atomic; the counts as :func:`top_down` writes them."""
+        arcs = cuda.shared.array(2, int64)  # next frontier's out-arcs, entries read
+        tid = cuda.threadIdx.x
+        if cuda.blockIdx.x == 0 and tid < ROW:
+            next_row[tid] = 0
+        if tid == 0:
+            arcs[0] = 0
+            arcs[1] = 0
+        cuda.syncthreads()
+        my_arcs = int64(0)
+        my_read = int64(0)
+        i = cuda.blockIdx.x
+        while i < k:
+            u = frontier[i]
+            e = indptr[u] + tid
+            stop = indptr[u + 1]
+            while e < stop:
+                v = indices[e]
+                my_read += 1
+                if parents[v] == unvisited:
+                    if cuda.atomic.cas(parents, v, unvisited, vid(u)) == unvisited:
+                        distances[v] = vid(depth)
+                        queue[cuda.atomic.add(row, FOUND, 1)] = vid(v)
+                        my_arcs += indptr[v + 1] - indptr[v]
+                e += block
+            i += cuda.gridDim.x
+        if my_arcs:
+            cuda.atomic.add(arcs, 0, my_arcs)
+        if my_read:
+            cuda.atomic.add(arcs, 1, my_read)
+        cuda.syncthreads()
+        if tid == 0:
+            if arcs[0]:
+                cuda.atomic.add(row, NEXT_EDGES, arcs[0])
+            if arcs[1]:
+                cuda.atomic.add(row, EXAMINED, arcs[1])
 
     @cuda.jit
     def bottom_up(in_indptr, in_indices, out_indptr, n, num_words, frontier_bits, depth, limit,
@@ -296,6 +339,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
         tile=tile,
         enter=enter,
         top_down=top_down,
+        top_down_small=top_down_small,
         bottom_up=bottom_up,
         bottom_up_rest=bottom_up_rest,
         queue_to_bits=queue_to_bits,

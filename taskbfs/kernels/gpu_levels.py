@@ -13,7 +13,8 @@ Approach
     direction from the counts (Beamer's rule) and asks for the frontier's conversion
     (:meth:`~DeviceLevels.convert`) when it changes. A top-down level is the frontier's
     degrees, their scan (one launch per 256^d vertices), one search per tile and the
-    expansion; a bottom-up one, two launches; each is followed by one 96-byte copy of the
+    expansion (one launch when its frontier has few out-arcs, ``small_level_arcs``); a
+    bottom-up one, two launches; each is followed by one 96-byte copy of the
     counts (32 bytes). The state enters from the host's visited bitmap and frontier
     (:meth:`~DeviceLevels.enter`) and can leave again (:meth:`~DeviceLevels.leave`), so
     that levels run on the CPU between GPU ones; the kernels are in
@@ -36,6 +37,10 @@ from taskbfs.kernels.gpu import LaunchConfig, Stopwatch, _require_gpu
 
 #: Bytes of the counts read back after each level: one row.
 COUNTS_BYTES = ROW * 8
+#: Default :attr:`DeviceLevels.small_level_arcs` (``taskbfs.gpu.small-level-arcs``): a
+#: block per frontier vertex then reads at most this many entries, and the scan and tile
+#: launches of a large level would cost more than its kernel.
+SMALL_LEVEL_ARCS = 1 << 16
 
 
 def vertex_dtype(num_vertices: int) -> np.dtype:
@@ -97,6 +102,9 @@ class DeviceLevels:
         self.rows = [cuda.device_array(ROW, dtype=np.int64) for _ in range(ROWS)]
         self.host_row = _host_row(cuda, config.simulated)
         self.entered = False  # whether the result arrays hold this search's state
+        #: A top-down level whose frontier has at most this many out-arcs runs as one
+        #: launch (``top_down_small``); 0: every level through the tiled kernels.
+        self.small_level_arcs = SMALL_LEVEL_ARCS
 
     def start_search(self) -> None:
         """Forget the last search: the next :meth:`enter` starts a new result."""
@@ -109,6 +117,17 @@ class DeviceLevels:
         search starts its result (-1, and -2 for the visited vertices); later ones mark
         the vertices the host visited since. Returns the bytes copied to the device."""
         cfg = self.config
+        if level == 0 and top_down and not self.entered:
+            # level 0: the visited set is the frontier (the source), made here, not copied
+            frontier = np.ascontiguousarray(frontier, dtype=self.dtype)
+            self._upload(self.queues[0], frontier)
+            self.k.base.fill[cfg.blocks_for(self.words), cfg.block_size](self.visited, 0)
+            self.k.queue_to_bits[cfg.blocks_for(max(frontier.size, 1)), cfg.block_size](
+                self.queues[0], frontier.size, self.visited)
+            self.k.enter[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
+                self.visited, self.n, True, self.parents, self.distances, self.rows[0])
+            self.entered = True
+            return int(frontier.nbytes)
         self._upload(self.visited, np.ascontiguousarray(visited_bits, dtype=np.uint64))
         self.k.enter[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
             self.visited, self.n, not self.entered, self.parents, self.distances,
@@ -151,6 +170,13 @@ class DeviceLevels:
             return LevelCounts(0, 0, 0)
         cfg, base = self.config, self.k.base
         frontier = self.queues[level % 2]
+        if edges <= self.small_level_arcs:
+            with Stopwatch(self._cuda, cfg.simulated) as watch:
+                self.k.top_down_small[max(1, min(size, cfg.grid_size)), cfg.block_size](
+                    self.graph.indptr, self.graph.indices, frontier, size, level + 1,
+                    self.parents, self.distances, self.queues[(level + 1) % 2],
+                    *self._rows(level))
+            return self._counts(level, watch.seconds)
         offsets = self._workspace("levels_offsets", size + 1, np.int64)
         num_tiles = -(-int(edges) // self.k.tile)
         tile_first = self._workspace("levels_tile_first", num_tiles + 1, np.int64)
