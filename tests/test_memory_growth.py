@@ -37,7 +37,7 @@ def test_searches_leave_no_log_records_and_bounded_tables(runtime):
     on the workers, and the plugin's and the runtime's tables stay within their bounds."""
     graph = tb.kronecker(8, seed=1)
     for dispatch in ("auto", "tasks"):
-        tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch).trace
+        assert len(tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch).trace) > 0
     workers = runtime.client.run(_log_records)
     scheduler = runtime.client.run_on_scheduler(_log_records)
     for i in range(30):
