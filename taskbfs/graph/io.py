@@ -325,8 +325,9 @@ def _check_text(text: bytes, path: str, lineno: int) -> None:
 
 
 #: Rows pandas parses at a time (a piece's columns are narrowed before the next is read).
-#: pandas' own buffers for a piece are ~35 bytes a row: 4M rows peaked at 4.6x the CSR of
-#: a scale-18 graph, 64K rows at 2.8x, at no measurable cost in time (RESULTS.md).
+#: pandas' own buffers for a piece are ~35 bytes a row: a scale-18 edge list read in 4M-row
+#: pieces peaked at 4.6x its CSR, in 64K-row pieces (int32 blocks) at 2.5x, at no
+#: measurable cost in time (benchmarks/RESULTS.md, session 14).
 _TABLE_ROWS = 1 << 16
 
 
