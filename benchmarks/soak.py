@@ -6,15 +6,21 @@ counted) and prints the resident memory before and after, per search, of this pr
 ``--external``, of a ``dask scheduler`` and a ``dask worker`` process started here on
 127.0.0.1, and how many event topics the scheduler keeps. ``--tracemalloc N`` (embedded)
 also traces Python allocations over the counted searches and prints the N source lines
-whose live memory grew most (where the growth per search goes).
+whose live memory grew most (where the growth per search goes). ``--objects`` (embedded)
+prints, every ``--every`` searches, which Python object types grew in number (the
+garbage collector's view) and which containers of the scheduler, the workers, the
+client and the runtime grew in length: how session 14 found the log records that
+``client.run`` left per search.
 
     PYTHONPATH=$PWD python benchmarks/soak.py --searches 500 [--external] [--every 500]
     PYTHONPATH=$PWD python benchmarks/soak.py --searches 1000 --tracemalloc 15
+    PYTHONPATH=$PWD python benchmarks/soak.py --searches 2000 --every 1000 --objects
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import gc
 import json
 import os
@@ -33,6 +39,67 @@ import taskbfs as tb
 
 def _topics(dask_scheduler=None) -> int:
     return len(getattr(getattr(dask_scheduler, "_broker", None), "_topics", ()))
+
+
+def _type_counts() -> collections.Counter:
+    """How many objects of each type the garbage collector tracks."""
+    gc.collect()
+    return collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}"
+                               for o in gc.get_objects())
+
+
+def _lengths(obj, prefix: str) -> dict[str, int]:
+    """The lengths of ``obj``'s container attributes (``__dict__`` and ``__slots__``)."""
+    names = set(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        slots = getattr(cls, "__slots__", ())
+        names.update((slots,) if isinstance(slots, str) else slots)
+    out = {}
+    for name in names:
+        value = getattr(obj, name, None)
+        if isinstance(value, (dict, list, set, collections.deque)):
+            out[f"{prefix}.{name}"] = len(value)
+    return out
+
+
+def _scheduler_lengths(dask_scheduler=None) -> dict[str, int]:
+    return _server_lengths(dask_scheduler, "scheduler")
+
+
+def _worker_lengths(dask_worker=None) -> dict[str, int]:
+    return {**_server_lengths(dask_worker, "worker"),
+            **_lengths(dask_worker.state, "worker.state")}
+
+
+def _server_lengths(server, prefix: str) -> dict[str, int]:
+    """:func:`_lengths` of a scheduler or a worker, its extensions and its plugins."""
+    out = _lengths(server, prefix)
+    for kind in ("extensions", "plugins"):
+        for name, part in getattr(server, kind).items():
+            out.update(_lengths(part, f"{kind}.{name}"))
+    return out
+
+
+def _all_lengths(rt) -> dict[str, int]:
+    out = dict(rt.client.run_on_scheduler(_scheduler_lengths))
+    for address, lengths in rt.client.run(_worker_lengths).items():
+        out.update({f"{address[-6:]} {k}": v for k, v in lengths.items()})
+    out.update(_lengths(rt.client, "client"))
+    out.update(_lengths(rt, "runtime"))
+    return out
+
+
+def _print_objects(rt, last: dict, searches: int) -> dict:
+    """Print what grew since ``last`` (``{"types", "lengths"}``; empty: only take it)."""
+    now = {"types": _type_counts(), "lengths": _all_lengths(rt)}
+    if last:
+        grown = (now["types"] - last["types"]).most_common(12)
+        print(f"    objects per search: "
+              f"{', '.join(f'{k} {v / searches:+.2f}' for k, v in grown)}")
+        lengths = {k: (last["lengths"].get(k, 0), v) for k, v in now["lengths"].items()
+                   if v > last["lengths"].get(k, 0)}
+        print(f"    containers that grew: {lengths}", flush=True)
+    return now
 
 
 def _external(tmp: Path, workers: int):
@@ -64,6 +131,8 @@ def main() -> None:
     p.add_argument("--every", type=int, default=0, help="also print RSS every this many searches")
     p.add_argument("--tracemalloc", type=int, default=0, metavar="N",
                    help="print the N source lines whose traced memory grew most")
+    p.add_argument("--objects", action="store_true",
+                   help="print the object types and containers that grew, every --every")
     args = p.parse_args()
     graph = tb.kronecker(args.scale, seed=1)
     procs = []
@@ -88,6 +157,7 @@ def main() -> None:
             if args.tracemalloc:
                 tracemalloc.start(8)
                 first = tracemalloc.take_snapshot()
+            objects = _print_objects(rt, {}, 0) if args.objects else {}
             t0 = time.perf_counter()
             samples = {k: [(0, v)] for k, v in before.items()}
             for i in range(args.searches):
@@ -98,6 +168,8 @@ def main() -> None:
                     rss = "  ".join(f"{k} {v[-1][1] / 2**20:.1f}" for k, v in samples.items())
                     print(f"  after {i + 1:6d} ({time.perf_counter() - t0:7.0f} s): "
                           f"RSS MiB {rss}", flush=True)
+                    if args.objects:
+                        objects = _print_objects(rt, objects, args.every)
             seconds = time.perf_counter() - t0
             gc.collect()
             time.sleep(1)

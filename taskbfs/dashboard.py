@@ -539,6 +539,8 @@ def send_finished(client, program: str, records, summaries, steps=None) -> None:
     summaries = summaries[:FINISHED_MAX_ROWS]
 
     async def send():
+        from distributed.protocol.pickle import dumps
+
         try:  # the page must never stop a search
             columns, count = record_columns(records), total
             if steps is not None:
@@ -547,7 +549,8 @@ def send_finished(client, program: str, records, summaries, steps=None) -> None:
                 columns = _joined_columns(columns, more)
             payload = {"records": columns, "total": count,
                        "summaries": [summary.to_message() for summary in summaries]}
-            await client._run_on_scheduler(_take_finished, program, payload)
+            # the placement plugin's handler, not run_on_scheduler (a log record per call)
+            await client.scheduler.taskbfs_finished(program=program, payload=dumps(payload))
         except Exception:
             logger.debug("taskbfs: the finished search was not sent to the page", exc_info=True)
 
@@ -563,13 +566,6 @@ def _joined_columns(first: dict, second: dict) -> dict:
     start = joined["start"]
     order = sorted(range(len(start)), key=start.__getitem__)[:FINISHED_MAX_ROWS]
     return {name: [values[i] for i in order] for name, values in joined.items()}
-
-
-def _take_finished(program: str, payload: dict, dask_scheduler=None) -> None:
-    """:meth:`LiveRuns.finished` on the scheduler (run there by :func:`send_finished`)."""
-    board = _boards.get(dask_scheduler)
-    if board is not None:
-        board.finished(program, payload)
 
 
 # ----------------------------------------------------------------------------- installation

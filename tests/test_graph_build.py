@@ -229,17 +229,30 @@ def test_kronecker_beyond_free_memory_is_refused():
 
 
 BUILD_PEAK = """
-import sys
+import os, sys, tempfile
 import numpy as np
 import psutil
 import taskbfs as tb
 
+how = sys.argv[1]
+tmp = tempfile.mkdtemp()
 tb.Graph.from_edges(*tb.kronecker_edges(4, seed=1))
 src, dst = tb.kronecker_edges(18, seed=1)
+path = os.path.join(tmp, "g.el" if how == "edgelist" else "g.mtx")
+if how == "edgelist":
+    np.savetxt(path, np.column_stack([src, dst]), fmt="%d")
+elif how == "mtx":
+    tb.save_graph(tb.Graph.from_edges(src, dst, num_vertices=1 << 18), path)
+if how != "from_edges":
+    del src, dst
+    small = os.path.join(tmp, "small" + os.path.splitext(path)[1])
+    tb.save_graph(tb.Graph.from_edges([0, 1], [1, 2]), small)
+    tb.read_graph(small)  # the reader's code loaded before the peak is measured
 before = psutil.Process().memory_info().rss
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
-g = tb.Graph.from_edges(src, dst, num_vertices=1 << 18)
+g = (tb.Graph.from_edges(src, dst, num_vertices=1 << 18) if how == "from_edges"
+     else tb.read_graph(path))
 peak = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
             if line.startswith("VmHWM:"))
 print((peak - before) / (g.indptr.nbytes + g.indices.nbytes))
@@ -248,16 +261,20 @@ print((peak - before) / (g.indptr.nbytes + g.indices.nbytes))
 
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(),
                     reason="the peak mark is reset through Linux's /proc/self/clear_refs")
-def test_from_edges_peaks_below_twice_the_csr():
-    """A fresh process builds a scale-18 Kronecker graph from its int64 edge list: the
-    build adds at most 2x the CSR's bytes (1.16x measured; the key-sort build: 3.06x)."""
+@pytest.mark.parametrize(("how", "most"), [("from_edges", 2.0), ("edgelist", 3.0), ("mtx", 3.0)])
+def test_build_peaks_below_a_multiple_of_the_csr(how, most):
+    """A fresh process builds a scale-18 Kronecker graph from its int64 edge list, or
+    reads it from an edge-list or MatrixMarket file: the build adds at most ``most``
+    times the CSR's bytes (measured: 1.16x; the files 2.5x and 2.05x, which were 4.6x and
+    4.0x with pandas' 4M-row pieces joined and the .mtx ids copied; the key-sort build
+    of from_edges: 3.06x)."""
     import os
     import subprocess
     import sys
 
     from programs import WORKER_PYTHONPATH
 
-    out = subprocess.run([sys.executable, "-c", BUILD_PEAK], capture_output=True, text=True,
-                         timeout=300, env=dict(os.environ, PYTHONPATH=WORKER_PYTHONPATH))
+    out = subprocess.run([sys.executable, "-c", BUILD_PEAK, how], capture_output=True,
+                         text=True, timeout=300, env=dict(os.environ, PYTHONPATH=WORKER_PYTHONPATH))
     assert out.returncode == 0, out.stderr[-3000:]
-    assert 0 < float(out.stdout.split()[-1]) <= 2.0
+    assert 0 < float(out.stdout.split()[-1]) <= most

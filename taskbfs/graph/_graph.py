@@ -152,19 +152,7 @@ class Graph:
             raise InvalidParameterError(
                 f"src and dst must have the same length, got {src.size} and {dst.size}"
             )
-        largest = int(max(src.max(initial=-1), dst.max(initial=-1)))
-        if num_vertices is None:
-            num_vertices = largest + 1
-        num_vertices = _check_num_vertices(num_vertices)
-        if largest >= num_vertices:
-            bad = int(np.flatnonzero((src >= num_vertices) | (dst >= num_vertices))[0])
-            raise InvalidVertexError(
-                f"edge {bad} ({int(src[bad])}, {int(dst[bad])}) names a vertex outside "
-                f"0..{num_vertices - 1} (num_vertices={num_vertices})"
-            )
-        _check_fits_in_memory(num_vertices, src.size, directed)
-        indptr, indices = _edges_to_csr(src, dst, num_vertices, directed)
-        return cls.made_valid(indptr, indices, num_vertices, bool(directed))
+        return graph_of_pieces([(src, dst)], num_vertices, directed)
 
     @classmethod
     def made_valid(cls, indptr, indices, num_vertices: int, directed: bool) -> Graph:
@@ -489,26 +477,62 @@ def check_memory(needed: int, what: str) -> None:
             f"{available / 2**20:,.0f} MiB free", needed, available)
 
 
-def _edges_to_csr(src: np.ndarray, dst: np.ndarray, n: int, directed: bool):
-    """Sort, deduplicate and drop self-loops; return (indptr int64, indices)."""
-    if n > (1 << 31):  # (src, dst) does not fit one int64 key: sort the pairs
-        return _pairs_to_csr(src, dst, n, directed)
-    return _chunks_to_csr([(src, dst)], n, directed)
+def graph_of_pieces(pieces: list, num_vertices: int | None = None,
+                    directed: bool = False) -> Graph:
+    """:meth:`Graph.from_edges` of an edge list held in pieces, without joining them (a
+    reader's pieces: joining them would add a copy of the edge list to the build's peak).
+
+    Parameters
+    ----------
+    pieces : list of (src, dst)
+        Pairs of int32 or int64 arrays of ids >= 0, the same length within a pair. The
+        list is emptied as the pieces are written into the graph.
+    num_vertices : int, optional
+        Default: the largest id + 1.
+    directed : bool
+        As in :meth:`Graph.from_edges`.
+    """
+    largest = max((int(max(s.max(initial=-1), d.max(initial=-1))) for s, d in pieces),
+                  default=-1)
+    if num_vertices is None:
+        num_vertices = largest + 1
+    num_vertices = _check_num_vertices(num_vertices)
+    if largest >= num_vertices:
+        offset = 0
+        for src, dst in pieces:
+            outside = np.flatnonzero((src >= num_vertices) | (dst >= num_vertices))
+            if outside.size:
+                bad = int(outside[0])
+                raise InvalidVertexError(
+                    f"edge {offset + bad} ({int(src[bad])}, {int(dst[bad])}) names a vertex "
+                    f"outside 0..{num_vertices - 1} (num_vertices={num_vertices})"
+                )
+            offset += src.size
+    _check_fits_in_memory(num_vertices, sum(s.size for s, _ in pieces), directed)
+    if num_vertices > (1 << 31):  # (src, dst) does not fit one int64 key: sort the pairs
+        src, dst = (np.concatenate(side) for side in zip(*pieces, strict=True))
+        pieces.clear()
+        indptr, indices = _pairs_to_csr(src, dst, num_vertices, directed)
+    else:
+        indptr, indices = _chunks_to_csr(pieces, num_vertices, directed)
+    return Graph.made_valid(indptr, indices, num_vertices, bool(directed))
 
 
-def _chunks_to_csr(chunks, n: int, directed: bool):
-    """:func:`_edges_to_csr` of the edges of every ``(src, dst)`` pair in ``chunks`` (ids
-    below ``n`` <= 2^31, any integer dtype), by counting: the arcs per vertex, then every
-    arc written into its row, then each row sorted and its repeats dropped in place. It
-    allocates the CSR and the repeats only (a build from int64 keys peaked at ~5x the CSR:
-    benchmarks/RESULTS.md, "Session 12 — faults")."""
+def _chunks_to_csr(chunks: list, n: int, directed: bool):
+    """Sort, deduplicate and drop self-loops: ``(indptr int64, indices)`` of the edges of
+    every ``(src, dst)`` pair in ``chunks`` (ids below ``n`` <= 2^31, any integer dtype),
+    by counting: the arcs per vertex, then every arc written into its row (each pair
+    dropped from ``chunks`` once written), then each row sorted and its repeats dropped in
+    place. It allocates the CSR and the repeats only (a build from int64 keys peaked at
+    ~5x the CSR: benchmarks/RESULTS.md, "Session 12 — faults")."""
     indptr = np.zeros(n + 1, dtype=np.int64)
-    for src, dst in chunks:
-        _count_arcs(src, dst, directed, indptr)
+    for i in range(len(chunks)):
+        _count_arcs(*chunks[i], directed, indptr)
     np.cumsum(indptr, out=indptr)
     indices = np.empty(int(indptr[-1]), dtype=index_dtype(n))
-    for src, dst in chunks:
-        _fill_arcs(src, dst, directed, indptr, indices)
+    chunks.reverse()
+    while chunks:
+        _fill_arcs(*chunks.pop(), directed, indptr, indices)
     indptr[1:] = indptr[:-1].copy()  # each row's cursor ended at the next row's start
     indptr[0] = 0
     kept = _sort_rows(indptr, indices)
@@ -575,7 +599,7 @@ def _drop_repeats(keys):  # pragma: no cover - numba
 
 
 def _pairs_to_csr(src: np.ndarray, dst: np.ndarray, n: int, directed: bool):
-    """:func:`_edges_to_csr` for vertex counts whose (src, dst) keys overflow int64."""
+    """:func:`_chunks_to_csr` for vertex counts whose (src, dst) keys overflow int64."""
     keep = src != dst
     src, dst = src[keep], dst[keep]
     if not directed:

@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from taskbfs.errors import EmptyGraphError, GraphFormatError, InvalidParameterError
-from taskbfs.graph._graph import Graph, index_dtype
+from taskbfs.graph._graph import Graph, graph_of_pieces, index_dtype
 
 __all__ = ["read_graph", "read_edges", "byte_ranges", "save_graph", "KNOWN_FORMATS",
            "GraphFileNotFoundError"]
@@ -178,8 +178,9 @@ def read_edges(path, format: str | None = None, directed: bool | None = None,
         src, dst = _edgelist_range(path, int(byte_range[0]), int(byte_range[1]))
         return src, dst, None, bool(directed)
     if fmt == "mtx":
-        return _mtx_edges(path, directed)
-    src, dst = _edgelist_pair(path)
+        pieces, n, directed = _mtx_pieces(path, directed)
+        return (*_joined(pieces), n, directed)
+    src, dst = _joined(_edgelist_pieces(path))
     return src, dst, None, bool(directed)
 
 
@@ -324,16 +325,21 @@ def _check_text(text: bytes, path: str, lineno: int) -> None:
 
 
 #: Rows pandas parses at a time (a piece's columns are narrowed before the next is read).
-_TABLE_ROWS = 1 << 22
+#: pandas' own buffers for a piece are ~35 bytes a row: a scale-18 edge list read in 4M-row
+#: pieces peaked at 4.6x its CSR, in 64K-row pieces (int32 blocks) at 2.5x, at no
+#: measurable cost in time (benchmarks/RESULTS.md, session 14).
+_TABLE_ROWS = 1 << 16
 
 
 def _read_table(path: str, sep: str, comment: str, skip: int, narrow: bool = False):
-    """pandas' C reader on the first two columns; ``None`` when it cannot parse the file
-    into two int64 columns (the caller then scans line by line). ``narrow``: int32
-    columns when every id fits (half the memory for the graph build that follows)."""
+    """pandas' C reader on the first two columns: a list of ``[src, dst]`` pieces of
+    :data:`_TABLE_ROWS` rows, or ``None`` when it cannot parse the file into two int64
+    columns (the caller then scans line by line). ``narrow``: a piece's columns int32
+    when its ids fit (half the memory for the graph build that follows), copied into
+    large blocks (:func:`_append_narrowed`)."""
     import pandas as pd
 
-    pieces = []
+    pieces, spare = [], []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. DtypeWarning: the scan reports the problem
@@ -342,18 +348,44 @@ def _read_table(path: str, sep: str, comment: str, skip: int, narrow: bool = Fal
                                   encoding="utf-8", compression="infer", chunksize=_TABLE_ROWS):
                 if df.shape[1] != 2 or any(dt != np.dtype(np.int64) for dt in df.dtypes):
                     return None
-                pieces.append([df[c].to_numpy(dtype=np.int64) for c in (0, 1)])
+                columns = [df[c].to_numpy(dtype=np.int64) for c in (0, 1)]
                 del df
-                if narrow and pieces[-1][0].size and max(pieces[-1][0].max(),
-                                                         pieces[-1][1].max()) < 2**31:
-                    pieces[-1] = [c.astype(np.int32) for c in pieces[-1]]
+                if narrow and columns[0].size and max(c.max() for c in columns) < 2**31:
+                    _append_narrowed(pieces, spare, columns)
+                else:  # writable: a MatrixMarket reader shifts the ids in place
+                    pieces.append([np.require(c, requirements="W") for c in columns])
     except (ValueError, OverflowError, OSError, EOFError, lzma.LZMAError):
         return None  # pandas' ParserError, EmptyDataError, UnicodeDecodeError are ValueErrors
-    if not pieces:
-        return None
+    return pieces or None
+
+
+#: Rows of the int32 blocks that narrowed pieces are copied into.
+_BLOCK_ROWS = 1 << 22
+
+
+def _append_narrowed(pieces: list, spare: list, columns) -> None:
+    """Append int64 ``columns`` (ids below 2^31) to ``pieces`` as int32 views of a block
+    of :data:`_BLOCK_ROWS` rows (``spare``: ``[src block, dst block, rows used]``, a new
+    one when full). A block's pages count only once written. Many small int32 pieces
+    instead sat between the freed int64 ones on the heap, which stayed resident: +0.6x
+    the CSR at scale 18 (glibc raises its mmap threshold to the size of freed arrays)."""
+    rows = columns[0].size
+    if not spare or spare[2] + rows > spare[0].size:
+        size = max(_BLOCK_ROWS, rows)
+        spare[:] = [np.empty(size, np.int32), np.empty(size, np.int32), 0]
+    lo, hi = spare[2], spare[2] + rows
+    for block, column in zip(spare[:2], columns, strict=True):
+        block[lo:hi] = column
+    spare[2] = hi
+    pieces.append([spare[0][lo:hi], spare[1][lo:hi]])
+
+
+def _joined(pieces: list) -> tuple[np.ndarray, np.ndarray]:
+    """``(src, dst)`` of an edge list's pieces, as one pair of arrays (int64)."""
     if len(pieces) == 1:
-        return pieces[0][0], pieces[0][1]
-    return tuple(np.concatenate([p.pop(0) for p in pieces]) for _ in range(2))
+        return tuple(np.asarray(c, dtype=np.int64) for c in pieces[0])
+    return tuple(np.concatenate([p[side] for p in pieces]).astype(np.int64, copy=False)
+                 for side in (0, 1))
 
 
 # ====================================================================== tokens
@@ -399,37 +431,37 @@ class _EdgeListLayout:
 
 
 def _read_edgelist(path: str, directed: bool | None) -> Graph:
-    src, dst = _edgelist_pair(path, narrow=True)
-    return Graph.from_edges(src, dst, directed=bool(directed))
+    # the pieces as read, never joined: a joined copy would add the edge list to the peak
+    return graph_of_pieces(_edgelist_pieces(path, narrow=True), directed=bool(directed))
 
 
-def _edgelist_pair(path: str, narrow: bool = False):
-    """``(src, dst)`` of an edge-list file (``narrow``: int32 when the ids fit); raises if
-    it holds no edge."""
+def _edgelist_pieces(path: str, narrow: bool = False) -> list:
+    """``[src, dst]`` pieces of an edge-list file (``narrow``: int32 where the ids fit);
+    raises if it holds no edge."""
     layout = _sniff_edgelist(path)
-    pair = None
+    pieces = None
     if layout is not None:
-        pair = _fast_edgelist(path, layout, narrow)
-        if pair is None:
-            pair = _scan_edgelist(path, layout)  # raises at the first bad line
-    if pair is None or pair[0].size == 0:
+        pieces = _fast_edgelist(path, layout, narrow)
+        if pieces is None:
+            pieces = [list(_scan_edgelist(path, layout))]  # raises at the first bad line
+    if not pieces or sum(p[0].size for p in pieces) == 0:
         raise EmptyGraphError(
             f"{path}: no edges found (the file is empty or holds only comments, blank "
             f"lines or a header), so the graph has no vertices"
         )
-    return pair
+    return pieces
 
 
 def _fast_edgelist(path, layout: _EdgeListLayout, narrow: bool = False):
-    """pandas with each candidate separator; None unless it gives valid ids throughout
-    (``path`` may be an in-memory buffer)."""
+    """pandas with each candidate separator: its pieces (see :func:`_read_table`); None
+    unless it gives valid ids throughout (``path`` may be an in-memory buffer)."""
     for sep in layout.seps:
         if hasattr(path, "seek"):
             path.seek(0)
-        pair = _read_table(path, sep, layout.comment, layout.header_line, narrow)
-        if pair is not None:
-            ok = pair[0].size == 0 or min(pair[0].min(), pair[1].min()) >= 0
-            return pair if ok else None
+        pieces = _read_table(path, sep, layout.comment, layout.header_line, narrow)
+        if pieces is not None:
+            ok = all(c.size == 0 or c.min() >= 0 for p in pieces for c in p)
+            return pieces if ok else None
     return None
 
 
@@ -498,7 +530,8 @@ def _edgelist_range(path: str, start: int, stop: int):
     if layout.header_line:
         block = _without_header(path, layout, begin, block)
     quiet = replace(layout, header_line=0)
-    pair = _fast_edgelist(io.BytesIO(block), quiet) if block.strip() else None
+    pieces = _fast_edgelist(io.BytesIO(block), quiet) if block.strip() else None
+    pair = None if pieces is None else _joined(pieces)
     if pair is None and block.strip():
         first = _line_number(path, begin)
         lines = ((first + i, raw.strip()) for i, raw in enumerate(block.split(b"\n")))
@@ -544,22 +577,26 @@ class _MtxHeader:
 
 
 def _read_mtx(path: str, directed: bool | None) -> Graph:
-    src, dst, n, directed = _mtx_edges(path, directed)
-    return Graph.from_edges(src, dst, num_vertices=n, directed=directed)
+    pieces, n, directed = _mtx_pieces(path, directed, narrow=True)
+    return graph_of_pieces(pieces, num_vertices=n, directed=directed)
 
 
-def _mtx_edges(path: str, directed: bool | None):
-    """``(src, dst, n, directed)`` of a MatrixMarket file, 0-based."""
+def _mtx_pieces(path: str, directed: bool | None, narrow: bool = False):
+    """``(pieces, n, directed)`` of a MatrixMarket file: ``[src, dst]`` pieces, 0-based
+    (``narrow``: int32 where the ids fit; a symmetric file read as directed gives each
+    piece twice, the second reversed: both arcs of every entry, with no copy)."""
     head = _mtx_header(path)
-    pair = _fast_mtx(path, head)
-    if pair is None:
-        pair = _scan_mtx(path, head)  # raises at the first bad line
-    src, dst = pair[0] - 1, pair[1] - 1
+    pieces = _fast_mtx(path, head, narrow)
+    if pieces is None:
+        pieces = [list(_scan_mtx(path, head))]  # raises at the first bad line
+    for piece in pieces:
+        for column in piece:
+            np.subtract(column, 1, out=column)  # in place: 1-based to 0-based
     if directed is None:
         directed = not head.symmetric
     if head.symmetric and directed:
-        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-    return src, dst, head.n, bool(directed)
+        pieces += [[dst, src] for src, dst in pieces]
+    return pieces, head.n, bool(directed)
 
 
 def _mtx_header(path: str) -> _MtxHeader:
@@ -635,15 +672,16 @@ def _mtx_size(text: bytes, path: str, lineno: int, symmetric: bool) -> _MtxHeade
     return _MtxHeader(rows, nnz, symmetric, lineno)
 
 
-def _fast_mtx(path: str, head: _MtxHeader):
+def _fast_mtx(path: str, head: _MtxHeader, narrow: bool = False):
+    """pandas' pieces of the entries (see :func:`_read_table`), 1-based; None unless
+    every index is in 1..n and the count is the declared one."""
     if head.nnz == 0:
         return None  # nothing to read; the scan checks that no entries follow
-    pair = _read_table(path, r"\s+", "%", head.size_line)
-    if pair is None or pair[0].size != head.nnz:
+    pieces = _read_table(path, r"\s+", "%", head.size_line, narrow)
+    if pieces is None or sum(p[0].size for p in pieces) != head.nnz:
         return None
-    lo = min(pair[0].min(), pair[1].min())
-    hi = max(pair[0].max(), pair[1].max())
-    return pair if lo >= 1 and hi <= head.n else None
+    ok = all(c.size == 0 or (c.min() >= 1 and c.max() <= head.n) for p in pieces for c in p)
+    return pieces if ok else None
 
 
 def _scan_mtx(path: str, head: _MtxHeader):

@@ -34,13 +34,14 @@ from collections import OrderedDict, deque
 
 import dask
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
-from distributed.protocol.pickle import dumps
+from distributed.protocol.pickle import loads
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 from taskbfs.runtime.policy import Policy, policy_label
 from taskbfs.runtime.task import CUDA, DEVICES, SMP
 from taskbfs.runtime.worker import (
+    COLLECT_OP,
     RECORDS_OP,
     SIZES_KEY,
     collect_records,
@@ -63,7 +64,7 @@ MAX_SIZE_LABELS = 16
 #: User policies kept (one per open program; the oldest dropped first beyond this).
 MAX_POLICIES = 1024
 #: Scheduler handlers the plugin adds (removed again with it).
-HANDLERS = ("taskbfs_placements", "taskbfs_resources", "taskbfs_trace")
+HANDLERS = ("taskbfs_placements", "taskbfs_resources", "taskbfs_trace", "taskbfs_finished")
 #: The event topic on which the plugin announces the cluster's resource totals whenever a
 #: worker joins or leaves (a runtime keeps the last: no round trip per search).
 RESOURCES_TOPIC = "taskbfs-resources"
@@ -146,6 +147,7 @@ class PlacementPlugin(SchedulerPlugin):
         scheduler.handlers["taskbfs_placements"] = self.placements
         scheduler.handlers["taskbfs_resources"] = self.resources
         scheduler.handlers["taskbfs_trace"] = self.trace
+        scheduler.handlers["taskbfs_finished"] = self.finished
 
     def teardown(self, scheduler) -> None:
         """Undo what the plugin changed on ``scheduler``: the message batching intervals of
@@ -385,13 +387,28 @@ class PlacementPlugin(SchedulerPlugin):
         of its tasks (removed there; a worker that does not answer gives none) and this
         plugin's decisions for it."""
         responses = await self.scheduler.broadcast(
-            msg={"op": "run", "function": dumps(collect_records), "args": dumps((program,)),
-                 "kwargs": dumps({}), "wait": True},
-            on_error="return_pickle")
+            msg={"op": COLLECT_OP, "program": program}, on_error="return_pickle")
         # each worker's list as it came (serialized): the client's comm unpacks it
         per_worker = [response["result"] for response in responses.values()
                       if isinstance(response, dict) and response.get("status") == "OK"]
         return {"records": per_worker, "placements": self.placements(program)}
+
+    def finished(self, program: str, payload: bytes) -> None:
+        """Hand what a client collected of its finished ``program`` (``payload``, pickled)
+        to the listeners that take it (a ``finished(program, payload)`` method): the
+        handler ``taskbfs_finished``, one message, where ``client.run_on_scheduler``
+        would leave a log record on the scheduler per search."""
+        takers = [(name, listener) for name, listener in self.listeners.items()
+                  if getattr(listener, "finished", None) is not None]
+        if not takers:
+            return
+        payload = loads(payload)
+        for name, listener in takers:
+            try:
+                listener.finished(program, payload)
+            except Exception:  # a broken listener must never break the scheduler
+                logger.warning("taskbfs: placement listener %r dropped", name, exc_info=True)
+                self.listeners.pop(name, None)
 
     def add_worker(self, scheduler=None, worker=None) -> None:
         self._announce_resources()
@@ -422,9 +439,10 @@ def _drop_forgotten_groups(scheduler) -> None:
 class LatencyPlugin(WorkerPlugin):
     """Worker plugin: report finished tasks to the scheduler without the 2 ms batching delay.
 
-    It also serves a running program's records to a watcher (the worker handler
-    :data:`~taskbfs.runtime.worker.RECORDS_OP`). ``teardown`` (when the last runtime
-    leaves, :func:`detach`) removes the handler, puts the worker's interval back and drops what the runtime kept on the worker (:func:`~taskbfs.runtime.worker_cache`,
+    It also serves a program's records: to a watcher while it runs (the worker handler
+    :data:`~taskbfs.runtime.worker.RECORDS_OP`) and to :meth:`PlacementPlugin.trace` when
+    it ends (:data:`~taskbfs.runtime.worker.COLLECT_OP`). ``teardown`` (when the last
+    runtime leaves, :func:`detach`) removes the handlers, puts the worker's interval back and drops what the runtime kept on the worker (:func:`~taskbfs.runtime.worker_cache`,
     uncollected trace records).
     """
 
@@ -439,11 +457,13 @@ class LatencyPlugin(WorkerPlugin):
         if stream is not None and hasattr(stream, "interval"):
             self._intervals.setdefault(id(worker), stream.interval)
             stream.interval = self.interval
-        worker.handlers[RECORDS_OP] = functools.update_wrapper(
-            functools.partial(peek_records, dask_worker=worker), peek_records)
+        for op, handler in ((RECORDS_OP, peek_records), (COLLECT_OP, collect_records)):
+            worker.handlers[op] = functools.update_wrapper(
+                functools.partial(handler, dask_worker=worker), handler)
 
     def teardown(self, worker) -> None:
         worker.handlers.pop(RECORDS_OP, None)
+        worker.handlers.pop(COLLECT_OP, None)
         interval = self._intervals.pop(id(worker), None)
         stream = getattr(worker, "batched_stream", None)
         if interval is not None and stream is not None:

@@ -3,8 +3,8 @@
 The scheduler plugin has already decided the device by restricting the task to the
 ``GPU`` or ``CPU`` resource; :func:`execute` reads that restriction back from the
 worker's own task state and calls the matching implementation. Records stay on the
-worker (no extra messages per task) until :func:`collect_records` is run on every
-worker at the end of a program. :func:`include` runs a function as an *included* task of
+worker (no extra messages per task) until the scheduler asks every worker for them at
+the end of a program (:func:`collect_records`, the worker handler :data:`COLLECT_OP`). :func:`include` runs a function as an *included* task of
 the running one (OmpSs: the tasks a ``final`` task creates run at once in its thread).
 :func:`worker_cache` is the per-worker store that the OmpSs device cache
 (:mod:`taskbfs.runtime.device_data`) lives in; it is dropped, and the device memory given
@@ -270,13 +270,20 @@ def publish(message, sizes: tuple[str, list] | None = None) -> None:
     worker.log_event(message_topic(program), message)
 
 
-def collect_records(program: str, dask_worker=None) -> list[dict]:
-    """Remove and return this worker's records of ``program`` (run with ``client.run``)."""
+#: The worker handler of :func:`collect_records` (added by the runtime's worker plugin).
+COLLECT_OP = "taskbfs_collect_records"
+
+
+def collect_records(program: str, dask_worker=None) -> dict:
+    """Remove this worker's records of ``program`` and return them as ``client.run``
+    would: ``{"status": "OK", "result": records}`` (serialized). The worker handler
+    :data:`COLLECT_OP`: not ``client.run``, which leaves a log record on the worker per
+    call (kept up to ``distributed.admin.log-length``, 10,000: ~1 KiB a search)."""
+    from distributed.protocol import to_serialize
+
     with _lock:
-        per_program = _records.get(dask_worker)
-        if not per_program:
-            return []
-        return per_program.pop(program, [])
+        records = (_records.get(dask_worker) or {}).pop(program, [])
+    return {"status": "OK", "result": to_serialize(records)}
 
 
 #: The worker handler of :func:`peek_records` (added by the runtime's worker plugin).

@@ -1,0 +1,116 @@
+"""A worker lost while the dispatched loop waits: the waits notice it at once.
+
+The owner loop of a ``dispatch="tasks"`` search waits for the owners' reports and for
+pinned tasks (``_Search.listen`` / ``settle``); a task pinned to a worker that died would
+wait forever, so the waits check that every placed slice is intact and every owner is
+there. Here a worker process holding slices is SIGKILLed from another thread while the
+client waits (LocalCluster with three worker processes, 127.0.0.1; their nannies start
+replacements).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+from reference import scipy_distances
+
+import taskbfs as tb
+from taskbfs.bfs.placement import _placed
+from taskbfs.errors import WorkerLostError
+
+LEVELS = 60  # a path: one level per vertex, each a round of Dask tasks
+
+
+@pytest.fixture(scope="module")
+def spread():
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None, resources={"CPU": 1}) as cluster, \
+            Client(cluster, set_as_default=False) as client, tb.Runtime(client) as rt:
+        yield rt
+
+
+def _path() -> tb.Graph:
+    return tb.Graph.from_edges(np.arange(LEVELS - 1), np.arange(1, LEVELS))
+
+
+def _killer(rt, graph, at_level: int):
+    """A ``progress`` callback that, when the client hears of ``at_level``, SIGKILLs a
+    worker holding slices of ``graph`` from another thread a moment later (the client is
+    then waiting for the next level); ``killed`` gets (worker, time of the kill)."""
+    placed = [p for (token, *_), p in _placed[rt].items() if token == graph.token]
+    holders = sorted({w for ws in rt.client.who_has(placed[0].slices).values() for w in ws})
+    victim, pid = holders[-1], rt.client.run(os.getpid)[holders[-1]]
+    killed = []
+
+    def kill():
+        time.sleep(0.05)
+        killed.append((victim, time.perf_counter()))
+        os.kill(pid, signal.SIGKILL)
+
+    def progress(summary):
+        if summary.level == at_level and not killed:
+            threading.Thread(target=kill, daemon=True).start()
+
+    return progress, killed
+
+
+def test_lost_worker_fails_the_wait_at_once(spread, setting):
+    """Without retries: one WorkerLostError naming the worker, seconds after the kill
+    (not a timeout: there is none), and the next search of the graph is right."""
+    setting("search.retries-on-worker-loss", 0)
+    graph = _path()
+    tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks")
+    progress, killed = _killer(spread, graph, at_level=5)
+    with pytest.raises(WorkerLostError) as lost:
+        tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks", progress=progress)
+    (victim, at), = killed
+    assert time.perf_counter() - at < 10
+    assert lost.value.workers == [victim] and lost.value.level >= 5
+    result = tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks")
+    np.testing.assert_array_equal(result.distances, scipy_distances(graph, 0))
+
+
+def test_lost_worker_is_recovered_from(spread):
+    """With the default retry: the search runs again on the workers left and returns the
+    scipy-checked result, saying which worker it lost."""
+    graph = _path()
+    tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks")
+    progress, killed = _killer(spread, graph, at_level=5)
+    result = tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks", progress=progress)
+    np.testing.assert_array_equal(result.distances, scipy_distances(graph, 0))
+    tb.validate(graph, 0, result.parents, result.distances)
+    assert result.attempts == 2 and result.lost_workers == [killed[0][0]]
+
+
+def test_lost_owner_of_a_graph_built_on_the_workers_fails_the_wait(spread, setting):
+    """A graph built on the workers: its lost slices can be recomputed, so nothing errs,
+    but the owner tasks pinned to the dead worker would wait forever (until ``timeout``:
+    58.7 s measured without the check). The wait checks the owners and raises
+    WorkerLostError within seconds (2.3 s measured)."""
+    setting("search.retries-on-worker-loss", 0)
+    graph = tb.kronecker(11, runtime=spread)
+    tb.bfs(graph, 1, tasks=6, runtime=spread, dispatch="tasks", direction="top-down")
+    holders = sorted({w for ws in spread.client.who_has(graph.slices).values() for w in ws})
+    victim, pid = holders[-1], spread.client.run(os.getpid)[holders[-1]]
+    killed = []
+
+    def kill():
+        time.sleep(0.05)
+        killed.append(time.perf_counter())
+        os.kill(pid, signal.SIGKILL)
+
+    def progress(summary):
+        if summary.level == 1 and not killed:
+            threading.Thread(target=kill, daemon=True).start()
+
+    with pytest.raises(WorkerLostError) as lost:
+        tb.bfs(graph, 1, tasks=6, runtime=spread, dispatch="tasks", direction="top-down",
+               progress=progress, timeout=60)
+    assert time.perf_counter() - killed[0] < 20
+    assert lost.value.workers == [victim]
