@@ -291,8 +291,11 @@ def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Disco
 
 def first_summary(bounds, source: int, source_degree: int, total_edges: int, direction_mode: str,
                   alpha: float | None = None, beta: float | None = None) -> LevelSummary:
-    """The level-0 :class:`LevelSummary`, from what the client has at hand (equal to the one
-    :func:`first_frontier` computes on the worker, timestamps aside)."""
+    """The level-0 :class:`LevelSummary`: the one place that decides level 0 (its
+    direction by Beamer's rule, per task its frontier or unvisited vertices and the size
+    its step is placed by), from what the client has at hand. The dispatched loop sends
+    it before any task runs; a search run as one task makes its first frontier from it
+    (:func:`first_frontier`)."""
     alpha, beta = switch_parameters(alpha, beta)
     bounds = np.asarray(bounds, dtype=np.int64)
     num_tasks = bounds.size - 1
@@ -318,27 +321,38 @@ def first_summary(bounds, source: int, source_degree: int, total_edges: int, dir
 def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float | None = None,
                    beta: float | None = None, total_edges: int | None = None
                    ) -> tuple[Frontier, LevelSummary]:
-    """``(level-0 frontier, its summary)`` of a search run as one task
+    """``(level-0 frontier, its summary)`` of a search run as one task: the summary is
+    :func:`first_summary`'s, the frontier the source in the form its direction reads
     (``total_edges``: the degrees' sum, when the caller knows it)."""
     alpha, beta = switch_parameters(alpha, beta)
     n = degrees.size
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
     total_edges = int(degrees.sum()) if total_edges is None else int(total_edges)
-    progress = Progress(
-        unvisited_per_task=np.diff(bounds).astype(np.int64),
-        unexplored_edges=total_edges,
-        direction_mode=direction_mode,
-        alpha=float(alpha),
-        beta=float(beta),
-        search=uuid.uuid4().hex,
-        mean_degree=total_edges / max(n, 1),
-    )
-    empty = np.empty(0, dtype=np.int64)
-    before = Frontier(-1, TOP_DOWN, empty, np.zeros(bounds.size, np.int64), None, empty_bitmap(n),
-                      bounds, progress)
+    degree = int(degrees[source])
+    summary = first_summary(bounds, source, degree, total_edges, direction_mode, alpha, beta)
+    sizes = np.diff(bounds)
+    if summary.direction == BOTTOM_UP:
+        unvisited = summary.frontier_counts.copy()
+        counts = sizes - unvisited
+    else:
+        counts = summary.frontier_counts.copy()
+        unvisited = sizes - counts
+    progress = Progress(unvisited_per_task=unvisited, unexplored_edges=summary.unexplored_edges,
+                        direction_mode=direction_mode, alpha=float(alpha), beta=float(beta),
+                        frontier_size=1, mean_degree=total_edges / max(n, 1),
+                        search=uuid.uuid4().hex)
     src = np.array([source], dtype=np.int64)
-    seed = bucketed(Discoveries(-1, src, src.copy(), 0), bounds)
-    return advance(before, [seed], degrees)
+    visited = empty_bitmap(n)
+    frontier_bitmap(src, visited)
+    offsets = np.zeros(bounds.size, dtype=np.int64)
+    if summary.direction == BOTTOM_UP:
+        frontier = Frontier(0, BOTTOM_UP, src[:0], offsets, visited.copy(), visited, bounds,
+                            progress)
+    else:
+        np.cumsum(counts, out=offsets[1:])
+        frontier = Frontier(0, TOP_DOWN, src, offsets, None, visited, bounds, progress,
+                            task_edges=counts * degree)
+    return frontier, summary
 
 
 def switch_parameters(alpha: float | None, beta: float | None) -> tuple[float, float]:
