@@ -412,38 +412,6 @@ def _odd_sized():
 
 
 @needs_gpu
-@pytest.mark.parametrize("graph, direction", [
-    (_odd_sized, "top-down"),
-    (_odd_sized, "auto"),
-    (_directed, "top-down"),
-])
-def test_sole_top_down_step_returns_bits_the_barrier_only_ors(runtime, monkeypatch, graph,
-                                                              direction):
-    """T = 1, levels dispatched: the GPU step's discoveries come back with their bitmap
-    words and degree sum too (``device_cache._owns_every_vertex``); the owner's barrier
-    accepts the pairs either way, so the search, its levels and its counts are those of
-    the step made to return its candidates alone (parents may differ: which frontier
-    vertex's thread claims a vertex first is a race on the device, and both are checked).
-    (The single barrier that took the words as the next frontier is gone: session 13.)"""
-    from taskbfs.bfs import device_cache
-
-    g = graph()
-    source = _hub_source(g)
-    owns_every_vertex = device_cache._owns_every_vertex
-    runs = {}
-    for on in (False, True):
-        monkeypatch.setattr(device_cache, "_owns_every_vertex",
-                            owns_every_vertex if on else lambda *a: False)
-        r = runs[on] = tb.bfs(g, source, tasks=1, strategy="gpu", direction=direction,
-                              runtime=runtime, dispatch="tasks")
-        _check(g, source, r)
-        assert (r.trace["device"] == "cuda").all()
-    columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
-               "discovered"]
-    assert runs[True].levels[columns].equals(runs[False].levels[columns])
-
-
-@needs_gpu
 @pytest.mark.parametrize("graph, tasks, direction", [
     (_odd_sized, 1, "top-down"),
     (_odd_sized, 1, "auto"),

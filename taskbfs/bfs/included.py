@@ -212,7 +212,7 @@ class _Levels:
     def _steps_and_barrier(self, frontier: Frontier, summary: LevelSummary):
         calls = [(_step_tags(frontier, summary, t), (slice_for(self.slices[t], frontier), frontier))
                  for t in range(len(self.slices)) if frontier.has_work(t)]
-        found = _run_steps(calls, self.policy, self.device)
+        found = _run_steps(calls, summary.gpu_steps)
         nxt, summary = include(BARRIER_NAME, advance, {"level": frontier.level},
                                frontier, found, self.degrees)
         nxt.included.extend((frontier.level, d) for d in found)
@@ -231,27 +231,24 @@ def _level_on_threads(level_tasks: LevelTasks, frontier: Frontier, summaries: Le
 
 def _announced(summary: LevelSummary, policy: Policy, device: str,
                publisher: SummaryPublisher) -> LevelSummary:
-    """``summary`` as this task sends it (see :class:`SummaryPublisher`): ``chained`` (this
-    task runs the level it opens), ``assembled`` at the end, and the device of each of
-    the level's steps (``gpu_steps``)."""
+    """``summary`` as this task sends it (see :class:`SummaryPublisher`), with the device
+    of each of the level's steps (``gpu_steps``): the one place this search decides it."""
     sizes = summary.sizes
     gpu_steps = np.zeros(sizes.size, dtype=np.int64)  # a CPU worker's: none
     if device == CUDA:
         for t in np.flatnonzero(sizes).tolist():
             gpu_steps[t] = policy.decide(int(sizes[t]), task_id=t) == CUDA
-    summary = replace(summary, chained=summary.frontier_size > 0,
-                      assembled=summary.frontier_size == 0, gpu_steps=gpu_steps)
+    summary = replace(summary, gpu_steps=gpu_steps)
     publisher.add(summary)
     return summary
 
 
-def _run_steps(calls, policy: Policy, device: str) -> list:
+def _run_steps(calls, gpu_steps: np.ndarray) -> list:
     """A level's steps (``calls`` as for :func:`include_each`, in task order), each on the
-    device ``policy`` gives it (the CPU when this task runs on a CPU worker): the CPU
-    ones side by side on the thread pool, then the GPU ones one after another; their
-    outputs in task order."""
-    on_gpu = [device == CUDA and policy.decide(tags["size"], task_id=tags["task"]) == CUDA
-              for tags, _ in calls]
+    device its level's summary gives it (``gpu_steps``, decided by :func:`_announced`):
+    the CPU ones side by side on the thread pool, then the GPU ones one after another;
+    their outputs in task order."""
+    on_gpu = [bool(gpu_steps[tags["task"]]) for tags, _ in calls]
     cpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if not g]
     gpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if g]
     # one step alone runs in this thread: there is nothing to overlap

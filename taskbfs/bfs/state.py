@@ -38,7 +38,7 @@ from numba.typed import List
 from taskbfs import config
 from taskbfs.bfs.result import result_dtype
 from taskbfs.kernels.assembly import assemble_share
-from taskbfs.kernels.bitmap import empty_bitmap, words_for
+from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
 from taskbfs.kernels.level_tasks import SYNC_SIZE
 from taskbfs.kernels.merge import (
@@ -117,9 +117,6 @@ class Frontier:
     #: (:mod:`taskbfs.bfs.included`): its result assembly reads them here. One list per search, passed on from level to level and
     #: appended to in place (as the visited bitmap is updated in place).
     included: list = field(default_factory=list)
-    #: ``(distances, parents)`` when a small-level task ended the search and wrote the
-    #: result itself (its summary says ``assembled``).
-    result: tuple | None = None
     #: Per task, the edges leaving its frontier vertices (top-down levels; None: not known).
     task_edges: np.ndarray | None = None
 
@@ -161,9 +158,6 @@ class LevelSummary:
     #: One row ``(task, h2d_bytes, d2h_bytes, kernel_ns)`` per step task of the level that
     #: reported device work (GPU tasks); all integers, empty on CPU-only levels.
     device_stats: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
-    #: The task that sent this summary runs the level itself (a search run as one task,
-    #: :mod:`taskbfs.bfs.included`): the client submits nothing for it.
-    chained: bool = False
     #: Per task, 1 where that task runs this level's step on the GPU (a search run as one
     #: task says so for the live page; empty when the scheduler places the steps).
     gpu_steps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -172,9 +166,6 @@ class LevelSummary:
     #: Per task, the size the placement policy places its next step by (:func:`step_sizes`);
     #: empty means ``frontier_counts``.
     step_sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    #: The search's last summary, from a task that also wrote the result (in the last
-    #: frontier's ``result``): the client submits no assembly.
-    assembled: bool = False
 
     @property
     def sizes(self) -> np.ndarray:
@@ -205,22 +196,22 @@ _SUMMARY_FIELDS = tuple(f.name for f in fields(LevelSummary))
 
 
 class SummaryPublisher:
-    """Sends a task's level summaries to its program's client (:func:`publish`) as
-    messages ``{"summaries": [...]}``. A summary the client must act on (not ``chained``:
-    the client submits the next level, or the search ended) goes at once. A chained one
-    (the task that sent it goes on with the next level itself, and returns every summary
-    at the end) is for the live page and ``progress`` only: the latest one is sent once
-    ``taskbfs.search.summary-interval`` seconds have passed since the last message, the others
-    not at all, so a deep search inside one task sends a few messages a second, not one
-    per level. A message carries its summary's counts as the sizes of the next level's
-    steps (for the placement plugin)."""
+    """Sends the level summaries of a search run as one task to its program's client
+    (:func:`publish`) as messages ``{"summaries": [...]}``, for the live page and
+    ``progress`` only (the task runs every level itself and returns every summary at the
+    end): the first and the last (an empty frontier: the search ended) go at once, the
+    latest of the others once ``taskbfs.search.summary-interval`` seconds have passed since
+    the last message, the rest not at all, so a deep search sends a few messages a second,
+    not one per level. A message carries its summary's counts as the sizes of the next
+    level's steps (for the placement plugin)."""
 
     def __init__(self):
         self.sent = -math.inf  # the first summary goes at once
 
     def add(self, summary: LevelSummary) -> None:
         now = time.perf_counter()
-        if not summary.chained or now - self.sent >= config.get("search.summary-interval"):
+        last = summary.frontier_size == 0
+        if last or now - self.sent >= config.get("search.summary-interval"):
             publish({"summaries": [summary.to_message()]},
                     sizes=(size_label(summary.level), summary.sizes))
             self.sent = now
@@ -238,10 +229,8 @@ class Discoveries:
     A top-down step's pairs are candidates (a vertex of any task, maybe several times),
     bucketed by owning task: owner t's are ``[offsets[t], offsets[t + 1])``. A bottom-up
     step's pairs are its own vertices, each once; ``words`` holds them as bits over the
-    task's words of a bitmap and ``frontier_edges`` sums their out-degrees. A top-down
-    GPU step whose task owns every vertex has ``words`` and ``frontier_edges`` too: its
-    pairs are then unique and unvisited, the next frontier as they are. The pairs stay on
-    the worker until the end of the search, when they become parents.
+    task's words of a bitmap and ``frontier_edges`` sums their out-degrees. The pairs stay
+    on the worker until the end of the search, when they become parents.
     """
 
     task: int
@@ -267,9 +256,22 @@ class Discoveries:
     depths: np.ndarray | None = None
 
 
+def one_range(bounds) -> bool:
+    """Whether one task owns every vertex (``bounds`` of one range, T = 1): the one test
+    for the savings that only a sole owner allows. Its step's candidates are one bucket
+    (no bucketing copy: :func:`bucketed`, :class:`~taskbfs.bfs.level_tasks.LevelTasks`);
+    on the GPU its discoveries are the next frontier as they are, so a one-task search
+    keeps a GPU level whole on the device (:class:`~taskbfs.bfs.device_levels.GpuLevels`)
+    and a dispatched step leaves the next level's inputs there
+    (``DeviceCache.keep_for_next_level``). The general path would give the same result
+    at the price of a copy of every candidate, or of the bitmaps and the frontier crossing
+    the bus at every level."""
+    return len(bounds) == 2
+
+
 def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
     """A top-down step's raw pairs, bucketed by owning task (what the barrier reads)."""
-    if bounds.size == 2:  # one task owns every vertex: one bucket, nothing to move
+    if one_range(bounds):  # one bucket, nothing to move
         return replace(d, offsets=np.array([0, d.vertices.size], dtype=np.int64))
     out_v = np.empty_like(d.vertices)
     offsets = np.empty(bounds.size, dtype=np.int64)
@@ -279,6 +281,12 @@ def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
     out_p = np.empty_like(d.parents)
     bucket_by_owner(d.vertices, d.parents, bounds, out_v, out_p, offsets)
     return replace(d, vertices=out_v, parents=out_p, offsets=offsets)
+
+
+def by_task(d: Discoveries, bounds: np.ndarray) -> Discoveries:
+    """A top-down step's output bucketed by owning task, whatever the step grouped it by
+    (a GPU step may group it by result ranges, ``ranges``)."""
+    return d if d.offsets is not None and d.ranges is None else bucketed(d, bounds)
 
 
 def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Discoveries:
@@ -414,7 +422,7 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
         new_frontier = partial(concat, [d.vertices for d in ordered])  # made if needed
     else:
         new_frontier, counts, task_edges = _accept_top_down(bounds, visited, discoveries, degrees)
-        new_bits = _sole_step_words(bounds, discoveries, n)
+        new_bits = None
     return next_level(frontier, counts, task_edges, new_frontier, new_bits, n,
                       edges_examined=edges_examined, found=found, device_stats=device_stats,
                       start=start)
@@ -479,10 +487,7 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     are independent, so a large level runs them on several threads (cut into pieces when
     there are fewer owners than threads)."""
     num_tasks = bounds.size - 1
-    sole = _sole_step_with_words(bounds, discoveries)
-    if sole is not None:
-        return _accept_as_found(visited, sole)
-    steps = [d for d in discoveries if d.vertices.size]
+    steps = [by_task(d, bounds) for d in discoveries if d.vertices.size]
     candidates = concat([d.vertices for d in steps])
     offsets = np.zeros((len(steps), num_tasks + 1), dtype=np.int64)
     base = 0
@@ -497,37 +502,6 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     n_new = accept_candidates(candidates, offsets, visited, degrees, new_frontier, out_offsets,
                               task_edges)
     return new_frontier[:n_new], np.diff(out_offsets), task_edges
-
-
-def _sole_step_with_words(bounds, discoveries):
-    """The level's only top-down step with work, when its task owns every vertex and it
-    returned its discoveries as bitmap words too (a GPU step, see
-    :mod:`taskbfs.bfs.device_cache`), else None: its discoveries are the next frontier as
-    they are (:func:`_accept_as_found`)."""
-    steps = [d for d in discoveries if d.vertices.size]
-    if bounds.size == 2 and len(steps) == 1 and steps[0].words is not None:
-        return steps[0]
-    return None
-
-
-def _sole_step_words(bounds, discoveries, num_vertices: int):
-    """The next frontier as a bitmap when :func:`_sole_step_with_words` gives a step whose
-    words cover every vertex, else None (made from the vertices if needed)."""
-    sole = _sole_step_with_words(bounds, discoveries)
-    if sole is not None and sole.words.size == words_for(num_vertices):
-        return sole.words
-    return None
-
-
-def _accept_as_found(visited, d: Discoveries):
-    """The discoveries of a top-down step that owns every vertex and returned them as
-    bitmap words (a GPU step, see :mod:`taskbfs.bfs.device_cache`): unique and unvisited
-    already, they are the next frontier as they are (in the step's dtype: a copy to int64
-    of a frontier of millions would write fresh memory for nothing); the visited set
-    gets their words."""
-    visited[: d.words.size] |= d.words
-    return (d.vertices, np.array([d.vertices.size], dtype=np.int64),
-            np.array([d.frontier_edges], dtype=np.int64))
 
 
 def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
