@@ -142,16 +142,14 @@ def test_alpha_changed_after_import_reaches_the_next_search(setting, runtime, mo
 @pytest.mark.parametrize("dispatch", ["tasks", "auto"])
 def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direction, directed,
                                                      dispatch):
-    """Slices of the result cut across task ranges (5 cuts, 3 tasks): inside the search's
-    one task (included) the worker's threads write it in claimed pieces
-    (``assemble_all``), never by slices; dispatched, the owners write it level by level
+    """3 tasks: inside the search's one task (included) the worker's threads write the
+    result in claimed pieces (``assemble_all``), never by slices; dispatched, the owners write it level by level
     (``bfs.owners``) and nothing is assembled from the steps' outputs. Every vertex is
     written once either way: the distances match scipy and the parents pass."""
     from reference import scipy_distances
 
-    from taskbfs.bfs import core, state
+    from taskbfs.bfs import state
 
-    monkeypatch.setattr(core, "assembly_count", lambda num_vertices, slots: 5)
     calls = []
     assemble_range = state.assemble_range
     monkeypatch.setattr(state, "assemble_range",
@@ -165,20 +163,6 @@ def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direc
     tb.validate(graph, source, r.parents, levels=r.distances)
     assert r.assembly_seconds > 0
     assert calls == []
-
-
-def test_assembly_count_follows_slots_size_and_cap():
-    from taskbfs import config
-    from taskbfs.bfs.state import assembly_count, assembly_cuts
-
-    big = 64 * config.get("search.assembly-min-vertices")
-    assert assembly_count(big, 2) == 2
-    assert assembly_count(big, 1000) == config.get("search.max-assembly-tasks")
-    assert assembly_count(3 * config.get("search.assembly-min-vertices"), 16) == 3
-    assert assembly_count(10, 16) == 1
-    cuts = assembly_cuts(10, 4)
-    assert cuts[0] == 0 and cuts[-1] == 10 and len(cuts) == 5 and np.all(np.diff(cuts) > 0)
-    assert assembly_cuts(2, 5) == [0, 1, 2]
 
 
 @pytest.mark.parametrize("bounds", [[0, 1000], [0, 70, 130, 131, 600, 1000], [0, 64, 128, 999, 1000]])

@@ -107,7 +107,7 @@ def run_search_on_gpu(*args, **kwargs) -> SearchOutcome:
     return run_search(*args, device=CUDA, **kwargs)
 
 
-def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy, cuts: list,
+def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy,
                device: str = SMP) -> SearchOutcome:
     """The whole search, every level's steps and barrier included in this task.
 
@@ -123,9 +123,6 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy, cuts:
         what :func:`~taskbfs.bfs.state.first_frontier` needs.
     policy : Policy
         Places each step on a device (by its size and task id).
-    cuts : list of int
-        The dispatched assembly's slices of the result: this task writes
-        ``[cuts[0], cuts[-1])`` on the worker's threads (:func:`~taskbfs.bfs.state.assemble_all`).
     device : {"smp", "cuda"}
         The worker this task runs on: "cuda" on the GPU worker.
     """
@@ -152,7 +149,7 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy, cuts:
     gpu = levels.gpu
     d2h = gpu.result_bytes() if gpu is not None and gpu.ran else _result_bytes(frontier)
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
-                                 frontier, init["source"], cuts, threads, gpu)
+                                 frontier, init["source"], threads, gpu)
     return SearchOutcome(distances, parents, summaries, d2h)
 
 
@@ -278,7 +275,7 @@ def _result_bytes(frontier: Frontier) -> int:
     return 2 * result_dtype(n).itemsize * n
 
 
-def _assemble(frontier: Frontier, source: int, cuts: list, threads: int | None = None,
+def _assemble(frontier: Frontier, source: int, threads: int | None = None,
               gpu: GpuLevels | None = None):
     """The search's ``(distances, parents)`` from every step's output (the last
     frontier's ``included``), or the result on the GPU with the CPU steps' pairs."""
@@ -290,8 +287,8 @@ def _assemble(frontier: Frontier, source: int, cuts: list, threads: int | None =
         from taskbfs.bfs.device_cache import result_to_host
 
         return result_to_host(frontier, logs, levels, source)
-    return assemble_all(logs, levels, source=source, bounds=frontier.bounds, cuts=cuts,
-                        threads=threads)
+    return assemble_all(logs, levels, source=source, bounds=frontier.bounds,
+                        cuts=[0, int(frontier.bounds[-1])], threads=threads)
 
 
 def _step_tags(frontier: Frontier, summary: LevelSummary, t: int) -> dict:

@@ -582,19 +582,6 @@ def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
     return new_bits, ordered, counts, task_edges
 
 
-def assembly_count(num_vertices: int, slots: int) -> int:
-    """How many tasks write a search's result: one per slot, at most
-    ``taskbfs.search.max-assembly-tasks``, each with at least ``taskbfs.search.assembly-min-vertices``."""
-    by_size = -(-int(num_vertices) // config.get("search.assembly-min-vertices"))
-    return max(1, min(int(slots), config.get("search.max-assembly-tasks"), by_size))
-
-
-def assembly_cuts(num_vertices: int, count: int) -> list[int]:
-    """``count`` + 1 vertex ids cutting ``[0, num_vertices)`` into equal, non-empty slices."""
-    count = max(1, min(count, num_vertices))
-    return np.linspace(0, num_vertices, count + 1).round().astype(int).tolist()
-
-
 def tasks_overlapping(bounds, lo: int, hi: int) -> range:
     """The tasks whose vertex ranges overlap ``[lo, hi)``: the bottom-up steps whose
     outputs a result slice reads (it reads every top-down step's, whose buckets may hold
