@@ -96,7 +96,7 @@ def main():
     parser.add_argument("--switch-intervals", type=float, nargs="*", default=[],
                         help="GIL switch intervals (seconds) to run the tb.bfs searches under")
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
-                        help="taskbfs settings for this run, e.g. gpu.result-ranges=1 "
+                        help="taskbfs settings for this run, e.g. gpu.device-bucket-min=0 "
                              "(Python literals)")
     args = parser.parse_args()
     for item in args.set:

@@ -412,38 +412,6 @@ def _odd_sized():
 
 
 @needs_gpu
-@pytest.mark.parametrize("graph, tasks, direction", [
-    (_odd_sized, 1, "top-down"),
-    (_odd_sized, 1, "auto"),
-    (_odd_sized, 2, "bottom-up"),
-    (_directed, 1, "bottom-up"),  # the transposed slices' steps
-])
-def test_gpu_outputs_bucketed_by_result_ranges(setting, runtime, monkeypatch, graph, tasks, direction):
-    """A GPU step whose range spans several result ranges (``taskbfs.gpu.result-ranges``, here 5
-    over 192 bitmap bits) groups its output by them on the device; dispatched, the step
-    regroups those buckets by owner range before sending them (``owners.split_for_owners``):
-    the same distances as scipy, valid parents."""
-    from taskbfs.bfs import owners
-
-    setting("gpu.device-bucket-min", 0)
-    setting("gpu.result-ranges", 5)
-    seen = []
-    split = owners.split_for_owners
-
-    def spy(found, *args, **kwargs):
-        seen.append(found.ranges is not None)
-        return split(found, *args, **kwargs)
-
-    monkeypatch.setattr(owners, "split_for_owners", spy)
-    g = graph()
-    source = _hub_source(g)
-    r = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction=direction, runtime=runtime,
-               dispatch="tasks")
-    _check(g, source, r)
-    assert (r.trace["device"] == "cuda").all()
-    assert any(seen)
-
-@needs_gpu
 @pytest.mark.parametrize("graph, direction", [
     (_odd_sized, "top-down"),
     (_odd_sized, "auto"),

@@ -40,7 +40,6 @@ TESTED_ELSEWHERE = {
     "gpu.device-memory-budget": "test_device_data.py",
     "gpu.device-memory-fraction": "test_device_data.py",
     "gpu.device-bucket-min": "test_bfs_gpu.py",
-    "gpu.result-ranges": "test_bfs_gpu.py",
     "gpu.rmm": "test_gpu_memory.py",
     "kronecker.chunk-edges": "test_kronecker.py",
     "files.read-bytes": "test_distributed_graph.py",

@@ -470,23 +470,19 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
     config = cache.launch_config()
     bounds = frontier.task_bounds()
     sole = _sole_step(part, dev, bounds)
-    offsets = ranges = None
+    offsets = None
     read_back = _COUNTER_BYTES + (8 if total is None else 0)
     with _stopwatch(config.simulated) as timer:
         n_found, edges = gpu_top_down_step(
             dev.indptr, dev.indices, dev.lo, d_frontier, d_visited, out_v, out_u,
             mask_bits=mask, dedupe=True, config=config, workspace=cache.buffer,
             total_edges=total, clear_mask=False)
-        if sole:  # one owner: result ranges for the assembly
+        if sole:  # one owner: one bucket
             offsets = np.array([0, n_found], dtype=np.int64)
-            buckets = None if _result_on_device(frontier) else _result_ranges(dev)
-        else:
-            buckets = bounds
-        if buckets is not None and _bucket_on_device(buckets, n_found):
-            out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, buckets)
-            ranges = buckets if sole else None
-            h2d += 2 * buckets.nbytes  # the bounds and the buckets' start offsets
-            read_back += buckets.nbytes
+        elif _bucket_on_device(bounds, n_found):
+            out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, bounds)
+            h2d += 2 * bounds.nbytes  # the bounds and the buckets' start offsets
+            read_back += bounds.nbytes
         if sole:  # its discoveries are the next frontier: keep it here (its words too)
             words = _owned_bits(cache, dev, out_v, n_found)[0]
             cache.keep_for_next_level(frontier, out_v, n_found, words)
@@ -494,21 +490,7 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
             cache.record(frontier, out_v, out_u, n_found)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     return _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, read_back,
-                  timer.seconds, offsets, ranges)
-
-
-def _spans_result_ranges(dev) -> bool:
-    """Whether a bottom-up step's range spans two result ranges or more."""
-    return (dev.hi - dev.lo) * config.get("gpu.result-ranges") >= 2 * dev.num_vertices
-
-
-def _result_ranges(dev) -> np.ndarray:
-    """``taskbfs.gpu.result-ranges`` equal ranges of every vertex id the bitmaps cover: the
-    buckets of a GPU step's output when it can hold vertices of several of them (a
-    top-down step that owns every vertex; a bottom-up step whose range spans two or
-    more), so that each result-assembly slice reads only the buckets that overlap it,
-    not the whole output (see ``Discoveries.ranges``)."""
-    return np.linspace(0, dev.num_vertices, config.get("gpu.result-ranges") + 1).round().astype(np.int64)
+                  timer.seconds, offsets)
 
 
 def _sole_step(part, dev, bounds: np.ndarray) -> bool:
@@ -551,23 +533,13 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoverie
         # The slice's own offsets are its out-degrees unless it is a directed graph's
         # transpose: only then is the barrier's form left to the host (steps.for_barrier).
         owned = _owned_bits(cache, dev, out_v, n_found) if part.out_indptr is None else None
-        offsets = ranges = None
-        read_back = _COUNTER_BYTES
-        if _spans_result_ranges(dev) and not _result_on_device(frontier):
-            ranges = _result_ranges(dev)
-            if _bucket_on_device(ranges, n_found):
-                out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, ranges)
-                h2d += 2 * ranges.nbytes
-                read_back += ranges.nbytes
-            else:
-                ranges = None
         if owned is not None and _sole_step(part, dev, frontier.task_bounds()):
             cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
         if _result_on_device(frontier):
             cache.record(frontier, out_v, out_u, n_found)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
-    found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, read_back,
-                   timer.seconds, offsets, ranges)
+    found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, _COUNTER_BYTES,
+                   timer.seconds)
     return found if owned is None else _with_owned(found, owned)
 
 
@@ -577,14 +549,14 @@ def _result_on_device(frontier: Frontier) -> bool:
 
 
 def _found(part, frontier, out_v, out_u, n: int, edges: int, h2d: int, read_back: int,
-           kernel_seconds: float, offsets, ranges) -> Discoveries:
+           kernel_seconds: float, offsets=None) -> Discoveries:
     """The step's :class:`Discoveries`: its pairs copied back, or only its vertices when
     the pairs went into the search's result on the device."""
     vertices, parents = _download(out_v, out_u, n, part.indices.dtype,
                                   parents=not _result_on_device(frontier))
     d2h = read_back + vertices.nbytes + (0 if parents is None else parents.nbytes)
     return Discoveries(part.task, vertices, parents, edges, h2d_bytes=h2d, d2h_bytes=d2h,
-                       kernel_seconds=kernel_seconds, offsets=offsets, ranges=ranges)
+                       kernel_seconds=kernel_seconds, offsets=offsets)
 
 
 def _with_owned(found: Discoveries, owned) -> Discoveries:

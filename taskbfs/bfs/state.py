@@ -247,9 +247,9 @@ class Discoveries:
     offsets: np.ndarray | None = None
     words: np.ndarray | None = None
     frontier_edges: int = 0
-    #: The vertex ranges ``offsets`` buckets the pairs by, when they are not the task
-    #: ranges: a GPU step whose range spans many result-assembly slices groups its output
-    #: by equal ranges for them (then its barrier reads ``words``, not the buckets).
+    #: Always None: no step groups its pairs by other ranges than the tasks' any more
+    #: (the GPU steps' result ranges had no reader left). Goes with its last reader,
+    #: ``owners.split_for_owners``.
     ranges: np.ndarray | None = None
     #: Per pair, its vertex's distance, when the pairs come from many levels (a block of
     #: compiled levels, :mod:`taskbfs.bfs.compiled_levels`; ``task`` is then -1).
@@ -281,12 +281,6 @@ def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
     out_p = np.empty_like(d.parents)
     bucket_by_owner(d.vertices, d.parents, bounds, out_v, out_p, offsets)
     return replace(d, vertices=out_v, parents=out_p, offsets=offsets)
-
-
-def by_task(d: Discoveries, bounds: np.ndarray) -> Discoveries:
-    """A top-down step's output bucketed by owning task, whatever the step grouped it by
-    (a GPU step may group it by result ranges, ``ranges``)."""
-    return d if d.offsets is not None and d.ranges is None else bucketed(d, bounds)
 
 
 def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Discoveries:
@@ -487,7 +481,7 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     are independent, so a large level runs them on several threads (cut into pieces when
     there are fewer owners than threads)."""
     num_tasks = bounds.size - 1
-    steps = [by_task(d, bounds) for d in discoveries if d.vertices.size]
+    steps = [d for d in discoveries if d.vertices.size]
     candidates = concat([d.vertices for d in steps])
     offsets = np.zeros((len(steps), num_tasks + 1), dtype=np.int64)
     base = 0
@@ -681,8 +675,7 @@ def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels, out=Non
             record_pairs_at(d.vertices, d.parents, d.depths, lo, hi, parents, distances)
             continue
         if d.offsets is not None:
-            buckets = tasks if d.ranges is None else tasks_overlapping(d.ranges, lo, hi)
-            start, stop = int(d.offsets[buckets.start]), int(d.offsets[buckets.stop])
+            start, stop = int(d.offsets[tasks.start]), int(d.offsets[tasks.stop])
         else:
             start, stop = 0, d.vertices.size
         if stop > start:
