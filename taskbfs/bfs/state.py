@@ -345,7 +345,7 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
                         search=uuid.uuid4().hex)
     src = np.array([source], dtype=np.int64)
     visited = empty_bitmap(n)
-    frontier_bitmap(src, visited)
+    visited[source >> 6] = np.uint64(1) << np.uint64(source & 63)
     offsets = np.zeros(bounds.size, dtype=np.int64)
     if summary.direction == BOTTOM_UP:
         frontier = Frontier(0, BOTTOM_UP, src[:0], offsets, visited.copy(), visited, bounds,
