@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import ast
 import cProfile
-import os
 import pstats
 import sys
 import time
@@ -34,7 +33,7 @@ import taskbfs as tb
 from taskbfs.bfs import included
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.bfs.placement import SliceBundle, _slices
-from taskbfs.bfs.state import assembly_count, assembly_cuts, switch_parameters
+from taskbfs.bfs.state import switch_parameters
 from taskbfs.graph import partition
 from taskbfs.runtime import Policy
 
@@ -71,15 +70,12 @@ class Timed:
 
 def one_search(graph, slices, degrees, bounds, source, direction, policy, device):
     """The search task's body for one search from ``source``, as ``tb.bfs`` submits it
-    (a Kronecker graph is undirected: one slice per task serves both directions; the
-    result cut as the embedded cluster's slots cut it)."""
+    (a Kronecker graph is undirected: one slice per task serves both directions)."""
     alpha, beta = switch_parameters(None, None)
     init = {"bounds": bounds, "source": source, "direction_mode": direction,
             "total_edges": graph.num_arcs, "alpha": alpha, "beta": beta}
-    cuts = assembly_cuts(graph.num_vertices,
-                         assembly_count(graph.num_vertices, os.cpu_count() or 1))
     outcome = included.run_search(SliceBundle(*slices), degrees, init=init, policy=policy,
-                                  cuts=cuts, device=device)
+                                  device=device)
     return outcome.distances, outcome.parents
 
 
@@ -100,7 +96,7 @@ def main():
     parser.add_argument("--switch-intervals", type=float, nargs="*", default=[],
                         help="GIL switch intervals (seconds) to run the tb.bfs searches under")
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
-                        help="taskbfs settings for this run, e.g. gpu.result-ranges=1 "
+                        help="taskbfs settings for this run, e.g. gpu.device-bucket-min=0 "
                              "(Python literals)")
     args = parser.parse_args()
     for item in args.set:

@@ -193,8 +193,6 @@ VARIANTS = {
     # every step and barrier a Dask task of its own (bfs's dispatch="tasks"), not one task
     # for the whole search with them included
     "tasks": {"dispatch": "tasks"},
-    # GPU step outputs not bucketed by result ranges (each result slice scans them whole)
-    "noranges": {"gpu.result-ranges": 1},
     # GPU step outputs copied back into new pageable arrays instead of reused pinned buffers
     "nopool": {"gpu.pinned-pool-bytes": 0},
 }

@@ -40,8 +40,6 @@ from taskbfs.bfs.placement import _slices
 from taskbfs.bfs.state import (
     advance,
     assemble_range,
-    assembly_count,
-    assembly_cuts,
     first_frontier,
     tasks_overlapping,
 )
@@ -146,7 +144,7 @@ def _run(s: Slices, source: int, mode: str, pool, threads: int, alpha: float,
         found = run_all([lambda p=slices[t], f=frontier: step_smp(p, f) for t in active])
         logs += [(frontier.level, d) for d in found]
         frontier, summary = advance(frontier, found, s.degrees)
-    cuts = assembly_cuts(s.num_vertices, assembly_count(s.num_vertices, threads))
+    cuts = np.linspace(0, s.num_vertices, max(1, threads) + 1).round().astype(int)  # per thread
     pieces = run_all([lambda lo=lo, hi=hi: _assemble(s, source, logs, lo, hi)
                       for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)])
     elapsed = time.perf_counter() - start

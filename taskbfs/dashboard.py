@@ -218,10 +218,10 @@ class LiveRuns:
             run.last_level_placed = now
 
     def message(self, program: str, message: dict) -> None:
-        """A message a task of ``program`` published: a level summary (see the module
-        docstring) is shown as a level when a small-level task runs that level itself
-        (``chained``); a summary that says ``assembled`` ends the search (no assembly
-        task will be placed)."""
+        """A message a task of ``program`` published: the level summaries of a search run
+        as one task (its first placement said ``search``; see the module docstring). Each
+        is shown as the level it opens; the last (an empty frontier) ends the search (the
+        task writes the result: no assembly task will be placed)."""
         run = self.runs.get(program)
         if run is None:
             return
@@ -229,16 +229,18 @@ class LiveRuns:
             for summary in message["summaries"]:
                 self.message(program, summary)
             return
-        if run.included and run.arcs is not None and "reached" in message:
+        if not run.included or "frontier_size" not in message:
+            return
+        if run.arcs is not None and "reached" in message:
             # cumulative counts: right however few of the levels' summaries are sent
             run.visited = int(message["reached"])
             run.degree_sum = (run.arcs - int(message.get("unexplored_edges") or 0)
                               - int(message.get("frontier_edges") or 0))  # not expanded yet
-        if message.get("assembled"):  # its last summary, from a task that writes the result
+        if not message["frontier_size"]:  # the search's last summary
             run.finished = time.time()
             run.version += 1
             return
-        if not message.get("chained") or "frontier_counts" not in message:
+        if "frontier_counts" not in message:
             return
         counts = message["frontier_counts"]
         active = [t for t, c in enumerate(counts) if c > 0]

@@ -1,5 +1,5 @@
-"""The BFS state functions on their own (no cluster): the client's level-0 summary agrees
-with the worker's, for every direction mode."""
+"""The BFS state functions on their own (no cluster): level 0, decided in one place, is
+what the general barrier makes of the source, for every direction mode."""
 
 from __future__ import annotations
 
@@ -7,23 +7,46 @@ import numpy as np
 import pytest
 
 import taskbfs as tb
+from taskbfs import config
 from taskbfs.bfs.state import (
     AUTO,
     BOTTOM_UP,
     TOP_DOWN,
+    Discoveries,
+    Frontier,
+    Progress,
+    advance,
+    bucketed,
     first_frontier,
     first_summary,
     step_sizes,
 )
+from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import switch_direction
 
 FIELDS = ("level", "direction", "frontier_size", "frontier_edges")
 ARRAYS = ("frontier_counts", "edges_examined", "found")
 
 
+def _through_the_barrier(degrees, bounds, source, mode, alpha):
+    """Level 0 as the general barrier makes it: the source accepted as the one candidate
+    of a level -1 (what the one-task search did before :func:`first_summary` decided it)."""
+    n = degrees.size
+    progress = Progress(np.diff(bounds).astype(np.int64), int(degrees.sum()), mode, alpha,
+                        config.get("direction.beta"), mean_degree=degrees.sum() / n)
+    empty = np.empty(0, dtype=np.int64)
+    before = Frontier(-1, TOP_DOWN, empty, np.zeros(bounds.size, np.int64), None,
+                      empty_bitmap(n), bounds, progress)
+    src = np.array([source], dtype=np.int64)
+    return advance(before, [bucketed(Discoveries(-1, src, src.copy(), 0), bounds)], degrees)
+
+
 @pytest.mark.parametrize("mode", [AUTO, TOP_DOWN, BOTTOM_UP])
 @pytest.mark.parametrize("bounds", [[0, 300], [0, 1, 2, 300], [0, 64, 65, 200, 300]])
-def test_first_summary_equals_the_workers(mode, bounds):
+def test_level_zero_is_what_the_barrier_makes_of_the_source(mode, bounds):
+    """:func:`first_summary` decides level 0 alone; the client's summary (made from the
+    source's degree and the arc count) and the one-task search's first frontier agree
+    with the general barrier's work on the source."""
     graph = tb.Graph.from_edges(np.r_[np.zeros(250, int), np.arange(1, 299)],
                                 np.r_[np.arange(1, 251), np.arange(2, 300)])
     degrees = graph.degrees()
@@ -34,12 +57,25 @@ def test_first_summary_equals_the_workers(mode, bounds):
     bounds = np.array(bounds, dtype=np.int64)
     # a hub (switches to bottom-up under auto), a low-degree vertex, the last vertex
     for source in (0, 1, 299):
-        _, worker = first_frontier(degrees, bounds, source, mode, alpha=10.0)
+        want_frontier, want = _through_the_barrier(degrees, bounds, source, mode, 10.0)
+        frontier, worker = first_frontier(degrees, bounds, source, mode, alpha=10.0)
         client = first_summary(bounds, source, graph.degree(source), graph.num_arcs, mode, alpha=10.0)
-        for name in FIELDS:
-            assert getattr(client, name) == getattr(worker, name), (name, source)
-        for name in ARRAYS:
-            np.testing.assert_array_equal(getattr(client, name), getattr(worker, name))
+        for got in (worker, client):
+            for name in FIELDS + ("unexplored_edges", "reached"):
+                assert getattr(got, name) == getattr(want, name), (name, source)
+            for name in ARRAYS + ("step_sizes",):
+                np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+        for name in ("level", "direction"):
+            assert getattr(frontier, name) == getattr(want_frontier, name)
+        for name in ("vertices", "offsets", "bits", "visited_bits", "bounds", "task_edges"):
+            np.testing.assert_array_equal(getattr(frontier, name), getattr(want_frontier, name),
+                                          err_msg=name)
+        assert frontier.vertices.dtype == np.int64
+        got, expected = frontier.progress, want_frontier.progress
+        np.testing.assert_array_equal(got.unvisited_per_task, expected.unvisited_per_task)
+        for name in ("unexplored_edges", "direction_mode", "alpha", "beta", "frontier_size",
+                     "mean_degree"):
+            assert getattr(got, name) == getattr(expected, name), name
     hub = first_summary(bounds, 0, graph.degree(0), graph.num_arcs, mode, alpha=10.0)
     assert hub.direction == (TOP_DOWN if mode == TOP_DOWN else BOTTOM_UP)  # both branches covered
 
@@ -106,16 +142,14 @@ def test_alpha_changed_after_import_reaches_the_next_search(setting, runtime, mo
 @pytest.mark.parametrize("dispatch", ["tasks", "auto"])
 def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direction, directed,
                                                      dispatch):
-    """Slices of the result cut across task ranges (5 cuts, 3 tasks): inside the search's
-    one task (included) the worker's threads write it in claimed pieces
-    (``assemble_all``), never by slices; dispatched, the owners write it level by level
+    """3 tasks: inside the search's one task (included) the worker's threads write the
+    result in claimed pieces (``assemble_all``), never by slices; dispatched, the owners write it level by level
     (``bfs.owners``) and nothing is assembled from the steps' outputs. Every vertex is
     written once either way: the distances match scipy and the parents pass."""
     from reference import scipy_distances
 
-    from taskbfs.bfs import core, state
+    from taskbfs.bfs import state
 
-    monkeypatch.setattr(core, "assembly_count", lambda num_vertices, slots: 5)
     calls = []
     assemble_range = state.assemble_range
     monkeypatch.setattr(state, "assemble_range",
@@ -129,20 +163,6 @@ def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direc
     tb.validate(graph, source, r.parents, levels=r.distances)
     assert r.assembly_seconds > 0
     assert calls == []
-
-
-def test_assembly_count_follows_slots_size_and_cap():
-    from taskbfs import config
-    from taskbfs.bfs.state import assembly_count, assembly_cuts
-
-    big = 64 * config.get("search.assembly-min-vertices")
-    assert assembly_count(big, 2) == 2
-    assert assembly_count(big, 1000) == config.get("search.max-assembly-tasks")
-    assert assembly_count(3 * config.get("search.assembly-min-vertices"), 16) == 3
-    assert assembly_count(10, 16) == 1
-    cuts = assembly_cuts(10, 4)
-    assert cuts[0] == 0 and cuts[-1] == 10 and len(cuts) == 5 and np.all(np.diff(cuts) > 0)
-    assert assembly_cuts(2, 5) == [0, 1, 2]
 
 
 @pytest.mark.parametrize("bounds", [[0, 1000], [0, 70, 130, 131, 600, 1000], [0, 64, 128, 999, 1000]])

@@ -124,7 +124,7 @@ def test_live_runs_counts_a_one_task_search_from_its_summaries():
     unexplored; the frontier's own edges are not expanded yet, so not counted."""
     board = LiveRuns()
     board("p", _decision(vertices=6, arcs=10, directed=True, search=True, level=0, time=100.0))
-    summary = {"chained": True, "level": 0, "direction": "top-down", "frontier_size": 1,
+    summary = {"level": 0, "direction": "top-down", "frontier_size": 1,
                "frontier_edges": 3, "frontier_counts": [1, 0], "reached": 1, "unexplored_edges": 7}
     board.message("p", {"summaries": [summary]})
     assert board.snapshot()["edges"] == 0  # the source's 3 arcs are the frontier's
@@ -132,9 +132,14 @@ def test_live_runs_counts_a_one_task_search_from_its_summaries():
                                            frontier_counts=[1, 2], reached=4, unexplored_edges=2)]})
     assert board.snapshot()["edges"] == 3  # level 0 ran: 10 - 2 unexplored - 5 of the frontier
     board.message("p", {"level": 2, "frontier_size": 0, "frontier_edges": 0, "reached": 6,
-                        "unexplored_edges": 0, "assembled": True})
+                        "unexplored_edges": 0})  # an empty frontier: the last summary
     snap = board.snapshot()
     assert snap["state"] == "done" and snap["edges"] == 10 and snap["visited"] == 6
+    # a dispatched search (no ``search`` placement): its levels come from its placements
+    board("q", _decision(vertices=6, arcs=10, directed=True, level=0, time=100.0))
+    board.message("q", {"summaries": [summary, dict(summary, level=1, frontier_size=0)]})
+    snap = board.snapshot("q")
+    assert snap["state"] == "running" and snap["visited"] == 0
 
 
 def test_the_page_shows_the_searches_in_a_table():
@@ -168,7 +173,7 @@ def test_live_runs_keeps_the_latest_searches_only():
 def _summary(level, counts, frontier_edges, reached, unexplored, gpu=None, direction="top-down"):
     return {"level": level, "direction": direction, "frontier_counts": counts,
             "frontier_size": sum(counts), "frontier_edges": frontier_edges, "reached": reached,
-            "unexplored_edges": unexplored, "gpu_steps": gpu or [0] * len(counts), "chained": True}
+            "unexplored_edges": unexplored, "gpu_steps": gpu or [0] * len(counts)}
 
 
 def _records(*rows):

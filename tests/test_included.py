@@ -118,23 +118,23 @@ def test_where_a_program_can_be_included(together, gpus, policy, expected):
     assert _Cluster(together, gpus).include_site([], policy) == expected
 
 
-def _summary(level: int, chained: bool) -> LevelSummary:
+def _summary(level: int, frontier_size: int = 1) -> LevelSummary:
     return LevelSummary(level=level, direction=TOP_DOWN, frontier_counts=np.array([1, 0]),
-                        frontier_size=1, frontier_edges=2, chained=chained)
+                        frontier_size=frontier_size, frontier_edges=2)
 
 
-def test_chained_summaries_are_sent_at_most_every_interval(setting, monkeypatch):
+def test_summaries_are_sent_at_most_every_interval_the_last_at_once(setting, monkeypatch):
     sent = []
     monkeypatch.setattr(state, "publish", lambda message, sizes: sent.append(message))
     setting("search.summary-interval", 3600.0)
     publisher = SummaryPublisher()
     for level in range(5):
-        publisher.add(_summary(level, chained=True))
+        publisher.add(_summary(level))
     assert [m["summaries"][0]["level"] for m in sent] == [0]  # the first goes at once
-    publisher.add(_summary(5, chained=False))  # one the client acts on: at once
+    publisher.add(_summary(5, frontier_size=0))  # the search's last: at once
     assert [m["summaries"][0]["level"] for m in sent] == [0, 5]
     setting("search.summary-interval", 0.0)
-    publisher.add(_summary(6, chained=True))
+    publisher.add(_summary(6))
     assert [m["summaries"][0]["level"] for m in sent] == [0, 5, 6]
     assert LevelSummary.from_message(sent[-1]["summaries"][0]).frontier_counts.tolist() == [1, 0]
 

@@ -20,7 +20,6 @@ from scipy.sparse.csgraph import shortest_path
 import taskbfs as tb
 from taskbfs import config
 from taskbfs.bfs.core import _default_for
-from taskbfs.bfs.state import assembly_count
 from taskbfs.graph import partition
 from taskbfs.graph500 import validate
 from taskbfs.runtime import Policy
@@ -42,7 +41,6 @@ TESTED_ELSEWHERE = {
     "gpu.device-memory-fraction": "test_device_data.py",
     "gpu.device-bucket-min": "test_bfs_gpu.py",
     "gpu.small-level-arcs": "test_bfs_gpu.py",
-    "gpu.result-ranges": "test_bfs_gpu.py",
     "gpu.rmm": "test_gpu_memory.py",
     "kronecker.chunk-edges": "test_kronecker.py",
     "files.read-bytes": "test_distributed_graph.py",
@@ -209,15 +207,6 @@ def test_beta_sets_when_a_search_goes_back_to_top_down(setting, runtime):
     assert "bottom-up" in stays and stays[stays.index("bottom-up"):] == ["bottom-up"] * (
         len(stays) - stays.index("bottom-up"))
     assert stays != back and "top-down" in back[back.index("bottom-up"):]
-
-
-def test_assembly_settings_set_how_many_tasks_write_the_result(setting):
-    assert assembly_count(64 << 20, 1000) == 16
-    setting("search.max-assembly-tasks", 2)
-    assert assembly_count(64 << 20, 1000) == 2
-    setting("search.assembly-min-vertices", 10)
-    setting("search.max-assembly-tasks", 100)
-    assert assembly_count(35, 16) == 4
 
 
 # ---------------------------------------------------------------- batching intervals

@@ -103,8 +103,7 @@ class LevelBlock:
             step_sizes=sizes,
             frontier_size=int(stats[0]), frontier_edges=int(stats[1]), edges_examined=examined,
             unexplored_edges=int(stats[2]), found=found, barrier_start=self.start,
-            barrier_stop=self.stop, chained=int(stats[0]) > 0, assembled=int(stats[0]) == 0,
-            reached=int(stats[3]))
+            barrier_stop=self.stop, reached=int(stats[3]))
 
     def _steps_of(self, level: int) -> np.ndarray:
         """The rows of ``step_stats`` of ``level`` (recorded in level order)."""

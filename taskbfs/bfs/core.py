@@ -47,8 +47,6 @@ from taskbfs.bfs.state import (
     DIRECTIONS,
     TOP_DOWN,
     LevelSummary,
-    assembly_count,
-    assembly_cuts,
     first_summary,
     step_sizes,
     summaries_of,
@@ -199,7 +197,6 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
     with _faults(rt, graph, called_wall, clock, heard):
         rt.share_settings()
         resources = rt.resources(clock.left())
-        slots = int(resources.get(CPU_RESOURCE, 0))
         # A task owns at least one vertex: more tasks than vertices means one task per vertex.
         num_tasks = min(requested or _default_for(resources, strategy), graph.num_vertices)
         if strategy == "fixed":
@@ -217,8 +214,8 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
         site = (None if dispatch == "tasks"
                 else rt.include_site(slices, policy, clock.left(), resources))
         program = Program(rt, policy, name="bfs")
-        search = _Search(program, graph, placed, source, direction, progress,
-                         assembly_count(graph.num_vertices, slots), clock, heard, attempt)
+        search = _Search(program, graph, placed, source, direction, progress, clock, heard,
+                         attempt)
         try:
             if site is None:
                 outcome = search.dispatched()
@@ -388,8 +385,7 @@ class _Search:
     """One search's submissions, and its result (see :func:`bfs`)."""
 
     def __init__(self, program: Program, graph: Graph, placed, source: int, direction: str,
-                 progress, assembly_tasks: int, clock: _Deadline, heard: _Heard,
-                 attempt: int = 1):
+                 progress, clock: _Deadline, heard: _Heard, attempt: int = 1):
         self.program = program
         self.attempt = attempt
         self.clock = clock
@@ -400,7 +396,6 @@ class _Search:
         self.source = source
         self.direction = direction
         self.progress = progress
-        self.cuts = assembly_cuts(graph.num_vertices, assembly_tasks)
         self.slices = _slice_names(program, placed, placed.parts.num_tasks)
         program.put_future("degrees", placed.degrees)
         # α and β as configured now, sent to the worker too: both sides decide alike
@@ -421,7 +416,7 @@ class _Search:
         # every slice as one input: 2 inputs whatever T (see PlacedGraph.bundle)
         program.put_future("slices", self.placed.bundle(program.client))
         program.submit(task, ins=["slices", "degrees"], outs=["search"],
-                       kwargs={"init": self.init, "policy": program.policy, "cuts": self.cuts},
+                       kwargs={"init": self.init, "policy": program.policy},
                        tags={**self.tags, "level": 0, "search": True})
         if self.progress is not None:
             while not self.report(_next_summaries(program, "search", self.clock)):

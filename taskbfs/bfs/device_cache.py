@@ -27,9 +27,9 @@ Encoding
     Frontier and bitmaps as in :mod:`taskbfs.bfs.state`; outputs int64 pairs. The top-down
     step reports each newly reached vertex once, and the top-down steps of one level on
     this GPU share the vertex mask, so a vertex is reported by one of them only
-    (:meth:`DeviceCache.level_mask`); the barrier deduplicates across all steps anyway,
-    except after a step whose task owns every vertex (T = 1): its discoveries are the next
-    frontier as they are, and it returns them as bitmap words with their degree sum too.
+    (:meth:`DeviceCache.level_mask`); the barrier deduplicates across all steps anyway.
+    A step whose task owns every vertex (T = 1) leaves its discoveries on the device as
+    the next level's inputs (:meth:`DeviceCache.keep_for_next_level`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import numpy as np
 
 from taskbfs import config
 from taskbfs.bfs.result import result_dtype
-from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier
+from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier, one_range
 
 #: Name of the device cache in a worker's :func:`~taskbfs.runtime.worker.worker_cache`.
 CACHE_NAME = "taskbfs.device_cache"
@@ -210,7 +210,7 @@ class DeviceCache:
 
         Such a step is its level's only one, and its ``n`` discoveries (``vertices``, int64
         device array) with their bitmap ``words`` (every word) are the next frontier as the
-        barrier will make it (``state._accept_as_found``, ``state._fold_bottom_up``): the
+        barrier will make it (it accepts every one of them): the
         next level's step of this search on this GPU then uploads neither the visited
         bitmap (ORed with ``words`` here), nor the frontier bits, nor the frontier vertices.
         Any upload for another level drops this.
@@ -360,7 +360,10 @@ def upload_slices(num_vertices: int, num_tasks: int, *parts) -> dict:
                 break
             cache.partition(part, bits)
         else:
-            if num_tasks == 1:
+            from taskbfs.bfs.device_levels import GpuLevels
+            from taskbfs.runtime import CUDA
+
+            if GpuLevels.applies(CUDA, num_tasks):
                 cache.device_levels(parts[0], parts[-1], int(num_vertices))
     _pin_result_buffers(int(num_vertices))
     return cache.stats()
@@ -466,59 +469,38 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
     mask = cache.level_mask(frontier, dev.num_vertices)
     config = cache.launch_config()
     bounds = frontier.task_bounds()
-    owns_all = _owns_every_vertex(part, dev, bounds)
-    offsets = ranges = owned = None
+    sole = _sole_step(part, dev, bounds)
+    offsets = None
     read_back = _COUNTER_BYTES + (8 if total is None else 0)
     with _stopwatch(config.simulated) as timer:
         n_found, edges = gpu_top_down_step(
             dev.indptr, dev.indices, dev.lo, d_frontier, d_visited, out_v, out_u,
             mask_bits=mask, dedupe=True, config=config, workspace=cache.buffer,
             total_edges=total, clear_mask=False)
-        if owns_all:  # one owner: bits for the barrier, result ranges for the assembly
-            owned = _owned_bits(cache, dev, out_v, n_found)
+        if sole:  # one owner: one bucket
             offsets = np.array([0, n_found], dtype=np.int64)
-            buckets = None if _result_on_device(frontier) else _result_ranges(dev)
-        else:
-            buckets = bounds
-        if buckets is not None and _bucket_on_device(buckets, n_found):
-            out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, buckets)
-            ranges = buckets if owns_all else None
-            h2d += 2 * buckets.nbytes  # the bounds and the buckets' start offsets
-            read_back += buckets.nbytes
-        if owns_all:
-            cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
+        elif _bucket_on_device(bounds, n_found):
+            out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, bounds)
+            h2d += 2 * bounds.nbytes  # the bounds and the buckets' start offsets
+            read_back += bounds.nbytes
+        if sole:  # its discoveries are the next frontier: keep it here (its words too)
+            words = _owned_bits(cache, dev, out_v, n_found)[0]
+            cache.keep_for_next_level(frontier, out_v, n_found, words)
         if _result_on_device(frontier):
             cache.record(frontier, out_v, out_u, n_found)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
-    found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, read_back,
-                   timer.seconds, offsets, ranges)
-    return found if owned is None else _with_owned(found, owned)
+    return _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, read_back,
+                  timer.seconds, offsets)
 
 
-def _spans_result_ranges(dev) -> bool:
-    """Whether a bottom-up step's range spans two result ranges or more."""
-    return (dev.hi - dev.lo) * config.get("gpu.result-ranges") >= 2 * dev.num_vertices
-
-
-def _result_ranges(dev) -> np.ndarray:
-    """``taskbfs.gpu.result-ranges`` equal ranges of every vertex id the bitmaps cover: the
-    buckets of a GPU step's output when it can hold vertices of several of them (a
-    top-down step that owns every vertex; a bottom-up step whose range spans two or
-    more), so that each result-assembly slice reads only the buckets that overlap it,
-    not the whole output (see ``Discoveries.ranges``)."""
-    return np.linspace(0, dev.num_vertices, config.get("gpu.result-ranges") + 1).round().astype(np.int64)
-
-
-def _owns_every_vertex(part, dev, bounds: np.ndarray) -> bool:
-    """Whether a top-down step's discoveries can leave the device as bitmap words: the task owns every vertex, so it is the level's
-    only step, its candidates (unique and unvisited: the vertex mask) are the next
-    frontier, and its slice's offsets give every vertex's out-degree."""
-    return part.out_indptr is None and _is_sole_step(dev, bounds)
-
-
-def _is_sole_step(dev, bounds: np.ndarray) -> bool:
-    """Whether the step's task owns every vertex: it is its level's only step."""
-    return bounds.size == 2 and (dev.lo, dev.hi) == (int(bounds[0]), int(bounds[1]))
+def _sole_step(part, dev, bounds: np.ndarray) -> bool:
+    """Whether the step's task owns every vertex (:func:`~taskbfs.bfs.state.one_range`),
+    on its out-adjacency: it is its level's only step, its discoveries (unique and
+    unvisited: the vertex mask; bottom-up: its own) are the next frontier as they are,
+    and its slice's offsets give every vertex's out-degree. The next level of its search
+    then finds its inputs on the device (:meth:`DeviceCache.keep_for_next_level`)."""
+    return (part.out_indptr is None and one_range(bounds)
+            and (dev.lo, dev.hi) == (int(bounds[0]), int(bounds[1])))
 
 
 def _bucket_on_device(bounds: np.ndarray, n_found: int) -> bool:
@@ -551,23 +533,13 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoverie
         # The slice's own offsets are its out-degrees unless it is a directed graph's
         # transpose: only then is the barrier's form left to the host (steps.for_barrier).
         owned = _owned_bits(cache, dev, out_v, n_found) if part.out_indptr is None else None
-        offsets = ranges = None
-        read_back = _COUNTER_BYTES
-        if _spans_result_ranges(dev) and not _result_on_device(frontier):
-            ranges = _result_ranges(dev)
-            if _bucket_on_device(ranges, n_found):
-                out_v, out_u, offsets = _bucketed(cache, out_v, out_u, n_found, ranges)
-                h2d += 2 * ranges.nbytes
-                read_back += ranges.nbytes
-            else:
-                ranges = None
-        if owned is not None and _is_sole_step(dev, frontier.task_bounds()):
+        if owned is not None and _sole_step(part, dev, frontier.task_bounds()):
             cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
         if _result_on_device(frontier):
             cache.record(frontier, out_v, out_u, n_found)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
-    found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, read_back,
-                   timer.seconds, offsets, ranges)
+    found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, _COUNTER_BYTES,
+                   timer.seconds)
     return found if owned is None else _with_owned(found, owned)
 
 
@@ -577,14 +549,14 @@ def _result_on_device(frontier: Frontier) -> bool:
 
 
 def _found(part, frontier, out_v, out_u, n: int, edges: int, h2d: int, read_back: int,
-           kernel_seconds: float, offsets, ranges) -> Discoveries:
+           kernel_seconds: float, offsets=None) -> Discoveries:
     """The step's :class:`Discoveries`: its pairs copied back, or only its vertices when
     the pairs went into the search's result on the device."""
     vertices, parents = _download(out_v, out_u, n, part.indices.dtype,
                                   parents=not _result_on_device(frontier))
     d2h = read_back + vertices.nbytes + (0 if parents is None else parents.nbytes)
     return Discoveries(part.task, vertices, parents, edges, h2d_bytes=h2d, d2h_bytes=d2h,
-                       kernel_seconds=kernel_seconds, offsets=offsets, ranges=ranges)
+                       kernel_seconds=kernel_seconds, offsets=offsets)
 
 
 def _with_owned(found: Discoveries, owned) -> Discoveries:

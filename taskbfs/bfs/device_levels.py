@@ -62,7 +62,9 @@ class GpuLevels:
     @staticmethod
     def applies(device: str, num_tasks: int) -> bool:
         """Whether a search task on ``device`` with ``num_tasks`` tasks runs its GPU levels
-        here: on the GPU worker, one task."""
+        here: on the GPU worker, one task (see :func:`~taskbfs.bfs.state.one_range` for
+        why one task: its discoveries are the next frontier as they are). Placing a graph
+        asks it too, to have the device levels' buffers ready."""
         return device == CUDA and num_tasks == 1
 
     @staticmethod

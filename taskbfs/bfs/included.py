@@ -107,7 +107,7 @@ def run_search_on_gpu(*args, **kwargs) -> SearchOutcome:
     return run_search(*args, device=CUDA, **kwargs)
 
 
-def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy, cuts: list,
+def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy,
                device: str = SMP) -> SearchOutcome:
     """The whole search, every level's steps and barrier included in this task.
 
@@ -123,9 +123,6 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy, cuts:
         what :func:`~taskbfs.bfs.state.first_frontier` needs.
     policy : Policy
         Places each step on a device (by its size and task id).
-    cuts : list of int
-        The dispatched assembly's slices of the result: this task writes
-        ``[cuts[0], cuts[-1])`` on the worker's threads (:func:`~taskbfs.bfs.state.assemble_all`).
     device : {"smp", "cuda"}
         The worker this task runs on: "cuda" on the GPU worker.
     """
@@ -152,7 +149,7 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy, cuts:
     gpu = levels.gpu
     d2h = gpu.result_bytes() if gpu is not None and gpu.ran else _result_bytes(frontier)
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
-                                 frontier, init["source"], cuts, threads, gpu)
+                                 frontier, init["source"], threads, gpu)
     return SearchOutcome(distances, parents, summaries, d2h)
 
 
@@ -212,7 +209,7 @@ class _Levels:
     def _steps_and_barrier(self, frontier: Frontier, summary: LevelSummary):
         calls = [(_step_tags(frontier, summary, t), (slice_for(self.slices[t], frontier), frontier))
                  for t in range(len(self.slices)) if frontier.has_work(t)]
-        found = _run_steps(calls, self.policy, self.device)
+        found = _run_steps(calls, summary.gpu_steps)
         nxt, summary = include(BARRIER_NAME, advance, {"level": frontier.level},
                                frontier, found, self.degrees)
         nxt.included.extend((frontier.level, d) for d in found)
@@ -231,27 +228,24 @@ def _level_on_threads(level_tasks: LevelTasks, frontier: Frontier, summaries: Le
 
 def _announced(summary: LevelSummary, policy: Policy, device: str,
                publisher: SummaryPublisher) -> LevelSummary:
-    """``summary`` as this task sends it (see :class:`SummaryPublisher`): ``chained`` (this
-    task runs the level it opens), ``assembled`` at the end, and the device of each of
-    the level's steps (``gpu_steps``)."""
+    """``summary`` as this task sends it (see :class:`SummaryPublisher`), with the device
+    of each of the level's steps (``gpu_steps``): the one place this search decides it."""
     sizes = summary.sizes
     gpu_steps = np.zeros(sizes.size, dtype=np.int64)  # a CPU worker's: none
     if device == CUDA:
         for t in np.flatnonzero(sizes).tolist():
             gpu_steps[t] = policy.decide(int(sizes[t]), task_id=t) == CUDA
-    summary = replace(summary, chained=summary.frontier_size > 0,
-                      assembled=summary.frontier_size == 0, gpu_steps=gpu_steps)
+    summary = replace(summary, gpu_steps=gpu_steps)
     publisher.add(summary)
     return summary
 
 
-def _run_steps(calls, policy: Policy, device: str) -> list:
+def _run_steps(calls, gpu_steps: np.ndarray) -> list:
     """A level's steps (``calls`` as for :func:`include_each`, in task order), each on the
-    device ``policy`` gives it (the CPU when this task runs on a CPU worker): the CPU
-    ones side by side on the thread pool, then the GPU ones one after another; their
-    outputs in task order."""
-    on_gpu = [device == CUDA and policy.decide(tags["size"], task_id=tags["task"]) == CUDA
-              for tags, _ in calls]
+    device its level's summary gives it (``gpu_steps``, decided by :func:`_announced`):
+    the CPU ones side by side on the thread pool, then the GPU ones one after another;
+    their outputs in task order."""
+    on_gpu = [bool(gpu_steps[tags["task"]]) for tags, _ in calls]
     cpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if not g]
     gpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if g]
     # one step alone runs in this thread: there is nothing to overlap
@@ -281,7 +275,7 @@ def _result_bytes(frontier: Frontier) -> int:
     return 2 * result_dtype(n).itemsize * n
 
 
-def _assemble(frontier: Frontier, source: int, cuts: list, threads: int | None = None,
+def _assemble(frontier: Frontier, source: int, threads: int | None = None,
               gpu: GpuLevels | None = None):
     """The search's ``(distances, parents)`` from every step's output (the last
     frontier's ``included``), or the result on the GPU with the CPU steps' pairs."""
@@ -293,8 +287,8 @@ def _assemble(frontier: Frontier, source: int, cuts: list, threads: int | None =
         from taskbfs.bfs.device_cache import result_to_host
 
         return result_to_host(frontier, logs, levels, source)
-    return assemble_all(logs, levels, source=source, bounds=frontier.bounds, cuts=cuts,
-                        threads=threads)
+    return assemble_all(logs, levels, source=source, bounds=frontier.bounds,
+                        cuts=[0, int(frontier.bounds[-1])], threads=threads)
 
 
 def _step_tags(frontier: Frontier, summary: LevelSummary, t: int) -> dict:

@@ -37,6 +37,7 @@ from taskbfs.bfs.state import (
     LevelSummary,
     next_level,
     on_threads,
+    one_range,
 )
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.level_tasks import (
@@ -139,7 +140,8 @@ class LevelTasks:
         total = int(out_start[-1])
         dtype = lists.out_indices[0].dtype
         cand_v, cand_u = np.empty(total, dtype), np.empty(total, dtype)
-        buck_v, buck_u = ((cand_v, cand_u) if num_tasks == 1
+        # one owner: the kernel leaves the candidates where they are (one bucket)
+        buck_v, buck_u = ((cand_v, cand_u) if one_range(bounds)
                           else (np.empty(total, dtype), np.empty(total, dtype)))
         threads = min(self.threads, steps.size)
         seen = self._seen_bits(threads, frontier.visited_bits.size,

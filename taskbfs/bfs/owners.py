@@ -267,8 +267,8 @@ def split_for_owners(found, frontier: Frontier, owners: list, task: int, inbound
     (``owners[w]``: the ranges owner ``w`` keeps, in its order)."""
     here = _here()
     device = (found.h2d_bytes, found.d2h_bytes, round(found.kernel_seconds * 1e9))
-    if frontier.direction == TOP_DOWN and (found.offsets is None or found.ranges is not None):
-        found = bucketed(found, frontier.bounds)  # by task ranges, whatever the step grouped by
+    if frontier.direction == TOP_DOWN and found.offsets is None:
+        found = bucketed(found, frontier.bounds)  # by task ranges
     pieces = []
     for tasks in owners:
         if frontier.direction == BOTTOM_UP:  # a bottom-up step finds only its own vertices

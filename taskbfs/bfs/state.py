@@ -38,7 +38,7 @@ from numba.typed import List
 from taskbfs import config
 from taskbfs.bfs.result import result_dtype
 from taskbfs.kernels.assembly import assemble_share
-from taskbfs.kernels.bitmap import empty_bitmap, words_for
+from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
 from taskbfs.kernels.level_tasks import SYNC_SIZE
 from taskbfs.kernels.merge import (
@@ -117,9 +117,6 @@ class Frontier:
     #: (:mod:`taskbfs.bfs.included`): its result assembly reads them here. One list per search, passed on from level to level and
     #: appended to in place (as the visited bitmap is updated in place).
     included: list = field(default_factory=list)
-    #: ``(distances, parents)`` when a small-level task ended the search and wrote the
-    #: result itself (its summary says ``assembled``).
-    result: tuple | None = None
     #: Per task, the edges leaving its frontier vertices (top-down levels; None: not known).
     task_edges: np.ndarray | None = None
 
@@ -161,9 +158,6 @@ class LevelSummary:
     #: One row ``(task, h2d_bytes, d2h_bytes, kernel_ns)`` per step task of the level that
     #: reported device work (GPU tasks); all integers, empty on CPU-only levels.
     device_stats: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
-    #: The task that sent this summary runs the level itself (a search run as one task,
-    #: :mod:`taskbfs.bfs.included`): the client submits nothing for it.
-    chained: bool = False
     #: Per task, 1 where that task runs this level's step on the GPU (a search run as one
     #: task says so for the live page; empty when the scheduler places the steps).
     gpu_steps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -172,9 +166,6 @@ class LevelSummary:
     #: Per task, the size the placement policy places its next step by (:func:`step_sizes`);
     #: empty means ``frontier_counts``.
     step_sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    #: The search's last summary, from a task that also wrote the result (in the last
-    #: frontier's ``result``): the client submits no assembly.
-    assembled: bool = False
 
     @property
     def sizes(self) -> np.ndarray:
@@ -205,22 +196,22 @@ _SUMMARY_FIELDS = tuple(f.name for f in fields(LevelSummary))
 
 
 class SummaryPublisher:
-    """Sends a task's level summaries to its program's client (:func:`publish`) as
-    messages ``{"summaries": [...]}``. A summary the client must act on (not ``chained``:
-    the client submits the next level, or the search ended) goes at once. A chained one
-    (the task that sent it goes on with the next level itself, and returns every summary
-    at the end) is for the live page and ``progress`` only: the latest one is sent once
-    ``taskbfs.search.summary-interval`` seconds have passed since the last message, the others
-    not at all, so a deep search inside one task sends a few messages a second, not one
-    per level. A message carries its summary's counts as the sizes of the next level's
-    steps (for the placement plugin)."""
+    """Sends the level summaries of a search run as one task to its program's client
+    (:func:`publish`) as messages ``{"summaries": [...]}``, for the live page and
+    ``progress`` only (the task runs every level itself and returns every summary at the
+    end): the first and the last (an empty frontier: the search ended) go at once, the
+    latest of the others once ``taskbfs.search.summary-interval`` seconds have passed since
+    the last message, the rest not at all, so a deep search sends a few messages a second,
+    not one per level. A message carries its summary's counts as the sizes of the next
+    level's steps (for the placement plugin)."""
 
     def __init__(self):
         self.sent = -math.inf  # the first summary goes at once
 
     def add(self, summary: LevelSummary) -> None:
         now = time.perf_counter()
-        if not summary.chained or now - self.sent >= config.get("search.summary-interval"):
+        last = summary.frontier_size == 0
+        if last or now - self.sent >= config.get("search.summary-interval"):
             publish({"summaries": [summary.to_message()]},
                     sizes=(size_label(summary.level), summary.sizes))
             self.sent = now
@@ -238,10 +229,8 @@ class Discoveries:
     A top-down step's pairs are candidates (a vertex of any task, maybe several times),
     bucketed by owning task: owner t's are ``[offsets[t], offsets[t + 1])``. A bottom-up
     step's pairs are its own vertices, each once; ``words`` holds them as bits over the
-    task's words of a bitmap and ``frontier_edges`` sums their out-degrees. A top-down
-    GPU step whose task owns every vertex has ``words`` and ``frontier_edges`` too: its
-    pairs are then unique and unvisited, the next frontier as they are. The pairs stay on
-    the worker until the end of the search, when they become parents.
+    task's words of a bitmap and ``frontier_edges`` sums their out-degrees. The pairs stay
+    on the worker until the end of the search, when they become parents.
     """
 
     task: int
@@ -258,18 +247,27 @@ class Discoveries:
     offsets: np.ndarray | None = None
     words: np.ndarray | None = None
     frontier_edges: int = 0
-    #: The vertex ranges ``offsets`` buckets the pairs by, when they are not the task
-    #: ranges: a GPU step whose range spans many result-assembly slices groups its output
-    #: by equal ranges for them (then its barrier reads ``words``, not the buckets).
-    ranges: np.ndarray | None = None
     #: Per pair, its vertex's distance, when the pairs come from many levels (a block of
     #: compiled levels, :mod:`taskbfs.bfs.compiled_levels`; ``task`` is then -1).
     depths: np.ndarray | None = None
 
 
+def one_range(bounds) -> bool:
+    """Whether one task owns every vertex (``bounds`` of one range, T = 1): the one test
+    for the savings that only a sole owner allows. Its step's candidates are one bucket
+    (no bucketing copy: :func:`bucketed`, :class:`~taskbfs.bfs.level_tasks.LevelTasks`);
+    on the GPU its discoveries are the next frontier as they are, so a one-task search
+    keeps a GPU level whole on the device (:class:`~taskbfs.bfs.device_levels.GpuLevels`)
+    and a dispatched step leaves the next level's inputs there
+    (``DeviceCache.keep_for_next_level``). The general path would give the same result
+    at the price of a copy of every candidate, or of the bitmaps and the frontier crossing
+    the bus at every level."""
+    return len(bounds) == 2
+
+
 def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
     """A top-down step's raw pairs, bucketed by owning task (what the barrier reads)."""
-    if bounds.size == 2:  # one task owns every vertex: one bucket, nothing to move
+    if one_range(bounds):  # one bucket, nothing to move
         return replace(d, offsets=np.array([0, d.vertices.size], dtype=np.int64))
     out_v = np.empty_like(d.vertices)
     offsets = np.empty(bounds.size, dtype=np.int64)
@@ -291,8 +289,11 @@ def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Disco
 
 def first_summary(bounds, source: int, source_degree: int, total_edges: int, direction_mode: str,
                   alpha: float | None = None, beta: float | None = None) -> LevelSummary:
-    """The level-0 :class:`LevelSummary`, from what the client has at hand (equal to the one
-    :func:`first_frontier` computes on the worker, timestamps aside)."""
+    """The level-0 :class:`LevelSummary`: the one place that decides level 0 (its
+    direction by Beamer's rule, per task its frontier or unvisited vertices and the size
+    its step is placed by), from what the client has at hand. The dispatched loop sends
+    it before any task runs; a search run as one task makes its first frontier from it
+    (:func:`first_frontier`)."""
     alpha, beta = switch_parameters(alpha, beta)
     bounds = np.asarray(bounds, dtype=np.int64)
     num_tasks = bounds.size - 1
@@ -318,27 +319,38 @@ def first_summary(bounds, source: int, source_degree: int, total_edges: int, dir
 def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float | None = None,
                    beta: float | None = None, total_edges: int | None = None
                    ) -> tuple[Frontier, LevelSummary]:
-    """``(level-0 frontier, its summary)`` of a search run as one task
+    """``(level-0 frontier, its summary)`` of a search run as one task: the summary is
+    :func:`first_summary`'s, the frontier the source in the form its direction reads
     (``total_edges``: the degrees' sum, when the caller knows it)."""
     alpha, beta = switch_parameters(alpha, beta)
     n = degrees.size
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
     total_edges = int(degrees.sum()) if total_edges is None else int(total_edges)
-    progress = Progress(
-        unvisited_per_task=np.diff(bounds).astype(np.int64),
-        unexplored_edges=total_edges,
-        direction_mode=direction_mode,
-        alpha=float(alpha),
-        beta=float(beta),
-        search=uuid.uuid4().hex,
-        mean_degree=total_edges / max(n, 1),
-    )
-    empty = np.empty(0, dtype=np.int64)
-    before = Frontier(-1, TOP_DOWN, empty, np.zeros(bounds.size, np.int64), None, empty_bitmap(n),
-                      bounds, progress)
+    degree = int(degrees[source])
+    summary = first_summary(bounds, source, degree, total_edges, direction_mode, alpha, beta)
+    sizes = np.diff(bounds)
+    if summary.direction == BOTTOM_UP:
+        unvisited = summary.frontier_counts.copy()
+        counts = sizes - unvisited
+    else:
+        counts = summary.frontier_counts.copy()
+        unvisited = sizes - counts
+    progress = Progress(unvisited_per_task=unvisited, unexplored_edges=summary.unexplored_edges,
+                        direction_mode=direction_mode, alpha=float(alpha), beta=float(beta),
+                        frontier_size=1, mean_degree=total_edges / max(n, 1),
+                        search=uuid.uuid4().hex)
     src = np.array([source], dtype=np.int64)
-    seed = bucketed(Discoveries(-1, src, src.copy(), 0), bounds)
-    return advance(before, [seed], degrees)
+    visited = empty_bitmap(n)
+    visited[source >> 6] = np.uint64(1) << np.uint64(source & 63)
+    offsets = np.zeros(bounds.size, dtype=np.int64)
+    if summary.direction == BOTTOM_UP:
+        frontier = Frontier(0, BOTTOM_UP, src[:0], offsets, visited.copy(), visited, bounds,
+                            progress)
+    else:
+        np.cumsum(counts, out=offsets[1:])
+        frontier = Frontier(0, TOP_DOWN, src, offsets, None, visited, bounds, progress,
+                            task_edges=counts * degree)
+    return frontier, summary
 
 
 def switch_parameters(alpha: float | None, beta: float | None) -> tuple[float, float]:
@@ -400,7 +412,7 @@ def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSu
         new_frontier = partial(concat, [d.vertices for d in ordered])  # made if needed
     else:
         new_frontier, counts, task_edges = _accept_top_down(bounds, visited, discoveries, degrees)
-        new_bits = _sole_step_words(bounds, discoveries, n)
+        new_bits = None
     return next_level(frontier, counts, task_edges, new_frontier, new_bits, n,
                       edges_examined=edges_examined, found=found, device_stats=device_stats,
                       start=start)
@@ -465,9 +477,6 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     are independent, so a large level runs them on several threads (cut into pieces when
     there are fewer owners than threads)."""
     num_tasks = bounds.size - 1
-    sole = _sole_step_with_words(bounds, discoveries)
-    if sole is not None:
-        return _accept_as_found(visited, sole)
     steps = [d for d in discoveries if d.vertices.size]
     candidates = concat([d.vertices for d in steps])
     offsets = np.zeros((len(steps), num_tasks + 1), dtype=np.int64)
@@ -483,37 +492,6 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     n_new = accept_candidates(candidates, offsets, visited, degrees, new_frontier, out_offsets,
                               task_edges)
     return new_frontier[:n_new], np.diff(out_offsets), task_edges
-
-
-def _sole_step_with_words(bounds, discoveries):
-    """The level's only top-down step with work, when its task owns every vertex and it
-    returned its discoveries as bitmap words too (a GPU step, see
-    :mod:`taskbfs.bfs.device_cache`), else None: its discoveries are the next frontier as
-    they are (:func:`_accept_as_found`)."""
-    steps = [d for d in discoveries if d.vertices.size]
-    if bounds.size == 2 and len(steps) == 1 and steps[0].words is not None:
-        return steps[0]
-    return None
-
-
-def _sole_step_words(bounds, discoveries, num_vertices: int):
-    """The next frontier as a bitmap when :func:`_sole_step_with_words` gives a step whose
-    words cover every vertex, else None (made from the vertices if needed)."""
-    sole = _sole_step_with_words(bounds, discoveries)
-    if sole is not None and sole.words.size == words_for(num_vertices):
-        return sole.words
-    return None
-
-
-def _accept_as_found(visited, d: Discoveries):
-    """The discoveries of a top-down step that owns every vertex and returned them as
-    bitmap words (a GPU step, see :mod:`taskbfs.bfs.device_cache`): unique and unvisited
-    already, they are the next frontier as they are (in the step's dtype: a copy to int64
-    of a frontier of millions would write fresh memory for nothing); the visited set
-    gets their words."""
-    visited[: d.words.size] |= d.words
-    return (d.vertices, np.array([d.vertices.size], dtype=np.int64),
-            np.array([d.frontier_edges], dtype=np.int64))
 
 
 def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
@@ -592,19 +570,6 @@ def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
             new_bits[first:stop] |= d.words
     visited |= new_bits
     return new_bits, ordered, counts, task_edges
-
-
-def assembly_count(num_vertices: int, slots: int) -> int:
-    """How many tasks write a search's result: one per slot, at most
-    ``taskbfs.search.max-assembly-tasks``, each with at least ``taskbfs.search.assembly-min-vertices``."""
-    by_size = -(-int(num_vertices) // config.get("search.assembly-min-vertices"))
-    return max(1, min(int(slots), config.get("search.max-assembly-tasks"), by_size))
-
-
-def assembly_cuts(num_vertices: int, count: int) -> list[int]:
-    """``count`` + 1 vertex ids cutting ``[0, num_vertices)`` into equal, non-empty slices."""
-    count = max(1, min(count, num_vertices))
-    return np.linspace(0, num_vertices, count + 1).round().astype(int).tolist()
 
 
 def tasks_overlapping(bounds, lo: int, hi: int) -> range:
@@ -706,8 +671,7 @@ def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels, out=Non
             record_pairs_at(d.vertices, d.parents, d.depths, lo, hi, parents, distances)
             continue
         if d.offsets is not None:
-            buckets = tasks if d.ranges is None else tasks_overlapping(d.ranges, lo, hi)
-            start, stop = int(d.offsets[buckets.start]), int(d.offsets[buckets.stop])
+            start, stop = int(d.offsets[tasks.start]), int(d.offsets[tasks.stop])
         else:
             start, stop = 0, d.vertices.size
         if stop > start:

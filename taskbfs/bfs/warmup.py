@@ -56,8 +56,7 @@ def _search(graph: Graph, tasks: int, direction: str, device: str, policy: Polic
     bundle = SliceBundle(*[s for t in range(tasks) for s in (out[t], transposed[t])], per_task=2)
     init = {"bounds": parts.bounds, "source": 0, "direction_mode": direction,
             "total_edges": graph.num_arcs, "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta")}
-    run_search(bundle, graph.degrees(), init=init, policy=policy, cuts=[0, graph.num_vertices],
-               device=device)
+    run_search(bundle, graph.degrees(), init=init, policy=policy, device=device)
 
 
 def _compiled_levels(on: bool):
