@@ -1,9 +1,10 @@
 """The dispatched level loop (``taskbfs.bfs.owners``) for a graph the client holds.
 
-* Every shape of tests/shapes.py, searched with ``dispatch="tasks"`` on three worker
-  processes whose placed slices spread over them (W = 3 owners), matches scipy and passes
-  the Graph500 rules, in every direction; on one in-process worker (W = 1) the same loop
-  runs with one owner (tests/test_bfs.py covers every shape there too).
+* Every shape of tests/shapes.py (the deep ones smaller: see ``_shapes``), searched with
+  ``dispatch="tasks"`` on three worker processes whose placed slices spread over them
+  (W = 3 owners), matches scipy and passes the Graph500 rules, in every direction; on one
+  in-process worker (W = 1) the same loop runs with one owner (tests/test_bfs.py covers
+  every shape there too).
 * Per level the loop submits T' steps and W barriers, nothing else: no task cuts a
   step's frontier and none reports counts (the barriers publish them).
 * The result comes home as int32 arrays below 2^31 vertices, and the trace and level
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 from reference import scipy_distances
-from shapes import path, shapes
+from shapes import directed_cycle, grid, path, shapes
 
 import taskbfs as tb
 
@@ -33,8 +34,14 @@ def spread():
 
 
 def _shapes():
-    # a path of 60 levels stands for path_3000: each level is a round of Dask tasks here
-    return [path(60) if s.name == "path_3000" else s for s in shapes()]
+    """Every shape; the deep ones smaller, as each level is a round of Dask tasks on three
+    processes here: a path of 60 levels stands for path_3000, a directed cycle of 30 for
+    directed_cycle_100 (from the middle its frontier still wraps from the last owner to the
+    first), a 20 x 20 grid for grid_40x40 (auto still turns bottom-up and back, from the
+    corner too, with work for all 7 steps of a level)."""
+    smaller = {"path_3000": path(60), "directed_cycle_100": directed_cycle(30),
+               "grid_40x40": grid(20, 20)}
+    return [smaller.get(s.name, s) for s in shapes()]
 
 
 @pytest.mark.parametrize("s", _shapes(), ids=lambda s: s.name)
