@@ -169,11 +169,11 @@ def test_compiled_levels_are_the_levels_they_replace(setting, runtime, monkeypat
             run = {"tasks": min(tasks, graph.num_vertices), "direction": direction,
                    "runtime": runtime, "strategy": "cpu"}
             inside = tb.bfs(graph, source, **run)
-            apart = _dispatched(graph, shape.name, source, run)
+            apart_levels, apart_trace = _dispatched(graph, shape.name, source, run)
             check(graph, shape, source, inside)
             assert inside.levels[LEVEL_COLUMNS + ["unexplored_edges"]].equals(
-                apart.levels[LEVEL_COLUMNS + ["unexplored_edges"]])
-            assert inside.trace[TRACE_COLUMNS].equals(apart.trace[TRACE_COLUMNS])
+                apart_levels[LEVEL_COLUMNS + ["unexplored_edges"]])
+            assert inside.trace[TRACE_COLUMNS].equals(apart_trace[TRACE_COLUMNS])
             assert inside.levels["barrier_worker"].notna().all()
 
 
@@ -181,14 +181,13 @@ _DISPATCHED: dict = {}
 
 
 def _dispatched(graph, name, source, run):
-    """The search dispatched as tasks, made once per shape, source, T and direction: the
-    owner loop (taskbfs.bfs.owners) never runs the compiled levels, so the four settings
-    of the test above compare with the same levels and trace."""
+    """The level table and trace of the search dispatched as tasks, made once per shape,
+    source, T and direction: the owner loop (taskbfs.bfs.owners) never runs the compiled
+    levels, so the four settings of the test above compare with the same tables."""
     key = (name, source, run["tasks"], run["direction"])
     if key not in _DISPATCHED:
         apart = tb.bfs(graph, source, dispatch="tasks", **run)
-        apart.levels, apart.trace  # read now: the tables are made lazily
-        _DISPATCHED[key] = apart
+        _DISPATCHED[key] = apart.levels, apart.trace
     return _DISPATCHED[key]
 
 
