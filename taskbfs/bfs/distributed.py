@@ -56,7 +56,7 @@ from taskbfs.graph.chunked import (
     split_arcs,
 )
 from taskbfs.graph.partition import partition_indptr
-from taskbfs.runtime.plugin import GPU_RESOURCE
+from taskbfs.runtime.plugin import GPU_RESOURCE, workers_of
 
 __all__ = ["DistributedGraph", "build_from_files", "build_kronecker"]
 
@@ -490,7 +490,7 @@ def _owners(client, count: int) -> list[dict]:
     only: a range's owner runs its barriers and its steps run best beside it, and the big
     steps of a search that may use a GPU run on one (CPU steps copy only the owner's
     frontier, :class:`~taskbfs.bfs.owners.OwnerFrontier`)."""
-    info = client.scheduler_info(n_workers=-1)["workers"]
+    info = workers_of(client)
     gpus = [a for a, w in info.items() if w.get("resources", {}).get(GPU_RESOURCE, 0) > 0]
     workers = sorted(gpus or info)
     if len(info) < 2:

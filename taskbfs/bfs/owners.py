@@ -66,7 +66,7 @@ from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import switch_direction
 from taskbfs.kernels.merge import accept_spans_into_range, frontier_bitmap, word_span
 from taskbfs.runtime import Task, publish
-from taskbfs.runtime.plugin import CPU_RESOURCE
+from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of
 
 __all__ = ["OwnerFrontier", "OwnerState", "Piece", "owned_search"]
 
@@ -479,7 +479,7 @@ class OwnedSearch:
         if not all(who.get(f.key) for f in self.placed.slices):  # still being built, or lost
             self.waits.settle(self.placed.slices)
             who = self.client.who_has(self.placed.slices)
-        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        workers = workers_of(self.client)
         hosts = sorted(a for a, w in workers.items() if w.get("resources", {}).get(CPU_RESOURCE))
         load: dict[str, int] = {}
         holders = []

@@ -51,6 +51,7 @@ from taskbfs.runtime.plugin import (
     attach,
     cluster_resources,
     detach,
+    workers_of,
 )
 from taskbfs.runtime.task import CUDA, SMP
 
@@ -246,7 +247,7 @@ class Runtime:
 
     def gpu_workers(self) -> list[str]:
         """The addresses of the workers that advertise a GPU."""
-        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        workers = workers_of(self.client)
         return [address for address, info in workers.items()
                 if info.get("resources", {}).get(GPU_RESOURCE, 0) > 0]
 

@@ -636,6 +636,13 @@ def _register_policy(program: str, policy, dask_scheduler=None) -> None:
     _bound(plugin.policies, MAX_POLICIES)
 
 
+def workers_of(client) -> dict:
+    """``{address: worker info}`` of every worker, asked of the scheduler now.
+    (``client.scheduler_info(n_workers=-1)["workers"]`` may return the client's cached
+    copy that its periodic refresh has just replaced with one listing no workers.)"""
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def cluster_resources(client, timeout: float | None = None) -> dict:
     """Resources advertised by the cluster's workers (``{"CPU": n, "GPU": m, "workers": k}``;
     within ``timeout`` seconds, else ``TimeoutError``)."""
