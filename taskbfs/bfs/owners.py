@@ -100,13 +100,13 @@ class OwnerState:
     worker: str
     ranges: list[RangeState]
     num_vertices: int
+    nbytes: int = field(init=False)  # the arrays' bytes (their sizes never change)
+
+    def __post_init__(self):
+        self.nbytes = sum(a.nbytes for r in self.ranges for a in (r.degrees, r.distances, r.parents))
 
     def range(self, task: int) -> RangeState:
         return next(r for r in self.ranges if r.task == task)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for r in self.ranges for a in (r.degrees, r.distances, r.parents))
 
     def __sizeof__(self) -> int:  # what Dask counts
         return 64 + self.nbytes
@@ -338,15 +338,20 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
         else:
             local += p.nbytes
     vertices, parents, spans = _joined_pieces(pieces, len(state.ranges))
-    for i, rs in enumerate(state.ranges):
+    received = (spans[:, 1:] - spans[:, :-1]).sum(axis=0)
+    for i in np.flatnonzero(received).tolist():  # ranges no piece names stay as they are
+        rs = state.ranges[i]
         starts, stops = spans[:, i], spans[:, i + 1]
-        out = np.empty(int((stops - starts).sum()), dtype=np.int64)
+        out = np.empty(int(received[i]), dtype=np.int64)
         n, edges = accept_spans_into_range(vertices, parents, starts, stops, rs.lo,
                                            front.visited[rs.first_word : rs.stop_word],
                                            rs.first_word, rs.degrees, depth, rs.distances,
                                            rs.parents, out)
         front.frontiers[i], rs.frontier_edges = out[:n], int(edges)
         front.unvisited[i] -= n
+    for i in np.flatnonzero(received == 0).tolist():  # ...but their frontier ends
+        if front.frontiers[i].size:
+            front.frontiers[i], state.ranges[i].frontier_edges = _NO_VERTICES, 0
     _frontier_bits(front)
     mine = set(front.tasks)
     publish({REPORT: {
@@ -361,6 +366,9 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
         "remote": remote, "local": local, "start": start, "stop": time.time(),
     }})
     return front, state
+
+
+_NO_VERTICES = np.empty(0, np.int64)
 
 
 def _joined_pieces(pieces, ranges: int):
