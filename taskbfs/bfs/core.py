@@ -210,9 +210,8 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
                              to_gpu=policy.uses_gpu and resources.get(GPU_RESOURCE, 0) > 0)
         # one worker holding every slice includes the search (the degrees, 8 bytes a
         # vertex, are copied to it once if they were made elsewhere)
-        slices = [f for f in placed.futures() if f is not placed.degrees]
         site = (None if dispatch == "tasks"
-                else rt.include_site(slices, policy, clock.left(), resources))
+                else rt.include_site(placed.slice_futures(), policy, clock.left(), resources))
         program = Program(rt, policy, name="bfs")
         search = _Search(program, graph, placed, source, direction, progress, clock, heard,
                          attempt)

@@ -56,7 +56,7 @@ from taskbfs.graph.chunked import (
     split_arcs,
 )
 from taskbfs.graph.partition import partition_indptr
-from taskbfs.runtime.plugin import GPU_RESOURCE, workers_of
+from taskbfs.runtime.plugin import GPU_RESOURCE, workers_of, workers_with
 
 __all__ = ["DistributedGraph", "build_from_files", "build_kronecker"]
 
@@ -491,8 +491,7 @@ def _owners(client, count: int) -> list[dict]:
     steps of a search that may use a GPU run on one (CPU steps copy only the owner's
     frontier, :class:`~taskbfs.bfs.owners.OwnerFrontier`)."""
     info = workers_of(client)
-    gpus = [a for a, w in info.items() if w.get("resources", {}).get(GPU_RESOURCE, 0) > 0]
-    workers = sorted(gpus or info)
+    workers = workers_with(info, GPU_RESOURCE) or sorted(info)
     if len(info) < 2:
         return [{}] * count
     return [{"workers": [workers[r % len(workers)]], "allow_other_workers": True}

@@ -66,7 +66,7 @@ from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import switch_direction
 from taskbfs.kernels.merge import accept_spans_into_range, frontier_bitmap, word_span
 from taskbfs.runtime import Task, publish
-from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of
+from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of, workers_with
 
 __all__ = ["OwnerFrontier", "OwnerState", "Piece", "owned_search"]
 
@@ -488,7 +488,7 @@ class OwnedSearch:
             self.waits.settle(self.placed.slices)
             who = self.client.who_has(self.placed.slices)
         workers = workers_of(self.client)
-        hosts = sorted(a for a, w in workers.items() if w.get("resources", {}).get(CPU_RESOURCE))
+        hosts = workers_with(workers, CPU_RESOURCE)
         load: dict[str, int] = {}
         holders = []
         for f in self.placed.slices:

@@ -62,10 +62,14 @@ class PlacedGraph:
             self._bundles[per_task] = future
         return future
 
+    def slice_futures(self) -> list:
+        """The slices' futures, transposed ones too."""
+        extra = [] if self.transposed is None or self.transposed is self.slices else self.transposed
+        return [*self.slices, *extra]
+
     def futures(self) -> list:
         """Every future a search reads: the slices (transposed ones too) and the degrees."""
-        extra = [] if self.transposed is None or self.transposed is self.slices else self.transposed
-        return [*self.slices, *extra, self.degrees]
+        return [*self.slice_futures(), self.degrees]
 
     def intact(self) -> bool:
         """Whether no placed datum was lost: a scattered slice whose holder left the
@@ -149,7 +153,7 @@ def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int,
     workers) into every GPU worker's."""
     from taskbfs.bfs.device_cache import upload_slices
 
-    futures = [f for f in placed.futures() if f is not placed.degrees]
+    futures = placed.slice_futures()
     keys = frozenset(f.key for f in futures)
     if keys <= placed.uploaded:
         return

@@ -117,22 +117,23 @@ class DeviceLevels:
         search starts its result (-1, and -2 for the visited vertices); later ones mark
         the vertices the host visited since. Returns the bytes copied to the device."""
         cfg = self.config
-        if level == 0 and top_down and not self.entered:
-            # level 0: the visited set is the frontier (the source), made here, not copied
+        # level 0 of a new search: the visited set is the frontier (the source), made
+        # here from the uploaded frontier, not copied
+        from_source = level == 0 and top_down and not self.entered
+        if from_source:
             frontier = np.ascontiguousarray(frontier, dtype=self.dtype)
             self._upload(self.queues[0], frontier)
             self.k.base.fill[cfg.blocks_for(self.words), cfg.block_size](self.visited, 0)
             self.k.queue_to_bits[cfg.blocks_for(max(frontier.size, 1)), cfg.block_size](
                 self.queues[0], frontier.size, self.visited)
-            self.k.enter[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
-                self.visited, self.n, True, self.parents, self.distances, self.rows[0])
-            self.entered = True
-            return int(frontier.nbytes)
-        self._upload(self.visited, np.ascontiguousarray(visited_bits, dtype=np.uint64))
+        else:
+            self._upload(self.visited, np.ascontiguousarray(visited_bits, dtype=np.uint64))
         self.k.enter[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
             self.visited, self.n, not self.entered, self.parents, self.distances,
             self.rows[level % ROWS])
         self.entered = True
+        if from_source:
+            return int(frontier.nbytes)
         if top_down:
             frontier = np.ascontiguousarray(frontier, dtype=self.dtype)
             self._upload(self.queues[level % 2], frontier)

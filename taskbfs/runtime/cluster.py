@@ -52,6 +52,7 @@ from taskbfs.runtime.plugin import (
     cluster_resources,
     detach,
     workers_of,
+    workers_with,
 )
 from taskbfs.runtime.task import CUDA, SMP
 
@@ -247,9 +248,7 @@ class Runtime:
 
     def gpu_workers(self) -> list[str]:
         """The addresses of the workers that advertise a GPU."""
-        workers = workers_of(self.client)
-        return [address for address, info in workers.items()
-                if info.get("resources", {}).get(GPU_RESOURCE, 0) > 0]
+        return workers_with(workers_of(self.client), GPU_RESOURCE)
 
     def on_gpu_workers(self, func, *args, timeout: float | None = None,
                        args_of=None) -> dict:

@@ -643,6 +643,12 @@ def workers_of(client) -> dict:
     return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
 
 
+def workers_with(workers: dict, resource: str) -> list[str]:
+    """The addresses among ``workers`` (as :func:`workers_of` gives them) that advertise
+    ``resource``, sorted."""
+    return sorted(a for a, info in workers.items() if info.get("resources", {}).get(resource, 0) > 0)
+
+
 def cluster_resources(client, timeout: float | None = None) -> dict:
     """Resources advertised by the cluster's workers (``{"CPU": n, "GPU": m, "workers": k}``;
     within ``timeout`` seconds, else ``TimeoutError``)."""
