@@ -47,6 +47,8 @@ PARTS = [
     ("taskbfs.bfs.device_levels", "GpuLevels", "_step"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "_barrier"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "result"),
+    ("taskbfs.bfs.device_levels", "GpuLevels", "to_host"),
+    ("taskbfs.bfs.included", None, "run_small_levels"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "enter"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "top_down"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "_counts"),

@@ -16,6 +16,9 @@
 #   strategies  gpu_strategies.py (STRATEGY_ARGS)      -> $OUT/strategies.log, $OUT/gpu_strategies.csv
 #   first       first_search.py (FIRST_ARGS): the first search of a fresh process against
 #               the steady ones                                           -> $OUT/first.log
+#   rmm         tests/test_rmm_gpu.py with rmm installed from .whl-rmm/ (rmm-cu12 and its
+#               dependencies: `pip download rmm-cu12 -d .whl-rmm`, carried like .whl/; kept out
+#               of /tmp/site so that the other steps keep numba's own allocator) -> $OUT/rmm.log
 #   wall        gpu_user_wall.py (WALL_ARGS): the plain GPU loop (plain_gpu_loop.py, CuPy) and
 #               taskbfs timed by the user's stopwatch in one process -> $OUT/wall.log, $OUT/gpu_user_wall.csv
 # Environment: OUT (default ./out), PYTHON (python3), SESSION_SECONDS (the time the whole
@@ -104,6 +107,12 @@ from taskbfs.runtime.cluster import detect_gpus; print('detect_gpus', detect_gpu
   wall)
     timeout "$(left)" "$PY" benchmarks/gpu_user_wall.py --csv "$OUT/gpu_user_wall.csv" ${WALL_ARGS:-} \
       2>&1 | tee "$OUT/wall.log"
+    ;;
+  rmm)
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/rmmsite .whl-rmm/*.whl 2>&1 | tee "$OUT/rmm.log"
+    PYTHONPATH="/tmp/rmmsite:$PYTHONPATH" timeout "$(left)" "$PY" -m pytest ${PYTEST_FLAGS:--o addopts= -q} \
+      -p no:cacheprovider -rs tests/test_rmm_gpu.py 2>&1 | tee -a "$OUT/rmm.log"
     ;;
   first)
     timeout "$(left)" "$PY" benchmarks/first_search.py ${FIRST_ARGS:---scale 22 --strategies cpu hybrid gpu} \

@@ -6,8 +6,11 @@ a markdown table and one CSV row: the harmonic-mean TEPS over the keys (Graph500
 edges / the wall time of the call), the median wall ms, the ratio of that TEPS to the plain
 GPU loop's direction-optimizing and top-down searches, taskbfs's ``r.search_seconds`` beside
 the wall and the share of the wall outside it (the call's time around the search: graph
-check, submission, result), and for the plain loop the copy of its parents to the host,
-which its wall leaves out (its result stays in GPU memory).
+check, submission, result), and for the plain loop the copy of its parents to the host
+(into pinned memory, as taskbfs copies its result), which its wall leaves out (its result
+stays in GPU memory); ``× plain-td, on host`` compares with the plain top-down loop whose
+wall includes that copy (its result in the caller's hands as numpy, as ``tb.bfs``'s is;
+the plain loop still makes no distances array, which taskbfs also returns).
 Approach
     One process, one GPU, so that every GPU figure is a ratio measured in one run
     (issue 16, item 6). Per scale the graph is built once; the plain loop's copy is placed
@@ -24,7 +27,8 @@ Approach
     them are left empty; without a GPU worker, gpu and gpu-td are skipped too.
 Encoding
     CSV columns as in ``FIELDS``: seconds, edges per second, shares in 0..1; ``x_plain_do``
-    and ``x_plain_td`` are TEPS ratios (empty when that peer did not run), ``elapsed`` and
+    and ``x_plain_td`` are TEPS ratios (empty when that peer did not run),
+    ``x_plain_td_host`` the ratio to plain-td with its copy counted, ``elapsed`` and
     ``outside`` empty for the plain loop, ``copy`` empty for taskbfs.
 
     python benchmarks/gpu_user_wall.py --scales 22 24 --keys 8 --csv out/gpu_user_wall.csv
@@ -66,7 +70,7 @@ DEFAULT_CSV = Path(__file__).resolve().parent / "results" / "gpu_user_wall.csv"
 FIELDS = ["date", "host", "cpus", "gpu", "scale", "vertices", "edges", "config", "strategy",
           "direction", "tasks", "keys", "hmean_teps", "median_wall_s", "min_wall_s",
           "max_wall_s", "median_elapsed_s", "outside_share", "median_copy_s", "x_plain_do",
-          "x_plain_td", "median_levels", "validated"]
+          "x_plain_td", "x_plain_td_host", "median_levels", "validated"]
 
 
 @dataclass
@@ -87,14 +91,15 @@ class Search:
         return self.edges / self.wall
 
 
-def time_plain(device_graph, graph, key, direction, args, check) -> Search:
-    """One plain GPU loop search under the stopwatch; the copy back and the check after it."""
+def time_plain(device_graph, pinned, graph, key, direction, args, check) -> Search:
+    """One plain GPU loop search under the stopwatch; the copy back (into ``pinned``, a
+    pinned host array) timed on its own, and the check after it."""
     start = time.perf_counter()
     parents_on_device, levels = peer.plain_gpu_bfs(device_graph, key, direction=direction,
                                                    alpha=args.alpha, beta=args.beta)
     wall = time.perf_counter() - start
     start = time.perf_counter()
-    host = parents_on_device.get()
+    host = parents_on_device.get(out=pinned)
     copy = time.perf_counter() - start
     parents = host.astype(np.int64)
     if check:
@@ -114,13 +119,13 @@ def time_taskbfs(graph, key, strategy, direction, runtime, args, check) -> Searc
                   r.num_tasks)
 
 
-def run_config(label, graph, keys, runtime, device_graph, args) -> list:
+def run_config(label, graph, keys, runtime, device_graph, pinned, args) -> list:
     """Warm up once on the first key, then time every key; returns the searches."""
     strategy, direction = CONFIGS[label]
 
     def one(key, check):
         if strategy == "plain":
-            return time_plain(device_graph, graph, key, direction, args, check)
+            return time_plain(device_graph, pinned, graph, key, direction, args, check)
         return time_taskbfs(graph, key, strategy, direction, runtime, args, check)
 
     one(keys[0], check=False)
@@ -143,6 +148,7 @@ def summary(label, searches, args) -> dict:
     }
     if strategy == "plain":
         row["median_copy_s"] = float(np.median([s.copy for s in searches]))
+        row["hmean_teps_host"] = harmonic_mean([s.edges / (s.wall + s.copy) for s in searches])
     else:
         elapsed = np.array([s.elapsed for s in searches])
         row["median_elapsed_s"] = float(np.median(elapsed))
@@ -153,9 +159,12 @@ def summary(label, searches, args) -> dict:
 def add_ratios(rows) -> None:
     """Each row's TEPS over plain-do's and plain-td's (empty where that peer did not run)."""
     teps = {row["config"]: row["hmean_teps"] for row in rows}
+    on_host = {row["config"]: row["hmean_teps_host"] for row in rows if "hmean_teps_host" in row}
     for row in rows:
         for peer_label, key in (("plain-do", "x_plain_do"), ("plain-td", "x_plain_td")):
             row[key] = row["hmean_teps"] / teps[peer_label] if peer_label in teps else ""
+        row["x_plain_td_host"] = (row["hmean_teps"] / on_host["plain-td"]
+                                  if "plain-td" in on_host else "")
 
 
 def markdown_table(rows) -> str:
@@ -164,14 +173,15 @@ def markdown_table(rows) -> str:
         return "–" if value == "" else f"{value * scale:{fmt}}{unit}"
 
     lines = ["| config | T | MTEPS (hmean) | median ms | × plain-do | × plain-td | "
-             "r.search_seconds ms | outside the search | parents copy ms | levels |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "× plain-td, on host | r.search_seconds ms | outside the search | "
+             "parents copy ms | levels |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         lines.append(" | ".join([
             f"| {row['config']}", f"{row['tasks'] or '–'}",
             number(row["hmean_teps"], 1e-6, ".1f"), number(row["median_wall_s"], 1e3, ".2f"),
             number(row["x_plain_do"], 1, ".2f"), number(row["x_plain_td"], 1, ".2f"),
-            number(row["median_elapsed_s"], 1e3, ".2f"),
+            number(row["x_plain_td_host"], 1, ".2f"), number(row["median_elapsed_s"], 1e3, ".2f"),
             number(row["outside_share"], 100, ".0f", " %"),
             number(row["median_copy_s"], 1e3, ".2f"), f"{row['median_levels']:.0f} |"]))
     return "\n".join(lines)
@@ -205,16 +215,17 @@ def run_scale(scale, labels, runtime, args, machine, writer) -> None:
     keys = [int(k) for k in tb.search_keys(graph, args.keys, seed=args.seed)]
     print(f"\n## scale {scale}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges "
           f"(built in {build:.1f} s), {len(keys)} keys", flush=True)
-    device_graph = None
+    device_graph = pinned = None
     if any(CONFIGS[label][0] == "plain" for label in labels):
         start = time.perf_counter()
         device_graph = peer.upload_graph(graph)
+        pinned = peer.pinned_like(device_graph.parents)
         print(f"plain loop: graph and buffers on the GPU in {time.perf_counter() - start:.1f} s "
               f"({device_graph.device_bytes / 2**30:.2f} GiB)", flush=True)
     rows = []
     for label in labels:
         start = time.perf_counter()
-        searches = run_config(label, graph, keys, runtime, device_graph, args)
+        searches = run_config(label, graph, keys, runtime, device_graph, pinned, args)
         rows.append(summary(label, searches, args))
         print(f"{label}: {rows[-1]['hmean_teps'] / 1e6:.1f} MTEPS, median "
               f"{rows[-1]['median_wall_s'] * 1e3:.2f} ms ({time.perf_counter() - start:.1f} s "
@@ -222,6 +233,7 @@ def run_scale(scale, labels, runtime, args, machine, writer) -> None:
     add_ratios(rows)
     print("\n" + markdown_table(rows) + "\n", flush=True)
     for row in rows:
+        row.pop("hmean_teps_host", None)
         writer.writerow({**machine, "scale": scale, "vertices": graph.num_vertices,
                          "edges": graph.num_edges, **row})
     del device_graph

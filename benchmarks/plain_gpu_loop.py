@@ -467,12 +467,22 @@ def upload_graph(graph, chunk: int = CHUNK_EDGES) -> DeviceGraph:
 
 def _pinned_row() -> np.ndarray:
     """A host array for one counts row, in page-locked memory when CuPy offers it."""
+    return pinned_empty(ROW, np.uint64)
+
+
+def pinned_empty(shape, dtype) -> np.ndarray:
+    """An empty host array in page-locked memory when CuPy offers it (else pageable)."""
     try:
         import cupyx
 
-        return cupyx.empty_pinned(ROW, dtype=np.uint64)
+        return cupyx.empty_pinned(shape, dtype=dtype)
     except (ImportError, AttributeError):
-        return np.empty(ROW, dtype=np.uint64)
+        return np.empty(shape, dtype=dtype)
+
+
+def pinned_like(array) -> np.ndarray:
+    """A pinned host array to copy the device ``array`` into (``array.get(out=...)``)."""
+    return pinned_empty(array.shape, array.dtype)
 
 
 def plain_gpu_bfs(graph_on_device: DeviceGraph, source: int, direction: str = AUTO,

@@ -115,7 +115,9 @@ def test_searches_match_scipy_and_one_process(rt, runtime, name):
     g = tb.Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
     source = s.sources[-1]
     expected = scipy_distances(g, source)
-    for ranges in (8, 3):  # T >= W: every worker owns ranges; T < W: some own none
+    # T >= W: every worker owns ranges; T < W: some own none (the path's 60 levels of
+    # rounds between four processes take ~15 s a T: it runs the first only)
+    for ranges in (8,) if name == "path_60" else (8, 3):
         dg = _built(s, rt, ranges)
         runs = [("auto", "hybrid"), ("top-down", "cpu"), ("bottom-up", "cpu")]
         for direction, strategy in runs:

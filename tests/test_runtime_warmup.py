@@ -46,3 +46,21 @@ def test_the_bfs_warm_up_runs_the_search_body_and_never_raises(monkeypatch):
 
     monkeypatch.setattr(warmup, "run_search", broken)
     assert warmup.warm_up() >= 0.0  # logged, not raised
+
+
+def _frozen_objects(dask_worker) -> int:
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def test_warmed_workers_keep_their_objects_out_of_full_collections():
+    """After the warm-up, each worker process's objects are frozen (gc.freeze): a full
+    collection no longer walks the loaded modules and compiled code during a search."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster:
+        with Client(cluster, set_as_default=False) as client:
+            assert all(n == 0 for n in client.run(_frozen_objects).values())
+            with tb.Runtime(client):
+                frozen = client.run(_frozen_objects)
+    assert len(frozen) == 2 and all(n > 10_000 for n in frozen.values()), frozen
