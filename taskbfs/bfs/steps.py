@@ -56,9 +56,26 @@ class GraphSlice:
         return 64 + self.nbytes + sum(a.nbytes for a in extra)
 
     def __post_init__(self):
+        self._read_only()
         # made with the slice at placement, not by the first search that reads it
         if self._searchable is None:
             self._searchable = searchable_bits(self.indptr, self.lo, self.hi)
+
+    def __setstate__(self, state):
+        # a slice sent to another worker arrives with whatever flags Dask gave its arrays
+        self.__dict__.update(state)
+        self._read_only()
+
+    def _read_only(self) -> None:
+        """The adjacency as read-only views, whatever made it: numba compiles a kernel
+        once per argument type, and an array's writeable flag is part of its type, so
+        slices that differed in it would compile the step kernels again inside a search."""
+        for name in ("indptr", "indices", "out_indptr"):
+            array = getattr(self, name)
+            if array is not None and array.flags.writeable:
+                view = array.view()
+                view.setflags(write=False)
+                setattr(self, name, view)
 
     def searchable_bits(self) -> np.ndarray:
         """The range's vertices with an adjacency entry, as global-aligned bitmap words

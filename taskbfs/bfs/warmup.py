@@ -11,8 +11,10 @@ Approach
     runs the search task's body on a tiny graph, without Dask: every direction, one task
     and several, the compiled small levels and the level loop, a directed graph (its
     transposed slices), and on a GPU worker the GPU steps (not under numba's CUDA
-    simulator, whose kernels are Python). Nothing of it is kept but what numba and CUDA
-    keep.
+    simulator, whose kernels are Python); then the CPU steps and the dispatched loop's
+    owner tasks, called directly (a CPU worker's own searches never run them). Nothing
+    of it is kept but what numba and CUDA keep. tests/test_first_search.py checks that
+    no search compiles anything after it.
 """
 
 from __future__ import annotations
@@ -26,12 +28,19 @@ import dask
 import numpy as np
 
 from taskbfs import config
+from taskbfs.bfs import owners
 from taskbfs.bfs.included import run_search
 from taskbfs.bfs.placement import SliceBundle, _slices
+from taskbfs.bfs.state import first_frontier
+from taskbfs.bfs.steps import slice_for, step_smp
 from taskbfs.graph import Graph, partition
 from taskbfs.runtime import CUDA, SMP, Policy
 
 logger = logging.getLogger(__name__)
+
+
+#: The warm-up graphs' star centre: the end of their first path.
+STAR_CENTRE = 99
 
 
 def _graphs() -> list[Graph]:
@@ -40,23 +49,66 @@ def _graphs() -> list[Graph]:
     frontier; levels small enough for the compiled loop, and one too big for it),
     undirected and directed."""
     leaves = 2 * config.get("search.compiled-level-edges")
-    star = 100 + leaves  # vertices of the path and the star
+    star = STAR_CENTRE + 1 + leaves  # vertices of the path and the star
     n = star + 50
-    src = np.r_[np.arange(99), np.full(leaves, 99), star - 1, np.arange(star, n - 1)]
-    dst = np.r_[np.arange(1, 100), np.arange(100, star), np.arange(star, n)]
+    src = np.r_[np.arange(STAR_CENTRE), np.full(leaves, STAR_CENTRE), star - 1,
+                np.arange(star, n - 1)]
+    dst = np.r_[np.arange(1, STAR_CENTRE + 1), np.arange(STAR_CENTRE + 1, star),
+                np.arange(star, n)]
     return [Graph.from_edges(src, dst, num_vertices=n),
             Graph.from_edges(src, dst, num_vertices=n, directed=True)]
 
 
-def _search(graph: Graph, tasks: int, direction: str, device: str, policy: Policy) -> None:
+def _bundle(graph: Graph, tasks: int) -> tuple[SliceBundle, np.ndarray]:
+    """``graph`` cut into ``tasks`` slices as a search reads them, and the cut's bounds."""
     parts = partition(graph, tasks)
     out = _slices(graph, parts, graph.token)
     transposed = _slices(graph.transpose(), parts, graph.token + "/T", out=graph) \
         if graph.directed else out
     bundle = SliceBundle(*[s for t in range(tasks) for s in (out[t], transposed[t])], per_task=2)
-    init = {"bounds": parts.bounds, "source": 0, "direction_mode": direction,
+    return bundle, parts.bounds
+
+
+def _search(graph: Graph, tasks: int, direction: str, device: str, policy: Policy) -> None:
+    bundle, bounds = _bundle(graph, tasks)
+    init = {"bounds": bounds, "source": 0, "direction_mode": direction,
             "total_edges": graph.num_arcs, "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta")}
     run_search(bundle, graph.degrees(), init=init, policy=policy, device=device)
+
+
+def _owner_levels(graph: Graph, tasks: int) -> None:
+    """The dispatched loop's tasks (:mod:`taskbfs.bfs.owners`: the owner's state, each
+    level's steps and the owner's barrier), called here without Dask, one owner holding
+    every range; top-down and bottom-up levels in turn until the frontier ends."""
+    bundle, bounds = _bundle(graph, tasks)
+    front, state = owners.INIT.smp(*[bundle.tasks[t][0] for t in range(tasks)], source=0,
+                                   num_vertices=graph.num_vertices, search="warm-up")
+    ranges = [list(range(tasks))]
+    for level in range(graph.num_vertices):
+        if not any(f.size for f in front.frontiers):
+            break
+        direction = ("top-down", "bottom-up")[level % 2]
+        pieces = [owners.OWNER_STEP.smp(bundle.tasks[t][-1 if direction == "bottom-up" else 0],
+                                        front, owners=ranges, bounds=bounds, level=level,
+                                        direction=direction) for t in range(tasks)]
+        front, state = owners.OWNER_BARRIER.smp(*pieces, front, state, level=level, owner=0)
+    owners.RESULT.smp(state)
+
+
+def _steps(graph: Graph, tasks: int) -> None:
+    """The CPU steps as a dispatched level, or a GPU worker's CPU step, runs them (a CPU
+    worker's own searches run their levels through other kernels): in both directions,
+    from the path's end (fewer frontier arcs than bitmap words) and from the star's centre
+    (more: the step that reports each vertex once)."""
+    bundle, bounds = _bundle(graph, tasks)
+    degrees = graph.degrees()
+    for source in (0, STAR_CENTRE):
+        for direction in ("top-down", "bottom-up"):
+            frontier, _ = first_frontier(degrees, bounds, source, direction,
+                                         total_edges=graph.num_arcs)
+            for t in range(tasks):
+                if frontier.has_work(t):
+                    step_smp(slice_for(bundle.tasks[t], frontier), frontier)
 
 
 def _compiled_levels(on: bool):
@@ -88,6 +140,10 @@ def warm_up(dask_worker=None) -> float:
                         for tasks in (1, 3):
                             for direction in ("auto", "top-down", "bottom-up"):
                                 _search(graph, tasks, direction, device, policy)
+        for graph in _graphs():
+            for tasks in (1, 3):
+                _steps(graph, tasks)
+                _owner_levels(graph, tasks)
     except Exception:  # the warm-up must never stop a search
         logger.exception("taskbfs: warming up the search code failed; searches go on")
     return time.perf_counter() - start
