@@ -4,7 +4,8 @@ Returns
     Prints, for ``--keys`` warm calls per strategy on one Kronecker graph (embedded
     runtime), the median wall and, for every call slower than ``--slow`` times the median,
     what ran during it in this process: Python's garbage collections (count, generation,
-    ms), numba compilations (function names, ms) and the call's wall.
+    ms), numba compilations (function names, ms) and the call's wall; with ``--sample``,
+    the stacks most often seen on busy threads during it (every 1 ms; idle waits left out).
 Approach
     The embedded cluster's workers are threads of this process, so ``gc.callbacks`` and
     numba's compile events (``numba.core.event``) see the workers' pauses too. One untimed
@@ -17,12 +18,22 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from numba.core import event
 
 import taskbfs as tb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from call_timeline import WindowSampler  # noqa: E402
+
+#: Innermost frames of a thread that is waiting, not working.
+IDLE = ("threading.py:wait", "selectors.py:select", "queue.py:get", "thread.py:_worker",
+        "base_events.py:_run_once", "threading.py:_wait_for_tstate_lock", "_base.py:result")
 
 
 class Pauses:
@@ -84,13 +95,18 @@ def main():
     parser.add_argument("--strategies", nargs="+", default=["gpu", "hybrid"])
     parser.add_argument("--keys", type=int, default=32)
     parser.add_argument("--slow", type=float, default=2.0)
+    parser.add_argument("--sample", action="store_true",
+                        help="sample every thread's stack each 1 ms (perturbs the calls a little)")
     args = parser.parse_args()
     pauses = Pauses()
+    sampler = WindowSampler(interval=0.001, depth=6) if args.sample else None
     graph = tb.kronecker(args.scale, edgefactor=16, seed=1)
     keys = [int(k) for k in tb.search_keys(graph, args.keys, seed=1)]
     with tb.Runtime() as rt:
         print(f"scale {args.scale}; cluster {rt.resources()}; gc thresholds {gc.get_threshold()}",
               flush=True)
+        if sampler is not None:
+            sampler.start()
         for strategy in args.strategies:
             tb.bfs(graph, keys[0], strategy=strategy, runtime=rt)  # warm-up
             walls = []
@@ -111,10 +127,17 @@ def main():
                 built = ", ".join(f"{n} {(b - a) * 1e3:.0f} ms" for n, a, b in compiles)
                 print(f"  key {i} ({keys[i]}): {ms[i]:.1f} ms; gc: {gcs or 'none'}; "
                       f"compiled: {built or 'nothing'}", flush=True)
+                if sampler is not None:
+                    busy = [(c, name, stack) for c, name, stack in sampler.during(start, stop)
+                            if not stack.startswith(IDLE)]
+                    for count, name, stack in busy[:10]:
+                        print(f"      {count:4d} ms  {name}: {stack}", flush=True)
             every = [(b - a) * 1e3 for g, a, b in pauses.collections
                      if g == 2 and a >= walls[0][0]]
             print(f"  gen2 collections during the {strategy} calls: {len(every)}, "
                   f"{sum(every):.1f} ms in all", flush=True)
+        if sampler is not None:
+            sampler.stop()
 
 
 if __name__ == "__main__":
