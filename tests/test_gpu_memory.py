@@ -1,9 +1,9 @@
 """Which allocator a GPU worker's device memory goes through (taskbfs.kernels.gpu_memory).
 
-rmm is not installable on this machine (no GPU, no CUDA toolkit): these tests check the
-choice and that the chosen allocators would be handed to numba and CuPy, with stand-in
-``rmm`` and ``cupy`` modules that only record what they were given. No test here runs RMM;
-that needs a GPU machine with rmm installed (the README says how to check it there).
+rmm does not run on this machine (no GPU): these tests check the choice and that the
+chosen allocators would be handed to numba and CuPy, with stand-in ``rmm`` and ``cupy``
+modules that only record what they were given. tests/test_rmm_gpu.py runs the real RMM
+on a GPU machine with rmm installed.
 """
 
 from __future__ import annotations
