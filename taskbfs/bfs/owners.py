@@ -598,7 +598,7 @@ class OwnedSearch:
         parents)`` per range (in vertex order) left on its owner."""
         summary = self.summaries[-1]
         if self.resumed_from:
-            self.program.put("levels", self.kept.levels, broadcast=True)
+            self.program.put("levels", self.kept.levels)
         while summary.frontier_size:
             summary = self._level(summary)
             if self.waits.report([summary]):
