@@ -25,7 +25,8 @@ from reference import scipy_distances
 
 import taskbfs as tb
 from taskbfs.errors import InvalidParameterError, SearchTimeoutError, WorkerLostError
-from taskbfs.runtime import Program
+from taskbfs.runtime import Policy, Program
+from taskbfs.runtime.plugin import PLUGIN_NAME, PlacementPlugin
 
 from programs import WORKER_PYTHONPATH  # isort: skip  (tests/programs.py)
 
@@ -389,10 +390,23 @@ def test_the_most_tasks_is_a_setting(runtime, setting):
         tb.bfs(graph, 1, tasks=4, runtime=runtime)
 
 
-def test_searches_leave_no_topics_handlers_or_spans(runtime):
+def test_plugin_keeps_a_bounded_number_of_uncollected_decisions():
+    """Programs whose trace is never collected keep at most ``max_decisions`` decisions
+    in all (the oldest programs dropped first); a collected one keeps none."""
+    plugin = PlacementPlugin(max_decisions=1000)
+    for p in range(50):
+        for k in range(300):
+            plugin._record(f"p{p}", f"t-{p}-{k}", {"task": k, "size": 1}, "smp", 0.0, Policy("cpu"))
+    kept = {p: len(log) for p, log in plugin.decisions.items()}
+    assert sum(kept.values()) <= 1000 and "p49" in kept and "p0" not in kept
+    assert len(plugin._release("p49")) == 300 and "p49" not in plugin.decisions
+
+
+def test_searches_leave_no_topics_handlers_spans_or_decisions(runtime):
     """Each search's message topic (scheduler) and handler (client) go with it; the
     searches share one span, which keeps only the task groups the scheduler still has,
-    and the workers' metrics are not keyed per search."""
+    the workers' metrics are not keyed per search, and the scheduler plugin keeps no
+    placement decision of a search once its trace was collected."""
     graph = tb.kronecker(8, seed=1)
 
     def topics(dask_scheduler=None):
@@ -406,12 +420,20 @@ def test_searches_leave_no_topics_handlers_or_spans(runtime):
     def metric_keys(dask_worker=None):
         return len(dask_worker.digests_total)
 
+    def decisions(dask_scheduler=None):
+        plugin = dask_scheduler.plugins[PLUGIN_NAME]
+        return set(plugin.decisions), sum(len(log) for log in plugin.decisions.values())
+
     tb.bfs(graph, 1, runtime=runtime)
     for dispatch in ("auto", "tasks") * 2:
         tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
     keys, (num_spans, _) = runtime.client.run(metric_keys), runtime.client.run_on_scheduler(spans)
+    programs, kept = runtime.client.run_on_scheduler(decisions)
     for dispatch in ("auto", "tasks") * 8:
-        tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
+        result = tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
+    assert result.placements  # the last search's trace (and decisions) came back
+    now_programs, now_kept = runtime.client.run_on_scheduler(decisions)
+    assert now_programs <= programs and now_kept <= kept  # was +16 programs, ~2,000 decisions
     assert len(runtime.client.run_on_scheduler(topics)) <= 1  # the last one, until the next
     assert not [t for t in runtime.client._event_handlers if t.startswith("taskbfs-messages-")]
     now_spans, groups = runtime.client.run_on_scheduler(spans)
