@@ -111,6 +111,7 @@ def test_kept_levels_widen_with_depth_and_restart_from_scratch():
     assert kept.num_tasks == 4 and kept.attempts == [(1, "p1", 0), (2, "p2", 299)]
 
     fresh = KeptLevels(10, source=3)
+    assert fresh.levels.size == 0  # nothing kept until a dispatched attempt starts
     assert fresh.start(1, "p1", _summary(0), 2) == 0
     assert fresh.start(2, "p2", _summary(0), 5) == 0  # nothing completed: from level 0
     assert fresh.attempts == [(2, "p2", 0)] and fresh.num_tasks == 5

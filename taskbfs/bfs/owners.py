@@ -459,8 +459,8 @@ class KeptLevels:
     """
 
     def __init__(self, num_vertices: int, source: int):
-        self.levels = np.full(num_vertices, -1, dtype=np.int8)
-        self.levels[source] = 0
+        self.num_vertices, self.source = num_vertices, source
+        self.levels = np.empty(0, dtype=np.int8)  # made when a dispatched attempt starts
         self.summaries: list[LevelSummary] = []
         self.exchange: list[dict] = []
         #: ``(attempt, program id, first level)`` of each attempt that ran levels, in order
@@ -490,6 +490,8 @@ class KeptLevels:
         if self.level < 1:  # nothing to resume from: start again
             self.summaries, self.exchange, self.attempts = [first], [], []
             self.num_tasks = num_tasks
+            self.levels = np.full(self.num_vertices, -1, dtype=np.int8)
+            self.levels[self.source] = 0
         self.attempts.append((attempt, program, self.level))
         return self.level
 
