@@ -20,6 +20,7 @@ import taskbfs as tb
 from taskbfs.bfs.owners import KeptLevels, resume_owner
 from taskbfs.bfs.placement import _slices
 from taskbfs.bfs.state import LevelSummary
+from taskbfs.errors import TaskBFSError
 from taskbfs.graph import partition
 from taskbfs.kernels.recovery import parents_from_levels
 
@@ -88,7 +89,7 @@ def test_levels_that_are_not_a_bfs_are_refused():
     error, not a parent made up."""
     graph = _graph(path(5))
     levels = np.array([0, 1, 5, 3, 4], dtype=np.int8)
-    with pytest.raises(RuntimeError, match="no in-neighbour one level nearer"):
+    with pytest.raises(TaskBFSError, match="no in-neighbour one level nearer"):
         resume_owner(*_in_slices(graph, 1), levels, source=0, level=4, num_vertices=5,
                      search="s")
     parents = np.full(5, -1, dtype=np.int32)

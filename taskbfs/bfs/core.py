@@ -395,11 +395,10 @@ class _Search:
     """One search's submissions, and its result (see :func:`bfs`)."""
 
     def __init__(self, program: Program, graph: Graph, placed, source: int, direction: str,
-                 progress, clock: _Deadline, heard: _Heard, attempt: int = 1,
-                 kept: KeptLevels | None = None):
+                 progress, clock: _Deadline, heard: _Heard, attempt: int, kept: KeptLevels):
         self.program = program
         self.attempt = attempt
-        self.kept = KeptLevels(graph.num_vertices, source) if kept is None else kept
+        self.kept = kept  # the levels earlier attempts completed (see bfs)
         self.clock = clock
         self.heard = heard
         self.graph = graph
@@ -532,7 +531,6 @@ class _Search:
         """The :class:`BFSResult` of ``outcome``; its tables are built when first read
         (``wall_start``, the call's entry as ``time.time()``, is their clock's zero)."""
         program, parts, summaries = self.program, self.parts, outcome.summaries
-        attempt = self.attempt
         self.heard.level = summaries[-1].level
         # The tasks' records are asked for now and read when a table is first read: the
         # caller does not wait for that round trip, nor for the live page's copy (its
@@ -541,7 +539,7 @@ class _Search:
         client, program_id = program.client, program.id
         ran = self._attempts_that_ran(program_id)
         earlier = [(fetch_trace_later(client, pid), first, stop)
-                   for (_, pid, first), (_, _, stop) in zip(ran, ran[1:])]
+                   for (_, pid, first), (_, _, stop) in zip(ran[:-1], ran[1:], strict=True)]
 
         def to_page(done) -> None:
             if done.exception() is None:
@@ -564,9 +562,9 @@ class _Search:
             table = _with_device_stats(_task_trace(fetched()[0], parts, wall_start, summaries),
                                        summaries)
             # which attempt ran each level (a restart from level 0 ran them all again)
-            firsts = np.array([first for _, _, first in ran] or [0], dtype=np.int64)
+            firsts = np.array([first for _, _, first in ran], dtype=np.int64)
             which = np.searchsorted(firsts, table["level"].to_numpy(np.int64), side="right") - 1
-            table["attempt"] = np.array([a for a, _, _ in ran] or [attempt])[which]
+            table["attempt"] = np.array([a for a, _, _ in ran], dtype=np.int64)[which]
             table["resumed_from"] = firsts[which]
             return table
 

@@ -62,6 +62,7 @@ from taskbfs.bfs.state import (
     step_sizes,
 )
 from taskbfs.bfs.steps import STEP, step_cuda, step_smp
+from taskbfs.errors import TaskBFSError
 from taskbfs.kernels.bitmap import empty_bitmap, set_bits
 from taskbfs.kernels.direction import switch_direction
 from taskbfs.kernels.merge import accept_spans_into_range, frontier_bitmap, word_span
@@ -425,7 +426,7 @@ def resume_owner(*args, source: int, level: int, num_vertices: int, search: str)
         rs.distances[:] = mine
         orphans = parents_from_levels(part.indptr, part.indices, part.lo, levels, rs.parents)
         if orphans:  # the client's levels are a BFS's: never, unless they were corrupted
-            raise RuntimeError(f"{orphans} vertices of range {part.task} have no in-neighbour "
+            raise TaskBFSError(f"cannot resume the search: {orphans} vertices of range {part.task} have no in-neighbour "
                                f"one level nearer the source")
         set_bits(front.visited, np.flatnonzero(mine >= 0) + part.lo)
         frontier = np.flatnonzero(mine == level)
@@ -530,7 +531,8 @@ class OwnedSearch:
     alpha, beta : float
         Beamer's parameters.
     waits : object
-        Which attempt of the search this is (``attempt``), and how the client waits, within the call's timeout, failing when an owner left the
+        Which attempt of the search this is (``attempt``), and how the client waits,
+        within the call's timeout, failing when an owner left the
         cluster: ``listen(watch, workers)`` → the program's next message (raising the
         error of the task writing a datum of ``watch``); ``settle(futures, workers)``
         waits until futures are computed (left where they are); ``gather(names)`` →
