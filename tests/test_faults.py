@@ -214,13 +214,13 @@ def test_search_survives_a_worker_killed_at_any_level(kill_matrix, direction):
                 processes.kill(names[victim], rt.client)
                 assert result.attempts == 1 and result.resumed_from == []
             else:
-                k = len(result.levels) if at == "last" else at
-                assert killed == [victim]
-                assert result.attempts == 2 and result.lost_workers == [victim]
-                assert result.resumed_from == [k]
                 with warnings.catch_warnings():  # the victim's steps may have lost their records
                     warnings.simplefilter("ignore", RuntimeWarning)
                     trace, levels = result.trace, result.levels
+                k = len(levels) if at == "last" else at
+                assert killed == [victim]
+                assert result.attempts == 2 and result.lost_workers == [victim]
+                assert result.resumed_from == [k]
                 assert (trace["attempt"] == np.where(trace["level"] < k, 1, 2)).all()
                 assert (trace["resumed_from"] == np.where(trace["level"] < k, 0, k)).all()
                 assert trace.loc[trace["worker"].isna(), "level"].lt(k).all()
