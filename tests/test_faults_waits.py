@@ -126,13 +126,15 @@ def _back_arcs_path() -> tb.Graph:
     return tb.Graph.from_edges(src, dst, num_vertices=n, directed=True)
 
 
-@pytest.mark.parametrize("direction", ["top-down", "bottom-up"])
-def test_directed_search_resumes_from_the_level_it_lost(spread, direction):
-    """A worker holding slices of a directed graph SIGKILLed when the client hears of
-    level 4 (the client waits until the scheduler has removed it): the search resumes
-    from level 4 (its owners rebuilt from the distances the client kept, the parents
-    found again over in-arcs: the transposed slices, placed for it when the search is
-    top-down) and returns the scipy-checked result; the next search is right too."""
+def test_directed_search_resumes_from_the_level_it_lost(spread):
+    """A worker holding slices of a directed graph searched top-down SIGKILLed when the
+    client hears of level 4 (the client waits until the scheduler has removed it): the
+    search resumes from level 4 (its owners rebuilt from the distances the client kept,
+    the parents found again over in-arcs: the transposed slices, which a top-down search
+    places only for that) and returns the scipy-checked result; the next search is right
+    too. (Bottom-up and auto resumes: the kill matrix of tests/test_faults.py; the
+    rebuild on directed shapes: tests/test_faults_resume.py.)"""
+    direction = "top-down"
     graph = _back_arcs_path()
     tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks", direction=direction)
     placed = [p for (token, *_), p in _placed[spread].items() if token == graph.token]
