@@ -10,8 +10,10 @@ next row, and each row's search runs on the graph placed afresh on the two worke
 moment is ``L<k>`` (when the client hears of level k: dispatched levels
 only), ``last`` (when it hears of the last level: the result is being assembled), or a
 number: a fraction of a search's steady time (above 1: after the search returned). A
-search that loses a worker runs again from level 0 on the workers left, at most
-``taskbfs.search.retries-on-worker-loss`` times.
+search that loses a worker runs again on the workers left, at most
+``taskbfs.search.retries-on-worker-loss`` times: a dispatched one resumes from the last
+level it completed (the row says which), a one-task one starts again from level 0.
+"correct" means scipy's distances and parents that pass the Graph500 rules.
 
     PYTHONPATH=$PWD python benchmarks/kill_matrix.py [--scale 16] \
         [--at L1 L3 last 0.1 0.5 1.5] [--direction auto]
@@ -113,13 +115,14 @@ def main() -> None:
                                     else summary.frontier_size == 0):
                                 kill()
 
-                        outcome, stop = _timed(lambda on_level=on_level: run(on_level), expected)
+                        outcome, stop = _timed(lambda on_level=on_level: run(on_level), expected,
+                                               graph, source)
                         label = at
                     else:
                         delay = float(at) * steady
                         killer = threading.Timer(delay, kill)
                         killer.start()
-                        outcome, stop = _timed(run, expected)
+                        outcome, stop = _timed(run, expected, graph, source)
                         killer.join()
                         label = f"{at} ({delay:.3f} s)"
                     if not killed_at:  # the level never came (the search had fewer)
@@ -137,8 +140,9 @@ def main() -> None:
                 proc.wait(timeout=30)
 
 
-def _timed(run, expected=None):
-    """(outcome, time it returned) of one call; outcome is 'correct', 'WRONG' or the error."""
+def _timed(run, expected=None, graph=None, source=None):
+    """(outcome, time it returned) of one call; outcome is 'correct', 'WRONG' or the error
+    (with ``expected``: the distances, checked, and the parents, by the Graph500 rules)."""
     start = time.perf_counter()
     try:
         result = run()
@@ -151,8 +155,13 @@ def _timed(run, expected=None):
         warnings.simplefilter("ignore")
         unrecorded = int(result.trace["worker"].isna().sum())
     right = "correct" if np.array_equal(result.distances, expected) else "WRONG"
-    return (f"{right}, attempt {result.attempts}, {unrecorded} of {len(result.trace)} trace "
-            f"rows without record", end)
+    try:
+        tb.validate(graph, source, result.parents, result.distances)
+    except tb.ValidationError as exc:
+        right = f"WRONG parents ({exc})"
+    resumed = "".join(f", resumed from level {k}" for k in result.resumed_from)
+    return (f"{right}, attempt {result.attempts}{resumed}, {unrecorded} of {len(result.trace)} "
+            f"trace rows without record", end)
 
 
 def _next(run, expected) -> str:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,8 @@ from reference import scipy_distances
 
 import taskbfs as tb
 from taskbfs.errors import InvalidParameterError, SearchTimeoutError, WorkerLostError
-from taskbfs.runtime import Program
+from taskbfs.runtime import Policy, Program
+from taskbfs.runtime.plugin import PLUGIN_NAME, PlacementPlugin
 
 from programs import WORKER_PYTHONPATH  # isort: skip  (tests/programs.py)
 
@@ -182,7 +184,8 @@ def test_search_survives_a_worker_killed_at_any_level(kill_matrix, direction):
     """SIGKILL of a worker holding slices when the client hears of level 1, of level 2,
     of the last level (the result is being assembled), and right after a search: every
     search returns the scipy-checked result, from a second attempt on the workers left
-    when it lost one (its trace says so), and so does the next search of the same graph.
+    when it lost one, resumed from the level it had heard of (its trace says which
+    attempt ran each level), and so does the next search of the same graph.
     A new worker joins after each kill (two workers to start with: new ones, or those the
     previous direction left)."""
     processes = kill_matrix
@@ -209,12 +212,19 @@ def test_search_survives_a_worker_killed_at_any_level(kill_matrix, direction):
             _check(graph, source, result)
             if at == "after":
                 processes.kill(names[victim], rt.client)
-                assert result.attempts == 1
+                assert result.attempts == 1 and result.resumed_from == []
             else:
+                with warnings.catch_warnings():  # the victim's steps may have lost their records
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    trace, levels = result.trace, result.levels
+                k = len(levels) if at == "last" else at
                 assert killed == [victim]
                 assert result.attempts == 2 and result.lost_workers == [victim]
-                assert set(result.trace["attempt"]) == {2}
-                assert len(result.trace) == result.levels["tasks"].sum() > 0
+                assert result.resumed_from == [k]
+                assert (trace["attempt"] == np.where(trace["level"] < k, 1, 2)).all()
+                assert (trace["resumed_from"] == np.where(trace["level"] < k, 0, k)).all()
+                assert trace.loc[trace["worker"].isna(), "level"].lt(k).all()
+                assert len(trace) == levels["tasks"].sum() > 0
             _check(graph, 3, tb.bfs(graph, 3, tasks=4, runtime=rt, direction=direction))
             names[processes.add_worker(f"{direction}-c{i}", rt.client)] = f"{direction}-c{i}"
 
@@ -380,10 +390,23 @@ def test_the_most_tasks_is_a_setting(runtime, setting):
         tb.bfs(graph, 1, tasks=4, runtime=runtime)
 
 
-def test_searches_leave_no_topics_handlers_or_spans(runtime):
+def test_plugin_keeps_a_bounded_number_of_uncollected_decisions():
+    """Programs whose trace is never collected keep at most ``max_decisions`` decisions
+    in all (the oldest programs dropped first); a collected one keeps none."""
+    plugin = PlacementPlugin(max_decisions=1000)
+    for p in range(50):
+        for k in range(300):
+            plugin._record(f"p{p}", f"t-{p}-{k}", {"task": k, "size": 1}, "smp", 0.0, Policy("cpu"))
+    kept = {p: len(log) for p, log in plugin.decisions.items()}
+    assert sum(kept.values()) <= 1000 and "p49" in kept and "p0" not in kept
+    assert len(plugin._release("p49")) == 300 and "p49" not in plugin.decisions
+
+
+def test_searches_leave_no_topics_handlers_spans_or_decisions(runtime):
     """Each search's message topic (scheduler) and handler (client) go with it; the
     searches share one span, which keeps only the task groups the scheduler still has,
-    and the workers' metrics are not keyed per search."""
+    the workers' metrics are not keyed per search, and the scheduler plugin keeps no
+    placement decision of a search once its trace was collected."""
     graph = tb.kronecker(8, seed=1)
 
     def topics(dask_scheduler=None):
@@ -397,12 +420,20 @@ def test_searches_leave_no_topics_handlers_or_spans(runtime):
     def metric_keys(dask_worker=None):
         return len(dask_worker.digests_total)
 
+    def decisions(dask_scheduler=None):
+        plugin = dask_scheduler.plugins[PLUGIN_NAME]
+        return set(plugin.decisions), sum(len(log) for log in plugin.decisions.values())
+
     tb.bfs(graph, 1, runtime=runtime)
     for dispatch in ("auto", "tasks") * 2:
         tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
     keys, (num_spans, _) = runtime.client.run(metric_keys), runtime.client.run_on_scheduler(spans)
+    programs, kept = runtime.client.run_on_scheduler(decisions)
     for dispatch in ("auto", "tasks") * 8:
-        tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
+        result = tb.bfs(graph, 1, runtime=runtime, dispatch=dispatch)
+    assert result.placements  # the last search's trace (and decisions) came back
+    now_programs, now_kept = runtime.client.run_on_scheduler(decisions)
+    assert now_programs <= programs and now_kept <= kept  # was +16 programs, +160 decisions
     assert len(runtime.client.run_on_scheduler(topics)) <= 1  # the last one, until the next
     assert not [t for t in runtime.client._event_handlers if t.startswith("taskbfs-messages-")]
     now_spans, groups = runtime.client.run_on_scheduler(spans)

@@ -114,3 +114,46 @@ def test_lost_owner_of_a_graph_built_on_the_workers_fails_the_wait(spread, setti
                progress=progress, timeout=60)
     assert time.perf_counter() - killed[0] < 20
     assert lost.value.workers == [victim]
+
+
+def _back_arcs_path() -> tb.Graph:
+    """A directed path 0 -> 1 -> ... with arcs from each vertex back to 0 and to the
+    one two before it: one level per vertex, and in-neighbours at every distance."""
+    n = LEVELS
+    back = [(v, u) for v in range(2, n) for u in (0, v - 2)]
+    src = np.r_[np.arange(n - 1), [v for v, _ in back]]
+    dst = np.r_[np.arange(1, n), [u for _, u in back]]
+    return tb.Graph.from_edges(src, dst, num_vertices=n, directed=True)
+
+
+def test_directed_search_resumes_from_the_level_it_lost(spread):
+    """A worker holding slices of a directed graph searched top-down SIGKILLed when the
+    client hears of level 4 (the client waits until the scheduler has removed it): the
+    search resumes from level 4 (its owners rebuilt from the distances the client kept,
+    the parents found again over in-arcs: the transposed slices, which a top-down search
+    places only for that) and returns the scipy-checked result; the next search is right
+    too. (Bottom-up and auto resumes: the kill matrix of tests/test_faults.py; the
+    rebuild on directed shapes: tests/test_faults_resume.py.)"""
+    direction = "top-down"
+    graph = _back_arcs_path()
+    tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks", direction=direction)
+    placed = [p for (token, *_), p in _placed[spread].items() if token == graph.token]
+    holders = sorted({w for ws in spread.client.who_has(placed[0].slices).values() for w in ws})
+    victim, pid = holders[-1], spread.client.run(os.getpid)[holders[-1]]
+
+    def progress(summary):
+        if summary.level == 4 and victim in spread.client.nthreads():
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while victim in spread.client.scheduler_info(n_workers=-1)["workers"]:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+
+    result = tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks", direction=direction,
+                    progress=progress)
+    np.testing.assert_array_equal(result.distances, scipy_distances(graph, 0))
+    tb.validate(graph, 0, result.parents, result.distances)
+    assert result.attempts == 2 and result.lost_workers == [victim]
+    assert result.resumed_from == [4]
+    again = tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks", direction=direction)
+    np.testing.assert_array_equal(again.distances, result.distances)

@@ -38,7 +38,7 @@ from taskbfs import config
 from taskbfs.bfs.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
 from taskbfs.bfs.distributed import DistributedGraph, KeptResult, outcome_summaries
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
-from taskbfs.bfs.owners import owned_search
+from taskbfs.bfs.owners import KeptLevels, owned_search
 from taskbfs.bfs.placement import forget_graph, forget_lost, is_placed, place_graph
 from taskbfs.bfs.result import BFSResult, result_dtype
 from taskbfs.bfs.state import (
@@ -65,7 +65,7 @@ from taskbfs.graph import Graph, as_graph
 from taskbfs.graph._graph import check_memory
 from taskbfs.runtime import CUDA, SMP, Policy, Program
 from taskbfs.runtime.cluster import default_runtime
-from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE
+from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE, fetch_trace_later
 
 STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
 DISPATCH = ("auto", "tasks")
@@ -135,11 +135,14 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         The graph's arrays are not a CSR graph (checked once per graph).
     WorkerLostError
         A worker the search needed left the cluster, and the search could not run again
-        (``taskbfs.search.retries-on-worker-loss`` attempts more, each from level 0 on
-        the workers left: a :class:`Graph`'s lost slices placed again from its arrays, a
-        :class:`DistributedGraph`'s recomputed by Dask from the tasks that built them);
-        it names the worker and the level. ``result.attempts`` says how many attempts a
-        search took, ``result.trace["attempt"]`` which one ran each task.
+        (``taskbfs.search.retries-on-worker-loss`` attempts more on the workers left: a
+        :class:`Graph`'s lost slices placed again from its arrays, a
+        :class:`DistributedGraph`'s recomputed by Dask from the tasks that built them;
+        a dispatched search resumes from the last level it completed, docs/resume.md,
+        a one-task search starts again from level 0); it names the worker and the
+        level. ``result.attempts`` says how many attempts a search took,
+        ``result.resumed_from`` where the later ones started, ``result.trace["attempt"]``
+        which one ran each task.
     SearchTimeoutError
         ``timeout`` passed.
 
@@ -170,11 +173,12 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     rt = _runtime(runtime if runtime is not None else getattr(graph, "runtime", None))
     retries = _check_retries(config.get("search.retries-on-worker-loss"))
     lost = []
+    kept = KeptLevels(graph.num_vertices, source)  # what a later attempt resumes from
     while True:
         try:
             result = _attempt(rt, graph, source, requested, strategy, policy, direction,
                               dispatch, share, balance, progress, clock, called_wall,
-                              attempt=len(lost) + 1)
+                              attempt=len(lost) + 1, kept=kept)
             break
         except WorkerLostError as exc:
             lost.append(exc)
@@ -184,37 +188,44 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
                                 f"{'; '.join(str(e) for e in lost[:-1])})",)
                 raise
     result.attempts, result.lost_workers = len(lost) + 1, [w for e in lost for w in e.workers]
+    result.resumed_from = [first for _, _, first in kept.attempts[1:]]
     result.elapsed = time.perf_counter() - called
     return result
 
 
 def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, direction: str,
              dispatch: str, share: float, balance: str, progress, clock, called_wall: float,
-             attempt: int) -> BFSResult:
-    """One attempt of :func:`bfs` on ``rt``, from level 0 (what the cluster fails turned
-    into taskbfs errors by :func:`_faults`)."""
+             attempt: int, kept: KeptLevels) -> BFSResult:
+    """One attempt of :func:`bfs` on ``rt`` (what the cluster fails turned into taskbfs
+    errors by :func:`_faults`): from the last level an earlier dispatched attempt
+    completed (``kept``; then dispatched again, on the same ranges, and a directed graph
+    places its transposed slices: the owners find parents again over in-arcs), else
+    from level 0."""
     heard = _Heard()
+    resuming = kept.level >= 1
     with _faults(rt, graph, called_wall, clock, heard):
         rt.share_settings()
         resources = rt.resources(clock.left())
         # A task owns at least one vertex: more tasks than vertices means one task per vertex.
-        num_tasks = min(requested or _default_for(resources, strategy), graph.num_vertices)
+        num_tasks = (kept.num_tasks if resuming else
+                     min(requested or _default_for(resources, strategy), graph.num_vertices))
         if strategy == "fixed":
             policy = replace(policy, gpu_tasks=frozenset(range(round(share * num_tasks))))
         if policy.needs_gpu:
             rt.require_gpu("strategy 'gpu'", resources)
 
         _check_memory(rt, graph, num_tasks, balance, direction, clock)
-        placed = place_graph(rt, graph, num_tasks, balance, need_transpose=direction != TOP_DOWN,
+        placed = place_graph(rt, graph, num_tasks, balance,
+                             need_transpose=direction != TOP_DOWN or resuming,
                              timeout=clock.left(),
                              to_gpu=policy.uses_gpu and resources.get(GPU_RESOURCE, 0) > 0)
         # one worker holding every slice includes the search (the degrees, 8 bytes a
         # vertex, are copied to it once if they were made elsewhere)
-        site = (None if dispatch == "tasks"
+        site = (None if dispatch == "tasks" or resuming
                 else rt.include_site(placed.slice_futures(), policy, clock.left(), resources))
         program = Program(rt, policy, name="bfs")
         search = _Search(program, graph, placed, source, direction, progress, clock, heard,
-                         attempt)
+                         attempt, kept)
         try:
             if site is None:
                 outcome = search.dispatched()
@@ -384,9 +395,10 @@ class _Search:
     """One search's submissions, and its result (see :func:`bfs`)."""
 
     def __init__(self, program: Program, graph: Graph, placed, source: int, direction: str,
-                 progress, clock: _Deadline, heard: _Heard, attempt: int = 1):
+                 progress, clock: _Deadline, heard: _Heard, attempt: int, kept: KeptLevels):
         self.program = program
         self.attempt = attempt
+        self.kept = kept  # the levels earlier attempts completed (see bfs)
         self.clock = clock
         self.heard = heard
         self.graph = graph
@@ -441,10 +453,13 @@ class _Search:
         first = first_summary(self.parts.bounds, self.source, self.graph.degree(self.source),
                               self.placed.num_arcs, self.direction, self.init["alpha"],
                               self.init["beta"])
-        self.report([first])
+        if self.kept.level < 1:
+            self.report([first])
+        else:  # a resumed search reported its first levels already
+            self.heard.level = self.kept.level
         summaries, result, exchange = owned_search(
             self.program, self.placed, self.slices, self.source, first, self.direction,
-            self.init["alpha"], self.init["beta"], self, self.tags, self.keep)
+            self.init["alpha"], self.init["beta"], self, self.tags, self.keep, self.kept)
         seconds = time.perf_counter() - start
         if self.keep:
             kept = KeptResult(self.program.client, result, self.parts.bounds)
@@ -499,6 +514,14 @@ class _Search:
         self.heard.level = summaries[-1].level
         return summaries[-1].frontier_size == 0
 
+    def _attempts_that_ran(self, program_id: str) -> list[tuple[int, str, int]]:
+        """``(attempt, program id, first level)`` of the attempts whose levels this
+        result is made of: this one's alone unless it resumed an earlier one."""
+        ran = self.kept.attempts
+        if ran and ran[-1][1] == program_id:
+            return ran
+        return [(self.attempt, program_id, 0)]
+
     def _hear_latest(self) -> None:
         """Read the summaries a one-task search sent and no one read (for the level an
         error names)."""
@@ -510,13 +533,15 @@ class _Search:
         """The :class:`BFSResult` of ``outcome``; its tables are built when first read
         (``wall_start``, the call's entry as ``time.time()``, is their clock's zero)."""
         program, parts, summaries = self.program, self.parts, outcome.summaries
-        attempt = self.attempt
         self.heard.level = summaries[-1].level
         # The tasks' records are asked for now and read when a table is first read: the
         # caller does not wait for that round trip, nor for the live page's copy (its
         # steps' records made on the event loop, later).
         pending = program.finished_later()
         client, program_id = program.client, program.id
+        ran = self._attempts_that_ran(program_id)
+        earlier = [(fetch_trace_later(client, pid), first, stop)
+                   for (_, pid, first), (_, _, stop) in zip(ran[:-1], ran[1:], strict=True)]
 
         def to_page(done) -> None:
             if done.exception() is None:
@@ -527,12 +552,22 @@ class _Search:
         pending.add_done_callback(to_page)
 
         def fetched():
-            return _trace_answer(pending)
+            records, placements = _trace_answer(pending)
+            for answer, first, stop in earlier:  # the levels that attempt completed
+                ran_records, ran_placements = _trace_answer(answer)
+                records = [*(r for r in ran_records if first <= r.get("level", -1) < stop),
+                           *records]
+                placements = [*ran_placements, *placements]
+            return records, placements
 
         def trace():
             table = _with_device_stats(_task_trace(fetched()[0], parts, wall_start, summaries),
                                        summaries)
-            table["attempt"] = attempt  # the tasks of an earlier attempt ran again in this one
+            # which attempt ran each level (a restart from level 0 ran them all again)
+            firsts = np.array([first for _, _, first in ran], dtype=np.int64)
+            which = np.searchsorted(firsts, table["level"].to_numpy(np.int64), side="right") - 1
+            table["attempt"] = np.array([a for a, _, _ in ran], dtype=np.int64)[which]
+            table["resumed_from"] = firsts[which]
             return table
 
         def levels():

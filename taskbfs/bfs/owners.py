@@ -62,13 +62,15 @@ from taskbfs.bfs.state import (
     step_sizes,
 )
 from taskbfs.bfs.steps import STEP, step_cuda, step_smp
-from taskbfs.kernels.bitmap import empty_bitmap
+from taskbfs.errors import TaskBFSError
+from taskbfs.kernels.bitmap import empty_bitmap, set_bits
 from taskbfs.kernels.direction import switch_direction
 from taskbfs.kernels.merge import accept_spans_into_range, frontier_bitmap, word_span
+from taskbfs.kernels.recovery import parents_from_levels
 from taskbfs.runtime import Task, publish
 from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of, workers_with
 
-__all__ = ["OwnerFrontier", "OwnerState", "Piece", "owned_search"]
+__all__ = ["KeptLevels", "OwnerFrontier", "OwnerState", "Piece", "owned_search"]
 
 #: The key of an owner barrier's message (its report) to the client.
 REPORT = "owner_report"
@@ -355,6 +357,7 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
     _frontier_bits(front)
     mine = set(front.tasks)
     publish({REPORT: {
+        "reached": _reached_bytes(front, state.num_vertices),
         "level": level, "owner": owner,
         "tasks": list(front.tasks),
         "counts": [int(f.size) for f in front.frontiers],
@@ -369,6 +372,15 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
 
 
 _NO_VERTICES = np.empty(0, np.int64)
+
+
+def _reached_bytes(front: OwnerFrontier, num_vertices: int) -> bytes:
+    """The owner's new frontier (the vertices its barrier just reached) as the bytes of
+    one array of the result's dtype, for the client's :class:`KeptLevels`."""
+    frontiers = [f for f in front.frontiers if f.size]
+    if not frontiers:
+        return b""
+    return np.concatenate(frontiers).astype(result_dtype(num_vertices), copy=False).tobytes()
 
 
 def _joined_pieces(pieces, ranges: int):
@@ -401,7 +413,32 @@ def range_result(state: OwnerState, vertex_range: int):
     return rs.distances, rs.parents
 
 
+def resume_owner(*args, source: int, level: int, num_vertices: int, search: str) -> tuple:
+    """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` rebuilt from the
+    distances of a search's completed levels (called as ``resume_owner(*slices,
+    levels)``: ``levels`` the whole graph's, -1 beyond ``level``): the frontier is the
+    vertices at ``level``, and each reached vertex's parent is found again among its
+    in-neighbours (``slices`` hold in-arcs: the transposed ones of a directed graph)."""
+    *slices, levels = args
+    front, state = init_owner(*slices, source=source, num_vertices=num_vertices, search=search)
+    for i, (part, rs) in enumerate(zip(slices, state.ranges, strict=True)):
+        mine = levels[part.lo : part.hi]
+        rs.distances[:] = mine
+        orphans = parents_from_levels(part.indptr, part.indices, part.lo, levels, rs.parents)
+        if orphans:  # the client's levels are a BFS's: never, unless they were corrupted
+            raise TaskBFSError(f"cannot resume the search: {orphans} vertices of range {part.task} have no in-neighbour "
+                               f"one level nearer the source")
+        set_bits(front.visited, np.flatnonzero(mine >= 0) + part.lo)
+        frontier = np.flatnonzero(mine == level)
+        rs.frontier_edges = int(rs.degrees[frontier].sum())
+        front.frontiers[i] = frontier + part.lo
+        front.unvisited[i] = int(np.count_nonzero(mine < 0))
+    _frontier_bits(front)
+    return front, state
+
+
 INIT = Task("bfs_init", smp=init_owner)
+RESUME = Task("bfs_resume", smp=resume_owner)
 BITS_SHARE = Task("bfs_bits_share", smp=owner_words)
 BITS = Task("bfs_bits", smp=frontier_bits)
 RESULT = Task(RESULT_NAME, smp=owner_result)
@@ -409,6 +446,57 @@ RANGE = Task(RESULT_NAME, smp=range_result)
 
 
 # ====================================================================== the client's loop
+class KeptLevels:
+    """What the client keeps of a dispatched search so that a later attempt can resume it
+    from the last completed level instead of level 0 (docs/resume.md): the distance of
+    every vertex the completed levels reached (one array of n, ``int8`` widened to
+    ``int16``/``int32`` as the search gets deeper), the levels' summaries and bytes moved,
+    and which attempt ran which levels (for the trace).
+
+    Parameters
+    ----------
+    num_vertices : int
+    source : int
+    """
+
+    def __init__(self, num_vertices: int, source: int):
+        self.num_vertices, self.source = num_vertices, source
+        self.levels = np.empty(0, dtype=np.int8)  # made when a dispatched attempt starts
+        self.summaries: list[LevelSummary] = []
+        self.exchange: list[dict] = []
+        #: ``(attempt, program id, first level)`` of each attempt that ran levels, in order
+        self.attempts: list[tuple[int, str, int]] = []
+        self.num_tasks = 0  # of the attempts that ran levels (a resume keeps their ranges)
+
+    @property
+    def level(self) -> int:
+        """The last completed level (its frontier is known): where a resume starts."""
+        return len(self.summaries) - 1
+
+    def complete(self, summary: LevelSummary, reached, exchange: dict | None = None) -> None:
+        """Keep ``summary`` (which opens level L) and the vertices at distance L
+        (``reached``: arrays of vertex ids)."""
+        if summary.level > np.iinfo(self.levels.dtype).max:
+            self.levels = self.levels.astype(np.int16 if summary.level < 2**15 else np.int32)
+        for ids in reached:
+            self.levels[ids] = summary.level
+        self.summaries.append(summary)
+        if exchange is not None:
+            self.exchange.append(exchange)
+
+    def start(self, attempt: int, program: str, first: LevelSummary, num_tasks: int) -> int:
+        """Note that ``attempt`` (its program ``program``) runs the search's levels, cut
+        into ``num_tasks`` ranges, from the last completed one (from ``first``, level 0,
+        when none completed); returns that level."""
+        if self.level < 1:  # nothing to resume from: start again
+            self.summaries, self.exchange, self.attempts = [first], [], []
+            self.num_tasks = num_tasks
+            self.levels = np.full(self.num_vertices, -1, dtype=np.int8)
+            self.levels[self.source] = 0
+        self.attempts.append((attempt, program, self.level))
+        return self.level
+
+
 @dataclass
 class _Level:
     """What the client sums from the owners' reports after one barrier."""
@@ -443,7 +531,8 @@ class OwnedSearch:
     alpha, beta : float
         Beamer's parameters.
     waits : object
-        How the client waits, within the call's timeout, failing when an owner left the
+        Which attempt of the search this is (``attempt``), and how the client waits,
+        within the call's timeout, failing when an owner left the
         cluster: ``listen(watch, workers)`` → the program's next message (raising the
         error of the task writing a datum of ``watch``); ``settle(futures, workers)``
         waits until futures are computed (left where they are); ``gather(names)`` →
@@ -453,11 +542,14 @@ class OwnedSearch:
         The search's tags (vertices, arcs, directed), on its first task.
     keep : bool
         The graph was built on the workers: the result stays there, one piece per range.
+    kept : KeptLevels
+        What earlier attempts of the search completed: the loop resumes from its last
+        completed level (level 0 when none), and keeps each level it completes there.
     """
 
     def __init__(self, program, placed, slices, source: int, first: LevelSummary,
                  direction_mode: str, alpha: float, beta: float, waits, tags: dict,
-                 keep: bool):
+                 keep: bool, kept: KeptLevels):
         self.program = program
         self.client = program.client
         self.placed = placed
@@ -466,12 +558,15 @@ class OwnedSearch:
         self.mean_degree = placed.num_arcs / max(self.n, 1)
         self.slices = slices
         self.source = source
-        self.summaries = [first]
+        self.kept = kept
+        self.resumed_from = kept.start(waits.attempt, program.id, first, placed.parts.num_tasks)
+        self.summaries = kept.summaries
+        self.started = False
         self.mode, self.alpha, self.beta = direction_mode, alpha, beta
         self.waits = waits
         self.keep = keep
         self.tags = tags
-        self.exchange: list[dict] = []
+        self.exchange = kept.exchange
         self.workers, self.owner_of = self._owners(keep)
         self.owned = [np.flatnonzero(self.owner_of == w).tolist() for w in range(len(self.workers))]
         self.states = [f"owner/{w}" for w in range(len(self.workers))]
@@ -505,14 +600,40 @@ class OwnedSearch:
         """Every level; ``(summaries, result, exchange)``: the result as
         ``(distances, parents)`` arrays, or with ``keep`` one future of ``(distances,
         parents)`` per range (in vertex order) left on its owner."""
-        summary = self.summaries[0]
+        summary = self.summaries[-1]
+        if self.resumed_from:
+            self.program.put("levels", self.kept.levels)
         while summary.frontier_size:
             summary = self._level(summary)
-            self.summaries.append(summary)
             if self.waits.report([summary]):
                 break
+        if not self.started:  # resumed once every level had completed: only the result
+            with self.program.batch():
+                self._start(summary.level)
+        self.program.forget("levels")
         result = self._kept() if self.keep else self._gathered()
         return self.summaries, result, pd.DataFrame(self.exchange)
+
+    def _start(self, level: int) -> None:
+        """The owners' frontiers and states, for ``level`` (submitted with its batch):
+        new at level 0, else rebuilt from the completed levels."""
+        self.started = True
+        if level == 0:
+            self._init()
+        else:
+            self._resume(level)
+
+    def _resume(self, level: int) -> None:
+        """The owners' frontiers and states rebuilt from the client's
+        :class:`KeptLevels` (the data ``levels``) at ``level``: each owner reads its
+        ranges' in-arcs (the transposed slices of a directed graph)."""
+        for w, tasks in enumerate(self.owned):
+            self.program.submit(RESUME, ins=[*(self.slices[t][-1] for t in tasks), "levels"],
+                                outs=[self.fronts[w], self.states[w]],
+                                kwargs={"source": self.source, "level": level,
+                                        "num_vertices": self.n, "search": self.program.id},
+                                worker=self.workers[w],
+                                tags={**(self.tags if w == 0 else {}), "resumed_from": level})
 
     def _init(self) -> None:
         """The owners' frontiers and states (submitted with level 0)."""
@@ -534,8 +655,8 @@ class OwnedSearch:
         kwargs = {"owners": self.owned, "bounds": self.bounds, "level": level,
                   "direction": direction}
         with program.batch():
-            if level == 0:
-                self._init()
+            if not self.started:
+                self._start(level)
             if direction == BOTTOM_UP and owners > 1:
                 bits = self._frontier_bits({int(self.owner_of[t]) for t in working})
             for t in working:
@@ -562,8 +683,11 @@ class OwnedSearch:
             program.forget(name)
         reports = self._reports(level)
         merged = self._merged(reports)
-        self.exchange.append(self._moved(level, direction, merged, bits))
-        return self._next_summary(summary, merged)
+        summary = self._next_summary(summary, merged)
+        dtype = result_dtype(self.n)
+        self.kept.complete(summary, [np.frombuffer(r["reached"], dtype) for r in reports],
+                           self._moved(level, direction, merged, bits))
+        return summary
 
     def _frontier_bits(self, needed: set) -> dict:
         """The whole frontier bitmap, on each owner of ``needed`` (data names by owner)."""
@@ -672,7 +796,7 @@ class OwnedSearch:
 
 
 def owned_search(program, placed, slices, source: int, first: LevelSummary, direction_mode: str,
-                 alpha: float, beta: float, waits, tags: dict, keep: bool):
+                 alpha: float, beta: float, waits, tags: dict, keep: bool, kept: KeptLevels):
     """Run :class:`OwnedSearch`; ``(summaries, result, exchange)``."""
     return OwnedSearch(program, placed, slices, source, first, direction_mode, alpha, beta,
-                       waits, tags, keep).run()
+                       waits, tags, keep, kept).run()

@@ -37,8 +37,9 @@ class BFSResult:
         One row per executed task: level, task, lo, hi, direction, size (the size it was
         placed by, :func:`~taskbfs.bfs.state.step_sizes`), edges_examined, found, device, worker, thread,
         start, stop (seconds since the call started), attempt (which attempt of the
-        search ran it: above 1, the search lost a worker and ran again from level 0, so
-        every task of the earlier attempts ran again). Built when first read.
+        search ran it: above 1, the search lost a worker and ran again), resumed_from
+        (the level that attempt started from: 0, or the last level an earlier attempt
+        completed when it resumed that one, docs/resume.md). Built when first read.
     levels : pandas.DataFrame
         One row per level: level, direction, frontier_size, frontier_edges,
         edges_examined, tasks, tasks_cpu, tasks_gpu, start, stop, barrier_seconds.
@@ -66,6 +67,9 @@ class BFSResult:
         ``taskbfs.search.retries-on-worker-loss``).
     lost_workers : list of str
         The workers the earlier attempts lost.
+    resumed_from : list of int
+        Per attempt after the first that resumed an earlier one (not from level 0): the
+        level it resumed from.
     labels : ndarray or None
         The graph's vertex labels (``Graph.labels``) when it has them: ``labels[v]`` is
         vertex ``v``'s id; :meth:`distance_dict` and :meth:`parent_dict` use them.
@@ -74,6 +78,7 @@ class BFSResult:
     labels: np.ndarray | None = None
     attempts: int = 1
     lost_workers: tuple = ()
+    resumed_from: tuple = ()
 
     def __init__(self, source: int, distances: np.ndarray, parents: np.ndarray,
                  trace: pd.DataFrame | Callable[[], pd.DataFrame],

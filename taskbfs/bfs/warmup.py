@@ -12,9 +12,9 @@ Approach
     and several, the compiled small levels and the level loop, a directed graph (its
     transposed slices), and on a GPU worker the GPU steps (not under numba's CUDA
     simulator, whose kernels are Python); then the CPU steps and the dispatched loop's
-    owner tasks, called directly (a CPU worker's own searches never run them). Nothing
-    of it is kept but what numba and CUDA keep. tests/test_first_search.py checks that
-    no search compiles anything after it.
+    owner tasks (a resumed search's too), called directly (a CPU worker's own searches
+    never run them). Nothing of it is kept but what numba and CUDA keep.
+    tests/test_first_search.py checks that no search compiles anything after it.
 """
 
 from __future__ import annotations
@@ -93,6 +93,12 @@ def _owner_levels(graph: Graph, tasks: int) -> None:
                                         direction=direction) for t in range(tasks)]
         front, state = owners.OWNER_BARRIER.smp(*pieces, front, state, level=level, owner=0)
     owners.RESULT.smp(state)
+    # a search resumed after a lost worker rebuilds its owners from the client's levels,
+    # int8 widened to int16 / int32 as searches get deeper (docs/resume.md)
+    distances = np.concatenate([r.distances for r in state.ranges])
+    for dtype in (np.int8, np.int16, np.int32):
+        owners.RESUME.smp(*[bundle.tasks[t][-1] for t in range(tasks)], distances.astype(dtype),
+                          source=0, level=1, num_vertices=graph.num_vertices, search="warm-up")
 
 
 def _steps(graph: Graph, tasks: int) -> None:

@@ -94,7 +94,9 @@ class PlacementPlugin(SchedulerPlugin):
     max_programs : int
         How many programs' decision logs to keep (oldest dropped first).
     max_decisions : int
-        Most decisions kept per program.
+        Most decisions kept, over all the programs whose trace was not collected yet
+        (the oldest programs' dropped first): a program's decisions are released when
+        its trace is collected (:meth:`trace`: ``Program.finished``, the end of a search).
     stream_interval : float
         Batching interval, in seconds, it sets on the scheduler's streams to workers and
         clients (``taskbfs.runtime.scheduler-stream-interval`` of the runtime that
@@ -128,6 +130,7 @@ class PlacementPlugin(SchedulerPlugin):
         self.stream_interval = float(stream_interval)
         self.max_decisions = max_decisions
         self.decisions: OrderedDict[str, deque] = OrderedDict()
+        self._decided = 0  # decisions kept, over all programs
         self.listeners: dict[str, object] = {}
         self.policies: OrderedDict[str, object] = OrderedDict()
         self.users: set[str] = set()
@@ -328,7 +331,7 @@ class PlacementPlugin(SchedulerPlugin):
         if log is None:
             log = self.decisions[program] = deque(maxlen=self.max_decisions)
             while len(self.decisions) > self.max_programs:
-                self.decisions.popitem(last=False)
+                self._release(next(iter(self.decisions)))
         kind, lam = (policy.kind, policy.lam) if isinstance(policy, Policy) else policy_label(policy)
         decision = {
             "key": key,
@@ -340,13 +343,22 @@ class PlacementPlugin(SchedulerPlugin):
             "lam": lam,
             **mark.get("tags", {}),
         }
+        self._decided += len(log) < self.max_decisions  # a full log drops its oldest
         log.append(decision)
+        while self._decided > self.max_decisions and len(self.decisions) > 1:
+            self._release(next(iter(self.decisions)))
         for name, listener in list(self.listeners.items()):
             try:
                 listener(program, decision)
             except Exception:  # a broken listener must never break scheduling
                 logger.warning("taskbfs: placement listener %r dropped", name, exc_info=True)
                 self.listeners.pop(name, None)
+
+    def _release(self, program: str) -> list:
+        """Drop ``program``'s decisions; returns them."""
+        log = self.decisions.pop(program, ())
+        self._decided -= len(log)
+        return list(log)
 
     def _tell_listeners(self, program: str, message: dict) -> None:
         for name, listener in list(self.listeners.items()):
@@ -385,13 +397,14 @@ class PlacementPlugin(SchedulerPlugin):
     async def trace(self, program: str) -> dict:
         """One program's trace in one round trip from the client: the workers' records
         of its tasks (removed there; a worker that does not answer gives none) and this
-        plugin's decisions for it."""
+        plugin's decisions for it (released here)."""
         responses = await self.scheduler.broadcast(
             msg={"op": COLLECT_OP, "program": program}, on_error="return_pickle")
         # each worker's list as it came (serialized): the client's comm unpacks it
         per_worker = [response["result"] for response in responses.values()
                       if isinstance(response, dict) and response.get("status") == "OK"]
-        return {"records": per_worker, "placements": self.placements(program)}
+        placements = [dict(d, key=str(d["key"])) for d in self._release(program)]
+        return {"records": per_worker, "placements": placements}
 
     def finished(self, program: str, payload: bytes) -> None:
         """Hand what a client collected of its finished ``program`` (``payload``, pickled)
