@@ -6,10 +6,10 @@ counted) and prints the resident memory before and after, per search, of this pr
 ``--external``, of a ``dask scheduler`` and a ``dask worker`` process started here on
 127.0.0.1, and how many event topics the scheduler keeps. ``--tracemalloc N`` (embedded)
 also traces Python allocations over the counted searches and prints the N source lines
-whose live memory grew most (where the growth per search goes). ``--objects`` (embedded)
-prints, every ``--every`` searches, which Python object types grew in number (the
-garbage collector's view) and which containers of the scheduler, the workers, the
-client and the runtime grew in length: how session 14 found the log records that
+whose live memory grew most (where the growth per search goes). ``--objects`` prints,
+every ``--every`` searches, which Python object types grew in number (the garbage
+collector's view, in each process) and which containers of the scheduler, the workers,
+the client and the runtime grew in length: how session 14 found the log records that
 ``client.run`` left per search.
 
     PYTHONPATH=$PWD python benchmarks/soak.py --searches 500 [--external] [--every 500]
@@ -89,9 +89,29 @@ def _all_lengths(rt) -> dict[str, int]:
     return out
 
 
+def _scheduler_types(dask_scheduler=None) -> collections.Counter:
+    return _type_counts()
+
+
+def _worker_types(dask_worker=None) -> collections.Counter:
+    return _type_counts()
+
+
+def _all_types(rt) -> collections.Counter:
+    """:func:`_type_counts` of this process, and of the scheduler and every worker when
+    they run elsewhere (prefixed by where)."""
+    out = _type_counts()
+    if not rt.in_process:
+        for name, count in rt.client.run_on_scheduler(_scheduler_types).items():
+            out[f"scheduler {name}"] = count
+        for address, counts in rt.client.run(_worker_types).items():
+            out.update({f"{address[-6:]} {k}": v for k, v in counts.items()})
+    return out
+
+
 def _print_objects(rt, last: dict, searches: int) -> dict:
     """Print what grew since ``last`` (``{"types", "lengths"}``; empty: only take it)."""
-    now = {"types": _type_counts(), "lengths": _all_lengths(rt)}
+    now = {"types": _all_types(rt), "lengths": _all_lengths(rt)}
     if last:
         grown = (now["types"] - last["types"]).most_common(12)
         print(f"    objects per search: "
