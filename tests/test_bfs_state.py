@@ -3,6 +3,8 @@ what the general barrier makes of the source, for every direction mode."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -205,21 +207,23 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(setting, monkeypatch,
     assert frontier.size == np.unique(frontier).size > 0  # each new vertex once
 
 
-def test_outputs_whose_parents_stayed_on_a_gpu_are_bucketed_but_never_assembled_on_the_host():
-    """A GPU step that wrote its pairs into the search's result on the device returns its
-    vertices alone (``parents`` None): the barrier's bucketing works on them, and the host
-    assembly refuses them rather than write a result without their parents."""
-    from taskbfs.bfs.state import Discoveries, assemble_range, bucketed
-
+def test_outputs_whose_parents_stayed_on_a_gpu_are_bucketed_without_parents():
+    """A GPU step that wrote its pairs into the search's result on the device
+    (``Frontier.result_on_device``) returns its vertices alone (``parents`` None): the
+    barrier's bucketing works on them; the decision is made once, where the search starts,
+    and a frontier without bookkeeping never keeps a result on the device."""
     bounds = np.array([0, 4, 8], dtype=np.int64)
     found = Discoveries(0, np.array([6, 1, 5, 2], dtype=np.int64), None, 4)
-    grouped = bucketed(found, bounds)
+    grouped = bucketed(found, bounds, parents=False)
     assert grouped.parents is None
     np.testing.assert_array_equal(grouped.offsets, [0, 2, 4])
     np.testing.assert_array_equal(np.sort(grouped.vertices[:2]), [1, 2])
     np.testing.assert_array_equal(np.sort(grouped.vertices[2:]), [5, 6])
-    with pytest.raises(RuntimeError, match="result_to_host"):
-        assemble_range(grouped, source=0, lo=0, hi=8, bounds=bounds, levels=[0])
+    degrees = np.ones(8, dtype=np.int64)
+    for kept in (False, True):
+        frontier, _ = first_frontier(degrees, bounds, 0, TOP_DOWN, result_on_device=kept)
+        assert frontier.result_on_device is kept
+    assert not replace(frontier, progress=None).result_on_device
 
 
 def test_step_sizes_count_a_top_down_frontier_by_its_arcs_in_mean_degrees():

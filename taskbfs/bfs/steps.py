@@ -106,7 +106,7 @@ def for_barrier(part: GraphSlice, frontier: Frontier, found: Discoveries) -> Dis
         return with_bits(found, part.lo, part.hi, part.out_offsets)
     if found.offsets is not None:  # the GPU step bucketed them on the device
         return found
-    return bucketed(found, frontier.task_bounds())
+    return bucketed(found, frontier.task_bounds(), parents=not frontier.result_on_device)
 
 
 def _top_down_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
