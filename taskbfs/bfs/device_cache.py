@@ -397,7 +397,8 @@ def _stopwatch(simulated: bool):
     return Stopwatch(cuda, simulated)
 
 
-def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) -> Discoveries:
+def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,
+                    words: bool = True) -> Discoveries:
     """One task's BFS step on this worker's GPU, its slice kept in device memory.
 
     Parameters
@@ -409,6 +410,10 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
         The level's frontier: this task's vertices (top-down) or the bitmap (bottom-up).
     cache : DeviceCache, optional
         Default: this worker's (:func:`device_cache`).
+    words : bool
+        Whether a bottom-up step copies back its discoveries' bitmap words and degree sum
+        (``Discoveries.words``, ``frontier_edges``: what a one-task search's barrier
+        reads; the owner loop's barriers read the pairs alone).
 
     Returns
     -------
@@ -431,7 +436,7 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
         d_visited, d_bits, moved = cache.level_inputs(frontier)
         h2d += moved
         if frontier.direction == BOTTOM_UP:
-            found = _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d)
+            found = _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words)
         else:
             found = _top_down(part, dev, cache, frontier, d_visited, h2d)
         cache.data.count_up(found.h2d_bytes - h2d)  # the slice and bitmaps are counted
@@ -520,7 +525,7 @@ def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):
     return bucket_by_owner(out_v, out_u, n, bounds, cache.buffer, cache.launch_config())
 
 
-def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoveries:
+def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool) -> Discoveries:
     from taskbfs.kernels.gpu import gpu_bottom_up_step
 
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
@@ -532,15 +537,17 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoverie
             config=config, workspace=cache.buffer)
         # The slice's own offsets are its out-degrees unless it is a directed graph's
         # transpose: only then is the barrier's form left to the host (steps.for_barrier).
-        owned = _owned_bits(cache, dev, out_v, n_found) if part.out_indptr is None else None
-        if owned is not None and _sole_step(part, dev, frontier.task_bounds()):
+        sole = _sole_step(part, dev, frontier.task_bounds())
+        owned = (_owned_bits(cache, dev, out_v, n_found)
+                 if part.out_indptr is None and (words or sole) else None)
+        if sole:
             cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
         if frontier.result_on_device:
             cache.record(frontier, out_v, out_u, n_found)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, _COUNTER_BYTES,
                    timer.seconds)
-    return found if owned is None else _with_owned(found, owned)
+    return found if owned is None or not words else _with_owned(found, owned)
 
 
 def _found(part, frontier, out_v, out_u, n: int, edges: int, h2d: int, read_back: int,
