@@ -133,6 +133,8 @@ class OwnerFrontier:
     unvisited: np.ndarray  # per range (int64)
     visited: np.ndarray  # whole-graph bitmap: the owner's ranges' bits (others unknown, 0)
     bits: np.ndarray  # whole-graph bitmap of the owner's frontier
+    bounds: np.ndarray  # every range's bounds (T + 1, int64)
+    owner_of: np.ndarray  # per range, its owner's number (int64): where a step's pairs go
     search: str = ""  # names the search (a GPU worker chains a sole step's levels by it)
     #: ``(level, direction, bitmap, Frontier)``: the one frontier object the level's steps
     #: share (a GPU worker uploads a level's inputs once per frontier object).
@@ -140,7 +142,8 @@ class OwnerFrontier:
 
     @property
     def nbytes(self) -> int:
-        return self.visited.nbytes + self.bits.nbytes + 8 * int(self.counts.sum())
+        return (self.visited.nbytes + self.bits.nbytes + self.bounds.nbytes
+                + self.owner_of.nbytes + 8 * int(self.counts.sum()))
 
     def current(self) -> np.ndarray:
         """The owner's frontier vertices, range after range (int64)."""
@@ -196,16 +199,20 @@ def _here() -> str:
         return "local"
 
 
-def init_owner(*slices, source: int, num_vertices: int, search: str) -> tuple:
+def init_owner(*slices, source: int, num_vertices: int, search: str, bounds: np.ndarray,
+               owner_of: np.ndarray) -> tuple:
     """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` (GraphSlice, this
-    worker's), the source visited at distance 0 when it is one of them."""
+    worker's), the source visited at distance 0 when it is one of them; ``bounds`` and
+    ``owner_of`` (every range's owner) are kept for the steps."""
     dtype = result_dtype(num_vertices)
     here = _here()
     count = len(slices)
     front = OwnerFrontier(here, np.array([p.task for p in slices], dtype=np.int64),
                           [_NO_VERTICES] * count, np.zeros(count, np.int64),
                           np.array([p.hi - p.lo for p in slices], dtype=np.int64),
-                          empty_bitmap(num_vertices), empty_bitmap(num_vertices), search)
+                          empty_bitmap(num_vertices), empty_bitmap(num_vertices),
+                          np.asarray(bounds, dtype=np.int64), np.asarray(owner_of, dtype=np.int64),
+                          search)
     edges = np.zeros(count, np.int64)
     ranges = []
     for i, part in enumerate(slices):
@@ -226,8 +233,9 @@ def init_owner(*slices, source: int, num_vertices: int, search: str) -> tuple:
     return front, OwnerState(here, ranges, int(num_vertices), edges)
 
 
-def owner_words(front: OwnerFrontier, bounds) -> tuple[str, list]:
+def owner_words(front: OwnerFrontier) -> tuple[str, list]:
     """This owner's share of the frontier bitmap: ``(worker, [(first_word, words)])``."""
+    bounds = front.bounds
     spans = [word_span(int(bounds[t]), int(bounds[t + 1])) for t in front.tasks.tolist()]
     return front.worker, [(first, front.bits[first:stop].copy()) for first, stop in spans]
 
@@ -242,7 +250,7 @@ def frontier_bits(*shares, num_vertices: int) -> FrontierBits:
 
 
 def as_frontier(front: OwnerFrontier, level: int, direction: str, bits: FrontierBits | None,
-                bounds: np.ndarray, rule: dict) -> Frontier:
+                rule: dict) -> Frontier:
     """The :class:`~taskbfs.bfs.state.Frontier` the shared step code reads, made once per
     level of the owner's arrays (no copies of the visited bits: the owner's barrier writes
     them once the level's steps are done): its visited bits are what the owner knows (its
@@ -255,6 +263,7 @@ def as_frontier(front: OwnerFrontier, level: int, direction: str, bits: Frontier
     view = front.view
     if view is not None and view[:2] == (level, direction) and view[2] is whole:
         return view[3]
+    bounds = front.bounds
     counts = np.zeros(bounds.size - 1, dtype=np.int64)
     unvisited = np.zeros(bounds.size - 1, dtype=np.int64)
     if direction == TOP_DOWN:
@@ -308,26 +317,25 @@ def _owned(found, tasks: np.ndarray):
             np.concatenate([found.parents[c] for c in cuts]))
 
 
-def _owner_step(step, args, owner_of, bounds, level, direction, rule):
+def _owner_step(step, args, level, direction, rule):
     part, front, *rest = args
     bits = rest[0] if rest else None
     here = _here()
     inbound = front.nbytes if front.worker != here else 0
     if bits is not None and bits.worker != here:
         inbound += bits.bits.nbytes
-    frontier = as_frontier(front, level, direction, bits, np.asarray(bounds, dtype=np.int64),
-                           rule)
+    frontier = as_frontier(front, level, direction, bits, rule)
     found = step(part, frontier, barrier_form=False)  # the barriers read the pairs alone
-    pieces = split_for_owners(found, frontier, owner_of, part.task, inbound)
+    pieces = split_for_owners(found, frontier, front.owner_of, part.task, inbound)
     return pieces[0] if len(pieces) == 1 else tuple(pieces)
 
 
-def _owner_step_smp(*args, owner_of, bounds, level, direction, rule):
-    return _owner_step(step_smp, args, owner_of, bounds, level, direction, rule)
+def _owner_step_smp(*args, level, direction, rule):
+    return _owner_step(step_smp, args, level, direction, rule)
 
 
-def _owner_step_cuda(*args, owner_of, bounds, level, direction, rule):
-    return _owner_step(step_cuda, args, owner_of, bounds, level, direction, rule)
+def _owner_step_cuda(*args, level, direction, rule):
+    return _owner_step(step_cuda, args, level, direction, rule)
 
 
 #: The step: ``ins = [slice, OwnerFrontier (, FrontierBits)]``, one :class:`Piece` out per
@@ -651,7 +659,8 @@ class OwnedSearch:
             self.program.submit(INIT, ins=[self.slices[t][0] for t in tasks],
                                 outs=[self.fronts[w], self.states[w]],
                                 kwargs={"source": self.source, "num_vertices": self.n,
-                                        "search": self.program.id},
+                                        "search": self.program.id, "bounds": self.bounds,
+                                        "owner_of": self.owner_of},
                                 worker=self.workers[w], tags=self.tags if w == 0 else {})
 
     def _level(self, summary: LevelSummary) -> LevelSummary:
@@ -662,8 +671,7 @@ class OwnedSearch:
         owners = len(self.workers)
         bits = {}
         outs = []
-        kwargs = {"owner_of": self.owner_of, "bounds": self.bounds, "level": level,
-                  "direction": direction, "rule": self._rule(summary)}
+        kwargs = {"level": level, "direction": direction, "rule": self._rule(summary)}
         with program.batch():
             if not self.started:
                 self._start(level)
@@ -710,8 +718,7 @@ class OwnedSearch:
         """The whole frontier bitmap, on each owner of ``needed`` (data names by owner)."""
         shares = [f"share/{w}" for w in range(len(self.workers))]
         for w, front in enumerate(self.fronts):
-            self.program.submit(BITS_SHARE, ins=[front], outs=[shares[w]], worker=self.workers[w],
-                                kwargs={"bounds": self.bounds})
+            self.program.submit(BITS_SHARE, ins=[front], outs=[shares[w]], worker=self.workers[w])
         bits = {}
         for w in sorted(needed):
             bits[w] = f"bits/{w}"

@@ -4,8 +4,7 @@ Returns
     :class:`Frontier` (what the step tasks of a level read: the frontier, the visited set
     and the barrier's small bookkeeping; the one datum a barrier updates), the steps'
     :class:`Discoveries`, :class:`LevelSummary` (the few numbers the client needs per
-    level) and, at the end, each vertex range's parents and distances
-    (:func:`assemble_range`).
+    level) and, at the end, the search's parents and distances (:func:`assemble_all`).
 Approach
     The level barrier of the paper's Algorithm 2, plus the direction-optimizing switch
     rule of Beamer et al. (TOTEM paper, Sec. 2.2) decided here from counts the kernels
@@ -48,8 +47,6 @@ from taskbfs.kernels.merge import (
     bucket_vertices,
     frontier_bitmap,
     owned_bits,
-    record_pairs,
-    record_pairs_at,
     word_span,
 )
 from taskbfs.runtime import publish
@@ -584,14 +581,6 @@ def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
     return new_bits, ordered, counts, task_edges
 
 
-def tasks_overlapping(bounds, lo: int, hi: int) -> range:
-    """The tasks whose vertex ranges overlap ``[lo, hi)``: the bottom-up steps whose
-    outputs a result slice reads (it reads every top-down step's, whose buckets may hold
-    any vertex)."""
-    first, last = (int(t) for t in np.searchsorted(bounds, [lo, hi - 1], side="right") - 1)
-    return range(first, last + 1)
-
-
 def assemble_all(logs, levels, *, source: int, bounds, cuts,
                  threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The result over ``[cuts[0], cuts[-1])``, ``(distances, parents)``, from every step's
@@ -635,52 +624,3 @@ def assemble_all(logs, levels, *, source: int, bounds, cuts,
 
 #: Vertices per slice of the result's fill, and records per chunk, claimed by its threads.
 _ASSEMBLY_CHUNK = 1 << 15
-
-
-def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels, out=None):
-    """Distances and parents of the vertices ``[lo, hi)``, from the steps' records of a
-    whole search (runs on a worker; any range, not only whole tasks).
-
-    Parameters
-    ----------
-    *logs : Discoveries
-        Step outputs: every top-down step's (bucketed by owner) and the bottom-up steps'
-        of the tasks whose ranges overlap ``[lo, hi)``.
-    source : int
-    lo, hi : int
-        The vertex range.
-    bounds : ndarray of int64
-        The task ranges (T + 1), to find the top-down buckets that can hold the range.
-    levels : sequence of int
-        The level each log's step ran at (its discoveries are at ``level + 1``).
-    out : (ndarray, ndarray), optional
-        Arrays of ``hi - lo`` entries to write into (default: new ones of
-        :func:`~taskbfs.bfs.result.result_dtype`).
-
-    Returns
-    -------
-    (distances, parents) : ndarrays of ``result_dtype`` over ``[lo, hi)``, -1 for unreached.
-    """
-    if out is None:
-        dtype = result_dtype(int(bounds[-1]))
-        distances = np.empty(hi - lo, dtype=dtype)
-        parents = np.empty(hi - lo, dtype=dtype)
-    else:
-        distances, parents = out
-    distances.fill(-1)
-    parents.fill(-1)
-    tasks = tasks_overlapping(bounds, lo, hi)
-    for d, level in zip(logs, levels, strict=True):
-        if d.depths is not None:
-            record_pairs_at(d.vertices, d.parents, d.depths, lo, hi, parents, distances)
-            continue
-        if d.offsets is not None:
-            start, stop = int(d.offsets[tasks.start]), int(d.offsets[tasks.stop])
-        else:
-            start, stop = 0, d.vertices.size
-        if stop > start:
-            record_pairs(d.vertices, d.parents, start, stop, lo, hi, level + 1, parents, distances)
-    if lo <= source < hi:
-        distances[source - lo] = 0
-        parents[source - lo] = source
-    return distances, parents
