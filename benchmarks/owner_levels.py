@@ -1,9 +1,11 @@
 """Cost of one dispatched level as the number of tasks T grows, with one step a level.
 
 Returns
-    Prints per T the median ms per level (``result.elapsed`` over its levels) of
-    ``--repeats`` searches, T values alternating within each round so that a loaded
-    machine slows all of them alike, and the ratio to the smallest T.
+    Prints per T the median ms per level of ``--repeats`` searches, wall (``result.elapsed``
+    over its levels) and CPU (the process's CPU time around ``tb.bfs``, every thread of
+    the embedded runtime's in-process workers included: less sensitive to a loaded machine
+    than the wall time), T values alternating within each round so that a loaded machine
+    slows all of them alike, and the ratio to the smallest T.
 Approach
     A path of ``--length`` vertices followed by isolated vertices up to ``max(T)``
     vertices, cut by vertex count: every level has one frontier vertex, so it runs one or
@@ -32,13 +34,16 @@ def path_and_isolated(length: int, n: int) -> tb.Graph:
     return tb.Graph.from_edges(np.arange(length - 1), np.arange(1, length), num_vertices=n)
 
 
-def ms_per_level(graph: tb.Graph, tasks: int, length: int, runtime) -> float:
+def ms_per_level(graph: tb.Graph, tasks: int, length: int, runtime) -> tuple[float, float]:
+    """``(wall, CPU)`` ms per level of one search."""
+    cpu = time.process_time()
     r = tb.bfs(graph, 0, tasks=tasks, balance="vertices", dispatch="tasks", runtime=runtime)
+    cpu = time.process_time() - cpu
     want = np.full(graph.num_vertices, -1)
     want[:length] = np.arange(length)
     if not np.array_equal(r.distances, want):
         raise AssertionError(f"T = {tasks}: wrong distances")
-    return 1e3 * r.elapsed / len(r.levels)
+    return 1e3 * r.elapsed / len(r.levels), 1e3 * cpu / len(r.levels)
 
 
 def main():
@@ -57,12 +62,12 @@ def main():
         for _ in range(args.repeats):
             for t in args.tasks:
                 times[t].append(ms_per_level(graph, t, args.length, rt))
-    base = np.median(times[args.tasks[0]])
-    print(f"{'T':>6} {'ms/level':>9} {'ratio':>6}  runs")
+    base = np.median(times[args.tasks[0]], axis=0)
+    print(f"{'T':>6} {'wall ms/level':>14} {'ratio':>6} {'CPU ms/level':>13} {'ratio':>6}  wall runs")
     for t in args.tasks:
-        median = np.median(times[t])
-        runs = " ".join(f"{x:.1f}" for x in times[t])
-        print(f"{t:>6} {median:>9.2f} {median / base:>6.2f}  {runs}")
+        wall, cpu = np.median(times[t], axis=0)
+        runs = " ".join(f"{w:.1f}" for w, _ in times[t])
+        print(f"{t:>6} {wall:>14.2f} {wall / base[0]:>6.2f} {cpu:>13.2f} {cpu / base[1]:>6.2f}  {runs}")
 
 
 if __name__ == "__main__":
