@@ -264,7 +264,8 @@ def _keeps_result_on_device(device: str, policy: Policy, num_tasks: int) -> bool
     decision, made when the search starts; read as :attr:`Frontier.result_on_device`."""
     if device != CUDA or GpuLevels.applies(device, num_tasks):
         return False
-    return all(policy.decide(0, task_id=t) == CUDA for t in range(num_tasks))
+    # no step of any size on the CPU: then no step returns pairs the host must write
+    return all(policy.largest_cpu_size(t) < 0 for t in range(num_tasks))
 
 
 def _result_bytes(frontier: Frontier) -> int:
