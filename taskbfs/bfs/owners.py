@@ -199,11 +199,15 @@ def _here() -> str:
         return "local"
 
 
-def init_owner(*slices, source: int, num_vertices: int, search: str, bounds: np.ndarray,
-               owner_of: np.ndarray) -> tuple:
+def init_owner(*slices, source: int, num_vertices: int, search: str,
+               bounds: np.ndarray | None = None, owner_of: np.ndarray | None = None) -> tuple:
     """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` (GraphSlice, this
     worker's), the source visited at distance 0 when it is one of them; ``bounds`` and
-    ``owner_of`` (every range's owner) are kept for the steps."""
+    ``owner_of`` (every range's owner) are kept for the steps (default: ``slices`` are
+    every range, and this owner the only one)."""
+    if bounds is None:
+        bounds = [*(p.lo for p in slices), slices[-1].hi]
+        owner_of = np.zeros(len(slices), dtype=np.int64)
     dtype = result_dtype(num_vertices)
     here = _here()
     count = len(slices)
@@ -395,10 +399,7 @@ _NO_VERTICES = np.empty(0, np.int64)
 def _reached_bytes(front: OwnerFrontier, num_vertices: int) -> bytes:
     """The owner's new frontier (the vertices its barrier just reached) as the bytes of
     one array of the result's dtype, for the client's :class:`KeptLevels`."""
-    frontiers = [f for f in front.frontiers if f.size]
-    if not frontiers:
-        return b""
-    return np.concatenate(frontiers).astype(result_dtype(num_vertices), copy=False).tobytes()
+    return front.current().astype(result_dtype(num_vertices), copy=False).tobytes()
 
 
 def _joined_pieces(pieces, ranges: int):
@@ -431,14 +432,17 @@ def range_result(state: OwnerState, vertex_range: int):
     return rs.distances, rs.parents
 
 
-def resume_owner(*args, source: int, level: int, num_vertices: int, search: str) -> tuple:
+def resume_owner(*args, source: int, level: int, num_vertices: int, search: str,
+                 bounds: np.ndarray | None = None, owner_of: np.ndarray | None = None) -> tuple:
     """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` rebuilt from the
     distances of a search's completed levels (called as ``resume_owner(*slices,
     levels)``: ``levels`` the whole graph's, -1 beyond ``level``): the frontier is the
     vertices at ``level``, and each reached vertex's parent is found again among its
-    in-neighbours (``slices`` hold in-arcs: the transposed ones of a directed graph)."""
+    in-neighbours (``slices`` hold in-arcs: the transposed ones of a directed graph);
+    ``bounds`` and ``owner_of`` as for :func:`init_owner`."""
     *slices, levels = args
-    front, state = init_owner(*slices, source=source, num_vertices=num_vertices, search=search)
+    front, state = init_owner(*slices, source=source, num_vertices=num_vertices, search=search,
+                              bounds=bounds, owner_of=owner_of)
     for i, (part, rs) in enumerate(zip(slices, state.ranges, strict=True)):
         mine = levels[part.lo : part.hi]
         rs.distances[:] = mine
@@ -448,10 +452,10 @@ def resume_owner(*args, source: int, level: int, num_vertices: int, search: str)
                                f"one level nearer the source")
         set_bits(front.visited, np.flatnonzero(mine >= 0) + part.lo)
         frontier = np.flatnonzero(mine == level)
-        rs.frontier_edges = int(rs.degrees[frontier].sum())
-        front.frontiers[i] = frontier + part.lo
-        front.unvisited[i] = int(np.count_nonzero(mine < 0))
-    _frontier_bits(front)
+        state.edges[i] = rs.degrees[frontier].sum()
+        front.frontiers[i], front.counts[i] = frontier + part.lo, frontier.size
+        front.unvisited[i] = np.count_nonzero(mine < 0)
+    frontier_bitmap(front.current(), front.bits)
     return front, state
 
 
@@ -649,7 +653,8 @@ class OwnedSearch:
             self.program.submit(RESUME, ins=[*(self.slices[t][-1] for t in tasks), "levels"],
                                 outs=[self.fronts[w], self.states[w]],
                                 kwargs={"source": self.source, "level": level,
-                                        "num_vertices": self.n, "search": self.program.id},
+                                        "num_vertices": self.n, "search": self.program.id,
+                                        "bounds": self.bounds, "owner_of": self.owner_of},
                                 worker=self.workers[w],
                                 tags={**(self.tags if w == 0 else {}), "resumed_from": level})
 
