@@ -11,8 +11,7 @@ Approach
     ``ThreadPoolExecutor`` (the kernels release the GIL, as on the embedded cluster's
     worker threads), then the barrier's own function (``taskbfs.bfs.state.advance``:
     visited set, next frontier, Beamer's switch rule), and at the end the result
-    assembly (``taskbfs.bfs.state.assemble_range``) once per group of ranges on the same
-    pool. What is left between this loop and ``taskbfs.bfs`` is the runtime: task
+    assembly (:func:`assemble_range`, here) once per group of ranges on the same pool. What is left between this loop and ``taskbfs.bfs`` is the runtime: task
     submission, scheduling, messages, futures, the trace.
 Encoding
     As in ``taskbfs.bfs.state``: uint64 bitmaps, per-task frontiers grouped by owner with
@@ -37,15 +36,12 @@ import numpy as np
 
 from taskbfs import config
 from taskbfs.bfs.placement import _slices
-from taskbfs.bfs.state import (
-    advance,
-    assemble_range,
-    first_frontier,
-    tasks_overlapping,
-)
+from taskbfs.bfs.result import result_dtype
+from taskbfs.bfs.state import advance, first_frontier
 from taskbfs.bfs.steps import step_smp
 from taskbfs.graph import partition
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN
+from taskbfs.kernels.merge import record_pairs, record_pairs_at
 
 
 @dataclass
@@ -158,3 +154,54 @@ def _assemble(s: Slices, source: int, logs, lo: int, hi: int):
     mine = [(level, d) for level, d in logs if d.offsets is not None or d.task in tasks]
     return assemble_range(*[d for _, d in mine], source=source, lo=lo, hi=hi, bounds=s.bounds,
                           levels=[level for level, _ in mine])
+
+
+def tasks_overlapping(bounds, lo: int, hi: int) -> range:
+    """The tasks whose vertex ranges overlap ``[lo, hi)``: the bottom-up steps whose
+    outputs a result slice reads (it reads every top-down step's, whose buckets may hold
+    any vertex)."""
+    first, last = (int(t) for t in np.searchsorted(bounds, [lo, hi - 1], side="right") - 1)
+    return range(first, last + 1)
+
+
+def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels):
+    """Distances and parents of the vertices ``[lo, hi)``, from the steps' records of a
+    whole search (any range, not only whole tasks): this loop's result assembly, one
+    range per thread (taskbfs's one-task search claims chunks instead:
+    ``taskbfs.bfs.state.assemble_all``).
+
+    Parameters
+    ----------
+    *logs : Discoveries
+        Step outputs: every top-down step's (bucketed by owner) and the bottom-up steps'
+        of the tasks whose ranges overlap ``[lo, hi)``.
+    source : int
+    lo, hi : int
+        The vertex range.
+    bounds : ndarray of int64
+        The task ranges (T + 1), to find the top-down buckets that can hold the range.
+    levels : sequence of int
+        The level each log's step ran at (its discoveries are at ``level + 1``).
+
+    Returns
+    -------
+    (distances, parents) : ndarrays of ``result_dtype`` over ``[lo, hi)``, -1 for unreached.
+    """
+    dtype = result_dtype(int(bounds[-1]))
+    distances = np.full(hi - lo, -1, dtype=dtype)
+    parents = np.full(hi - lo, -1, dtype=dtype)
+    tasks = tasks_overlapping(bounds, lo, hi)
+    for d, level in zip(logs, levels, strict=True):
+        if d.depths is not None:
+            record_pairs_at(d.vertices, d.parents, d.depths, lo, hi, parents, distances)
+            continue
+        if d.offsets is not None:
+            start, stop = int(d.offsets[tasks.start]), int(d.offsets[tasks.stop])
+        else:
+            start, stop = 0, d.vertices.size
+        if stop > start:
+            record_pairs(d.vertices, d.parents, start, stop, lo, hi, level + 1, parents, distances)
+    if lo <= source < hi:
+        distances[source - lo] = 0
+        parents[source - lo] = source
+    return distances, parents

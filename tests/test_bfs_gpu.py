@@ -328,6 +328,33 @@ def test_cache_evicts_least_recently_used_under_its_budget():
 
 
 @needs_gpu
+def test_bottom_up_steps_of_the_owner_loop_leave_their_words_on_the_device(runtime):
+    """The owner loop's barriers read a step's pairs alone (``barrier_form=False``): a
+    bottom-up GPU step then copies back its pairs and counters, not its bitmap words and
+    degree sum, and finds the same pairs. End to end, every bottom-up GPU step of a
+    dispatched search moves exactly its counters and its pairs (int32 on this graph)."""
+    from taskbfs.bfs.device_cache import _COUNTER_BYTES, DeviceCache, run_step_on_gpu
+
+    g = _kron()
+    bounds = [0, 40, 80, g.num_vertices]
+    cache = DeviceCache(budget=1 << 30)
+    bu = _frontier(g, bounds, BOTTOM_UP, [1, 50, 100], [1, 50, 100])
+    for p in _slices(g, bounds, "owner-words-test"):
+        whole = run_step_on_gpu(p, bu, cache=cache)
+        bare = run_step_on_gpu(p, bu, cache=cache, words=False)
+        assert _pairs(bare) == _pairs(whole) and bare.words is None
+        assert whole.d2h_bytes - bare.d2h_bytes == whole.words.nbytes + 8
+    source = int(np.argmax(np.diff(g.indptr)))
+    r = tb.bfs(g, source, tasks=3, strategy="gpu", direction=BOTTOM_UP, runtime=runtime)
+    _check(g, source, r)
+    steps = r.trace[(r.trace["name"] == STEP.name) & (r.trace["direction"] == BOTTOM_UP)]
+    assert len(steps) and (steps["device"] == "cuda").all()
+    pair_bytes = 2 * g.indices.dtype.itemsize
+    np.testing.assert_array_equal(steps["d2h_bytes"],
+                                  _COUNTER_BYTES + pair_bytes * steps["found"])
+
+
+@needs_gpu
 def test_large_frontier_counts_edges_on_the_device_and_returns_the_cpu_dtype(monkeypatch):
     from taskbfs.bfs import device_cache as dc
 

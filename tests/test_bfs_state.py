@@ -3,6 +3,8 @@ what the general barrier makes of the source, for every direction mode."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -140,20 +142,13 @@ def test_alpha_changed_after_import_reaches_the_next_search(setting, runtime, mo
 @pytest.mark.parametrize("direction", [AUTO, TOP_DOWN, BOTTOM_UP])
 @pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("dispatch", ["tasks", "auto"])
-def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direction, directed,
-                                                     dispatch):
+def test_result_written_by_many_slices_matches_scipy(runtime, direction, directed, dispatch):
     """3 tasks: inside the search's one task (included) the worker's threads write the
-    result in claimed pieces (``assemble_all``), never by slices; dispatched, the owners write it level by level
-    (``bfs.owners``) and nothing is assembled from the steps' outputs. Every vertex is
+    result in claimed pieces (``assemble_all``); dispatched, the owners write it level by
+    level (``bfs.owners``) and nothing is assembled from the steps' outputs. Every vertex is
     written once either way: the distances match scipy and the parents pass."""
     from reference import scipy_distances
 
-    from taskbfs.bfs import state
-
-    calls = []
-    assemble_range = state.assemble_range
-    monkeypatch.setattr(state, "assemble_range",
-                        lambda *a, **k: calls.append((k["lo"], k["hi"])) or assemble_range(*a, **k))
     rng = np.random.default_rng(5)
     src, dst = rng.integers(0, 400, 1500), rng.integers(0, 400, 1500)
     graph = tb.Graph.from_edges(src, dst, num_vertices=420, directed=directed)  # 20 isolated
@@ -162,7 +157,6 @@ def test_result_written_by_many_slices_matches_scipy(runtime, monkeypatch, direc
     np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
     tb.validate(graph, source, r.parents, levels=r.distances)
     assert r.assembly_seconds > 0
-    assert calls == []
 
 
 @pytest.mark.parametrize("bounds", [[0, 1000], [0, 70, 130, 131, 600, 1000], [0, 64, 128, 999, 1000]])
@@ -205,21 +199,23 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(setting, monkeypatch,
     assert frontier.size == np.unique(frontier).size > 0  # each new vertex once
 
 
-def test_outputs_whose_parents_stayed_on_a_gpu_are_bucketed_but_never_assembled_on_the_host():
-    """A GPU step that wrote its pairs into the search's result on the device returns its
-    vertices alone (``parents`` None): the barrier's bucketing works on them, and the host
-    assembly refuses them rather than write a result without their parents."""
-    from taskbfs.bfs.state import Discoveries, assemble_range, bucketed
-
+def test_outputs_whose_parents_stayed_on_a_gpu_are_bucketed_without_parents():
+    """A GPU step that wrote its pairs into the search's result on the device
+    (``Frontier.result_on_device``) returns its vertices alone (``parents`` None): the
+    barrier's bucketing works on them; the decision is made once, where the search starts,
+    and a frontier without bookkeeping never keeps a result on the device."""
     bounds = np.array([0, 4, 8], dtype=np.int64)
     found = Discoveries(0, np.array([6, 1, 5, 2], dtype=np.int64), None, 4)
-    grouped = bucketed(found, bounds)
+    grouped = bucketed(found, bounds, parents=False)
     assert grouped.parents is None
     np.testing.assert_array_equal(grouped.offsets, [0, 2, 4])
     np.testing.assert_array_equal(np.sort(grouped.vertices[:2]), [1, 2])
     np.testing.assert_array_equal(np.sort(grouped.vertices[2:]), [5, 6])
-    with pytest.raises(RuntimeError, match="result_to_host"):
-        assemble_range(grouped, source=0, lo=0, hi=8, bounds=bounds, levels=[0])
+    degrees = np.ones(8, dtype=np.int64)
+    for kept in (False, True):
+        frontier, _ = first_frontier(degrees, bounds, 0, TOP_DOWN, result_on_device=kept)
+        assert frontier.result_on_device is kept
+    assert not replace(frontier, progress=None).result_on_device
 
 
 def test_step_sizes_count_a_top_down_frontier_by_its_arcs_in_mean_degrees():

@@ -142,12 +142,14 @@ def test_ranges_live_on_gpu_workers_and_steps_stay_with_their_owner(rt):
     for task, worker in zip(r.trace["task"], r.trace["worker"], strict=True):
         assert worker == holder[task], (task, worker, holder[task])
     assert r.exchange["frontier_remote_bytes"].sum() == 0
-    # every step on the CPU worker: each reads its owner's frontier (two bitmaps and at
-    # most the level's frontier vertices), never the owner's distances and parents
+    # every step on the CPU worker: each reads its owner's frontier (two bitmaps, every
+    # range's bounds and owner, and at most the level's frontier vertices), never the
+    # owner's distances and parents
     cpu = tb.bfs(dg, source, tasks=RANGES, strategy="cpu", dispatch="tasks", runtime=rt)
     np.testing.assert_array_equal(cpu.distances, expected)
     bitmaps = 2 * 8 * -(-g.num_vertices // 64)
+    ranges = 8 * (2 * RANGES + 1)
     for row in cpu.exchange.itertuples():
         steps = int((cpu.trace["level"] == row.level).sum())
         frontier = int((expected == row.level).sum())
-        assert 0 < row.frontier_remote_bytes <= steps * (bitmaps + 8 * frontier), row
+        assert 0 < row.frontier_remote_bytes <= steps * (bitmaps + ranges + 8 * frontier), row

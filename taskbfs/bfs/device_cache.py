@@ -271,7 +271,7 @@ class DeviceCache:
         """The distances and parents of ``frontier``'s search on this device (device arrays
         of :func:`~taskbfs.bfs.result.result_dtype` over every vertex id the bitmaps
         cover), -1 everywhere at the first call of
-        a search: its GPU steps write their pairs there (``Progress.result_on_device``).
+        a search: its GPU steps write their pairs there (``Frontier.result_on_device``).
         One search at a time: a new search takes the arrays over."""
         from taskbfs.kernels.gpu import fill
 
@@ -397,7 +397,8 @@ def _stopwatch(simulated: bool):
     return Stopwatch(cuda, simulated)
 
 
-def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) -> Discoveries:
+def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,
+                    words: bool = True) -> Discoveries:
     """One task's BFS step on this worker's GPU, its slice kept in device memory.
 
     Parameters
@@ -409,6 +410,10 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
         The level's frontier: this task's vertices (top-down) or the bitmap (bottom-up).
     cache : DeviceCache, optional
         Default: this worker's (:func:`device_cache`).
+    words : bool
+        Whether a bottom-up step copies back its discoveries' bitmap words and degree sum
+        (``Discoveries.words``, ``frontier_edges``: what a one-task search's barrier
+        reads; the owner loop's barriers read the pairs alone).
 
     Returns
     -------
@@ -431,7 +436,7 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
         d_visited, d_bits, moved = cache.level_inputs(frontier)
         h2d += moved
         if frontier.direction == BOTTOM_UP:
-            found = _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d)
+            found = _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words)
         else:
             found = _top_down(part, dev, cache, frontier, d_visited, h2d)
         cache.data.count_up(found.h2d_bytes - h2d)  # the slice and bitmaps are counted
@@ -486,7 +491,7 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
         if sole:  # its discoveries are the next frontier: keep it here (its words too)
             words = _owned_bits(cache, dev, out_v, n_found)[0]
             cache.keep_for_next_level(frontier, out_v, n_found, words)
-        if _result_on_device(frontier):
+        if frontier.result_on_device:
             cache.record(frontier, out_v, out_u, n_found)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     return _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, read_back,
@@ -520,7 +525,7 @@ def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):
     return bucket_by_owner(out_v, out_u, n, bounds, cache.buffer, cache.launch_config())
 
 
-def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoveries:
+def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool) -> Discoveries:
     from taskbfs.kernels.gpu import gpu_bottom_up_step
 
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
@@ -532,29 +537,26 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d) -> Discoverie
             config=config, workspace=cache.buffer)
         # The slice's own offsets are its out-degrees unless it is a directed graph's
         # transpose: only then is the barrier's form left to the host (steps.for_barrier).
-        owned = _owned_bits(cache, dev, out_v, n_found) if part.out_indptr is None else None
-        if owned is not None and _sole_step(part, dev, frontier.task_bounds()):
+        sole = _sole_step(part, dev, frontier.task_bounds())
+        owned = (_owned_bits(cache, dev, out_v, n_found)
+                 if part.out_indptr is None and (words or sole) else None)
+        if sole:
             cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
-        if _result_on_device(frontier):
+        if frontier.result_on_device:
             cache.record(frontier, out_v, out_u, n_found)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, _COUNTER_BYTES,
                    timer.seconds)
-    return found if owned is None else _with_owned(found, owned)
-
-
-def _result_on_device(frontier: Frontier) -> bool:
-    """Whether the step writes its pairs into the search's result on the device."""
-    return frontier.progress is not None and frontier.progress.result_on_device
+    return found if owned is None or not words else _with_owned(found, owned)
 
 
 def _found(part, frontier, out_v, out_u, n: int, edges: int, h2d: int, read_back: int,
            kernel_seconds: float, offsets=None) -> Discoveries:
     """The step's :class:`Discoveries`: its pairs copied back, or only its vertices when
     the pairs went into the search's result on the device."""
-    vertices, parents = _download(out_v, out_u, n, part.indices.dtype,
-                                  parents=not _result_on_device(frontier))
-    d2h = read_back + vertices.nbytes + (0 if parents is None else parents.nbytes)
+    whole = not frontier.result_on_device
+    vertices, parents = _download(out_v, out_u, n, part.indices.dtype, parents=whole)
+    d2h = read_back + vertices.nbytes + (parents.nbytes if whole else 0)
     return Discoveries(part.task, vertices, parents, edges, h2d_bytes=h2d, d2h_bytes=d2h,
                        kernel_seconds=kernel_seconds, offsets=offsets)
 
@@ -603,14 +605,14 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
                    arrays=None):
     """The search's ``(distances, parents)`` on the host, over its vertices, in the dtype of
     the device's arrays (:func:`~taskbfs.bfs.result.result_dtype`): the result its GPU
-    steps wrote on the device (``arrays``, or ``Progress.result_on_device``'s
-    :meth:`DeviceCache.search_result`), copied back once (into pinned buffers when the
-    pool has room), with the pairs of ``logs`` that came back whole (its CPU steps',
-    which ran at ``levels``) written over it on the host.
+    steps wrote on the device (``arrays``: the GPU levels' of one task; else
+    :meth:`DeviceCache.search_result`, ``Frontier.result_on_device``), copied back once
+    (into pinned buffers when the pool has room), with the pairs of ``logs`` (its CPU
+    steps', which ran at ``levels``) written over it on the host.
 
     Those steps' vertices cannot be in the device's result: with one task, a level has one
     step (:mod:`taskbfs.bfs.device_levels` marks the vertices they visited -2 there); with
-    several, every step ran on this GPU (see ``included._keeps_result_on_device``).
+    several, every step ran on this GPU, so there are no such logs.
     """
     from taskbfs.kernels.merge import record_pairs, record_pairs_at
 
@@ -623,7 +625,7 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
     for d, level in zip(logs, levels, strict=True):
         if d.depths is not None:  # a block of compiled CPU levels
             record_pairs_at(d.vertices, d.parents, d.depths, 0, n, parents, distances)
-        elif d.parents is not None and d.vertices.size:
+        elif d.vertices.size:
             record_pairs(d.vertices, d.parents, 0, d.vertices.size, 0, n, level + 1, parents,
                          distances)
     distances[source] = 0

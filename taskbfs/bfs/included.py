@@ -130,8 +130,8 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy,
     num_tasks = len(slices)
     frontier, summary = first_frontier(degrees, init["bounds"], init["source"],
                                        init["direction_mode"], init["alpha"], init["beta"],
-                                       init["total_edges"])
-    frontier.progress.result_on_device = _keeps_result_on_device(device, policy, num_tasks)
+                                       init["total_edges"],
+                                       _keeps_result_on_device(device, policy, num_tasks))
     publisher = SummaryPublisher()
     summary = _announced(summary, policy, device, publisher)
     summaries = LevelSummaries(num_tasks)
@@ -260,16 +260,18 @@ def _keeps_result_on_device(device: str, policy: Policy, num_tasks: int) -> bool
     which then crosses the bus once, at the end: on the GPU worker, with several tasks,
     when every step runs on the GPU whatever its size (the level's vertex mask reports
     each vertex once, so every pair a GPU step reports is one the barrier keeps). With
-    one task the GPU levels keep the whole level there (:class:`GpuLevels`)."""
+    one task the GPU levels keep the whole level there (:class:`GpuLevels`). The one
+    decision, made when the search starts; read as :attr:`Frontier.result_on_device`."""
     if device != CUDA or GpuLevels.applies(device, num_tasks):
         return False
-    return all(policy.decide(0, task_id=t) == CUDA for t in range(num_tasks))
+    # no step of any size on the CPU: then no step returns pairs the host must write
+    return all(policy.largest_cpu_size(t) < 0 for t in range(num_tasks))
 
 
 def _result_bytes(frontier: Frontier) -> int:
     """Bytes the assembly copies from the device: the two arrays of a result kept there,
     else none."""
-    if frontier.progress is None or not frontier.progress.result_on_device:
+    if not frontier.result_on_device:
         return 0
     n = int(frontier.bounds[-1])
     return 2 * result_dtype(n).itemsize * n
@@ -283,10 +285,10 @@ def _assemble(frontier: Frontier, source: int, threads: int | None = None,
         return gpu.result(frontier, source)
     logs = [d for _, d in frontier.included]
     levels = [level for level, _ in frontier.included]
-    if frontier.progress is not None and frontier.progress.result_on_device:
+    if frontier.result_on_device:  # every step ran on this GPU: its pairs are there
         from taskbfs.bfs.device_cache import result_to_host
 
-        return result_to_host(frontier, logs, levels, source)
+        return result_to_host(frontier, [], [], source)
     return assemble_all(logs, levels, source=source, bounds=frontier.bounds,
                         cuts=[0, int(frontier.bounds[-1])], threads=threads)
 

@@ -90,7 +90,6 @@ class RangeState:
     degrees: np.ndarray  # out-degrees, int64, indexed v - lo
     distances: np.ndarray
     parents: np.ndarray
-    frontier_edges: int = 0
 
 
 @dataclass
@@ -102,10 +101,17 @@ class OwnerState:
     worker: str
     ranges: list[RangeState]
     num_vertices: int
+    #: Per range, the out-arcs of its current frontier (int64; what the report sends).
+    edges: np.ndarray
     nbytes: int = field(init=False)  # the arrays' bytes (their sizes never change)
+    #: The bitmap words of the owner's ranges (their spans summed; the report's ``words``).
+    words: int = field(init=False)
+    owns: frozenset = field(init=False)  # the owner's ranges
 
     def __post_init__(self):
         self.nbytes = sum(a.nbytes for r in self.ranges for a in (r.degrees, r.distances, r.parents))
+        self.words = sum(r.stop_word - r.first_word for r in self.ranges)
+        self.owns = frozenset(r.task for r in self.ranges)
 
     def range(self, task: int) -> RangeState:
         return next(r for r in self.ranges if r.task == task)
@@ -121,11 +127,14 @@ class OwnerFrontier:
     barrier updates it in place with its :class:`OwnerState`."""
 
     worker: str
-    tasks: list[int]  # the owner's ranges, in its order
+    tasks: np.ndarray  # the owner's ranges (int64, ascending: the owner's order)
     frontiers: list[np.ndarray]  # int64 vertices at the current level, per range
-    unvisited: list[int]  # per range
+    counts: np.ndarray  # per range, its frontier's vertices (int64)
+    unvisited: np.ndarray  # per range (int64)
     visited: np.ndarray  # whole-graph bitmap: the owner's ranges' bits (others unknown, 0)
     bits: np.ndarray  # whole-graph bitmap of the owner's frontier
+    bounds: np.ndarray  # every range's bounds (T + 1, int64)
+    owner_of: np.ndarray  # per range, its owner's number (int64): where a step's pairs go
     search: str = ""  # names the search (a GPU worker chains a sole step's levels by it)
     #: ``(level, direction, bitmap, Frontier)``: the one frontier object the level's steps
     #: share (a GPU worker uploads a level's inputs once per frontier object).
@@ -133,7 +142,15 @@ class OwnerFrontier:
 
     @property
     def nbytes(self) -> int:
-        return self.visited.nbytes + self.bits.nbytes + sum(f.nbytes for f in self.frontiers)
+        return (self.visited.nbytes + self.bits.nbytes + self.bounds.nbytes
+                + self.owner_of.nbytes + 8 * int(self.counts.sum()))
+
+    def current(self) -> np.ndarray:
+        """The owner's frontier vertices, range after range (int64)."""
+        parts = [self.frontiers[i] for i in np.flatnonzero(self.counts).tolist()]
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate(parts) if parts else _NO_VERTICES
 
     def __sizeof__(self) -> int:  # what Dask counts
         return 64 + self.nbytes
@@ -182,45 +199,48 @@ def _here() -> str:
         return "local"
 
 
-def init_owner(*slices, source: int, num_vertices: int, search: str) -> tuple:
+def init_owner(*slices, source: int, num_vertices: int, search: str,
+               bounds: np.ndarray | None = None, owner_of: np.ndarray | None = None) -> tuple:
     """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` (GraphSlice, this
-    worker's), the source visited at distance 0 when it is one of them."""
+    worker's), the source visited at distance 0 when it is one of them; ``bounds`` and
+    ``owner_of`` (every range's owner) are kept for the steps (default: ``slices`` are
+    every range, and this owner the only one)."""
+    if bounds is None:
+        bounds = [*(p.lo for p in slices), slices[-1].hi]
+        owner_of = np.zeros(len(slices), dtype=np.int64)
     dtype = result_dtype(num_vertices)
     here = _here()
-    front = OwnerFrontier(here, [], [], [], empty_bitmap(num_vertices), empty_bitmap(num_vertices),
+    count = len(slices)
+    front = OwnerFrontier(here, np.array([p.task for p in slices], dtype=np.int64),
+                          [_NO_VERTICES] * count, np.zeros(count, np.int64),
+                          np.array([p.hi - p.lo for p in slices], dtype=np.int64),
+                          empty_bitmap(num_vertices), empty_bitmap(num_vertices),
+                          np.asarray(bounds, dtype=np.int64), np.asarray(owner_of, dtype=np.int64),
                           search)
+    edges = np.zeros(count, np.int64)
     ranges = []
-    for part in slices:
+    for i, part in enumerate(slices):
         first, stop = word_span(part.lo, part.hi)
         rs = RangeState(part.task, part.lo, part.hi, first, stop,
                         np.diff(part.out_offsets).astype(np.int64),
                         np.full(part.hi - part.lo, -1, dtype), np.full(part.hi - part.lo, -1, dtype))
-        frontier, unvisited = np.empty(0, np.int64), part.hi - part.lo
         if part.lo <= source < part.hi:
             front.visited[source >> 6] |= np.uint64(1) << np.uint64(source & 63)
             rs.distances[source - part.lo] = 0
             rs.parents[source - part.lo] = source
-            frontier = np.array([source], dtype=np.int64)
-            rs.frontier_edges = int(rs.degrees[source - part.lo])
-            unvisited -= 1
+            front.frontiers[i] = np.array([source], dtype=np.int64)
+            front.counts[i] = 1
+            front.unvisited[i] -= 1
+            edges[i] = rs.degrees[source - part.lo]
         ranges.append(rs)
-        front.tasks.append(part.task)
-        front.frontiers.append(frontier)
-        front.unvisited.append(unvisited)
-    _frontier_bits(front)
-    return front, OwnerState(here, ranges, int(num_vertices))
+    frontier_bitmap(front.current(), front.bits)
+    return front, OwnerState(here, ranges, int(num_vertices), edges)
 
 
-def _frontier_bits(front: OwnerFrontier) -> None:
-    """Set ``front.bits`` to the owner's frontier."""
-    frontiers = [f for f in front.frontiers if f.size]
-    frontier_bitmap(np.concatenate(frontiers) if len(frontiers) > 1 else
-                    (frontiers[0] if frontiers else np.empty(0, np.int64)), front.bits)
-
-
-def owner_words(front: OwnerFrontier, bounds) -> tuple[str, list]:
+def owner_words(front: OwnerFrontier) -> tuple[str, list]:
     """This owner's share of the frontier bitmap: ``(worker, [(first_word, words)])``."""
-    spans = [word_span(int(bounds[t]), int(bounds[t + 1])) for t in front.tasks]
+    bounds = front.bounds
+    spans = [word_span(int(bounds[t]), int(bounds[t + 1])) for t in front.tasks.tolist()]
     return front.worker, [(first, front.bits[first:stop].copy()) for first, stop in spans]
 
 
@@ -234,90 +254,92 @@ def frontier_bits(*shares, num_vertices: int) -> FrontierBits:
 
 
 def as_frontier(front: OwnerFrontier, level: int, direction: str, bits: FrontierBits | None,
-                bounds: np.ndarray) -> Frontier:
+                rule: dict) -> Frontier:
     """The :class:`~taskbfs.bfs.state.Frontier` the shared step code reads, made once per
     level of the owner's arrays (no copies of the visited bits: the owner's barrier writes
     them once the level's steps are done): its visited bits are what the owner knows (its
-    own ranges; each owner's barrier filters the rest), its ``progress`` only what a step
-    reads (the unvisited vertices of the owner's ranges, the search's name)."""
+    own ranges; each owner's barrier filters the rest), its ``progress`` the unvisited
+    vertices of the owner's ranges (others 0), the search's name and the level's
+    switch-rule numbers as the client has them (``rule``: ``Progress``'s other fields)."""
     whole = None
     if direction == BOTTOM_UP:
         whole = front.bits if bits is None else bits.bits
     view = front.view
     if view is not None and view[:2] == (level, direction) and view[2] is whole:
         return view[3]
+    bounds = front.bounds
     counts = np.zeros(bounds.size - 1, dtype=np.int64)
     unvisited = np.zeros(bounds.size - 1, dtype=np.int64)
-    for task, vertices, left in zip(front.tasks, front.frontiers, front.unvisited, strict=True):
-        counts[task] = vertices.size if direction == TOP_DOWN else 0
-        unvisited[task] = left
+    if direction == TOP_DOWN:
+        counts[front.tasks] = front.counts
+    unvisited[front.tasks] = front.unvisited
     offsets = np.zeros(bounds.size, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    parts = [f for t, f in zip(front.tasks, front.frontiers, strict=True) if counts[t]]
-    vertices = np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else
-                                                            np.empty(0, np.int64))
-    # the rest of Progress is the one-task barrier's bookkeeping: no step reads it
-    progress = Progress(unvisited, 0, direction, 0.0, 0.0, search=front.search)
+    vertices = front.current() if direction == TOP_DOWN else _NO_VERTICES
+    progress = Progress(unvisited, search=front.search, **rule)
     frontier = Frontier(level, direction, vertices, offsets, whole, front.visited, bounds,
                         progress)
     front.view = (level, direction, whole, frontier)  # two steps may both make it: alike
     return frontier
 
 
-def split_for_owners(found, frontier: Frontier, owners: list, task: int, inbound: int) -> list:
-    """A step's :class:`~taskbfs.bfs.state.Discoveries` as one :class:`Piece` per owner
-    (``owners[w]``: the ranges owner ``w`` keeps, in its order)."""
+def split_for_owners(found, frontier: Frontier, owner_of: np.ndarray, task: int,
+                     inbound: int) -> list:
+    """A step's raw :class:`~taskbfs.bfs.state.Discoveries` as one :class:`Piece` per
+    owner (``owner_of[t]``: the owner of range t; an owner's ranges in ascending order)."""
     here = _here()
     device = (found.h2d_bytes, found.d2h_bytes, round(found.kernel_seconds * 1e9))
     if frontier.direction == TOP_DOWN and found.offsets is None:
         found = bucketed(found, frontier.bounds)  # by task ranges
     pieces = []
-    for tasks in owners:
+    for w in range(int(owner_of.max()) + 1):
+        tasks = np.flatnonzero(owner_of == w)
         if frontier.direction == BOTTOM_UP:  # a bottom-up step finds only its own vertices
-            sizes = [found.vertices.size if t == task else 0 for t in tasks]
+            sizes = np.where(tasks == task, found.vertices.size, 0)
             vertices, parents = found.vertices, found.parents
         else:
-            sizes = np.diff(found.offsets)[tasks].tolist()
+            sizes = np.diff(found.offsets)[tasks]
             vertices, parents = _owned(found, tasks)
-        if not sum(sizes):
-            vertices = parents = found.vertices[:0]
         offsets = np.zeros(len(tasks) + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
+        if not offsets[-1]:
+            vertices = parents = found.vertices[:0]
         pieces.append(Piece(task, here, vertices, parents, offsets, int(found.edges_examined),
                             int(found.vertices.size), device, inbound))
     return pieces
 
 
-def _owned(found, tasks: list):
+def _owned(found, tasks: np.ndarray):
     """A bucketed step output's pairs of ``tasks`` (ascending), one after another: a view
     when the tasks are consecutive (always with one owner), else a copy."""
     offsets = found.offsets
     if tasks[-1] - tasks[0] + 1 == len(tasks):
         cut = slice(int(offsets[tasks[0]]), int(offsets[tasks[-1] + 1]))
         return found.vertices[cut], found.parents[cut]
-    cuts = [slice(int(offsets[t]), int(offsets[t + 1])) for t in tasks]
+    cuts = [slice(int(offsets[t]), int(offsets[t + 1])) for t in tasks.tolist()]
     return (np.concatenate([found.vertices[c] for c in cuts]),
             np.concatenate([found.parents[c] for c in cuts]))
 
 
-def _owner_step(step, args, owners, bounds, level, direction):
+def _owner_step(step, args, level, direction, rule):
     part, front, *rest = args
     bits = rest[0] if rest else None
     here = _here()
     inbound = front.nbytes if front.worker != here else 0
     if bits is not None and bits.worker != here:
         inbound += bits.bits.nbytes
-    frontier = as_frontier(front, level, direction, bits, np.asarray(bounds, dtype=np.int64))
-    pieces = split_for_owners(step(part, frontier), frontier, owners, part.task, inbound)
+    frontier = as_frontier(front, level, direction, bits, rule)
+    found = step(part, frontier, barrier_form=False)  # the barriers read the pairs alone
+    pieces = split_for_owners(found, frontier, front.owner_of, part.task, inbound)
     return pieces[0] if len(pieces) == 1 else tuple(pieces)
 
 
-def _owner_step_smp(*args, owners, bounds, level, direction):
-    return _owner_step(step_smp, args, owners, bounds, level, direction)
+def _owner_step_smp(*args, level, direction, rule):
+    return _owner_step(step_smp, args, level, direction, rule)
 
 
-def _owner_step_cuda(*args, owners, bounds, level, direction):
-    return _owner_step(step_cuda, args, owners, bounds, level, direction)
+def _owner_step_cuda(*args, level, direction, rule):
+    return _owner_step(step_cuda, args, level, direction, rule)
 
 
 #: The step: ``ins = [slice, OwnerFrontier (, FrontierBits)]``, one :class:`Piece` out per
@@ -341,7 +363,12 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
             local += p.nbytes
     vertices, parents, spans = _joined_pieces(pieces, len(state.ranges))
     received = (spans[:, 1:] - spans[:, :-1]).sum(axis=0)
-    for i in np.flatnonzero(received).tolist():  # ranges no piece names stay as they are
+    # ranges no piece names keep their state, but their frontier ends
+    for i in np.flatnonzero((received == 0) & (front.counts > 0)).tolist():
+        front.frontiers[i] = _NO_VERTICES
+    front.counts[received == 0] = 0
+    state.edges[received == 0] = 0
+    for i in np.flatnonzero(received).tolist():
         rs = state.ranges[i]
         starts, stops = spans[:, i], spans[:, i + 1]
         out = np.empty(int(received[i]), dtype=np.int64)
@@ -349,23 +376,18 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
                                            front.visited[rs.first_word : rs.stop_word],
                                            rs.first_word, rs.degrees, depth, rs.distances,
                                            rs.parents, out)
-        front.frontiers[i], rs.frontier_edges = out[:n], int(edges)
+        front.frontiers[i], front.counts[i], state.edges[i] = out[:n], n, edges
         front.unvisited[i] -= n
-    for i in np.flatnonzero(received == 0).tolist():  # ...but their frontier ends
-        if front.frontiers[i].size:
-            front.frontiers[i], state.ranges[i].frontier_edges = _NO_VERTICES, 0
-    _frontier_bits(front)
-    mine = set(front.tasks)
+    frontier_bitmap(front.current(), front.bits)
+    mine = [p for p in pieces if p.task in state.owns]
     publish({REPORT: {
         "reached": _reached_bytes(front, state.num_vertices),
         "level": level, "owner": owner,
-        "tasks": list(front.tasks),
-        "counts": [int(f.size) for f in front.frontiers],
-        "edges": [rs.frontier_edges for rs in state.ranges],
-        "unvisited": list(front.unvisited),
-        "words": 8 * sum(rs.stop_word - rs.first_word for rs in state.ranges),
-        "steps": [[p.task, p.edges_examined, p.found, *p.device] for p in pieces if p.task in mine],
-        "inbound": sum(p.inbound for p in pieces if p.task in mine),
+        # per range (the owner's, in its order): new frontier vertices, their edges, unvisited
+        "ranges": np.stack([front.counts, state.edges, front.unvisited]).tobytes(),
+        "words": 8 * state.words,
+        "steps": [[p.task, p.edges_examined, p.found, *p.device] for p in mine],
+        "inbound": sum(p.inbound for p in mine),
         "remote": remote, "local": local, "start": start, "stop": time.time(),
     }})
     return front, state
@@ -377,10 +399,7 @@ _NO_VERTICES = np.empty(0, np.int64)
 def _reached_bytes(front: OwnerFrontier, num_vertices: int) -> bytes:
     """The owner's new frontier (the vertices its barrier just reached) as the bytes of
     one array of the result's dtype, for the client's :class:`KeptLevels`."""
-    frontiers = [f for f in front.frontiers if f.size]
-    if not frontiers:
-        return b""
-    return np.concatenate(frontiers).astype(result_dtype(num_vertices), copy=False).tobytes()
+    return front.current().astype(result_dtype(num_vertices), copy=False).tobytes()
 
 
 def _joined_pieces(pieces, ranges: int):
@@ -413,14 +432,17 @@ def range_result(state: OwnerState, vertex_range: int):
     return rs.distances, rs.parents
 
 
-def resume_owner(*args, source: int, level: int, num_vertices: int, search: str) -> tuple:
+def resume_owner(*args, source: int, level: int, num_vertices: int, search: str,
+                 bounds: np.ndarray | None = None, owner_of: np.ndarray | None = None) -> tuple:
     """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` rebuilt from the
     distances of a search's completed levels (called as ``resume_owner(*slices,
     levels)``: ``levels`` the whole graph's, -1 beyond ``level``): the frontier is the
     vertices at ``level``, and each reached vertex's parent is found again among its
-    in-neighbours (``slices`` hold in-arcs: the transposed ones of a directed graph)."""
+    in-neighbours (``slices`` hold in-arcs: the transposed ones of a directed graph);
+    ``bounds`` and ``owner_of`` as for :func:`init_owner`."""
     *slices, levels = args
-    front, state = init_owner(*slices, source=source, num_vertices=num_vertices, search=search)
+    front, state = init_owner(*slices, source=source, num_vertices=num_vertices, search=search,
+                              bounds=bounds, owner_of=owner_of)
     for i, (part, rs) in enumerate(zip(slices, state.ranges, strict=True)):
         mine = levels[part.lo : part.hi]
         rs.distances[:] = mine
@@ -430,10 +452,10 @@ def resume_owner(*args, source: int, level: int, num_vertices: int, search: str)
                                f"one level nearer the source")
         set_bits(front.visited, np.flatnonzero(mine >= 0) + part.lo)
         frontier = np.flatnonzero(mine == level)
-        rs.frontier_edges = int(rs.degrees[frontier].sum())
-        front.frontiers[i] = frontier + part.lo
-        front.unvisited[i] = int(np.count_nonzero(mine < 0))
-    _frontier_bits(front)
+        state.edges[i] = rs.degrees[frontier].sum()
+        front.frontiers[i], front.counts[i] = frontier + part.lo, frontier.size
+        front.unvisited[i] = np.count_nonzero(mine < 0)
+    frontier_bitmap(front.current(), front.bits)
     return front, state
 
 
@@ -568,7 +590,7 @@ class OwnedSearch:
         self.tags = tags
         self.exchange = kept.exchange
         self.workers, self.owner_of = self._owners(keep)
-        self.owned = [np.flatnonzero(self.owner_of == w).tolist() for w in range(len(self.workers))]
+        self.owned = [np.flatnonzero(self.owner_of == w) for w in range(len(self.workers))]
         self.states = [f"owner/{w}" for w in range(len(self.workers))]
         self.fronts = [f"front/{w}" for w in range(len(self.workers))]
 
@@ -631,7 +653,8 @@ class OwnedSearch:
             self.program.submit(RESUME, ins=[*(self.slices[t][-1] for t in tasks), "levels"],
                                 outs=[self.fronts[w], self.states[w]],
                                 kwargs={"source": self.source, "level": level,
-                                        "num_vertices": self.n, "search": self.program.id},
+                                        "num_vertices": self.n, "search": self.program.id,
+                                        "bounds": self.bounds, "owner_of": self.owner_of},
                                 worker=self.workers[w],
                                 tags={**(self.tags if w == 0 else {}), "resumed_from": level})
 
@@ -641,7 +664,8 @@ class OwnedSearch:
             self.program.submit(INIT, ins=[self.slices[t][0] for t in tasks],
                                 outs=[self.fronts[w], self.states[w]],
                                 kwargs={"source": self.source, "num_vertices": self.n,
-                                        "search": self.program.id},
+                                        "search": self.program.id, "bounds": self.bounds,
+                                        "owner_of": self.owner_of},
                                 worker=self.workers[w], tags=self.tags if w == 0 else {})
 
     def _level(self, summary: LevelSummary) -> LevelSummary:
@@ -652,8 +676,7 @@ class OwnedSearch:
         owners = len(self.workers)
         bits = {}
         outs = []
-        kwargs = {"owners": self.owned, "bounds": self.bounds, "level": level,
-                  "direction": direction}
+        kwargs = {"level": level, "direction": direction, "rule": self._rule(summary)}
         with program.batch():
             if not self.started:
                 self._start(level)
@@ -689,12 +712,18 @@ class OwnedSearch:
                            self._moved(level, direction, merged, bits))
         return summary
 
+    def _rule(self, summary: LevelSummary) -> dict:
+        """The switch rule's numbers at the level ``summary`` opens (``Progress``'s fields
+        besides the unvisited vertices and the search's name)."""
+        return {"unexplored_edges": int(summary.unexplored_edges), "direction_mode": self.mode,
+                "alpha": float(self.alpha), "beta": float(self.beta),
+                "frontier_size": int(summary.frontier_size), "mean_degree": self.mean_degree}
+
     def _frontier_bits(self, needed: set) -> dict:
         """The whole frontier bitmap, on each owner of ``needed`` (data names by owner)."""
         shares = [f"share/{w}" for w in range(len(self.workers))]
         for w, front in enumerate(self.fronts):
-            self.program.submit(BITS_SHARE, ins=[front], outs=[shares[w]], worker=self.workers[w],
-                                kwargs={"bounds": self.bounds})
+            self.program.submit(BITS_SHARE, ins=[front], outs=[shares[w]], worker=self.workers[w])
         bits = {}
         for w in sorted(needed):
             bits[w] = f"bits/{w}"
@@ -751,8 +780,8 @@ class OwnedSearch:
         examined, found = np.zeros(tasks, np.int64), np.zeros(tasks, np.int64)
         device, words, moved = [], {}, {"remote": 0, "local": 0, "inbound": 0}
         for w, r in enumerate(reports):
-            idx = np.asarray(r["tasks"], dtype=np.int64)
-            counts[idx], edges[idx], unvisited[idx] = r["counts"], r["edges"], r["unvisited"]
+            idx = self.owned[w]
+            counts[idx], edges[idx], unvisited[idx] = np.frombuffer(r["ranges"], np.int64).reshape(3, -1)
             for t, e, f, h2d, d2h, ns in r["steps"]:
                 examined[t], found[t] = e, f
                 if h2d or d2h or ns:

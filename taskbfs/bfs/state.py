@@ -4,8 +4,7 @@ Returns
     :class:`Frontier` (what the step tasks of a level read: the frontier, the visited set
     and the barrier's small bookkeeping; the one datum a barrier updates), the steps'
     :class:`Discoveries`, :class:`LevelSummary` (the few numbers the client needs per
-    level) and, at the end, each vertex range's parents and distances
-    (:func:`assemble_range`).
+    level) and, at the end, the search's parents and distances (:func:`assemble_all`).
 Approach
     The level barrier of the paper's Algorithm 2, plus the direction-optimizing switch
     rule of Beamer et al. (TOTEM paper, Sec. 2.2) decided here from counts the kernels
@@ -48,8 +47,6 @@ from taskbfs.kernels.merge import (
     bucket_vertices,
     frontier_bitmap,
     owned_bits,
-    record_pairs,
-    record_pairs_at,
     word_span,
 )
 from taskbfs.runtime import publish
@@ -72,9 +69,8 @@ class Progress:
     #: Names the search (unique per search): a GPU worker keeps a level's output on the
     #: device for the next level of the same search (``DeviceCache.level_inputs``).
     search: str = ""
-    #: The GPU steps write their pairs into the search's result on the device and return
-    #: no parents (``Discoveries.parents`` None); the one task that runs every level on
-    #: that GPU copies the result back once (``device_cache.result_to_host``).
+    #: Decided once, where the search starts (``included._keeps_result_on_device``); read
+    #: through :attr:`Frontier.result_on_device` only.
     result_on_device: bool = False
 
 
@@ -131,6 +127,16 @@ class Frontier:
             unvisited = self.progress is None or self.progress.unvisited_per_task[t] > 0
             return self.bits is not None and bool(unvisited)
         return bool(self.offsets[t + 1] > self.offsets[t])
+
+    @property
+    def result_on_device(self) -> bool:
+        """Whether this search's GPU steps write their pairs into its result on the device
+        (:meth:`~taskbfs.bfs.device_cache.DeviceCache.search_result`) and return their
+        vertices alone (``Discoveries.parents`` None); the one task that runs every level
+        on that GPU then copies the result back once
+        (:func:`~taskbfs.bfs.device_cache.result_to_host`). The one reader of the one
+        decision (``Progress.result_on_device``)."""
+        return self.progress is not None and self.progress.result_on_device
 
     def task_bounds(self) -> np.ndarray:
         """``bounds``, or one range over every vertex id of the bitmap when there is none."""
@@ -236,7 +242,7 @@ class Discoveries:
     task: int
     vertices: np.ndarray
     #: None when the GPU step wrote its pairs into the search's result on the device
-    #: (``Progress.result_on_device``): only the vertices came back, for the barrier.
+    #: (:attr:`Frontier.result_on_device`): only the vertices came back, for the barrier.
     parents: np.ndarray | None
     edges_examined: int
     #: Device work of a GPU step (0 on the CPU): bytes host→device and device→host this
@@ -265,13 +271,15 @@ def one_range(bounds) -> bool:
     return len(bounds) == 2
 
 
-def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
-    """A top-down step's raw pairs, bucketed by owning task (what the barrier reads)."""
+def bucketed(d: Discoveries, bounds: np.ndarray, parents: bool = True) -> Discoveries:
+    """A top-down step's raw pairs, bucketed by owning task (what the barrier reads); with
+    ``parents`` False its vertices alone (their parents are in the result on the device:
+    :attr:`Frontier.result_on_device`)."""
     if one_range(bounds):  # one bucket, nothing to move
         return replace(d, offsets=np.array([0, d.vertices.size], dtype=np.int64))
     out_v = np.empty_like(d.vertices)
     offsets = np.empty(bounds.size, dtype=np.int64)
-    if d.parents is None:  # the parents are on the device already
+    if not parents:
         bucket_vertices(d.vertices, bounds, out_v, offsets)
         return replace(d, vertices=out_v, offsets=offsets)
     out_p = np.empty_like(d.parents)
@@ -317,11 +325,12 @@ def first_summary(bounds, source: int, source_degree: int, total_edges: int, dir
 
 
 def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float | None = None,
-                   beta: float | None = None, total_edges: int | None = None
-                   ) -> tuple[Frontier, LevelSummary]:
+                   beta: float | None = None, total_edges: int | None = None,
+                   result_on_device: bool = False) -> tuple[Frontier, LevelSummary]:
     """``(level-0 frontier, its summary)`` of a search run as one task: the summary is
     :func:`first_summary`'s, the frontier the source in the form its direction reads
-    (``total_edges``: the degrees' sum, when the caller knows it)."""
+    (``total_edges``: the degrees' sum, when the caller knows it; ``result_on_device``:
+    see :attr:`Frontier.result_on_device`)."""
     alpha, beta = switch_parameters(alpha, beta)
     n = degrees.size
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
@@ -338,7 +347,7 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
     progress = Progress(unvisited_per_task=unvisited, unexplored_edges=summary.unexplored_edges,
                         direction_mode=direction_mode, alpha=float(alpha), beta=float(beta),
                         frontier_size=1, mean_degree=total_edges / max(n, 1),
-                        search=uuid.uuid4().hex)
+                        search=uuid.uuid4().hex, result_on_device=result_on_device)
     src = np.array([source], dtype=np.int64)
     visited = empty_bitmap(n)
     visited[source >> 6] = np.uint64(1) << np.uint64(source & 63)
@@ -572,14 +581,6 @@ def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
     return new_bits, ordered, counts, task_edges
 
 
-def tasks_overlapping(bounds, lo: int, hi: int) -> range:
-    """The tasks whose vertex ranges overlap ``[lo, hi)``: the bottom-up steps whose
-    outputs a result slice reads (it reads every top-down step's, whose buckets may hold
-    any vertex)."""
-    first, last = (int(t) for t in np.searchsorted(bounds, [lo, hi - 1], side="right") - 1)
-    return range(first, last + 1)
-
-
 def assemble_all(logs, levels, *, source: int, bounds, cuts,
                  threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The result over ``[cuts[0], cuts[-1])``, ``(distances, parents)``, from every step's
@@ -599,10 +600,6 @@ def assemble_all(logs, levels, *, source: int, bounds, cuts,
     sizes = np.empty(len(logs), dtype=np.int64)
     no_depths = np.empty(0, dtype=np.int64)
     for i, (d, level) in enumerate(zip(logs, levels, strict=True)):
-        if d.parents is None:
-            raise RuntimeError(f"the step output of task {d.task} at level {level} left its "
-                               "parents in a GPU's result (Progress.result_on_device): only "
-                               "device_cache.result_to_host can assemble this search")
         vertices.append(np.asarray(d.vertices, dtype=np.int64))
         parents_of.append(np.asarray(d.parents, dtype=np.int64))
         depths.append(no_depths if d.depths is None else np.asarray(d.depths, dtype=np.int64))
@@ -627,56 +624,3 @@ def assemble_all(logs, levels, *, source: int, bounds, cuts,
 
 #: Vertices per slice of the result's fill, and records per chunk, claimed by its threads.
 _ASSEMBLY_CHUNK = 1 << 15
-
-
-def assemble_range(*logs, source: int, lo: int, hi: int, bounds, levels, out=None):
-    """Distances and parents of the vertices ``[lo, hi)``, from the steps' records of a
-    whole search (runs on a worker; any range, not only whole tasks).
-
-    Parameters
-    ----------
-    *logs : Discoveries
-        Step outputs: every top-down step's (bucketed by owner) and the bottom-up steps'
-        of the tasks whose ranges overlap ``[lo, hi)``.
-    source : int
-    lo, hi : int
-        The vertex range.
-    bounds : ndarray of int64
-        The task ranges (T + 1), to find the top-down buckets that can hold the range.
-    levels : sequence of int
-        The level each log's step ran at (its discoveries are at ``level + 1``).
-    out : (ndarray, ndarray), optional
-        Arrays of ``hi - lo`` entries to write into (default: new ones of
-        :func:`~taskbfs.bfs.result.result_dtype`).
-
-    Returns
-    -------
-    (distances, parents) : ndarrays of ``result_dtype`` over ``[lo, hi)``, -1 for unreached.
-    """
-    if out is None:
-        dtype = result_dtype(int(bounds[-1]))
-        distances = np.empty(hi - lo, dtype=dtype)
-        parents = np.empty(hi - lo, dtype=dtype)
-    else:
-        distances, parents = out
-    distances.fill(-1)
-    parents.fill(-1)
-    tasks = tasks_overlapping(bounds, lo, hi)
-    for d, level in zip(logs, levels, strict=True):
-        if d.parents is None:
-            raise RuntimeError(f"the step output of task {d.task} at level {level} left its "
-                               "parents in a GPU's result (Progress.result_on_device): only "
-                               "device_cache.result_to_host can assemble this search")
-        if d.depths is not None:
-            record_pairs_at(d.vertices, d.parents, d.depths, lo, hi, parents, distances)
-            continue
-        if d.offsets is not None:
-            start, stop = int(d.offsets[tasks.start]), int(d.offsets[tasks.stop])
-        else:
-            start, stop = 0, d.vertices.size
-        if stop > start:
-            record_pairs(d.vertices, d.parents, start, stop, lo, hi, level + 1, parents, distances)
-    if lo <= source < hi:
-        distances[source - lo] = 0
-        parents[source - lo] = source
-    return distances, parents

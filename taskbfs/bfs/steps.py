@@ -89,13 +89,16 @@ class GraphSlice:
         return self.indptr if self.out_indptr is None else self.out_indptr
 
 
-def step_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
-    """CPU step of one task for the frontier's direction."""
+def step_smp(part: GraphSlice, frontier: Frontier, barrier_form: bool = True) -> Discoveries:
+    """CPU step of one task for the frontier's direction; with ``barrier_form`` False its
+    raw pairs (no bucketing, no bitmap words: what the owner loop's barriers read)."""
     if not frontier.has_work(part.task):
         return idle(part)
     if frontier.direction == BOTTOM_UP:
-        return for_barrier(part, frontier, _bottom_up_smp(part, frontier))
-    return for_barrier(part, frontier, _top_down_smp(part, frontier))
+        found = _bottom_up_smp(part, frontier)
+    else:
+        found = _top_down_smp(part, frontier)
+    return for_barrier(part, frontier, found) if barrier_form else found
 
 
 def for_barrier(part: GraphSlice, frontier: Frontier, found: Discoveries) -> Discoveries:
@@ -106,7 +109,7 @@ def for_barrier(part: GraphSlice, frontier: Frontier, found: Discoveries) -> Dis
         return with_bits(found, part.lo, part.hi, part.out_offsets)
     if found.offsets is not None:  # the GPU step bucketed them on the device
         return found
-    return bucketed(found, frontier.task_bounds())
+    return bucketed(found, frontier.task_bounds(), parents=not frontier.result_on_device)
 
 
 def _top_down_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
@@ -137,13 +140,16 @@ def _bottom_up_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
     return Discoveries(part.task, out_v[:n_found], out_p[:n_found], int(edges))
 
 
-def step_cuda(part: GraphSlice, frontier: Frontier) -> Discoveries:
-    """GPU step of one task (the slice stays in device memory between calls)."""
+def step_cuda(part: GraphSlice, frontier: Frontier, barrier_form: bool = True) -> Discoveries:
+    """GPU step of one task (the slice stays in device memory between calls); with
+    ``barrier_form`` False as :func:`step_smp`'s (a bottom-up step's words stay on the
+    device)."""
     if not frontier.has_work(part.task):
         return idle(part)
     from taskbfs.bfs.device_cache import run_step_on_gpu
 
-    return for_barrier(part, frontier, run_step_on_gpu(part, frontier))
+    found = run_step_on_gpu(part, frontier, words=barrier_form)
+    return for_barrier(part, frontier, found) if barrier_form else found
 
 
 def idle(part: GraphSlice) -> Discoveries:

@@ -82,15 +82,19 @@ def _owner_levels(graph: Graph, tasks: int) -> None:
     every range; top-down and bottom-up levels in turn until the frontier ends."""
     bundle, bounds = _bundle(graph, tasks)
     front, state = owners.INIT.smp(*[bundle.tasks[t][0] for t in range(tasks)], source=0,
-                                   num_vertices=graph.num_vertices, search="warm-up")
-    ranges = [list(range(tasks))]
+                                   num_vertices=graph.num_vertices, search="warm-up",
+                                   bounds=bounds, owner_of=np.zeros(tasks, dtype=np.int64))
     for level in range(graph.num_vertices):
-        if not any(f.size for f in front.frontiers):
+        if not front.counts.any():
             break
         direction = ("top-down", "bottom-up")[level % 2]
+        rule = {"unexplored_edges": graph.num_arcs, "direction_mode": direction,
+                "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta"),
+                "frontier_size": int(front.counts.sum()),
+                "mean_degree": graph.num_arcs / graph.num_vertices}
         pieces = [owners.OWNER_STEP.smp(bundle.tasks[t][-1 if direction == "bottom-up" else 0],
-                                        front, owners=ranges, bounds=bounds, level=level,
-                                        direction=direction) for t in range(tasks)]
+                                        front, level=level, direction=direction, rule=rule)
+                  for t in range(tasks)]
         front, state = owners.OWNER_BARRIER.smp(*pieces, front, state, level=level, owner=0)
     owners.RESULT.smp(state)
     # a search resumed after a lost worker rebuilds its owners from the client's levels,
