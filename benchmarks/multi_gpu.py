@@ -43,7 +43,6 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 
 def _gpu_count() -> int:
@@ -63,16 +62,14 @@ def worker_commands(scheduler_file: str, gpus: int, cpu_threads: int, share: boo
             "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0", "--no-nanny",
             "--memory-limit", f"{1 / (gpus + 1):.4f}"]
     env = dict(os.environ)
-    gpu_extra = []
     if simulate:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
-        gpu_extra = ["--preload", str(Path(__file__).resolve().parent / "simulated_gpu_worker.py")]
     commands = [([*base, "--name", "cpu", "--nthreads", str(cpu_threads), "--resources",
                   f"CPU={cpu_threads}"], {**env, "CUDA_VISIBLE_DEVICES": ""})]
     for i in range(gpus):
         device = "0" if share else str(i)
         commands.append(([*base, "--name", f"gpu-{i}", "--nthreads", "1", "--resources",
-                          "GPU=1", *gpu_extra], {**env, "CUDA_VISIBLE_DEVICES": device}))
+                          "GPU=1"], {**env, "CUDA_VISIBLE_DEVICES": device}))
     return commands
 
 
