@@ -392,7 +392,7 @@ class PlacementPlugin(SchedulerPlugin):
         """Decision log of one program (or program id → count of decisions)."""
         if program is None:
             return {p: len(log) for p, log in self.decisions.items()}
-        return [dict(d, key=str(d["key"])) for d in self.decisions.get(program, ())]
+        return _as_rows(self.decisions.get(program, ()))
 
     async def trace(self, program: str) -> dict:
         """One program's trace in one round trip from the client: the workers' records
@@ -403,8 +403,7 @@ class PlacementPlugin(SchedulerPlugin):
         # each worker's list as it came (serialized): the client's comm unpacks it
         per_worker = [response["result"] for response in responses.values()
                       if isinstance(response, dict) and response.get("status") == "OK"]
-        placements = [dict(d, key=str(d["key"])) for d in self._release(program)]
-        return {"records": per_worker, "placements": placements}
+        return {"records": per_worker, "placements": _as_rows(self._release(program))}
 
     def finished(self, program: str, payload: bytes) -> None:
         """Hand what a client collected of its finished ``program`` (``payload``, pickled)
@@ -439,6 +438,11 @@ class PlacementPlugin(SchedulerPlugin):
         totals = _resource_totals(self.scheduler)
         totals["workers"] = len(self.scheduler.workers)
         return totals
+
+
+def _as_rows(decisions) -> list[dict]:
+    """Placement decisions as a client reads them (keys as strings)."""
+    return [dict(d, key=str(d["key"])) for d in decisions]
 
 
 def _drop_forgotten_groups(scheduler) -> None:
