@@ -164,10 +164,9 @@ class GpuLevels:
         bytes moved."""
         top_down = frontier.direction == TOP_DOWN
         with self.cache.lock:
-            visited, data, moved = self.levels.leave(frontier.level, top_down,
-                                                     frontier.progress.frontier_size)
+            data, moved = self.levels.leave(frontier.level, top_down,
+                                            frontier.progress.frontier_size, frontier.visited_bits)
             self.cache.data.count_down(moved)
-        frontier.visited_bits[:] = visited
         if top_down:
             frontier.vertices = data
         else:
