@@ -55,8 +55,6 @@ PARTS = [
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "bottom_up"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "convert"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "leave"),
-    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "_upload_words"),
-    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "_download_words"),
     ("taskbfs.bfs.device_cache", "DeviceCache", "device_levels"),
     ("taskbfs.bfs.included", None, "_assemble"),
 ]

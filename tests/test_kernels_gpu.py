@@ -458,13 +458,11 @@ def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
                 levels.convert(level + 1, True, counts.found)
             elif counts.found:
                 levels.convert(level + 1, True, counts.found)
-            seen_now = np.zeros_like(after)
-            nxt, _ = levels.leave(level + 1, True, counts.found, seen_now)
+            seen_now, nxt, _ = levels.leave(level + 1, True, counts.found)
             np.testing.assert_array_equal(seen_now, after)
             if counts.found:  # the state leaves with its frontier as bits too
                 levels.convert(level + 1, False, counts.found)
-                seen_bits = np.zeros_like(after)
-                bits, moved = levels.leave(level + 1, False, counts.found, seen_bits)
+                seen_bits, bits, moved = levels.leave(level + 1, False, counts.found)
                 np.testing.assert_array_equal(seen_bits, after)
                 np.testing.assert_array_equal(bits, bitmap_from_vertices(expected, n))
                 assert moved == after.nbytes + bits.nbytes

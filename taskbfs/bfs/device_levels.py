@@ -164,9 +164,10 @@ class GpuLevels:
         bytes moved."""
         top_down = frontier.direction == TOP_DOWN
         with self.cache.lock:
-            data, moved = self.levels.leave(frontier.level, top_down,
-                                            frontier.progress.frontier_size, frontier.visited_bits)
+            visited, data, moved = self.levels.leave(frontier.level, top_down,
+                                                     frontier.progress.frontier_size)
             self.cache.data.count_down(moved)
+        frontier.visited_bits[:] = visited
         if top_down:
             frontier.vertices = data
         else:

@@ -101,7 +101,6 @@ class DeviceLevels:
         self.tail = workspace("levels_tail", 1, np.int64)
         self.rows = [cuda.device_array(ROW, dtype=np.int64) for _ in range(ROWS)]
         self.host_row = _host_row(cuda, config.simulated)
-        self._host_words = None  # the page-locked bitmap of :meth:`_staging`, made on first use
         self.entered = False  # whether the result arrays hold this search's state
         #: A top-down level whose frontier has at most this many out-arcs runs as one
         #: launch (``top_down_small``); 0: every level through the tiled kernels.
@@ -128,7 +127,7 @@ class DeviceLevels:
             self.k.queue_to_bits[cfg.blocks_for(max(frontier.size, 1)), cfg.block_size](
                 self.queues[0], frontier.size, self.visited)
         else:
-            self._upload_words(self.visited, visited_bits)
+            self._upload(self.visited, np.ascontiguousarray(visited_bits, dtype=np.uint64))
         self.k.enter[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
             self.visited, self.n, not self.entered, self.parents, self.distances,
             self.rows[level % ROWS])
@@ -139,26 +138,26 @@ class DeviceLevels:
             frontier = np.ascontiguousarray(frontier, dtype=self.dtype)
             self._upload(self.queues[level % 2], frontier)
         else:
-            self._upload_words(self.bits[level % 2], frontier)
+            frontier = np.ascontiguousarray(frontier, dtype=np.uint64)
+            self._upload(self.bits[level % 2], frontier)
         return int(visited_bits.nbytes + frontier.nbytes)
 
-    def leave(self, level: int, top_down: bool, count: int, visited_out: np.ndarray):
-        """The search's state for the host at level ``level``: the visited bitmap written
-        into ``visited_out`` (uint64 words), and ``(frontier, bytes copied)``, the frontier
-        as int64 vertex ids (top-down, ``count`` of them) or bitmap words."""
+    def leave(self, level: int, top_down: bool, count: int):
+        """The search's state for the host at level ``level``: ``(visited bitmap, frontier,
+        bytes copied)``, the frontier as int64 vertex ids (top-down, ``count`` of them) or
+        bitmap words."""
         cfg = self.config
         self.k.visited_words[cfg.blocks_for(self.words), cfg.block_size](
             self.parents, self.n, self.words, self.visited)
-        self._download_words(self.visited, visited_out)
+        visited = self.visited[: self.words].copy_to_host()
         if top_down:
             frontier = (self.queues[level % 2][:count].copy_to_host().astype(np.int64)
                         if count else np.empty(0, dtype=np.int64))
             moved = count * self.dtype.itemsize
         else:
-            frontier = np.empty(self.words, dtype=np.uint64)
-            self._download_words(self.bits[level % 2], frontier)
+            frontier = self.bits[level % 2][: self.words].copy_to_host()
             moved = frontier.nbytes
-        return frontier, int(visited_out.nbytes + moved)
+        return visited, frontier, int(visited.nbytes + moved)
 
     def result(self):
         """``(distances, parents)``: the device arrays (``vertex_dtype``, at least
@@ -252,32 +251,6 @@ class DeviceLevels:
     def _upload(buffer, host: np.ndarray) -> None:
         if host.size:
             buffer[: host.size].copy_to_device(host)
-
-    def _upload_words(self, buffer, words: np.ndarray) -> None:
-        """Copy a host bitmap (the visited set, a bottom-up frontier) into ``buffer``
-        through :meth:`_staging`."""
-        if not self.words:
-            return
-        stage = self._staging()
-        np.copyto(stage, words[: self.words], casting="unsafe")
-        buffer[: self.words].copy_to_device(stage)
-
-    def _download_words(self, buffer, out: np.ndarray) -> None:
-        """Copy the bitmap in ``buffer`` into the host array ``out`` through :meth:`_staging`."""
-        if not self.words:
-            return
-        stage = self._staging()
-        buffer[: self.words].copy_to_host(stage)
-        np.copyto(out[: self.words], stage)
-
-    def _staging(self) -> np.ndarray:
-        """A bitmap of every vertex in page-locked host memory, made on first use and kept
-        with these levels: a bitmap crossing the bus to or from ordinary host memory runs at
-        a few GB/s, from or into page-locked memory at tens."""
-        if self._host_words is None:
-            self._host_words = (np.zeros(self.words, np.uint64) if self.config.simulated
-                                else self._cuda.pinned_array(self.words, np.uint64))
-        return self._host_words
 
 
 _HOST_ROWS: dict = {}
