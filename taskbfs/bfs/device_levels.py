@@ -153,7 +153,10 @@ class GpuLevels:
             self.cache.results += 1
         top_down = frontier.direction == TOP_DOWN
         data = frontier.vertices if top_down else frontier.bits
-        entered = self.levels.enter(frontier.level, top_down, frontier.visited_bits, data)
+        progress = frontier.progress
+        entered = self.levels.enter(frontier.level, top_down, frontier.visited_bits, data,
+                                    visited_count=self.n - int(progress.unvisited_per_task.sum()),
+                                    frontier_count=progress.frontier_size)
         self.cache.data.count_up(entered)
         moved += entered
         self.on_device = True

@@ -46,6 +46,24 @@ def set_bits(bits, vertices):
         bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
 
 
+@njit(nogil=True, cache=True)
+def bitmap_vertices(bits, out):
+    """Write the vertices set in ``bits`` into ``out`` in increasing order, at most
+    ``out.size`` of them; returns how many are set (more than ``out.size`` when ``out`` is
+    too short: then ``out`` holds the first ones)."""
+    k = 0
+    for w in range(bits.size):
+        word = bits[w]
+        if word == 0:
+            continue
+        for b in range(64):
+            if (word >> np.uint64(b)) & np.uint64(1):
+                if k < out.size:
+                    out[k] = (w << 6) + b
+                k += 1
+    return k
+
+
 def bitmap_from_vertices(vertices, num_vertices: int) -> np.ndarray:
     """A new bitmap with exactly ``vertices`` set."""
     bits = empty_bitmap(num_vertices)
