@@ -617,10 +617,10 @@ def test_one_task_gpu_levels_keep_the_frontier_on_the_device(runtime, graph, dir
     trace = r.trace
     assert (trace["device"] == "cuda").all() and trace["included"].all()
     assert (trace["d2h_bytes"] == COUNTS_BYTES).all()
-    words = (g.num_vertices + 63) // 64
-    # top-down, level 0 sends only the source (int32); the device makes the visited bits
+    # level 0 sends only the source (int32): top-down as the frontier, the device makes
+    # the visited bits; bottom-up as the one vertex of both bitmaps (fewer bytes than words)
     first_top_down = r.levels["direction"].iloc[0] == TOP_DOWN
-    assert trace["h2d_bytes"].iloc[0] == (4 if first_top_down else 2 * 8 * words)
+    assert trace["h2d_bytes"].iloc[0] == (4 if first_top_down else 2 * 4)
     assert (trace["h2d_bytes"].iloc[1:] == 0).all()
     assert (r.levels["barrier_worker"] == _gpu_worker(runtime)).all()
 
@@ -668,6 +668,54 @@ def test_hybrid_one_task_moves_the_state_between_host_and_device(runtime, direct
         if device == "cuda":  # entered from the host: the visited bitmap went up
             entered = i == 0 or devices[i - 1] == "smp"
             assert (trace["h2d_bytes"].iloc[i] > 0) == entered
+
+
+def _set_leave_seconds(runtime, seconds: float) -> None:
+    """Set the price of moving the state to the host on the GPU worker's device levels (of
+    the graph its last search used)."""
+    def set_price(dask_worker):
+        from taskbfs.bfs.device_cache import device_cache
+
+        kept = device_cache(dask_worker)._levels
+        if kept is not None:
+            kept[1].leave_seconds = seconds
+        return kept is not None
+
+    assert all(runtime.client.run(set_price, workers=[_gpu_worker(runtime)]).values())
+
+
+@needs_gpu
+def test_hybrid_keeps_small_levels_on_the_gpu_while_they_cost_less_than_the_move(runtime):
+    """Hybrid, T = 1, on the GPU worker: once the search's state is on the GPU, a level
+    the policy puts on the CPU stays there while the levels kept so far took less time
+    than the last move to the host (``DeviceLevels.leave_seconds``). With that price
+    unbounded, every level after the first GPU one stays; with no price, each level goes
+    where the policy puts it; the result is right either way."""
+    g = _kron()
+    source = _hub_source(g)
+    lam = 6
+
+    def search():
+        r = tb.bfs(g, source, tasks=1, strategy="hybrid", lam=lam, runtime=runtime,
+                   dispatch="auto")
+        _check(g, source, r)
+        assert r.trace["included"].all()
+        return r.trace.sort_values(["level", "start"])
+
+    search()  # this graph's device levels, made
+    try:
+        _set_leave_seconds(runtime, 1e9)
+        kept = search()
+        on_gpu = (kept["device"] == "cuda").to_numpy()
+        first = int(np.argmax(on_gpu))
+        assert on_gpu.any() and on_gpu[first:].all()
+        assert (kept["size"].to_numpy()[first:] <= lam).any()  # a level the policy puts on the CPU
+        _set_leave_seconds(runtime, 0.0)
+        placed = search()
+        assert (placed["device"] == np.where(placed["size"] > lam, "cuda", "smp")).all()
+        assert (placed["device"] == "smp").any() and (placed["device"] == "cuda").any()
+    finally:
+        _set_leave_seconds(runtime, 0.0)
 
 
 @needs_gpu

@@ -16,7 +16,9 @@ Approach
     :class:`~taskbfs.bfs.state.Frontier` is a shell (``vertices`` and ``bits`` None) while
     they do. A level whose step the policy puts on the CPU (hybrid) gets the state back
     from the barrier before it (visited bitmap and frontier), and the next GPU level takes
-    it up again; the CPU steps' pairs are written over the device's result on the host at
+    it up again (as vertex ids when they are fewer bytes than the bitmaps), unless the
+    state stays for it (:meth:`GpuLevels.place`: a few small levels cost less here than
+    the move); the CPU steps' pairs are written over the device's result on the host at
     the end (:func:`~taskbfs.bfs.device_cache.result_to_host`).
 """
 
@@ -58,6 +60,8 @@ class GpuLevels:
         self._cache = cache
         self.levels = None  # the DeviceLevels, once a level ran on the GPU
         self.on_device = False  # the frontier and visited set are on the device now
+        self.renting = False  # the next level runs here against the policy's word
+        self.rented = 0.0  # seconds of the levels that did
 
     @staticmethod
     def applies(device: str, num_tasks: int) -> bool:
@@ -66,6 +70,20 @@ class GpuLevels:
         why one task: its discoveries are the next frontier as they are). Placing a graph
         asks it too, to have the device levels' buffers ready."""
         return device == CUDA and num_tasks == 1
+
+    def place(self, size: int) -> bool:
+        """Whether the level whose step has ``size`` runs on the GPU: where the policy puts
+        it, except that a search whose state is on the GPU keeps a level there that the
+        policy puts on the CPU as long as the levels it kept so far took less time than
+        moving the state to the host (``DeviceLevels.leave_seconds``, the last move of
+        this graph's state on this GPU): the rule of renting until the rent paid equals
+        the price of buying, never more than twice the best choice made knowing the levels
+        to come. A search's last few small levels (a Kronecker graph's) stay; a long tail
+        of them (a deep graph's) leaves for the compiled CPU loop."""
+        on_gpu = self.policy.decide(int(size), task_id=0) == CUDA
+        self.renting = (not on_gpu and self.on_device
+                        and self.rented < self.levels.leave_seconds)
+        return on_gpu or self.renting
 
     @staticmethod
     def runs(summary: LevelSummary) -> bool:
@@ -83,10 +101,13 @@ class GpuLevels:
     # ------------------------------------------------------------------ a level
     def level(self, frontier: Frontier, summary: LevelSummary) -> tuple[Frontier, LevelSummary]:
         """The level ``summary`` opens, step and barrier, as included tasks traced ``cuda``."""
+        start, renting = time.perf_counter(), self.renting
         tags = {"level": frontier.level, "task": 0, "size": int(summary.sizes[0]),
                 "direction": frontier.direction}
         counts, h2d = include_each(STEP.name, self._step, [(tags, (frontier, summary))],
                                    device=CUDA)[0]
+        if renting:  # before the barrier places the next level
+            self.rented += time.perf_counter() - start
         return include_each(BARRIER_NAME, self._barrier,
                             [({"level": frontier.level}, (frontier, counts, h2d))], device=CUDA)[0]
 
@@ -129,7 +150,7 @@ class GpuLevels:
                        replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored,
                                frontier_size=n_new),
                        frontier.included)
-        if n_new and self.policy.decide(int(placed_by[0]), task_id=0) != CUDA:
+        if n_new and not self.place(int(placed_by[0])):
             d2h += self._leave(nxt)
         device_stats = np.array([[0, h2d, d2h, round(seconds * 1e9)]], dtype=np.int64)
         summary = LevelSummary(

@@ -142,9 +142,9 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy,
         frontier, made = levels.run(frontier, summary)
         if isinstance(made, LevelBlock):
             summaries.add_block(made)
-            summary = _announced(summaries[-1], policy, device, publisher)
+            summary = _announced(summaries[-1], policy, device, publisher, levels.gpu)
         else:
-            summary = _announced(made, policy, device, publisher)
+            summary = _announced(made, policy, device, publisher, levels.gpu)
             summaries.append(summary)
     gpu = levels.gpu
     d2h = gpu.result_bytes() if gpu is not None and gpu.ran else _result_bytes(frontier)
@@ -227,14 +227,17 @@ def _level_on_threads(level_tasks: LevelTasks, frontier: Frontier, summaries: Le
 
 
 def _announced(summary: LevelSummary, policy: Policy, device: str,
-               publisher: SummaryPublisher) -> LevelSummary:
+               publisher: SummaryPublisher, gpu: GpuLevels | None = None) -> LevelSummary:
     """``summary`` as this task sends it (see :class:`SummaryPublisher`), with the device
-    of each of the level's steps (``gpu_steps``): the one place this search decides it."""
+    of each of the level's steps (``gpu_steps``): the one place this search decides it,
+    by ``policy`` (with one task on the GPU worker, by :meth:`GpuLevels.place`, which
+    also weighs where the search's state is)."""
     sizes = summary.sizes
     gpu_steps = np.zeros(sizes.size, dtype=np.int64)  # a CPU worker's: none
     if device == CUDA:
         for t in np.flatnonzero(sizes).tolist():
-            gpu_steps[t] = policy.decide(int(sizes[t]), task_id=t) == CUDA
+            gpu_steps[t] = (gpu.place(int(sizes[t])) if gpu is not None
+                            else policy.decide(int(sizes[t]), task_id=t) == CUDA)
     summary = replace(summary, gpu_steps=gpu_steps)
     publisher.add(summary)
     return summary

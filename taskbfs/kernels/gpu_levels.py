@@ -28,6 +28,7 @@ Encoding
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,6 +106,9 @@ class DeviceLevels:
         #: A top-down level whose frontier has at most this many out-arcs runs as one
         #: launch (``top_down_small``); 0: every level through the tiled kernels.
         self.small_level_arcs = SMALL_LEVEL_ARCS
+        #: Host seconds the last :meth:`leave` took (0.0 before the first): what keeping
+        #: the state here instead would save.
+        self.leave_seconds = 0.0
 
     def start_search(self) -> None:
         """Forget the last search: the next :meth:`enter` starts a new result."""
@@ -148,6 +152,7 @@ class DeviceLevels:
         """The search's state for the host at level ``level``: ``(visited bitmap, frontier,
         bytes copied)``, the frontier as int64 vertex ids (top-down, ``count`` of them) or
         bitmap words."""
+        start = time.perf_counter()
         cfg = self.config
         self.k.visited_words[cfg.blocks_for(self.words), cfg.block_size](
             self.parents, self.n, self.words, self.visited)
@@ -159,6 +164,7 @@ class DeviceLevels:
         else:
             frontier = self.bits[level % 2][: self.words].copy_to_host()
             moved = frontier.nbytes
+        self.leave_seconds = time.perf_counter() - start
         return visited, frontier, int(visited.nbytes + moved)
 
     def result(self):
