@@ -618,7 +618,7 @@ def test_one_task_gpu_levels_keep_the_frontier_on_the_device(runtime, graph, dir
     assert (trace["device"] == "cuda").all() and trace["included"].all()
     assert (trace["d2h_bytes"] == COUNTS_BYTES).all()
     # level 0 sends only the source (int32): top-down as the frontier, the device makes
-    # the visited bits; bottom-up as the one vertex of both bitmaps (fewer bytes than words)
+    # the visited bits; bottom-up as the one vertex of both bitmaps (fewer than their words)
     first_top_down = r.levels["direction"].iloc[0] == TOP_DOWN
     assert trace["h2d_bytes"].iloc[0] == (4 if first_top_down else 2 * 4)
     assert (trace["h2d_bytes"].iloc[1:] == 0).all()

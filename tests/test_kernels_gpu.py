@@ -424,8 +424,8 @@ def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
     # the bitmaps go up as their words (counts unknown) or as their set vertices
     counts_known = small_arcs > 0
 
-    def up(count, bits):  # the bytes: ids (int32) when known and smaller, else the words
-        return 4 * count if counts_known and 4 * count < bits.nbytes else bits.nbytes
+    def up(count, bits):  # the bytes: ids (int32) when known and at most one a word, else the words
+        return 4 * count if counts_known and count <= bits.size else bits.nbytes
 
     for graph, depth, level, frontier, visited, frontier_bits in _scenarios(name):
         n = graph.num_vertices

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 
 def words_for(num_vertices: int) -> int:
@@ -54,13 +55,11 @@ def bitmap_vertices(bits, out):
     k = 0
     for w in range(bits.size):
         word = bits[w]
-        if word == 0:
-            continue
-        for b in range(64):
-            if (word >> np.uint64(b)) & np.uint64(1):
-                if k < out.size:
-                    out[k] = (w << 6) + b
-                k += 1
+        while word:
+            if k < out.size:
+                out[k] = (w << 6) + np.int64(trailing_zeros(word))
+            k += 1
+            word &= word - np.uint64(1)  # the lowest set bit, cleared
     return k
 
 

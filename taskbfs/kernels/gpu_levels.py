@@ -257,14 +257,14 @@ class DeviceLevels:
 
     def _upload_bits(self, buffer, bits: np.ndarray, count: int) -> int:
         """Make the device bitmap ``buffer`` the host bitmap ``bits`` (``count`` bits set,
-        -1: unknown). When the set vertices take fewer bytes than the words (a few host
-        levels set few bits of a large graph's bitmap), they go up and are set here: the
-        host reads the words once instead of copying them all across. Returns the bytes
-        copied."""
+        -1: unknown). When at most one bit per word is set on average (a few host levels
+        set few bits of a large graph's bitmap), the set vertices go up (at most half the
+        words' bytes) and are set here: the host reads the words once instead of copying
+        them all across. Returns the bytes copied."""
         from taskbfs.kernels.bitmap import bitmap_vertices
 
         cfg = self.config
-        if 0 <= count and count * self.dtype.itemsize < bits.nbytes:
+        if 0 <= count <= bits.size:
             ids = np.empty(count, dtype=self.dtype)
             if bitmap_vertices(bits, ids) == count:
                 queue = self._workspace("levels_entering", max(count, 1), self.dtype)
