@@ -88,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     configs = configurations(args.lams)
     with tb.Runtime() as runtime:
-        print(f"cluster: {runtime}", flush=True)
+        print(f"cluster: {runtime}; taskbfs from {tb.__file__}", flush=True)
         if not runtime.has_gpu:
             print("(gpu skipped: the cluster has no GPU worker)", flush=True)
             configs = [c for c in configs if c[1] != "gpu"]
