@@ -56,8 +56,6 @@ PARTS = [
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "convert"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "leave"),
     ("taskbfs.bfs.device_cache", "DeviceCache", "device_levels"),
-    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "_upload_bits"),
-    ("taskbfs.kernels.bitmap", None, "bitmap_vertices"),
     ("taskbfs.bfs.included", None, "_assemble"),
 ]
 

@@ -617,10 +617,10 @@ def test_one_task_gpu_levels_keep_the_frontier_on_the_device(runtime, graph, dir
     trace = r.trace
     assert (trace["device"] == "cuda").all() and trace["included"].all()
     assert (trace["d2h_bytes"] == COUNTS_BYTES).all()
-    # level 0 sends only the source (int32): top-down as the frontier, the device makes
-    # the visited bits; bottom-up as the one vertex of both bitmaps (fewer than their words)
+    words = (g.num_vertices + 63) // 64
+    # top-down, level 0 sends only the source (int32); the device makes the visited bits
     first_top_down = r.levels["direction"].iloc[0] == TOP_DOWN
-    assert trace["h2d_bytes"].iloc[0] == (4 if first_top_down else 2 * 4)
+    assert trace["h2d_bytes"].iloc[0] == (4 if first_top_down else 2 * 8 * words)
     assert (trace["h2d_bytes"].iloc[1:] == 0).all()
     assert (r.levels["barrier_worker"] == _gpu_worker(runtime)).all()
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from taskbfs.graph import Graph
-from taskbfs.kernels.bitmap import bitmap_from_vertices, bitmap_vertices
+from taskbfs.kernels.bitmap import bitmap_from_vertices
 from taskbfs.kernels.cpu import run_bottom_up, run_top_down
 
 
@@ -170,16 +170,3 @@ def test_word_bottom_up_matches_the_plain_one_and_the_naive_step(case):
             assert list(zip(fast[0, :n2].tolist(), fast[1, :n2].tolist(), strict=True)) == want
             assert (n1, e1) == (n2, e2) and e2 == want_edges
             np.testing.assert_array_equal(plain[:, :n1], fast[:, :n2])
-
-
-@pytest.mark.parametrize("vertices", [[], [0], [63, 64], [5, 70, 127, 128, 199], list(range(200))])
-def test_bitmap_vertices_lists_the_set_bits_in_order(vertices):
-    """The set vertices of a bitmap, in order (int32 out), and their count when the output
-    is too short for them (the first ones written)."""
-    bits = bitmap_from_vertices(vertices, 200)
-    out = np.full(len(vertices), -7, dtype=np.int32)
-    assert bitmap_vertices(bits, out) == len(vertices)
-    assert out.tolist() == vertices
-    short = np.full(max(len(vertices) - 1, 0), -7, dtype=np.int32)
-    assert bitmap_vertices(bits, short) == len(vertices)
-    assert short.tolist() == vertices[: short.size]

@@ -16,8 +16,7 @@ Approach
     :class:`~taskbfs.bfs.state.Frontier` is a shell (``vertices`` and ``bits`` None) while
     they do. A level whose step the policy puts on the CPU (hybrid) gets the state back
     from the barrier before it (visited bitmap and frontier), and the next GPU level takes
-    it up again (as vertex ids when they are fewer bytes than the bitmaps), unless the
-    state stays for it (:meth:`GpuLevels.place`: a few small levels cost less here than
+    it up again, unless the state stays for it (:meth:`GpuLevels.place`: a few small levels cost less here than
     the move); the CPU steps' pairs are written over the device's result on the host at
     the end (:func:`~taskbfs.bfs.device_cache.result_to_host`).
 """
@@ -174,10 +173,7 @@ class GpuLevels:
             self.cache.results += 1
         top_down = frontier.direction == TOP_DOWN
         data = frontier.vertices if top_down else frontier.bits
-        progress = frontier.progress
-        entered = self.levels.enter(frontier.level, top_down, frontier.visited_bits, data,
-                                    visited_count=self.n - int(progress.unvisited_per_task.sum()),
-                                    frontier_count=progress.frontier_size)
+        entered = self.levels.enter(frontier.level, top_down, frontier.visited_bits, data)
         self.cache.data.count_up(entered)
         moved += entered
         self.on_device = True

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import trailing_zeros
 
 
 def words_for(num_vertices: int) -> int:
@@ -45,22 +44,6 @@ def set_bits(bits, vertices):
     for i in range(vertices.size):
         v = vertices[i]
         bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
-
-
-@njit(nogil=True, cache=True)
-def bitmap_vertices(bits, out):
-    """Write the vertices set in ``bits`` into ``out`` in increasing order, at most
-    ``out.size`` of them; returns how many are set (more than ``out.size`` when ``out`` is
-    too short: then ``out`` holds the first ones)."""
-    k = 0
-    for w in range(bits.size):
-        word = bits[w]
-        while word:
-            if k < out.size:
-                out[k] = (w << 6) + np.int64(trailing_zeros(word))
-            k += 1
-            word &= word - np.uint64(1)  # the lowest set bit, cleared
-    return k
 
 
 def bitmap_from_vertices(vertices, num_vertices: int) -> np.ndarray:

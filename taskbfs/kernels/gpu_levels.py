@@ -115,15 +115,11 @@ class DeviceLevels:
         self.entered = False
 
     # ------------------------------------------------------------------ in and out
-    def enter(self, level: int, top_down: bool, visited_bits: np.ndarray, frontier: np.ndarray,
-              visited_count: int = -1, frontier_count: int = -1) -> int:
+    def enter(self, level: int, top_down: bool, visited_bits: np.ndarray, frontier: np.ndarray) -> int:
         """Take the search's state from the host: the visited bitmap of level ``level`` and
         its frontier (vertex ids top-down, bitmap words bottom-up). The first call of the
         search starts its result (-1, and -2 for the visited vertices); later ones mark
-        the vertices the host visited since. ``visited_count`` and ``frontier_count`` (the
-        bits set in the two bitmaps; -1: unknown) let a bitmap go up as its vertex ids
-        when they are fewer bytes (:meth:`_upload_bits`). Returns the bytes copied to the
-        device."""
+        the vertices the host visited since. Returns the bytes copied to the device."""
         cfg = self.config
         # level 0 of a new search: the visited set is the frontier (the source), made
         # here from the uploaded frontier, not copied
@@ -135,7 +131,7 @@ class DeviceLevels:
             self.k.queue_to_bits[cfg.blocks_for(max(frontier.size, 1)), cfg.block_size](
                 self.queues[0], frontier.size, self.visited)
         else:
-            moved = self._upload_bits(self.visited, visited_bits, visited_count)
+            self._upload(self.visited, np.ascontiguousarray(visited_bits, dtype=np.uint64))
         self.k.enter[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
             self.visited, self.n, not self.entered, self.parents, self.distances,
             self.rows[level % ROWS])
@@ -145,8 +141,10 @@ class DeviceLevels:
         if top_down:
             frontier = np.ascontiguousarray(frontier, dtype=self.dtype)
             self._upload(self.queues[level % 2], frontier)
-            return moved + int(frontier.nbytes)
-        return moved + self._upload_bits(self.bits[level % 2], frontier, frontier_count)
+        else:
+            frontier = np.ascontiguousarray(frontier, dtype=np.uint64)
+            self._upload(self.bits[level % 2], frontier)
+        return int(visited_bits.nbytes + frontier.nbytes)
 
     def leave(self, level: int, top_down: bool, count: int):
         """The search's state for the host at level ``level``: ``(visited bitmap, frontier,
@@ -254,28 +252,6 @@ class DeviceLevels:
         if num_tiles > 1:
             self._scan(sums, num_tiles, depth + 1)
             base.add_tile_offsets[cfg.blocks_for(n), cfg.block_size](data, n, sums)
-
-    def _upload_bits(self, buffer, bits: np.ndarray, count: int) -> int:
-        """Make the device bitmap ``buffer`` the host bitmap ``bits`` (``count`` bits set,
-        -1: unknown). When at most one bit per word is set on average (a few host levels
-        set few bits of a large graph's bitmap), the set vertices go up (at most half the
-        words' bytes) and are set here: the host reads the words once instead of copying
-        them all across. Returns the bytes copied."""
-        from taskbfs.kernels.bitmap import bitmap_vertices
-
-        cfg = self.config
-        if 0 <= count <= bits.size:
-            ids = np.empty(count, dtype=self.dtype)
-            if bitmap_vertices(bits, ids) == count:
-                queue = self._workspace("levels_entering", max(count, 1), self.dtype)
-                self._upload(queue, ids)
-                self.k.base.fill[cfg.blocks_for(self.words), cfg.block_size](buffer, 0)
-                if count:
-                    self.k.queue_to_bits[cfg.blocks_for(count), cfg.block_size](queue, count,
-                                                                               buffer)
-                return int(ids.nbytes)
-        self._upload(buffer, np.ascontiguousarray(bits, dtype=np.uint64))
-        return int(bits.nbytes)
 
     @staticmethod
     def _upload(buffer, host: np.ndarray) -> None:
