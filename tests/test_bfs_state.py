@@ -3,7 +3,9 @@ what the general barrier makes of the source, for every direction mode."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -234,3 +236,15 @@ def test_trace_size_of_a_hub_step_is_its_arcs_in_mean_degrees(runtime, dispatch)
     sizes = r.trace.groupby("level")["size"].sum()
     assert sizes[0] == int(np.ceil(99 / mean))  # one vertex with 99 arcs
     assert sizes[1] == 99  # 99 leaves of one arc each: their count is more
+
+
+def test_bfs_uses_only_the_kernels_public_modules():
+    """bfs/ reaches the GPU tier through kernels' public modules (``kernels/gpu.py``,
+    ``gpu_levels.py``, ...), never a private kernel module or a private name."""
+    room = Path(tb.__file__).parent / "bfs"
+    for path in room.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("taskbfs.kernels"):
+                private = [node.module] if "._" in node.module else []
+                private += [a.name for a in node.names if a.name.startswith("_")]
+                assert not private, f"{path.name} imports {private} from {node.module}"

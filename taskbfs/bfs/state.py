@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
 
@@ -49,7 +47,7 @@ from taskbfs.kernels.merge import (
     owned_bits,
     word_span,
 )
-from taskbfs.runtime import publish
+from taskbfs.runtime import on_threads, publish, thread_pool
 
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
 
@@ -519,7 +517,7 @@ def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
         return accept_owner(candidates, offsets, t, own[t], spans[t][0], degrees, out,
                             int(starts[t]))
 
-    results = list(pool().map(one, range(num_tasks)))
+    results = list(thread_pool().map(one, range(num_tasks)))
     counts = np.array([n for n, _ in results], dtype=np.int64)
     task_edges = np.array([e for _, e in results], dtype=np.int64)
     for (first, stop), words in zip(spans, own, strict=True):
@@ -528,39 +526,8 @@ def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
     return new_frontier, counts, task_edges
 
 
-_thread_pools: dict[int, ThreadPoolExecutor] = {}
-_pool_lock = threading.Lock()
-
-
 def _threads() -> int:
     return os.cpu_count() or 1
-
-
-def pool(threads: int | None = None) -> ThreadPoolExecutor:
-    """The process's pool of ``threads`` threads (default: one per core) for work on
-    threads inside a task: the barrier's, the result assembly's, a level's tasks."""
-    threads = threads or _threads()
-    with _pool_lock:
-        if threads not in _thread_pools:
-            _thread_pools[threads] = ThreadPoolExecutor(threads,
-                                                        thread_name_prefix="taskbfs-level")
-        return _thread_pools[threads]
-
-
-def on_threads(work, threads: int, pool_size: int | None = None) -> list[int]:
-    """Call ``work(k)`` for k in 0 .. threads-1: 0 in this thread, the others on the pool
-    of ``pool_size`` threads (default ``threads``); the threads' idents by k."""
-    idents = [threading.get_ident()] * threads
-
-    def run(k):
-        idents[k] = threading.get_ident()
-        work(k)
-
-    others = [pool(pool_size or threads).submit(run, k) for k in range(1, threads)]
-    run(0)
-    for f in others:
-        f.result()
-    return idents
 
 
 def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
