@@ -47,6 +47,7 @@ def test_included_and_dispatched_searches_agree(runtime, prefix, direction):
     graph's bottom-up steps read the transposed slices)."""
     shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))
     graph = build(shape)
+    turned = False
     for tasks in (1, min(4, graph.num_vertices)):
         for source in shape.sources[:2]:
             # cpu: on a GPU machine hybrid's one task runs on the GPU worker
@@ -60,6 +61,9 @@ def test_included_and_dispatched_searches_agree(runtime, prefix, direction):
             assert inside.trace[TRACE_COLUMNS].equals(apart.trace[TRACE_COLUMNS])
             assert not apart.trace["included"].any()
             assert inside.trace["included"].all()
+            turned |= bool((inside.levels["direction"] == "bottom-up").any())
+    if direction == "auto" and prefix in ("grid", "kronecker_like", "star", "binary_tree"):
+        assert turned  # the rule turned both loops bottom-up, at the same levels
 
 
 def test_a_deep_search_is_one_task_that_writes_the_result(runtime):

@@ -34,6 +34,7 @@ from taskbfs.bfs.state import (
     Discoveries,
     Frontier,
     LevelSummary,
+    Tally,
     step_sizes,
 )
 from taskbfs.kernels.bitmap import empty_bitmap
@@ -247,20 +248,21 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
     """
     start = time.time()
     bounds = frontier.bounds
-    progress = frontier.progress
+    progress, tally = frontier.progress, frontier.tally
+    rule = tally.rule
     num_tasks = bounds.size - 1
     current = frontier.vertices
     edges = _edges(degrees, current)
     # no frontier has more edges than are left: the buffers need no more room than that
-    max_edges = min(config.get("search.compiled-level-edges"), progress.unexplored_edges + edges,
-                    _edges_within(cpu_max, progress.mean_degree, edges))
+    max_edges = min(config.get("search.compiled-level-edges"), tally.unexplored_edges + edges,
+                    _edges_within(cpu_max, rule.mean_degree, edges))
     vertices = np.empty(max(max_edges, current.size), dtype=np.int64)
     vertices[: current.size] = current
     offsets = frontier.offsets.astype(np.int64, copy=True)
     unvisited = progress.unvisited_per_task.astype(np.int64, copy=True)
-    state = np.array([frontier.level, int(offsets[-1]), edges, progress.unexplored_edges,
-                      progress.frontier_size], dtype=np.int64)
-    auto = progress.direction_mode == "auto"
+    state = np.array([frontier.level, int(offsets[-1]), edges, tally.unexplored_edges,
+                      tally.frontier_size], dtype=np.int64)
+    auto = rule.mode == "auto"
     indptrs, indices = lists.get()
     steps_cap = max(_LEVELS_PER_CALL, 2 * min(num_tasks, current.size))
     while True:
@@ -271,7 +273,7 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
         status = small_top_down_levels(indptrs, indices, bounds, degrees, frontier.visited_bits,
                                        vertices, offsets, unvisited, state, max_edges, cpu_max,
                                        auto,
-                                       float(progress.alpha), level_stats, step_stats, pairs,
+                                       rule.alpha, level_stats, step_stats, pairs,
                                        limits)
         if status != FULL or limits[0] > 0:
             break
@@ -283,7 +285,7 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
         counts = np.diff(offsets)
         arcs = np.concatenate(([0], np.cumsum(degrees[next_vertices])))
         sizes = step_sizes(TOP_DOWN, counts, arcs[offsets[1:]] - arcs[offsets[:-1]],
-                           progress.mean_degree)
+                           rule.mean_degree)
     else:
         bits = empty_bitmap(degrees.size)
         frontier_bitmap(vertices[:n_new], bits)
@@ -294,12 +296,11 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
     frontier.included.append((frontier.level, Discoveries(
         -1, found[:, 0].copy(), found[:, 1].copy(), 0, depths=found[:, 2].copy())))
     nxt = Frontier(int(state[0]), direction, next_vertices, offsets, bits, frontier.visited_bits,
-                   bounds, replace(progress, unvisited_per_task=unvisited,
-                                   unexplored_edges=int(state[3]), frontier_size=n_new),
-                   frontier.included)
+                   bounds, replace(progress, unvisited_per_task=unvisited), frontier.included,
+                   tally=Tally(rule, n_new, int(state[3])))
     block = LevelBlock(frontier.level, direction, level_stats[: limits[0]].copy(),
                        step_stats[: limits[1]].copy(), counts.astype(np.int64),
-                       sizes.astype(np.int64), start, time.time(), progress.mean_degree)
+                       sizes.astype(np.int64), start, time.time(), rule.mean_degree)
     return nxt, block
 
 
