@@ -196,8 +196,9 @@ def _dispatched(graph, name, source, run):
 
 
 def test_a_long_path_runs_at_compiled_speed(runtime):
-    """20,000 levels of one vertex: the result, one trace row per level, one level row
-    per level (the loop over them is compiled, see benchmarks/deep_graphs.py for time)."""
+    """20,000 levels of one vertex: the result, one trace row per level with the level's
+    own times, one level row per level (the loop over them is compiled, see
+    benchmarks/deep_graphs.py for time)."""
     n = 20_000
     graph = tb.Graph.from_edges(np.arange(n - 1), np.arange(1, n))
     result = tb.bfs(graph, 0, tasks=2, runtime=runtime, strategy="cpu")
@@ -206,6 +207,14 @@ def test_a_long_path_runs_at_compiled_speed(runtime):
     assert result.num_levels == n  # one step a level (one task has the frontier)
     assert len(result.levels) == result.num_levels and len(result.trace) == result.num_levels
     assert result.trace["included"].all()
+    # each level's row has its own span (the cycle counter's, not its compiled block's)
+    trace = result.trace.sort_values("level")
+    start, stop = trace["start"].to_numpy(), trace["stop"].to_numpy()
+    assert (stop >= start).all() and (np.diff(start) >= 0).all()
+    assert trace["start"].nunique() > n // 4  # time.time() has ~0.2 µs steps
+    assert start.min() >= 0 and stop.max() <= result.elapsed + 1e-3
+    barriers = result.levels["barrier_seconds"].to_numpy()
+    assert np.isfinite(barriers).all() and (barriers >= 0).all()
 
 
 @pytest.mark.parametrize("directed", [False, True])
