@@ -22,6 +22,8 @@ Encoding
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -38,13 +40,20 @@ BOTTOM_UP_NEXT = 2  # Beamer's rule turns the next level bottom-up
 FULL = 3  # the output buffers are full
 
 
+#: x86's time-stamp counter is readable from user code; elsewhere (AArch64's cycle
+#: counter may trap outside the kernel) the levels get their call's span.
+_HAS_COUNTER = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
 @intrinsic
 def _ticks(typingctx):
-    """The CPU's cycle counter (``llvm.readcyclecounter``; 0 where it has none): a few
+    """The CPU's cycle counter (``llvm.readcyclecounter``; 0 where it is not read): a few
     nanoseconds a read, so each compiled level can say when it ran. The caller turns
     ticks into seconds with the call's wall-clock span (:func:`ticks_to_times`)."""
 
     def codegen(context, builder, signature, args):
+        if not _HAS_COUNTER:
+            return context.get_constant(types.int64, 0)
         counter = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.IntType(64), []), "llvm.readcyclecounter")
         return builder.call(counter, [])
