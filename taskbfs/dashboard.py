@@ -550,13 +550,30 @@ def send_finished(client, program: str, records, summaries, steps=None) -> None:
                 count += len(more["start"])
                 columns = _joined_columns(columns, more)
             payload = {"records": columns, "total": count,
-                       "summaries": [summary.to_message() for summary in summaries]}
+                       "summaries": [_drawn(summary) for summary in summaries]}
             # the placement plugin's handler, not run_on_scheduler (a log record per call)
             await client.scheduler.taskbfs_finished(program=program, payload=dumps(payload))
         except Exception:
             logger.debug("taskbfs: the finished search was not sent to the page", exc_info=True)
 
     client.loop.add_callback(send)
+
+
+#: What :meth:`LiveRuns.finished` reads of a level summary: its numbers, and per task
+#: (T-sized) the frontier counts, the sizes its steps were placed by and their device.
+_DRAWN_NUMBERS = ("level", "direction", "frontier_size", "frontier_edges", "reached",
+                  "unexplored_edges")
+_DRAWN_PER_TASK = ("frontier_counts", "step_sizes", "gpu_steps")
+
+
+def _drawn(summary) -> dict:
+    """The part of ``summary`` (a ``LevelSummary``) that the page draws, in plain data
+    (lists pickle faster than many small arrays): half of ``to_message``'s cost and bytes
+    on a deep search (benchmarks/RESULTS.md, "The finished search's page payload")."""
+    out = {name: getattr(summary, name) for name in _DRAWN_NUMBERS}
+    for name in _DRAWN_PER_TASK:
+        out[name] = getattr(summary, name).tolist()
+    return out
 
 
 def _joined_columns(first: dict, second: dict) -> dict:

@@ -3,7 +3,9 @@ what the general barrier makes of the source, for every direction mode."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +19,8 @@ from taskbfs.bfs.state import (
     Discoveries,
     Frontier,
     Progress,
+    SwitchRule,
+    Tally,
     advance,
     bucketed,
     first_frontier,
@@ -34,11 +38,11 @@ def _through_the_barrier(degrees, bounds, source, mode, alpha):
     """Level 0 as the general barrier makes it: the source accepted as the one candidate
     of a level -1 (what the one-task search did before :func:`first_summary` decided it)."""
     n = degrees.size
-    progress = Progress(np.diff(bounds).astype(np.int64), int(degrees.sum()), mode, alpha,
-                        config.get("direction.beta"), mean_degree=degrees.sum() / n)
+    progress = Progress(np.diff(bounds).astype(np.int64))
+    rule = SwitchRule(mode, alpha, config.get("direction.beta"), n, degrees.sum() / n)
     empty = np.empty(0, dtype=np.int64)
     before = Frontier(-1, TOP_DOWN, empty, np.zeros(bounds.size, np.int64), None,
-                      empty_bitmap(n), bounds, progress)
+                      empty_bitmap(n), bounds, progress, tally=Tally(rule, 0, int(degrees.sum())))
     src = np.array([source], dtype=np.int64)
     return advance(before, [bucketed(Discoveries(-1, src, src.copy(), 0), bounds)], degrees)
 
@@ -75,9 +79,7 @@ def test_level_zero_is_what_the_barrier_makes_of_the_source(mode, bounds):
         assert frontier.vertices.dtype == np.int64
         got, expected = frontier.progress, want_frontier.progress
         np.testing.assert_array_equal(got.unvisited_per_task, expected.unvisited_per_task)
-        for name in ("unexplored_edges", "direction_mode", "alpha", "beta", "frontier_size",
-                     "mean_degree"):
-            assert getattr(got, name) == getattr(expected, name), name
+        assert frontier.tally == want_frontier.tally
     hub = first_summary(bounds, 0, graph.degree(0), graph.num_arcs, mode, alpha=10.0)
     assert hub.direction == (TOP_DOWN if mode == TOP_DOWN else BOTTOM_UP)  # both branches covered
 
@@ -234,3 +236,15 @@ def test_trace_size_of_a_hub_step_is_its_arcs_in_mean_degrees(runtime, dispatch)
     sizes = r.trace.groupby("level")["size"].sum()
     assert sizes[0] == int(np.ceil(99 / mean))  # one vertex with 99 arcs
     assert sizes[1] == 99  # 99 leaves of one arc each: their count is more
+
+
+def test_bfs_uses_only_the_kernels_public_modules():
+    """bfs/ reaches the GPU tier through kernels' public modules (``kernels/gpu.py``,
+    ``gpu_levels.py``, ...), never a private kernel module or a private name."""
+    room = Path(tb.__file__).parent / "bfs"
+    for path in room.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("taskbfs.kernels"):
+                private = [node.module] if "._" in node.module else []
+                private += [a.name for a in node.names if a.name.startswith("_")]
+                assert not private, f"{path.name} imports {private} from {node.module}"

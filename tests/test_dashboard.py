@@ -219,6 +219,34 @@ def test_a_finished_search_shows_every_level_and_its_tasks_on_their_devices():
     assert json.loads(json.dumps(snap)) == snap
 
 
+def test_the_finished_page_gets_what_it_draws_of_each_summary():
+    """``send_finished`` sends each level summary's drawn part only (``_drawn``): the
+    page it makes is the one the whole summary (``to_message``) made."""
+    from taskbfs.bfs.state import LevelSummary
+    from taskbfs.dashboard import _drawn
+
+    def summary(level, counts, sizes, gpu, size, reached):
+        return LevelSummary(level, "top-down", np.array(counts), size, 3 * size,
+                            edges_examined=np.array([5, 6, 7]), found=np.array([1, 0, 2]),
+                            unexplored_edges=20 - reached, gpu_steps=np.array(gpu),
+                            reached=reached, step_sizes=np.array(sizes),
+                            device_stats=np.array([[1, 8, 16, 100]]))
+
+    summaries = [summary(0, [1, 0, 0], [1, 0, 0], [], 1, 1),
+                 summary(1, [2, 0, 3], [4, 0, 3], [1, 0, 0], 5, 6),
+                 summary(2, [0, 0, 0], [0, 0, 0], [0, 0, 0], 0, 6)]
+    records = _records(("bfs_step", "smp", "tcp://127.0.0.1:4000", 1, 10.0, 10.5, 0, 0, None))
+    snaps = []
+    for form in (LevelSummary.to_message, _drawn):
+        board = LiveRuns()
+        board("p", _decision(vertices=6, arcs=20, directed=True, search=True, level=0))
+        board.finished("p", {"summaries": [form(s) for s in summaries], "records": records})
+        snaps.append({k: v for k, v in board.snapshot().items() if k not in ("elapsed", "teps", "history")})
+    assert snaps[0] == snaps[1]
+    assert snaps[1]["tasks"] == {"level": 1, "task": [0, 2], "size": [4, 3], "device": ["GPU", "CPU"]}
+    assert set(_drawn(summaries[1])) < set(summaries[1].to_message())
+
+
 def test_the_page_draws_the_timeline_and_levels_of_the_search_chosen():
     pytest.importorskip("bokeh", reason="the page is drawn with Bokeh (the 'notebooks' extra)")
     from taskbfs.dashboard import _Page

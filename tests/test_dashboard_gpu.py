@@ -67,3 +67,7 @@ def test_gpu_steps_of_a_one_task_search_are_drawn_as_gpu(strategy):
     assert {lv for lv, d in steps if d == "GPU"} == on_gpu  # never drawn as CPU
     assert all(d == "CPU" for lv, d in steps if lv not in on_gpu)
     assert any(label.startswith("GPU") for label in line["rows"])
+    trace = result.trace  # r.trace too: each step on the device that ran it
+    assert set(trace.loc[trace["device"] == "cuda", "level"]) == on_gpu
+    assert set(trace.loc[trace["device"] == "smp", "level"]).isdisjoint(on_gpu)
+    assert set(trace["level"]) == set(levels["level"][levels["frontier_size"] > 0])

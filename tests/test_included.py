@@ -47,6 +47,7 @@ def test_included_and_dispatched_searches_agree(runtime, prefix, direction):
     graph's bottom-up steps read the transposed slices)."""
     shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))
     graph = build(shape)
+    turned = False
     for tasks in (1, min(4, graph.num_vertices)):
         for source in shape.sources[:2]:
             # cpu: on a GPU machine hybrid's one task runs on the GPU worker
@@ -60,6 +61,9 @@ def test_included_and_dispatched_searches_agree(runtime, prefix, direction):
             assert inside.trace[TRACE_COLUMNS].equals(apart.trace[TRACE_COLUMNS])
             assert not apart.trace["included"].any()
             assert inside.trace["included"].all()
+            turned |= bool((inside.levels["direction"] == "bottom-up").any())
+    if direction == "auto" and prefix in ("grid", "kronecker_like", "star", "binary_tree"):
+        assert turned  # the rule turned both loops bottom-up, at the same levels
 
 
 def test_a_deep_search_is_one_task_that_writes_the_result(runtime):
@@ -192,8 +196,9 @@ def _dispatched(graph, name, source, run):
 
 
 def test_a_long_path_runs_at_compiled_speed(runtime):
-    """20,000 levels of one vertex: the result, one trace row per level, one level row
-    per level (the loop over them is compiled, see benchmarks/deep_graphs.py for time)."""
+    """20,000 levels of one vertex: the result, one trace row per level with the level's
+    own times, one level row per level (the loop over them is compiled, see
+    benchmarks/deep_graphs.py for time)."""
     n = 20_000
     graph = tb.Graph.from_edges(np.arange(n - 1), np.arange(1, n))
     result = tb.bfs(graph, 0, tasks=2, runtime=runtime, strategy="cpu")
@@ -202,6 +207,14 @@ def test_a_long_path_runs_at_compiled_speed(runtime):
     assert result.num_levels == n  # one step a level (one task has the frontier)
     assert len(result.levels) == result.num_levels and len(result.trace) == result.num_levels
     assert result.trace["included"].all()
+    # each level's row has its own span (the cycle counter's, not its compiled block's)
+    trace = result.trace.sort_values("level")
+    start, stop = trace["start"].to_numpy(), trace["stop"].to_numpy()
+    assert (stop >= start).all() and (np.diff(start) >= 0).all()
+    assert trace["start"].nunique() > n // 4  # time.time() has ~0.2 µs steps
+    assert start.min() >= 0 and stop.max() <= result.elapsed + 1e-3
+    barriers = result.levels["barrier_seconds"].to_numpy()
+    assert np.isfinite(barriers).all() and (barriers >= 0).all()
 
 
 @pytest.mark.parametrize("directed", [False, True])

@@ -170,3 +170,16 @@ def test_word_bottom_up_matches_the_plain_one_and_the_naive_step(case):
             assert list(zip(fast[0, :n2].tolist(), fast[1, :n2].tolist(), strict=True)) == want
             assert (n1, e1) == (n2, e2) and e2 == want_edges
             np.testing.assert_array_equal(plain[:, :n1], fast[:, :n2])
+
+
+def test_ticks_become_wall_times_in_proportion_or_the_calls_entry():
+    """A compiled level's cycle-counter ticks in seconds: placed between the call's wall
+    entry and exit in proportion; every one at the entry where the counter did not move."""
+    from taskbfs.kernels.levels import ticks_to_times
+
+    ticks = np.array([[100, 150, 200], [200, 300, 400]], dtype=np.int64)
+    clock = np.array([100, 500], dtype=np.int64)
+    np.testing.assert_allclose(ticks_to_times(ticks, clock, 10.0, 14.0),
+                               [[10.0, 10.5, 11.0], [11.0, 12.0, 13.0]])
+    still = ticks_to_times(np.zeros((2, 3), np.int64), np.zeros(2, np.int64), 10.0, 14.0)
+    np.testing.assert_array_equal(still, np.full((2, 3), 10.0))

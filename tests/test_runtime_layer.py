@@ -32,6 +32,8 @@ from taskbfs.runtime import (
     Runtime,
     Task,
     fetch_placements,
+    on_threads,
+    thread_pool,
     worker_cache,
 )
 from taskbfs.runtime.policy import as_policy
@@ -74,6 +76,24 @@ def test_the_package_loads_its_rooms_on_first_use():
         "try:\n    tb.no_such_name\nexcept AttributeError as e:\n    print(e)\n"
     )
     assert _python(code) == "module 'taskbfs' has no attribute 'no_such_name'"
+
+
+def test_work_on_threads_runs_each_share_once_this_thread_first():
+    """``on_threads`` runs share 0 in the calling thread and the others on the process's
+    pool of that size (one pool per size, kept); each share once."""
+    seen = []
+    lock = threading.Lock()
+
+    def work(k):
+        with lock:
+            seen.append((k, threading.get_ident()))
+
+    idents = on_threads(work, 3)
+    assert sorted(k for k, _ in seen) == [0, 1, 2]
+    assert idents == [ident for _, ident in sorted(seen)]
+    assert idents[0] == threading.get_ident() and threading.get_ident() not in idents[1:]
+    assert thread_pool(3) is thread_pool(3) and thread_pool(3) is not thread_pool(2)
+    assert thread_pool(3)._max_workers == 3
 
 
 # ---------------------------------------------------------------- policies, no cluster

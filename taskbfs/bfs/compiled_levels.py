@@ -34,10 +34,11 @@ from taskbfs.bfs.state import (
     Discoveries,
     Frontier,
     LevelSummary,
+    Tally,
     step_sizes,
 )
 from taskbfs.kernels.bitmap import empty_bitmap
-from taskbfs.kernels.levels import BOTTOM_UP_NEXT, FULL, small_top_down_levels
+from taskbfs.kernels.levels import BOTTOM_UP_NEXT, FULL, small_top_down_levels, ticks_to_times
 from taskbfs.kernels.merge import frontier_bitmap
 
 #: Trace name of the included task that runs a block of compiled levels.
@@ -59,6 +60,9 @@ class LevelBlock:
         Per level made: frontier size, frontier edges, unexplored edges, reached.
     step_stats : ndarray of int64, shape (S, 5)
         Per step run: level, task, size, edges examined, found.
+    level_times : ndarray of float64, shape (L, 3)
+        Per level made (row i: made by the steps of level ``first + i``), ``time.time()``
+        when those steps started, when its barrier started and when it ended.
     last_counts : ndarray of int64
         The last level's ``frontier_counts`` (per task).
     last_sizes : ndarray of int64
@@ -73,6 +77,7 @@ class LevelBlock:
     direction: str
     level_stats: np.ndarray
     step_stats: np.ndarray
+    level_times: np.ndarray
     last_counts: np.ndarray
     last_sizes: np.ndarray
     start: float
@@ -102,8 +107,9 @@ class LevelBlock:
             level=level, direction=self.direction if last else TOP_DOWN, frontier_counts=counts,
             step_sizes=sizes,
             frontier_size=int(stats[0]), frontier_edges=int(stats[1]), edges_examined=examined,
-            unexplored_edges=int(stats[2]), found=found, barrier_start=self.start,
-            barrier_stop=self.stop, reached=int(stats[3]))
+            unexplored_edges=int(stats[2]), found=found,
+            barrier_start=float(self.level_times[i, 1]),
+            barrier_stop=float(self.level_times[i, 2]), reached=int(stats[3]))
 
     def _steps_of(self, level: int) -> np.ndarray:
         """The rows of ``step_stats`` of ``level`` (recorded in level order)."""
@@ -186,8 +192,8 @@ def summary_columns(summaries) -> dict[str, np.ndarray]:
         cols["direction"][block.last_level] = block.direction
         # the barrier of level L merged the steps of level L - 1
         np.add.at(cols["edges_examined"], block.step_stats[:, 0] + 1, block.step_stats[:, 3])
-        cols["barrier_start"][made] = block.start
-        cols["barrier_stop"][made] = block.stop
+        cols["barrier_start"][made] = block.level_times[:, 1]
+        cols["barrier_stop"][made] = block.level_times[:, 2]
     for summary in outside_blocks(summaries):
         level = summary.level
         device = np.asarray(summary.device_stats, dtype=np.int64).reshape(-1, 4).sum(axis=0)
@@ -247,32 +253,36 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
     """
     start = time.time()
     bounds = frontier.bounds
-    progress = frontier.progress
+    progress, tally = frontier.progress, frontier.tally
+    rule = tally.rule
     num_tasks = bounds.size - 1
     current = frontier.vertices
     edges = _edges(degrees, current)
     # no frontier has more edges than are left: the buffers need no more room than that
-    max_edges = min(config.get("search.compiled-level-edges"), progress.unexplored_edges + edges,
-                    _edges_within(cpu_max, progress.mean_degree, edges))
+    max_edges = min(config.get("search.compiled-level-edges"), tally.unexplored_edges + edges,
+                    _edges_within(cpu_max, rule.mean_degree, edges))
     vertices = np.empty(max(max_edges, current.size), dtype=np.int64)
     vertices[: current.size] = current
     offsets = frontier.offsets.astype(np.int64, copy=True)
     unvisited = progress.unvisited_per_task.astype(np.int64, copy=True)
-    state = np.array([frontier.level, int(offsets[-1]), edges, progress.unexplored_edges,
-                      progress.frontier_size], dtype=np.int64)
-    auto = progress.direction_mode == "auto"
+    state = np.array([frontier.level, int(offsets[-1]), edges, tally.unexplored_edges,
+                      tally.frontier_size], dtype=np.int64)
+    auto = rule.mode == "auto"
     indptrs, indices = lists.get()
     steps_cap = max(_LEVELS_PER_CALL, 2 * min(num_tasks, current.size))
     while True:
         level_stats = np.empty((_LEVELS_PER_CALL, 4), dtype=np.int64)
+        level_ticks = np.empty((_LEVELS_PER_CALL, 3), dtype=np.int64)
         step_stats = np.empty((steps_cap, 5), dtype=np.int64)
         pairs = np.empty((_LEVELS_PER_CALL + 4 * max_edges, 3), dtype=np.int64)
         limits = np.zeros(3, dtype=np.int64)
+        clock = np.zeros(2, dtype=np.int64)
+        called = time.time()
         status = small_top_down_levels(indptrs, indices, bounds, degrees, frontier.visited_bits,
                                        vertices, offsets, unvisited, state, max_edges, cpu_max,
-                                       auto,
-                                       float(progress.alpha), level_stats, step_stats, pairs,
-                                       limits)
+                                       auto, rule.alpha, level_stats, level_ticks, step_stats,
+                                       pairs, limits, clock)
+        returned = time.time()
         if status != FULL or limits[0] > 0:
             break
         steps_cap *= 2  # one level has more steps than the buffer holds
@@ -283,7 +293,7 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
         counts = np.diff(offsets)
         arcs = np.concatenate(([0], np.cumsum(degrees[next_vertices])))
         sizes = step_sizes(TOP_DOWN, counts, arcs[offsets[1:]] - arcs[offsets[:-1]],
-                           progress.mean_degree)
+                           rule.mean_degree)
     else:
         bits = empty_bitmap(degrees.size)
         frontier_bitmap(vertices[:n_new], bits)
@@ -294,12 +304,13 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
     frontier.included.append((frontier.level, Discoveries(
         -1, found[:, 0].copy(), found[:, 1].copy(), 0, depths=found[:, 2].copy())))
     nxt = Frontier(int(state[0]), direction, next_vertices, offsets, bits, frontier.visited_bits,
-                   bounds, replace(progress, unvisited_per_task=unvisited,
-                                   unexplored_edges=int(state[3]), frontier_size=n_new),
-                   frontier.included)
+                   bounds, replace(progress, unvisited_per_task=unvisited), frontier.included,
+                   tally=Tally(rule, n_new, int(state[3])))
     block = LevelBlock(frontier.level, direction, level_stats[: limits[0]].copy(),
-                       step_stats[: limits[1]].copy(), counts.astype(np.int64),
-                       sizes.astype(np.int64), start, time.time(), progress.mean_degree)
+                       step_stats[: limits[1]].copy(),
+                       ticks_to_times(level_ticks[: limits[0]], clock, called, returned),
+                       counts.astype(np.int64),
+                       sizes.astype(np.int64), start, time.time(), rule.mean_degree)
     return nxt, block
 
 

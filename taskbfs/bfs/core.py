@@ -685,8 +685,8 @@ def _step_frame(rows: list[dict], summaries) -> pd.DataFrame:
 def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
     """Trace rows of the steps that compiled level blocks ran
     (:mod:`taskbfs.bfs.compiled_levels`), one frame per block, from its step array: each
-    with the record of the included task that ran the block (worker, thread, start,
-    stop)."""
+    with the record of the included task that ran the block (worker, thread) and the
+    span of its level's steps (``LevelBlock.level_times``)."""
     blocks = getattr(summaries, "blocks", ())
     if not blocks:
         return []
@@ -701,7 +701,9 @@ def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
             "edges_examined": steps[:, 3], "found": steps[:, 4], "direction": TOP_DOWN,
             "name": STEP.name, "device": record.get("device", "smp"),
             "worker": record.get("worker"), "thread": record.get("thread"),
-            "start": record.get("start", block.start), "stop": record.get("stop", block.stop),
+            # each level's own span, from the block's cycle counts
+            "start": block.level_times[steps[:, 0] - block.first, 0],
+            "stop": block.level_times[steps[:, 0] - block.first, 1],
             "included": record.get("included", True) is not None}))
     return frames
 

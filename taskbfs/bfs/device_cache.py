@@ -426,9 +426,9 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,
     DeviceUnavailableError
         No CUDA device here (and no simulator).
     """
-    from taskbfs.kernels.gpu import _require_gpu
+    from taskbfs.kernels.gpu import require_gpu
 
-    _require_gpu()
+    require_gpu()
     cache = cache if cache is not None else device_cache()
     with cache.lock, cache.data.pinned(cache.slice_names(part)):
         # Bitmaps cover every vertex id: 64 per word of the visited bitmap.
@@ -512,9 +512,9 @@ def _bucket_on_device(bounds: np.ndarray, n_found: int) -> bool:
     """Whether a top-down step's candidates are bucketed by owner on the device: several
     owners (at most what the kernel's histogram holds) and enough candidates to pay for
     the launches (fewer are bucketed on the host by ``steps.for_barrier``)."""
-    from taskbfs.kernels._gpu_bucket import MAX_OWNERS
+    from taskbfs.kernels.gpu import BUCKET_MAX_OWNERS
 
-    return 2 <= bounds.size - 1 <= MAX_OWNERS and n_found >= config.get("gpu.device-bucket-min")
+    return 2 <= bounds.size - 1 <= BUCKET_MAX_OWNERS and n_found >= config.get("gpu.device-bucket-min")
 
 
 def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):
@@ -636,10 +636,10 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
 def _into_host(device_array, n: int) -> np.ndarray:
     """``device_array[:n]`` copied into a new host array of its dtype (see
     :func:`~taskbfs.kernels.pinned.copy_out`)."""
-    from taskbfs.bfs.state import pool
     from taskbfs.kernels.pinned import copy_out
+    from taskbfs.runtime import thread_pool
 
-    return copy_out(device_array, n, device_array.dtype, pool())
+    return copy_out(device_array, n, device_array.dtype, thread_pool())
 
 
 __all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "result_to_host", "run_step_on_gpu",

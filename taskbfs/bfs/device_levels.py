@@ -29,9 +29,9 @@ from dataclasses import replace
 import numpy as np
 
 from taskbfs import config
-from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary, step_sizes
+from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary
 from taskbfs.bfs.steps import STEP
-from taskbfs.kernels.direction import BOTTOM_UP, switch_direction
+from taskbfs.kernels.direction import BOTTOM_UP
 from taskbfs.runtime import CUDA, Policy, include_each
 
 #: The trace name of the barrier (that of the dispatched barrier task).
@@ -126,40 +126,29 @@ class GpuLevels:
         from taskbfs.kernels.gpu_levels import COUNTS_BYTES
 
         start = time.time()
-        progress = frontier.progress
-        level = frontier.level + 1
+        progress, tally = frontier.progress, frontier.tally
         n_new = counts.found
         unvisited = progress.unvisited_per_task - n_new
-        unexplored = progress.unexplored_edges - counts.next_edges
-        direction = switch_direction(progress.direction_mode, frontier.direction, n_new,
-                                     counts.next_edges, unexplored, self.n, progress.alpha,
-                                     progress.beta, previous_size=progress.frontier_size)
-        top_down = not (direction == BOTTOM_UP and n_new)
+        summary = tally.rule.summary(
+            frontier.level + 1, frontier.direction, tally.frontier_size, tally.unexplored_edges,
+            np.array([n_new], dtype=np.int64), np.array([counts.next_edges], dtype=np.int64),
+            unvisited, edges_examined=np.array([counts.examined], dtype=np.int64),
+            found=np.array([n_new], dtype=np.int64), start=start)
+        top_down = not (summary.direction == BOTTOM_UP and n_new)
         seconds, d2h = counts.seconds, COUNTS_BYTES
         if n_new and top_down != (frontier.direction == TOP_DOWN):
             with self.cache.lock:
-                seconds += self.levels.convert(level, top_down, n_new)
-        sizes = np.array([n_new], dtype=np.int64) if top_down else unvisited.copy()
-        placed_by = step_sizes(direction if n_new else TOP_DOWN, sizes,
-                               np.array([counts.next_edges], dtype=np.int64), progress.mean_degree)
+                seconds += self.levels.convert(summary.level, top_down, n_new)
         offsets = np.array([0, n_new if top_down else 0], dtype=np.int64)
         empty = np.empty(0, dtype=np.int64)
-        nxt = Frontier(level, direction, None if n_new else empty, offsets, None,
+        nxt = Frontier(summary.level, summary.direction, None if n_new else empty, offsets, None,
                        frontier.visited_bits, frontier.bounds,
-                       replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored,
-                               frontier_size=n_new),
-                       frontier.included)
-        if n_new and not self.place(int(placed_by[0])):
+                       replace(progress, unvisited_per_task=unvisited), frontier.included,
+                       tally=tally.after(summary))
+        if n_new and not self.place(int(summary.sizes[0])):
             d2h += self._leave(nxt)
         device_stats = np.array([[0, h2d, d2h, round(seconds * 1e9)]], dtype=np.int64)
-        summary = LevelSummary(
-            level=level, direction=direction, frontier_counts=sizes, step_sizes=placed_by,
-            frontier_size=n_new,
-            frontier_edges=counts.next_edges,
-            edges_examined=np.array([counts.examined], dtype=np.int64),
-            unexplored_edges=unexplored, found=np.array([n_new], dtype=np.int64),
-            barrier_start=start, barrier_stop=time.time(), device_stats=device_stats,
-            reached=self.n - int(unvisited.sum()))
+        summary = replace(summary, device_stats=device_stats, barrier_stop=time.time())
         return nxt, summary
 
     # ------------------------------------------------------------------ state in and out
@@ -185,7 +174,7 @@ class GpuLevels:
         top_down = frontier.direction == TOP_DOWN
         with self.cache.lock:
             visited, data, moved = self.levels.leave(frontier.level, top_down,
-                                                     frontier.progress.frontier_size)
+                                                     frontier.tally.frontier_size)
             self.cache.data.count_down(moved)
         frontier.visited_bits[:] = visited
         if top_down:

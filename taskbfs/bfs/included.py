@@ -57,7 +57,6 @@ from taskbfs.bfs.state import (
     advance,
     assemble_all,
     first_frontier,
-    pool,
 )
 from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
 from taskbfs.runtime import (
@@ -68,6 +67,7 @@ from taskbfs.runtime import (
     include,
     include_each,
     record_included,
+    thread_pool,
     worker_threads,
 )
 
@@ -252,7 +252,7 @@ def _run_steps(calls, gpu_steps: np.ndarray) -> list:
     cpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if not g]
     gpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if g]
     # one step alone runs in this thread: there is nothing to overlap
-    executor = pool() if len(cpu_calls) > 1 else None
+    executor = thread_pool() if len(cpu_calls) > 1 else None
     cpu = iter(include_each(STEP.name, step_smp, cpu_calls, executor=executor, device=SMP))
     gpu = iter(include_each(STEP.name, step_cuda, gpu_calls, device=CUDA))
     return [next(gpu if g else cpu) for g in on_gpu]

@@ -8,7 +8,7 @@ Approach
     runs on the CPU. Handing each of T steps to a thread pool from Python costs tens of
     microseconds per task and holds the GIL, and a serial barrier leaves the other cores
     idle: with T = 256 that is most of a level. Here the worker's P threads (the task's
-    own and P - 1 of :func:`~taskbfs.bfs.state.pool`) each make one compiled call
+    own and P - 1 of :func:`~taskbfs.runtime.thread_pool`) each make one compiled call
     (:mod:`taskbfs.kernels.level_tasks`) that claims the level's steps one at a time
     (largest first), then the barrier's owners, then their copies: a task costs what its
     kernel costs plus a few atomic operations, and the barrier runs on every thread. The
@@ -36,7 +36,6 @@ from taskbfs.bfs.state import (
     Frontier,
     LevelSummary,
     next_level,
-    on_threads,
     one_range,
 )
 from taskbfs.kernels.bitmap import empty_bitmap
@@ -51,6 +50,7 @@ from taskbfs.kernels.level_tasks import (
     bottom_up_level,
     top_down_level,
 )
+from taskbfs.runtime import on_threads
 
 
 class TaskLists:

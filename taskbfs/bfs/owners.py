@@ -29,8 +29,9 @@ Approach
        next frontier; then publishes its counts (new frontier vertices, their edges,
        unvisited vertices per range; what the steps examined) to the client as a message
        (no task, no gather). Pieces travel step worker to owner worker;
-    3. the client sums the W reports, applies Beamer's rule
-       (:func:`~taskbfs.kernels.direction.switch_direction`) and submits the next level.
+    3. the client sums the W reports, makes the level's summary as every level loop does
+       (:meth:`~taskbfs.bfs.state.SwitchRule.summary`: Beamer's rule, the end) and
+       submits the next level.
 
     Per level that is T' steps and W barriers (with W > 1, a getitem per step and owner
     splits a step's output, and bottom-up levels add 2W bitmap tasks). Parents and
@@ -59,12 +60,11 @@ from taskbfs.bfs.state import (
     LevelSummary,
     Progress,
     bucketed,
-    step_sizes,
+    search_rule,
 )
 from taskbfs.bfs.steps import STEP, step_cuda, step_smp
 from taskbfs.errors import TaskBFSError
 from taskbfs.kernels.bitmap import empty_bitmap, set_bits
-from taskbfs.kernels.direction import switch_direction
 from taskbfs.kernels.merge import accept_spans_into_range, frontier_bitmap, word_span
 from taskbfs.kernels.recovery import parents_from_levels
 from taskbfs.runtime import Task, publish
@@ -253,14 +253,14 @@ def frontier_bits(*shares, num_vertices: int) -> FrontierBits:
     return FrontierBits(bits, _here())
 
 
-def as_frontier(front: OwnerFrontier, level: int, direction: str, bits: FrontierBits | None,
-                rule: dict) -> Frontier:
+def as_frontier(front: OwnerFrontier, level: int, direction: str,
+                bits: FrontierBits | None) -> Frontier:
     """The :class:`~taskbfs.bfs.state.Frontier` the shared step code reads, made once per
     level of the owner's arrays (no copies of the visited bits: the owner's barrier writes
     them once the level's steps are done): its visited bits are what the owner knows (its
     own ranges; each owner's barrier filters the rest), its ``progress`` the unvisited
-    vertices of the owner's ranges (others 0), the search's name and the level's
-    switch-rule numbers as the client has them (``rule``: ``Progress``'s other fields)."""
+    vertices of the owner's ranges (others 0) and the search's name; no ``tally``: the
+    client applies the switch rule (:meth:`OwnedSearch._next_summary`)."""
     whole = None
     if direction == BOTTOM_UP:
         whole = front.bits if bits is None else bits.bits
@@ -276,7 +276,7 @@ def as_frontier(front: OwnerFrontier, level: int, direction: str, bits: Frontier
     offsets = np.zeros(bounds.size, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     vertices = front.current() if direction == TOP_DOWN else _NO_VERTICES
-    progress = Progress(unvisited, search=front.search, **rule)
+    progress = Progress(unvisited, search=front.search)
     frontier = Frontier(level, direction, vertices, offsets, whole, front.visited, bounds,
                         progress)
     front.view = (level, direction, whole, frontier)  # two steps may both make it: alike
@@ -321,25 +321,25 @@ def _owned(found, tasks: np.ndarray):
             np.concatenate([found.parents[c] for c in cuts]))
 
 
-def _owner_step(step, args, level, direction, rule):
+def _owner_step(step, args, level, direction):
     part, front, *rest = args
     bits = rest[0] if rest else None
     here = _here()
     inbound = front.nbytes if front.worker != here else 0
     if bits is not None and bits.worker != here:
         inbound += bits.bits.nbytes
-    frontier = as_frontier(front, level, direction, bits, rule)
+    frontier = as_frontier(front, level, direction, bits)
     found = step(part, frontier, barrier_form=False)  # the barriers read the pairs alone
     pieces = split_for_owners(found, frontier, front.owner_of, part.task, inbound)
     return pieces[0] if len(pieces) == 1 else tuple(pieces)
 
 
-def _owner_step_smp(*args, level, direction, rule):
-    return _owner_step(step_smp, args, level, direction, rule)
+def _owner_step_smp(*args, level, direction):
+    return _owner_step(step_smp, args, level, direction)
 
 
-def _owner_step_cuda(*args, level, direction, rule):
-    return _owner_step(step_cuda, args, level, direction, rule)
+def _owner_step_cuda(*args, level, direction):
+    return _owner_step(step_cuda, args, level, direction)
 
 
 #: The step: ``ins = [slice, OwnerFrontier (, FrontierBits)]``, one :class:`Piece` out per
@@ -577,14 +577,13 @@ class OwnedSearch:
         self.placed = placed
         self.bounds = placed.parts.bounds
         self.n = int(self.bounds[-1])
-        self.mean_degree = placed.num_arcs / max(self.n, 1)
         self.slices = slices
         self.source = source
         self.kept = kept
         self.resumed_from = kept.start(waits.attempt, program.id, first, placed.parts.num_tasks)
         self.summaries = kept.summaries
         self.started = False
-        self.mode, self.alpha, self.beta = direction_mode, alpha, beta
+        self.rule = search_rule(self.bounds, placed.num_arcs, direction_mode, alpha, beta)
         self.waits = waits
         self.keep = keep
         self.tags = tags
@@ -676,7 +675,7 @@ class OwnedSearch:
         owners = len(self.workers)
         bits = {}
         outs = []
-        kwargs = {"level": level, "direction": direction, "rule": self._rule(summary)}
+        kwargs = {"level": level, "direction": direction}
         with program.batch():
             if not self.started:
                 self._start(level)
@@ -711,13 +710,6 @@ class OwnedSearch:
         self.kept.complete(summary, [np.frombuffer(r["reached"], dtype) for r in reports],
                            self._moved(level, direction, merged, bits))
         return summary
-
-    def _rule(self, summary: LevelSummary) -> dict:
-        """The switch rule's numbers at the level ``summary`` opens (``Progress``'s fields
-        besides the unvisited vertices and the search's name)."""
-        return {"unexplored_edges": int(summary.unexplored_edges), "direction_mode": self.mode,
-                "alpha": float(self.alpha), "beta": float(self.beta),
-                "frontier_size": int(summary.frontier_size), "mean_degree": self.mean_degree}
 
     def _frontier_bits(self, needed: set) -> dict:
         """The whole frontier bitmap, on each owner of ``needed`` (data names by owner)."""
@@ -805,23 +797,13 @@ class OwnedSearch:
                 "frontier_remote_bytes": merged.moved["inbound"]}
 
     def _next_summary(self, summary: LevelSummary, merged: _Level) -> LevelSummary:
-        """Beamer's rule on the summed counts, as ``state.next_level`` applies it."""
-        n_new = int(merged.counts.sum())
-        frontier_edges = int(merged.edges.sum())
-        unexplored = summary.unexplored_edges - frontier_edges
-        direction = switch_direction(self.mode, summary.direction, n_new, frontier_edges,
-                                     unexplored, self.n, self.alpha, self.beta,
-                                     previous_size=summary.frontier_size)
-        bottom_up = direction == BOTTOM_UP and n_new
-        counts = merged.unvisited.copy() if bottom_up else merged.counts
-        return LevelSummary(
-            level=summary.level + 1, direction=direction, frontier_counts=counts,
-            step_sizes=step_sizes(direction, counts, None if bottom_up else merged.edges,
-                                  self.mean_degree),
-            frontier_size=n_new, frontier_edges=frontier_edges,
-            edges_examined=merged.examined, unexplored_edges=unexplored, found=merged.found,
-            barrier_start=merged.start, barrier_stop=merged.stop, device_stats=merged.device,
-            reached=self.n - int(merged.unvisited.sum()))
+        """The summary of the level after ``summary``'s, from the summed counts
+        (:meth:`~taskbfs.bfs.state.SwitchRule.summary`, as every level loop makes it)."""
+        return self.rule.summary(
+            summary.level + 1, summary.direction, summary.frontier_size,
+            summary.unexplored_edges, merged.counts, merged.edges, merged.unvisited,
+            edges_examined=merged.examined, found=merged.found, start=merged.start,
+            stop=merged.stop, device_stats=merged.device)
 
 
 def owned_search(program, placed, slices, source: int, first: LevelSummary, direction_mode: str,

@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
 
@@ -49,29 +47,90 @@ from taskbfs.kernels.merge import (
     owned_bits,
     word_span,
 )
-from taskbfs.runtime import publish
+from taskbfs.runtime import on_threads, publish, thread_pool
 
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
 
 
 @dataclass
 class Progress:
-    """The barrier's bookkeeping between levels (T numbers and a few scalars)."""
+    """What a level's steps read of the search besides the frontier (the barrier's
+    bookkeeping is :class:`Tally`, apart: the dispatched owners' steps get none)."""
 
+    #: Per task, its vertices not visited yet (a bottom-up step without any has no work).
     unvisited_per_task: np.ndarray
-    unexplored_edges: int
-    direction_mode: str
-    alpha: float
-    beta: float
-    frontier_size: int = 0  # the frontier's vertices (the switch rule's "growing")
-    #: Arcs per vertex of the whole graph: the unit of :func:`step_sizes`.
-    mean_degree: float = 1.0
     #: Names the search (unique per search): a GPU worker keeps a level's output on the
     #: device for the next level of the same search (``DeviceCache.level_inputs``).
     search: str = ""
     #: Decided once, where the search starts (``included._keeps_result_on_device``); read
     #: through :attr:`Frontier.result_on_device` only.
     result_on_device: bool = False
+
+
+@dataclass(frozen=True)
+class SwitchRule:
+    """How a search decides each next level, fixed for the search: the direction
+    ``mode``, Beamer's ``alpha`` and ``beta`` over its ``num_vertices``, and
+    ``mean_degree`` (the unit of :func:`step_sizes`)."""
+
+    mode: str
+    alpha: float
+    beta: float
+    num_vertices: int
+    mean_degree: float
+
+    def summary(self, level: int, direction: str, previous_size: int, unexplored_before: int,
+                counts: np.ndarray, task_edges: np.ndarray, unvisited: np.ndarray, *,
+                edges_examined: np.ndarray, found: np.ndarray, start: float,
+                stop: float | None = None, device_stats=None) -> LevelSummary:
+        """After a level's counts are known: the :class:`LevelSummary` of ``level``, the
+        one place every level loop decides the next level (its direction by Beamer's rule,
+        the sizes its steps are placed by, and the end: ``frontier_size`` 0).
+
+        Parameters
+        ----------
+        level : int
+            The level the counts open (one more than the level that found them).
+        direction, previous_size, unexplored_before
+            Of the level that found them: its direction, frontier vertices and the edges
+            still unexplored at its start (frontier excluded).
+        counts, task_edges, unvisited : ndarray of int64
+            Per task: vertices found, the arcs leaving them, vertices still unvisited.
+        edges_examined, found, start, stop, device_stats
+            What the level measured (``stop`` None: now).
+        """
+        n_new = int(counts.sum())
+        frontier_edges = int(task_edges.sum())
+        unexplored = int(unexplored_before) - frontier_edges
+        nxt = switch_direction(self.mode, direction, n_new, frontier_edges, unexplored,
+                               self.num_vertices, self.alpha, self.beta,
+                               previous_size=previous_size)
+        bottom_up = nxt == BOTTOM_UP and n_new > 0
+        sizes = unvisited.copy() if bottom_up else counts
+        return LevelSummary(
+            level=level, direction=nxt, frontier_counts=sizes,
+            step_sizes=step_sizes(nxt, sizes, None if bottom_up else task_edges,
+                                  self.mean_degree),
+            frontier_size=n_new, frontier_edges=frontier_edges, edges_examined=edges_examined,
+            unexplored_edges=unexplored, found=found, barrier_start=start,
+            barrier_stop=time.time() if stop is None else stop,
+            device_stats=np.zeros((0, 4), np.int64) if device_stats is None else device_stats,
+            reached=self.num_vertices - int(unvisited.sum()))
+
+
+@dataclass(frozen=True)
+class Tally:
+    """A barrier's bookkeeping between levels, on a worker that runs the barriers (a
+    search run as one task): the search's :class:`SwitchRule` and, of the level the
+    frontier opens, its vertices and the edges still unexplored (frontier excluded)."""
+
+    rule: SwitchRule
+    frontier_size: int
+    unexplored_edges: int
+
+    def after(self, summary: LevelSummary) -> Tally:
+        """The tally of the level ``summary`` opens."""
+        return Tally(self.rule, summary.frontier_size, summary.unexplored_edges)
 
 
 @dataclass
@@ -96,9 +155,12 @@ class Frontier:
     bounds : ndarray of int64, optional
         The task ranges (T + 1); None means one range (a step run on its own).
     progress : Progress, optional
-        The barrier's bookkeeping (None outside a traversal).
+        What the steps read besides the frontier (None outside a traversal).
     included : list
         See the attribute's comment.
+    tally : Tally, optional
+        The barrier's bookkeeping (None where the client applies the rule, or outside a
+        traversal).
     """
 
     level: int
@@ -115,6 +177,7 @@ class Frontier:
     included: list = field(default_factory=list)
     #: Per task, the edges leaving its frontier vertices (top-down levels; None: not known).
     task_edges: np.ndarray | None = None
+    tally: Tally | None = None
 
     def of_task(self, t: int) -> np.ndarray:
         """Task ``t``'s frontier vertices."""
@@ -302,26 +365,26 @@ def first_summary(bounds, source: int, source_degree: int, total_edges: int, dir
     its step is placed by), from what the client has at hand. The dispatched loop sends
     it before any task runs; a search run as one task makes its first frontier from it
     (:func:`first_frontier`)."""
-    alpha, beta = switch_parameters(alpha, beta)
     bounds = np.asarray(bounds, dtype=np.int64)
     num_tasks = bounds.size - 1
     owner = int(np.searchsorted(bounds, source, side="right") - 1)
     counts = np.zeros(num_tasks, dtype=np.int64)
     counts[owner] = 1
-    unvisited = np.diff(bounds) - counts
-    unexplored = int(total_edges) - int(source_degree)
-    direction = switch_direction(direction_mode, TOP_DOWN, 1, int(source_degree), unexplored,
-                                 int(bounds[-1]), float(alpha), float(beta))
     now = time.time()
-    task_edges = counts * int(source_degree)
-    sizes = step_sizes(direction, unvisited if direction == BOTTOM_UP else counts, task_edges,
-                       int(total_edges) / max(int(bounds[-1]), 1))
-    return LevelSummary(level=0, direction=direction, step_sizes=sizes,
-                        frontier_counts=unvisited if direction == BOTTOM_UP else counts,
-                        frontier_size=1, frontier_edges=int(source_degree),
-                        unexplored_edges=unexplored, edges_examined=np.zeros(num_tasks, dtype=np.int64),
-                        found=np.zeros(num_tasks, dtype=np.int64),
-                        barrier_start=now, barrier_stop=now, reached=1)
+    # the source, found by a level -1 with an empty frontier and every edge unexplored
+    return search_rule(bounds, total_edges, direction_mode, alpha, beta).summary(
+        0, TOP_DOWN, 0, int(total_edges), counts, counts * int(source_degree),
+        np.diff(bounds) - counts, edges_examined=np.zeros(num_tasks, dtype=np.int64),
+        found=np.zeros(num_tasks, dtype=np.int64), start=now, stop=now)
+
+
+def search_rule(bounds, total_edges: int, direction_mode: str, alpha: float | None = None,
+                beta: float | None = None) -> SwitchRule:
+    """The :class:`SwitchRule` of a search over ``bounds[-1]`` vertices and
+    ``total_edges`` arcs (α and β: :func:`switch_parameters`)."""
+    alpha, beta = switch_parameters(alpha, beta)
+    n = int(bounds[-1])
+    return SwitchRule(direction_mode, float(alpha), float(beta), n, int(total_edges) / max(n, 1))
 
 
 def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float | None = None,
@@ -331,7 +394,6 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
     :func:`first_summary`'s, the frontier the source in the form its direction reads
     (``total_edges``: the degrees' sum, when the caller knows it; ``result_on_device``:
     see :attr:`Frontier.result_on_device`)."""
-    alpha, beta = switch_parameters(alpha, beta)
     n = degrees.size
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
     total_edges = int(degrees.sum()) if total_edges is None else int(total_edges)
@@ -344,21 +406,21 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
     else:
         counts = summary.frontier_counts.copy()
         unvisited = sizes - counts
-    progress = Progress(unvisited_per_task=unvisited, unexplored_edges=summary.unexplored_edges,
-                        direction_mode=direction_mode, alpha=float(alpha), beta=float(beta),
-                        frontier_size=1, mean_degree=total_edges / max(n, 1),
-                        search=uuid.uuid4().hex, result_on_device=result_on_device)
+    progress = Progress(unvisited_per_task=unvisited, search=uuid.uuid4().hex,
+                        result_on_device=result_on_device)
+    tally = Tally(search_rule(bounds, total_edges, direction_mode, alpha, beta), 1,
+                  summary.unexplored_edges)
     src = np.array([source], dtype=np.int64)
     visited = empty_bitmap(n)
     visited[source >> 6] = np.uint64(1) << np.uint64(source & 63)
     offsets = np.zeros(bounds.size, dtype=np.int64)
     if summary.direction == BOTTOM_UP:
         frontier = Frontier(0, BOTTOM_UP, src[:0], offsets, visited.copy(), visited, bounds,
-                            progress)
+                            progress, tally=tally)
     else:
         np.cumsum(counts, out=offsets[1:])
         frontier = Frontier(0, TOP_DOWN, src, offsets, None, visited, bounds, progress,
-                            task_edges=counts * degree)
+                            task_edges=counts * degree, tally=tally)
     return frontier, summary
 
 
@@ -432,52 +494,32 @@ def next_level(frontier: Frontier, counts, task_edges, new_frontier, new_bits, n
                device_stats=None) -> tuple[Frontier, LevelSummary]:
     """The end of every barrier: from what the level found, per owning task (``counts``
     vertices, ``task_edges`` edges leaving them; ``new_frontier`` grouped by owner, or a
-    function that makes it; ``new_bits`` their bitmap, or None), Beamer's rule, the next
-    :class:`Frontier` (in the form its direction reads) and the level's summary."""
+    function that makes it; ``new_bits`` their bitmap, or None), the level's summary
+    (:meth:`SwitchRule.summary`: the next direction, the end) and the next
+    :class:`Frontier` (in the form that direction reads)."""
     bounds = frontier.bounds
-    progress = frontier.progress
-    num_tasks = bounds.size - 1
-    level = frontier.level + 1
-    n_new = int(counts.sum())
+    progress, tally = frontier.progress, frontier.tally
     unvisited = progress.unvisited_per_task - counts
-    frontier_edges = int(task_edges.sum())
-    unexplored = progress.unexplored_edges - frontier_edges
-    next_direction = switch_direction(progress.direction_mode, frontier.direction, n_new,
-                                      frontier_edges, unexplored, num_vertices, progress.alpha,
-                                      progress.beta, previous_size=progress.frontier_size)
-    offsets = np.zeros(num_tasks + 1, dtype=np.int64)
-    if next_direction == BOTTOM_UP and n_new:
+    summary = tally.rule.summary(frontier.level + 1, frontier.direction, tally.frontier_size,
+                                 tally.unexplored_edges, counts, task_edges, unvisited,
+                                 edges_examined=edges_examined, found=found, start=start,
+                                 device_stats=device_stats)
+    offsets = np.zeros(bounds.size, dtype=np.int64)
+    if summary.direction == BOTTOM_UP and summary.frontier_size:
         if new_bits is None:
             new_bits = empty_bitmap(num_vertices)
             frontier_bitmap(new_frontier() if callable(new_frontier) else new_frontier, new_bits)
         # Bottom-up steps read only the bitmap: ship it alone, not the vertex lists too.
-        vertices, bits, task_sizes = np.empty(0, dtype=np.int64), new_bits, unvisited.copy()
-        next_edges = None
+        vertices, bits, next_edges = np.empty(0, dtype=np.int64), new_bits, None
     else:
         np.cumsum(counts, out=offsets[1:])
         vertices = new_frontier() if callable(new_frontier) else new_frontier
         # back to top-down: int64 like the top-down barrier's (one compiled variant per kernel)
         vertices = vertices.astype(np.int64, copy=False)
-        bits, task_sizes, next_edges = None, counts, task_edges
-    nxt = Frontier(level, next_direction, vertices, offsets, bits, frontier.visited_bits, bounds,
-                   replace(progress, unvisited_per_task=unvisited, unexplored_edges=unexplored,
-                           frontier_size=n_new),
-                   frontier.included, task_edges=next_edges)
-    summary = LevelSummary(
-        level=level,
-        direction=next_direction,
-        step_sizes=step_sizes(next_direction, task_sizes, task_edges, progress.mean_degree),
-        frontier_counts=task_sizes,
-        frontier_size=n_new,
-        frontier_edges=frontier_edges,
-        edges_examined=edges_examined,
-        unexplored_edges=unexplored,
-        found=found,
-        barrier_start=start,
-        barrier_stop=time.time(),
-        device_stats=np.zeros((0, 4), np.int64) if device_stats is None else device_stats,
-        reached=num_vertices - int(unvisited.sum()),
-    )
+        bits, next_edges = None, task_edges
+    nxt = Frontier(summary.level, summary.direction, vertices, offsets, bits,
+                   frontier.visited_bits, bounds, replace(progress, unvisited_per_task=unvisited),
+                   frontier.included, task_edges=next_edges, tally=tally.after(summary))
     return nxt, summary
 
 
@@ -519,7 +561,7 @@ def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
         return accept_owner(candidates, offsets, t, own[t], spans[t][0], degrees, out,
                             int(starts[t]))
 
-    results = list(pool().map(one, range(num_tasks)))
+    results = list(thread_pool().map(one, range(num_tasks)))
     counts = np.array([n for n, _ in results], dtype=np.int64)
     task_edges = np.array([e for _, e in results], dtype=np.int64)
     for (first, stop), words in zip(spans, own, strict=True):
@@ -528,39 +570,8 @@ def _accept_by_owner(bounds, visited, candidates, offsets, degrees):
     return new_frontier, counts, task_edges
 
 
-_thread_pools: dict[int, ThreadPoolExecutor] = {}
-_pool_lock = threading.Lock()
-
-
 def _threads() -> int:
     return os.cpu_count() or 1
-
-
-def pool(threads: int | None = None) -> ThreadPoolExecutor:
-    """The process's pool of ``threads`` threads (default: one per core) for work on
-    threads inside a task: the barrier's, the result assembly's, a level's tasks."""
-    threads = threads or _threads()
-    with _pool_lock:
-        if threads not in _thread_pools:
-            _thread_pools[threads] = ThreadPoolExecutor(threads,
-                                                        thread_name_prefix="taskbfs-level")
-        return _thread_pools[threads]
-
-
-def on_threads(work, threads: int, pool_size: int | None = None) -> list[int]:
-    """Call ``work(k)`` for k in 0 .. threads-1: 0 in this thread, the others on the pool
-    of ``pool_size`` threads (default ``threads``); the threads' idents by k."""
-    idents = [threading.get_ident()] * threads
-
-    def run(k):
-        idents[k] = threading.get_ident()
-        work(k)
-
-    others = [pool(pool_size or threads).submit(run, k) for k in range(1, threads)]
-    run(0)
-    for f in others:
-        f.result()
-    return idents
 
 
 def _fold_bottom_up(bounds, visited, discoveries, num_vertices):

@@ -88,12 +88,8 @@ def _owner_levels(graph: Graph, tasks: int) -> None:
         if not front.counts.any():
             break
         direction = ("top-down", "bottom-up")[level % 2]
-        rule = {"unexplored_edges": graph.num_arcs, "direction_mode": direction,
-                "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta"),
-                "frontier_size": int(front.counts.sum()),
-                "mean_degree": graph.num_arcs / graph.num_vertices}
         pieces = [owners.OWNER_STEP.smp(bundle.tasks[t][-1 if direction == "bottom-up" else 0],
-                                        front, level=level, direction=direction, rule=rule)
+                                        front, level=level, direction=direction)
                   for t in range(tasks)]
         front, state = owners.OWNER_BARRIER.smp(*pieces, front, state, level=level, owner=0)
     owners.RESULT.smp(state)

@@ -15,7 +15,8 @@ Approach
     Grid-stride; owners by binary search over ``bounds`` (the device twin of
     ``merge._owner``, compiled for the device); counts in a per-block shared
     histogram (one global atomic per block and owner), hence at most
-    :data:`MAX_OWNERS` tasks (the caller buckets on the host beyond that).
+    :data:`MAX_OWNERS` tasks (``gpu.BUCKET_MAX_OWNERS``; the caller buckets on the host
+    beyond that).
 Encoding
     Imported lazily, like ``_gpu_owned``; ``cuda`` is a module global so that
     ``NUMBA_ENABLE_CUDASIM=1`` can run it. ``counts`` must be zeroed by the caller.
@@ -25,8 +26,7 @@ from __future__ import annotations
 
 from numba import cuda, int32, int64
 
-#: Most tasks the shared histogram holds.
-MAX_OWNERS = 1024
+from taskbfs.kernels.gpu import BUCKET_MAX_OWNERS as MAX_OWNERS
 
 
 @cuda.jit

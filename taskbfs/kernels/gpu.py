@@ -64,6 +64,9 @@ DEFAULT_BU_THREAD_EDGES = 32
 #: two "multiprocessors" so that grid-stride loops run more than one block.
 SIMULATOR_PROPERTIES = {"sm_count": 2, "warp_size": 32, "max_threads_per_block": 1024,
                         "max_threads_per_sm": 32}
+#: Most owners :func:`bucket_by_owner` groups by (its kernel's per-block shared histogram);
+#: a caller buckets on the host beyond that.
+BUCKET_MAX_OWNERS = 1024
 
 
 def simulator_enabled() -> bool:
@@ -90,7 +93,7 @@ def gpu_available() -> bool:
         return False
 
 
-def _require_gpu():
+def require_gpu():
     """Import numba.cuda or raise :class:`DeviceUnavailableError`."""
     if not gpu_available():
         raise DeviceUnavailableError(
@@ -159,7 +162,7 @@ def launch_config(device=None, block_size: int | None = None,
     InvalidParameterError
         A block size that is not a power of two, or exceeds the device's limit.
     """
-    cuda = _require_gpu()
+    cuda = require_gpu()
     simulated = simulator_enabled()
     if simulated:
         props = dict(SIMULATOR_PROPERTIES)
@@ -272,7 +275,7 @@ def device_exclusive_scan(data, n: int, config: LaunchConfig) -> None:
     Tile scans, a recursive scan of the tile totals, then a pass adding tile offsets
     (numba.cuda only, so it runs under the simulator).
     """
-    cuda = _require_gpu()
+    cuda = require_gpu()
     k = _kernels(config)
     num_tiles = -(-int(n) // config.block_size)
     if num_tiles == 0:
@@ -343,7 +346,7 @@ def gpu_top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices,
     edges_examined : int
         Adjacency entries read: the sum of the frontier's degrees, as on the CPU.
     """
-    cuda = _require_gpu()
+    cuda = require_gpu()
     config = config or launch_config()
     k = _kernels(config)
     num_frontier = len(frontier)
@@ -403,7 +406,7 @@ def gpu_bottom_up_step(indptr, indices, lo, hi, visited_bits, frontier_bits, out
     -------
     n_found, edges_examined : int
     """
-    cuda = _require_gpu()
+    cuda = require_gpu()
     config = config or launch_config()
     k = _kernels(config)
     num_own = int(hi) - int(lo)
@@ -479,7 +482,7 @@ class NumbaAllocator:
     """
 
     def __init__(self):
-        self._cuda = _require_gpu()
+        self._cuda = require_gpu()
         self._flush = False
 
     def upload(self, host: np.ndarray):

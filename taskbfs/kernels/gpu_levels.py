@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from taskbfs.kernels._gpu_levels import DEFERRED, EXAMINED, FOUND, NEXT_EDGES, ROW, ROWS
-from taskbfs.kernels.gpu import LaunchConfig, Stopwatch, _require_gpu
+from taskbfs.kernels.gpu import LaunchConfig, Stopwatch, require_gpu
 
 #: Bytes of the counts read back after each level: one row.
 COUNTS_BYTES = ROW * 8
@@ -80,7 +80,7 @@ class DeviceLevels:
         from taskbfs.kernels._gpu_levels import level_kernels
         from taskbfs.kernels.bitmap import words_for
 
-        cuda = _require_gpu()
+        cuda = require_gpu()
         if graph.lo != 0 or graph.hi != num_vertices:
             raise ValueError(f"the device levels need one slice of every vertex, got "
                              f"[{graph.lo}, {graph.hi}) of {num_vertices}")

@@ -2,7 +2,8 @@
 
 Returns
     :func:`small_top_down_levels`: runs levels until one is not small, records each
-    level's counts and each step's, and the accepted ``(vertex, parent, level)`` triples.
+    level's counts, its cycle-counter ticks (steps' start, barrier's start and end) and
+    each step's counts, and the accepted ``(vertex, parent, level)`` triples.
 Approach
     A level of a path or a mesh has a handful of frontier vertices: its kernels take a
     microsecond, and the level loop's host work per level (a step per task, the barrier,
@@ -21,8 +22,13 @@ Encoding
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from taskbfs.kernels.bitmap import test_and_set
 from taskbfs.kernels.cpu import _top_down, frontier_edge_count
@@ -34,10 +40,41 @@ BOTTOM_UP_NEXT = 2  # Beamer's rule turns the next level bottom-up
 FULL = 3  # the output buffers are full
 
 
+#: x86's time-stamp counter is readable from user code; elsewhere (AArch64's cycle
+#: counter may trap outside the kernel) the levels get their call's span.
+_HAS_COUNTER = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+@intrinsic
+def _ticks(typingctx):
+    """The CPU's cycle counter (``llvm.readcyclecounter``; 0 where it is not read): a few
+    nanoseconds a read, so each compiled level can say when it ran. The caller turns
+    ticks into seconds with the call's wall-clock span (:func:`ticks_to_times`)."""
+
+    def codegen(context, builder, signature, args):
+        if not _HAS_COUNTER:
+            return context.get_constant(types.int64, 0)
+        counter = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(64), []), "llvm.readcyclecounter")
+        return builder.call(counter, [])
+
+    return types.int64(), codegen
+
+
+def ticks_to_times(ticks: np.ndarray, clock: np.ndarray, called: float, returned: float):
+    """``ticks`` (any shape) as ``time.time()`` seconds: the call's entry and exit ticks
+    (``clock``) are its wall-clock ``called`` and ``returned``, and ticks between them are
+    placed in proportion; every tick is ``called`` where the counter did not move."""
+    span = int(clock[1]) - int(clock[0])
+    if span <= 0:
+        return np.full(ticks.shape, called)
+    return called + (ticks - clock[0]) * ((returned - called) / span)
+
+
 @njit(nogil=True, cache=True)
 def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets,
                           unvisited, state, max_edges, cpu_max, auto, alpha, level_stats,
-                          step_stats, pairs, limits):
+                          level_ticks, step_stats, pairs, limits, clock):
     """Run small top-down levels from the frontier given until one is not small.
 
     Parameters
@@ -73,18 +110,35 @@ def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, front
     level_stats : ndarray of int64, shape (L, 4)
         Receives per level run: ``[frontier_size, frontier_edges, unexplored_edges,
         reached]`` of the frontier it made.
+    level_ticks : ndarray of int64, shape (L, 3)
+        Receives per level run: the cycle counter when its steps start, when its barrier
+        starts and when it ends.
     step_stats : ndarray of int64, shape (S, 5)
         Receives per step run: ``[level, task, size, edges_examined, found]``.
     pairs : ndarray of int64, shape (P, 3)
         Receives each accepted ``(vertex, parent, distance)``.
     limits : ndarray of int64
         ``[levels, steps, pairs]`` written so far (in and out: the call appends).
+    clock : ndarray of int64, shape (2,)
+        Receives the cycle counter at the call's entry and exit.
 
     Returns
     -------
     int
         Why it stopped: ``DONE``, ``NOT_SMALL``, ``BOTTOM_UP_NEXT`` or ``FULL``.
     """
+    clock[0] = _ticks()
+    status = _levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets,
+                     unvisited, state, max_edges, cpu_max, auto, alpha, level_stats, level_ticks,
+                     step_stats, pairs, limits)
+    clock[1] = _ticks()
+    return status
+
+
+@njit(nogil=True, cache=True)
+def _levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets, unvisited,
+            state, max_edges, cpu_max, auto, alpha, level_stats, level_ticks, step_stats, pairs,
+            limits):
     num_tasks = bounds.size - 1
     n = degrees.size
     words = visited.size
@@ -109,6 +163,7 @@ def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, front
                 or limits[2] + state[2] > pairs.shape[0]):
             return 3
         level = state[0]
+        started = _ticks()
         # the steps, task by task, each reporting the unvisited neighbours of its frontier
         ncand = 0
         for t in range(num_tasks):
@@ -132,6 +187,7 @@ def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, front
             step_stats[nsteps, 4] = found
             nsteps += 1
         limits[1] = nsteps
+        merging = _ticks()
         # the barrier: owner by owner, steps in task order, first unvisited one wins
         for i in range(ncand):
             cand_owner[i] = np.searchsorted(bounds, cand_v[i], side="right") - 1
@@ -170,6 +226,9 @@ def small_top_down_levels(indptrs, indices_list, bounds, degrees, visited, front
         level_stats[nlev, 1] = edges
         level_stats[nlev, 2] = unexplored
         level_stats[nlev, 3] = n - reached
+        level_ticks[nlev, 0] = started
+        level_ticks[nlev, 1] = merging
+        level_ticks[nlev, 2] = _ticks()
         limits[0] = nlev + 1
         previous = state[1]
         state[0] = level + 1

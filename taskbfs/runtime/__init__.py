@@ -19,6 +19,8 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 ``include``         run work now inside the running task (OmpSs ``final``), traced as a task
 ``include_each``    several such pieces, side by side on a thread pool
 ``record_included`` records of included pieces that compiled code ran and timed
+``thread_pool``     this process's thread pool for work a task spreads over threads
+``on_threads``      ``work(k)`` on k threads at once, this one among them
 ==================  ===============================================================
 """
 
@@ -32,8 +34,10 @@ from taskbfs.runtime.worker import (
     current_device,
     include,
     include_each,
+    on_threads,
     publish,
     record_included,
+    thread_pool,
     worker_cache,
     worker_threads,
 )
@@ -56,8 +60,10 @@ __all__ = [
     "fetch_placements",
     "include",
     "include_each",
+    "on_threads",
     "publish",
     "record_included",
+    "thread_pool",
     "worker_cache",
     "worker_threads",
 ]

@@ -28,6 +28,7 @@ _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 _make_lock = threading.RLock()  # re-entrant: a make() may ask for another singleton
 _included = itertools.count()  # numbers included tasks' keys
+_thread_pools: dict = {}  # threads -> ThreadPoolExecutor (thread_pool)
 #: The program of the task running in this thread (for :func:`publish`).
 _running = threading.local()
 
@@ -181,6 +182,37 @@ def include_each(name: str, func, calls, executor=None, device: str = SMP) -> li
     if executor is None or len(calls) < 2:
         return [run(call) for call in calls]
     return list(executor.map(run, calls))
+
+
+def thread_pool(threads: int | None = None):
+    """This process's pool of ``threads`` threads (default: one per core) for work that a
+    running task spreads over threads (:func:`include_each`'s ``executor``,
+    :func:`on_threads`); made on first use, one per size, kept for the process."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = threads or os.cpu_count() or 1
+    with _lock:
+        if threads not in _thread_pools:
+            _thread_pools[threads] = ThreadPoolExecutor(threads,
+                                                        thread_name_prefix="taskbfs-level")
+        return _thread_pools[threads]
+
+
+def on_threads(work, threads: int, pool_size: int | None = None) -> list[int]:
+    """Call ``work(k)`` for k in 0 .. threads-1: 0 in this thread, the others on the
+    :func:`thread_pool` of ``pool_size`` threads (default ``threads``); the threads'
+    idents by k."""
+    idents = [threading.get_ident()] * threads
+
+    def run(k):
+        idents[k] = threading.get_ident()
+        work(k)
+
+    others = [thread_pool(pool_size or threads).submit(run, k) for k in range(1, threads)]
+    run(0)
+    for f in others:
+        f.result()
+    return idents
 
 
 def record_included(name: str, rows, device: str = SMP) -> None:
