@@ -209,6 +209,9 @@ def main() -> None:
     p.add_argument("--every", type=int, default=0, help="also print RSS every this many searches")
     p.add_argument("--tracemalloc", type=int, default=0, metavar="N",
                    help="print the N source lines whose traced memory grew most")
+    p.add_argument("--frames", type=int, default=10,
+                   help="frames per traced allocation with --external --tracemalloc "
+                        "(fewer: a faster run)")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="a Dask setting for the external processes, e.g. "
                         "distributed.admin.low-level-log-length=100 (repeatable)")
@@ -243,8 +246,8 @@ def main() -> None:
             before = {k: w.memory_info().rss for k, w in watched.items()}
             topics_before = rt.client.run_on_scheduler(_topics)
             if args.tracemalloc and args.external:  # the second half: logs full by then
-                rt.client.run_on_scheduler(_remote_trace_start, 10)
-                rt.client.run(_remote_trace_start, 10)
+                rt.client.run_on_scheduler(_remote_trace_start, args.frames)
+                rt.client.run(_remote_trace_start, args.frames)
             elif args.tracemalloc:
                 tracemalloc.start(8)
                 first = tracemalloc.take_snapshot()

@@ -20,6 +20,8 @@ from taskbfs.runtime.worker import TOPIC_PREFIX
 
 from test_faults import ProcessCluster  # isort: skip  (tests/test_faults.py)
 
+WORKERS_TIMEOUT = 180
+
 
 def _log_records(dask_worker=None, dask_scheduler=None) -> int:
     """Log records the server keeps in its bounded in-memory log (the dashboard's logs)."""
@@ -104,9 +106,14 @@ def _entries(rt) -> dict:
 
 @pytest.fixture(scope="module")
 def process_cluster(tmp_path_factory):
-    """A ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1."""
+    """A ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (started
+    together: one at a time takes over a minute on a loaded 2-core machine)."""
     cluster = ProcessCluster(tmp_path_factory.mktemp("growth"))
     try:
+        for name in ("a", "b"):
+            cluster._spawn(name, ["worker", cluster.address, "--name", name, "--host",
+                                  "127.0.0.1", "--no-dashboard", "--no-nanny", "--nthreads",
+                                  "1", "--resources", "CPU=1"])
         yield cluster
     finally:
         cluster.close()
@@ -118,8 +125,7 @@ def test_searches_on_an_external_cluster_leave_nothing_per_search(process_cluste
     workers or the client has more entries after the 16th search than after the 4th
     (``client.run`` logs one record per call: the counting itself, at most 2)."""
     with tb.Runtime(process_cluster.address) as rt:
-        process_cluster.add_worker("a", rt.client)
-        process_cluster.add_worker("b", rt.client)
+        rt.client.wait_for_workers(2, timeout=WORKERS_TIMEOUT)
         graph = tb.kronecker(8, seed=1)
         expected = {s: scipy_distances(graph, s) for s in range(1, 4)}
 
