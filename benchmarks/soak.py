@@ -4,9 +4,14 @@ Runs ``--searches`` BFS calls of one small graph (after ``--warm`` calls that ar
 counted) and prints the resident memory before and after, per search, of this process
 (the embedded runtime: client, scheduler and worker in one process) or, with
 ``--external``, of a ``dask scheduler`` and a ``dask worker`` process started here on
-127.0.0.1, and how many event topics the scheduler keeps. ``--tracemalloc N`` (embedded)
-also traces Python allocations over the counted searches and prints the N source lines
-whose live memory grew most (where the growth per search goes). ``--objects`` prints,
+127.0.0.1, and how many event topics the scheduler keeps. ``--tracemalloc N`` also traces
+Python allocations and prints the N allocation sites whose live memory grew most (where
+the growth per search goes): over the counted searches in this process (embedded), or over
+their second half in the scheduler and each worker (``--external``; session 16 found dask's
+``key_split`` cache that way). With ``--external``, every ``--every`` searches also print
+how many keys that cache holds per process; ``--fill-key-cache`` fills it first (as after
+~100,000 task keys, where it stops growing) and ``--config KEY=VALUE`` passes Dask settings
+to the processes (e.g. ``distributed.admin.low-level-log-length=100``). ``--objects`` prints,
 every ``--every`` searches, which Python object types grew in number (the garbage
 collector's view, in each process) and which containers of the scheduler, the workers,
 the client and the runtime grew in length: how session 14 found the log records that
@@ -15,6 +20,8 @@ the client and the runtime grew in length: how session 14 found the log records 
     PYTHONPATH=$PWD python benchmarks/soak.py --searches 500 [--external] [--every 500]
     PYTHONPATH=$PWD python benchmarks/soak.py --searches 1000 --tracemalloc 15
     PYTHONPATH=$PWD python benchmarks/soak.py --searches 2000 --every 1000 --objects
+    PYTHONPATH=$PWD python benchmarks/soak.py --searches 300 --external --tracemalloc 20
+    PYTHONPATH=$PWD python benchmarks/soak.py --searches 800 --every 100 --external --fill-key-cache
 """
 
 from __future__ import annotations
@@ -122,10 +129,61 @@ def _print_objects(rt, last: dict, searches: int) -> dict:
     return now
 
 
-def _external(tmp: Path, workers: int):
-    """A scheduler and ``workers`` CPU workers as processes; returns (address, [Popen])."""
+def _remote_trace_start(frames: int, dask_scheduler=None, dask_worker=None) -> None:
+    """Start tracing Python allocations in a scheduler or worker process."""
+    tracemalloc.start(frames)
+
+
+def _remote_trace_mark(dask_scheduler=None, dask_worker=None) -> None:
+    """Keep a snapshot on the server, to compare a later one with."""
+    server = dask_scheduler or dask_worker
+    server._soak_snapshot = tracemalloc.take_snapshot()
+
+
+def _remote_trace_growth(top: int, searches: int, dask_scheduler=None,
+                         dask_worker=None) -> str:
+    """:func:`_print_growth` between the server's kept snapshot and now, as text."""
+    import contextlib
+    import io
+
+    server = dask_scheduler or dask_worker
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        _print_growth(server._soak_snapshot, tracemalloc.take_snapshot(), top, searches)
+    tracemalloc.stop()
+    return out.getvalue()
+
+
+def _key_cache(dask_scheduler=None, dask_worker=None) -> int:
+    """Entries in dask's ``key_split`` cache (an LRU of 100,000 task keys) in this process."""
+    from dask.utils import key_split
+
+    return key_split.cache_info().currsize
+
+
+def _fill_key_cache(dask_scheduler=None, dask_worker=None) -> int:
+    """Fill ``key_split``'s cache with made-up keys as long as a search's (a full cache
+    evicts one old key per new one: what a process holds after ~100,000 task keys)."""
+    from dask.utils import key_split
+
+    for i in range(key_split.cache_info().maxsize):
+        key_split(f"bfs_step-bfs-{i:012x}-{i % 40}-filler")
+    return key_split.cache_info().currsize
+
+
+def _key_caches(rt) -> str:
+    sizes = {"scheduler": rt.client.run_on_scheduler(_key_cache),
+             **{a[-6:]: n for a, n in rt.client.run(_key_cache).items()}}
+    return " ".join(f"{k} {v}" for k, v in sizes.items())
+
+
+def _external(tmp: Path, workers: int, config: dict[str, str]):
+    """A scheduler and ``workers`` CPU workers as processes (``config``: Dask settings
+    they read, as ``DASK_...`` environment variables); returns (address, [Popen])."""
     dask = [sys.executable, "-m", "dask"]
     env = dict(os.environ)
+    env.update({"DASK_" + k.replace(".", "__").replace("-", "_").upper(): v
+                for k, v in config.items()})
     log = open(tmp / "cluster.log", "wb")  # noqa: SIM115 (lives as long as the processes)
     procs = [subprocess.Popen(dask + ["scheduler", "--host", "127.0.0.1", "--port", "0",
                                       "--no-dashboard", "--scheduler-file",
@@ -151,6 +209,15 @@ def main() -> None:
     p.add_argument("--every", type=int, default=0, help="also print RSS every this many searches")
     p.add_argument("--tracemalloc", type=int, default=0, metavar="N",
                    help="print the N source lines whose traced memory grew most")
+    p.add_argument("--frames", type=int, default=10,
+                   help="frames per traced allocation with --external --tracemalloc "
+                        "(fewer: a faster run)")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Dask setting for the external processes, e.g. "
+                        "distributed.admin.low-level-log-length=100 (repeatable)")
+    p.add_argument("--fill-key-cache", action="store_true",
+                   help="with --external, fill dask's key_split cache in the scheduler and "
+                        "workers before counting (as after ~100,000 task keys)")
     p.add_argument("--objects", action="store_true",
                    help="print the object types and containers that grew, every --every")
     args = p.parse_args()
@@ -158,7 +225,8 @@ def main() -> None:
     procs = []
     with tempfile.TemporaryDirectory() as tmp:
         if args.external:
-            address, procs = _external(Path(tmp), args.workers)
+            config = dict(item.split("=", 1) for item in args.config)
+            address, procs = _external(Path(tmp), args.workers, config)
             rt = tb.Runtime(address)
             rt.client.wait_for_workers(args.workers, timeout=60)
             watched = {"scheduler": psutil.Process(procs[0].pid),
@@ -171,10 +239,16 @@ def main() -> None:
         try:
             for _ in range(args.warm):
                 tb.bfs(graph, 1, runtime=rt)
+            if args.fill_key_cache:
+                rt.client.run_on_scheduler(_fill_key_cache)
+                rt.client.run(_fill_key_cache)
             gc.collect()
             before = {k: w.memory_info().rss for k, w in watched.items()}
             topics_before = rt.client.run_on_scheduler(_topics)
-            if args.tracemalloc:
+            if args.tracemalloc and args.external:  # the second half: logs full by then
+                rt.client.run_on_scheduler(_remote_trace_start, args.frames)
+                rt.client.run(_remote_trace_start, args.frames)
+            elif args.tracemalloc:
                 tracemalloc.start(8)
                 first = tracemalloc.take_snapshot()
             objects = _print_objects(rt, {}, 0) if args.objects else {}
@@ -182,12 +256,16 @@ def main() -> None:
             samples = {k: [(0, v)] for k, v in before.items()}
             for i in range(args.searches):
                 tb.bfs(graph, 1 + i % 7, runtime=rt)
+                if args.tracemalloc and args.external and i + 1 == args.searches // 2:
+                    rt.client.run_on_scheduler(_remote_trace_mark)
+                    rt.client.run(_remote_trace_mark)
                 if args.every and (i + 1) % args.every == 0:
                     for k, w in watched.items():
                         samples[k].append((i + 1, w.memory_info().rss))
                     rss = "  ".join(f"{k} {v[-1][1] / 2**20:.1f}" for k, v in samples.items())
+                    caches = f"; key_split cache {_key_caches(rt)}" if args.external else ""
                     print(f"  after {i + 1:6d} ({time.perf_counter() - t0:7.0f} s): "
-                          f"RSS MiB {rss}", flush=True)
+                          f"RSS MiB {rss}{caches}", flush=True)
                     if args.objects:
                         objects = _print_objects(rt, objects, args.every)
             seconds = time.perf_counter() - t0
@@ -195,9 +273,16 @@ def main() -> None:
             time.sleep(1)
             after = {k: w.memory_info().rss for k, w in watched.items()}
             topics_after = rt.client.run_on_scheduler(_topics)
-            if args.tracemalloc:
+            if args.tracemalloc and not args.external:
                 _print_growth(first, tracemalloc.take_snapshot(), args.tracemalloc,
                               args.searches)
+            elif args.tracemalloc:
+                half = args.searches - args.searches // 2
+                print("scheduler, over the second half: " + rt.client.run_on_scheduler(
+                    _remote_trace_growth, args.tracemalloc, half))
+                for address, text in rt.client.run(
+                        _remote_trace_growth, args.tracemalloc, half).items():
+                    print(f"worker {address}, over the second half: {text}")
         finally:
             rt.close()
             for proc in procs[::-1]:
