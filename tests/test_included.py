@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from reference import naive_bfs, scipy_distances
-from shapes import path, shapes
+from shapes import directed_cycle, path, shapes
 
 import taskbfs as tb
 from taskbfs.bfs import state
@@ -18,6 +18,8 @@ from taskbfs.runtime import Policy, Runtime
 SHAPES = {s.name: s for s in shapes()}
 SHAPES["path_50"] = path(50)  # deep, short enough to run every level as tasks too
 SHAPES.pop("path_3000")
+SHAPES["directed_cycle_30"] = directed_cycle(30)  # still wraps round 4 tasks, in 30 levels
+SHAPES.pop("directed_cycle_100")  # (its 100 levels as tasks: this file's slowest cases)
 LEVEL_COLUMNS = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
                  "discovered", "tasks", "tasks_cpu", "tasks_gpu"]
 TRACE_COLUMNS = ["level", "task", "lo", "hi", "direction", "size", "edges_examined", "found",

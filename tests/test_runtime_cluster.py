@@ -213,10 +213,10 @@ def test_runtime_rejects_other_types(bad):
 
 
 # ---------------------------------------------------------------- Cluster objects, dask-cuda, dashboard link
-def _kronecker_like():
+def _kronecker_like(scale: int = 9):
     from shapes import kronecker_like
 
-    shape = kronecker_like(scale=9, edgefactor=8, seed=3)
+    shape = kronecker_like(scale=scale, edgefactor=8, seed=3)
     return shape, tb.Graph.from_edges(shape.src, shape.dst, shape.num_vertices)
 
 
@@ -331,7 +331,7 @@ def test_dask_cuda_gpu_workers_are_recognised(tmp_path):
         with Client(address, timeout=START_TIMEOUT) as client:
             client.wait_for_workers(2, timeout=START_TIMEOUT)
             assert "GPU" not in str(client.scheduler_info()["workers"])  # as dask-cuda starts them
-        shape, graph = _kronecker_like()
+        _, graph = _kronecker_like(scale=6)  # its GPU steps run in the simulator
         with Runtime(address) as rt:
             assert rt.resources() == {"CPU": 1, "GPU": 1, "workers": 2}
             r = tb.bfs(graph, 0, tasks=2, strategy="gpu", runtime=rt)
