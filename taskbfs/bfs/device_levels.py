@@ -16,9 +16,10 @@ Approach
     :class:`~taskbfs.bfs.state.Frontier` is a shell (``vertices`` and ``bits`` None) while
     they do. A level whose step the policy puts on the CPU (hybrid) gets the state back
     from the barrier before it (visited bitmap and frontier), and the next GPU level takes
-    it up again, unless the state stays for it (:meth:`GpuLevels.place`: a few small levels cost less here than
-    the move); the CPU steps' pairs are written over the device's result on the host at
-    the end (:func:`~taskbfs.bfs.device_cache.result_to_host`).
+    it up again, unless the state stays for it (:meth:`GpuLevels.place`: a few small
+    levels cost less here than the move); the CPU steps' pairs are written over the
+    device's result on the host at the end
+    (:func:`~taskbfs.bfs.device_cache.result_to_host`).
 """
 
 from __future__ import annotations

@@ -286,12 +286,12 @@ def _assemble(frontier: Frontier, source: int, threads: int | None = None,
     frontier's ``included``), or the result on the GPU with the CPU steps' pairs."""
     if gpu is not None and gpu.ran:
         return gpu.result(frontier, source)
-    logs = [d for _, d in frontier.included]
-    levels = [level for level, _ in frontier.included]
     if frontier.result_on_device:  # every step ran on this GPU: its pairs are there
         from taskbfs.bfs.device_cache import result_to_host
 
         return result_to_host(frontier, [], [], source)
+    logs = [d for _, d in frontier.included]
+    levels = [level for level, _ in frontier.included]
     return assemble_all(logs, levels, source=source, bounds=frontier.bounds,
                         cuts=[0, int(frontier.bounds[-1])], threads=threads)
 
