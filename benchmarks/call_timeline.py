@@ -49,6 +49,10 @@ PARTS = [
     ("taskbfs.bfs.device_levels", "GpuLevels", "result"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "to_host"),
     ("taskbfs.bfs.included", None, "run_small_levels"),
+    ("taskbfs.bfs.included", None, "_run_steps"),
+    ("taskbfs.bfs.included", None, "advance"),
+    ("taskbfs.bfs.device_levels", "GpuLevels", "_reached"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "enter_reached"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "enter"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "top_down"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "_counts"),
@@ -124,6 +128,8 @@ def _wrap_parts() -> None:
     for module_name, owner_name, name in PARTS:
         module = importlib.import_module(module_name)
         owner = module if owner_name is None else getattr(module, owner_name)
+        if not hasattr(owner, name):  # a part of another version of the package
+            continue
         label = name if owner_name is None else f"{owner_name}.{name}"
         setattr(owner, name, _timed(label, getattr(owner, name)))
 

@@ -617,10 +617,9 @@ def test_one_task_gpu_levels_keep_the_frontier_on_the_device(runtime, graph, dir
     trace = r.trace
     assert (trace["device"] == "cuda").all() and trace["included"].all()
     assert (trace["d2h_bytes"] == COUNTS_BYTES).all()
-    words = (g.num_vertices + 63) // 64
-    # top-down, level 0 sends only the source (int32); the device makes the visited bits
-    first_top_down = r.levels["direction"].iloc[0] == TOP_DOWN
-    assert trace["h2d_bytes"].iloc[0] == (4 if first_top_down else 2 * 8 * words)
+    # level 0 sends the source as a pair (vertex, parent, distance) and as the frontier,
+    # int32 both ways: the device makes the result, the queue or the bits
+    assert trace["h2d_bytes"].iloc[0] == 4 * 4
     assert (trace["h2d_bytes"].iloc[1:] == 0).all()
     assert (r.levels["barrier_worker"] == _gpu_worker(runtime)).all()
 
@@ -668,6 +667,44 @@ def test_hybrid_one_task_moves_the_state_between_host_and_device(runtime, direct
         if device == "cuda":  # entered from the host: the visited bitmap went up
             entered = i == 0 or devices[i - 1] == "smp"
             assert (trace["h2d_bytes"].iloc[i] > 0) == entered
+
+
+@needs_gpu
+@pytest.mark.parametrize("direction", ["auto", "top-down"])
+@pytest.mark.parametrize("isolated", [20_000, 0])
+def test_hybrid_first_entry_sends_the_reached_pairs_when_they_are_fewer_bytes(runtime,
+                                                                             direction, isolated):
+    """Hybrid, T = 1: the search's first GPU level after host levels takes up the pairs the
+    host found (and the frontier's ids), not the visited bitmap, when they are fewer bytes:
+    a Kronecker component among 20,000 isolated vertices (a 2.5 kB bitmap). On the
+    component alone (a 16-byte bitmap) it sends the bitmap and the frontier. The result is
+    scipy's with valid parents either way, the devices those of the levels-as-tasks run."""
+    coo = _kron().to_scipy().tocoo()
+    g = tb.Graph.from_edges(coo.row, coo.col, num_vertices=128 + isolated)
+    source = _hub_source(g)
+    probe = tb.bfs(g, source, tasks=1, strategy="cpu", direction=direction, runtime=runtime)
+    lam = int(probe.trace["size"].iloc[0])  # level 0 on the host, larger levels on the GPU
+    runs = {inside: tb.bfs(g, source, tasks=1, strategy="hybrid", lam=lam, direction=direction,
+                           runtime=runtime, dispatch="auto" if inside else "tasks")
+            for inside in (False, True)}
+    for r in runs.values():
+        _check(g, source, r)
+    columns = ["level", "task", "direction", "size", "device"]
+    assert runs[True].trace[columns].equals(runs[False].trace[columns])
+    r = runs[True]
+    trace = r.trace.sort_values(["level", "start"])
+    first = trace["device"].tolist().index("cuda")
+    level = int(trace["level"].iloc[first])
+    assert level > 0  # host levels first
+    h2d = int(trace["h2d_bytes"].iloc[first])
+    bitmap = -(-g.num_vertices // 64) * 8
+    frontier = int(r.levels["frontier_size"].iloc[level])
+    top_down = trace["direction"].iloc[first] == "top-down"
+    if isolated:  # int32 rows of vertex, parent, distance (a vertex may come twice), ids
+        reached = int(((r.distances >= 0) & (r.distances <= level)).sum())
+        assert (3 * reached + frontier) * 4 <= h2d < bitmap
+    else:
+        assert h2d == bitmap + (frontier * 4 if top_down else bitmap)
 
 
 def _set_leave_seconds(runtime, seconds: float) -> None:

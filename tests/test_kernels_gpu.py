@@ -408,6 +408,50 @@ def _device_levels(graph, block_size):
 
 
 @needs_gpu
+@pytest.mark.parametrize(("name", "block_size"), _cases())
+def test_device_levels_enter_from_the_reached_pairs(name, block_size):
+    """A search's first entry from the pairs its host steps found (``enter_reached``):
+    the result holds exactly those pairs (a vertex named twice keeps one of its equal-
+    distance parents), every other vertex is -1, and the level that follows finds what the
+    CPU step finds, top-down from the frontier as a queue and bottom-up from it as bits
+    (ids named twice)."""
+    from taskbfs.kernels.bitmap import bitmap_from_vertices
+
+    for graph, depth, level, frontier, visited, frontier_bits in _scenarios(name):
+        n = graph.num_vertices
+        seen = np.flatnonzero((depth >= 0) & (depth <= level))
+        # stored as given: the parent column need not be a BFS tree for this check
+        pairs = np.stack([seen, (seen * 7 + 3) % n, depth[seen]]).astype(np.int32)
+        twice = np.concatenate([pairs, pairs[:, : seen.size // 2]], axis=1)
+        expected = np.flatnonzero(depth == level + 1)
+        for top_down in (True, False):
+            levels = _device_levels(graph, block_size)
+            ids = frontier if top_down else np.concatenate([frontier, frontier[:2]])
+            moved = levels.enter_reached(level, top_down, twice, ids.astype(np.int32))
+            assert moved == (twice.size + ids.size) * 4
+            parents = levels.parents.copy_to_host()[:n]
+            distances = levels.distances.copy_to_host()[:n]
+            np.testing.assert_array_equal(parents[seen], pairs[1])
+            np.testing.assert_array_equal(distances[seen], pairs[2])
+            others = np.setdiff1d(np.arange(n), seen)
+            assert (parents[others] == -1).all() and (distances[others] == -1).all()
+            if top_down:
+                counts = levels.top_down(level, frontier.size,
+                                         int(graph.degrees()[frontier].sum()))
+                _, _, cedges = cpu.run_top_down(graph.indptr, graph.indices, 0, frontier, visited)
+            else:
+                counts = levels.bottom_up(level)
+                inward = graph.transpose()
+                _, _, cedges = cpu.run_bottom_up(inward.indptr, inward.indices, 0, n, visited,
+                                                 frontier_bits)
+            assert counts.examined == cedges and counts.found == expected.size
+            distances = levels.distances.copy_to_host()[:n]
+            np.testing.assert_array_equal(np.flatnonzero(distances == level + 1), expected)
+            after = bitmap_from_vertices(np.flatnonzero((depth >= 0) & (depth <= level + 1)), n)
+            np.testing.assert_array_equal(levels.leave(level + 1, True, counts.found)[0], after)
+
+
+@needs_gpu
 @pytest.mark.parametrize("small_arcs", [0, 1 << 16], ids=["tiled", "small"])
 @pytest.mark.parametrize(("name", "block_size"), _cases())
 def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):

@@ -49,15 +49,19 @@ class GpuLevels:
     policy : Policy
         Where each level's step runs (the host between GPU levels when it says so).
     num_vertices : int
+    source : int
     cache : DeviceCache, optional
         Default: this worker's.
     """
 
-    def __init__(self, slices, policy: Policy, num_vertices: int, cache=None):
+    def __init__(self, slices, policy: Policy, num_vertices: int, source: int, cache=None):
         self.slices = slices
         self.policy = policy
         self.n = int(num_vertices)
+        self.source = int(source)
         self._cache = cache
+        #: The first entries of ``Frontier.included`` whose pairs the device's result holds.
+        self.logs_on_device = 0
         self.levels = None  # the DeviceLevels, once a level ran on the GPU
         self.on_device = False  # the frontier and visited set are on the device now
         self.renting = False  # the next level runs here against the policy's word
@@ -154,20 +158,59 @@ class GpuLevels:
 
     # ------------------------------------------------------------------ state in and out
     def _enter(self, frontier: Frontier) -> int:
-        """Hand the host's state of ``frontier``'s level to the device; bytes moved."""
+        """Hand the host's state of ``frontier``'s level to the device; bytes moved. The
+        search's first entry sends the pairs its host steps found when they are fewer
+        bytes than the visited bitmap (:meth:`_reached`), so that the device's result
+        starts complete; a later one, or a larger first one, sends the bitmap."""
         moved = 0
-        if self.levels is None:
+        fresh = self.levels is None
+        if fresh:
             self.levels, moved = self.cache.device_levels(self.slices[0], self.slices[-1], self.n)
             self.levels.start_search()
             self.levels.small_level_arcs = int(config.get("gpu.small-level-arcs"))
             self.cache.results += 1
         top_down = frontier.direction == TOP_DOWN
-        data = frontier.vertices if top_down else frontier.bits
-        entered = self.levels.enter(frontier.level, top_down, frontier.visited_bits, data)
+        reached = self._reached(frontier) if fresh else None
+        if reached is not None:
+            pairs, ids = reached
+            entered = self.levels.enter_reached(frontier.level, top_down, pairs, ids)
+            self.logs_on_device = len(frontier.included)
+        else:
+            data = frontier.vertices if top_down else frontier.bits
+            entered = self.levels.enter(frontier.level, top_down, frontier.visited_bits, data)
         self.cache.data.count_up(entered)
         moved += entered
         self.on_device = True
         return moved
+
+    def _reached(self, frontier: Frontier):
+        """``(pairs, frontier ids)`` for :meth:`DeviceLevels.enter_reached`: the source and
+        every host step's pairs so far (``frontier.included``) as rows of vertex, parent
+        and distance, and the level's frontier as vertex ids; None when they would be more
+        bytes than the visited bitmap and the frontier as the host keeps them."""
+        logs = frontier.included
+        if any(d.parents is None for _, d in logs):
+            return None
+        dtype = self.levels.dtype
+        count = 1 + sum(int(d.vertices.size) for _, d in logs)
+        top_down = frontier.direction == TOP_DOWN
+        ids = frontier.vertices.size if top_down else count  # at most
+        bitmap_bytes = frontier.visited_bits.nbytes + (
+            frontier.vertices.size * dtype.itemsize if top_down else frontier.bits.nbytes)
+        if (3 * count + ids) * dtype.itemsize >= bitmap_bytes:
+            return None
+        pairs = np.empty((3, count), dtype=dtype)
+        pairs[:, 0] = (self.source, self.source, 0)
+        at = 1
+        for level, d in logs:
+            stop = at + d.vertices.size
+            pairs[0, at:stop] = d.vertices
+            pairs[1, at:stop] = d.parents
+            pairs[2, at:stop] = d.depths if d.depths is not None else level + 1
+            at = stop
+        ids = (frontier.vertices if top_down
+               else pairs[0, pairs[2] == frontier.level])
+        return pairs, ids
 
     def _leave(self, frontier: Frontier) -> int:
         """Fill the shell ``frontier`` in from the device (its visited bitmap in place);
@@ -206,7 +249,8 @@ class GpuLevels:
         steps that ran on the CPU (``frontier.included``) written over it."""
         from taskbfs.bfs.device_cache import result_to_host
 
-        logs = [d for _, d in frontier.included]
-        levels = [level for level, _ in frontier.included]
+        on_host = frontier.included[self.logs_on_device:]  # the others' are on the device
+        logs = [d for _, d in on_host]
+        levels = [level for level, _ in on_host]
         return result_to_host(frontier, logs, levels, source, cache=self.cache,
                               arrays=self.levels.result())

@@ -137,7 +137,7 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy,
     summaries = LevelSummaries(num_tasks)
     summaries.append(summary)
     threads = worker_threads()
-    levels = _Levels(slices, degrees, policy, device, threads, summaries)
+    levels = _Levels(slices, degrees, policy, device, threads, summaries, init["source"])
     while summary.frontier_size:
         frontier, made = levels.run(frontier, summary)
         if isinstance(made, LevelBlock):
@@ -169,11 +169,11 @@ class _Levels:
     """
 
     def __init__(self, slices, degrees, policy: Policy, device: str, threads: int,
-                 summaries: LevelSummaries):
+                 summaries: LevelSummaries, source: int):
         self.slices, self.degrees, self.policy, self.device = slices, degrees, policy, device
         self.summaries = summaries  # keeps the step tables of the levels run on threads
         num_tasks = len(slices)
-        self.gpu = (GpuLevels(slices[0], policy, degrees.size)
+        self.gpu = (GpuLevels(slices[0], policy, degrees.size, source)
                     if GpuLevels.applies(device, num_tasks) else None)
         # on a CPU worker every step runs on the CPU: a level runs on the worker's threads
         self.on_threads = LevelTasks(slices, degrees, threads) if device == SMP else None

@@ -91,6 +91,42 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
             i += stride
 
     @cuda.jit
+    def fresh_result(n, parents, distances, row, bits, num_words):
+        """A new search's result: every vertex unreached (-1); the next counts row and
+        ``bits[:num_words]`` zeroed."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        if i < ROW:
+            row[i] = 0
+        while i < n:
+            parents[i] = unvisited
+            distances[i] = unvisited
+            if i < num_words:
+                bits[i] = _ZERO
+            i += stride
+
+    @cuda.jit
+    def write_reached(vertices, parents_of, depths, k, frontier, f, top_down, parents,
+                      distances, queue, bits):
+        """The reached pairs ``(vertices[i], parents_of[i], depths[i])``, ``i < k``, into
+        the result (a vertex named twice is at one distance: either parent is valid), and
+        ``frontier[:f]`` as the level's queue (``top_down``) or into its zeroed bitmap."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < k or i < f:
+            if i < k:
+                v = int64(vertices[i])
+                parents[v] = parents_of[i]
+                distances[v] = depths[i]
+            if i < f:
+                if top_down:
+                    queue[i] = frontier[i]
+                else:
+                    u = int64(frontier[i])
+                    cuda.atomic.or_(bits, u >> 6, _ONE << uint64(u & 63))
+            i += stride
+
+    @cuda.jit
     def top_down(indptr, indices, frontier, offsets, k, tile_first, num_tiles, depth,
                  parents, distances, queue, row, next_row):
         """One top-down level over the frontier's edges (``offsets``: the exclusive scan
@@ -338,6 +374,8 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
         base=base,
         tile=tile,
         enter=enter,
+        fresh_result=fresh_result,
+        write_reached=write_reached,
         top_down=top_down,
         top_down_small=top_down_small,
         bottom_up=bottom_up,

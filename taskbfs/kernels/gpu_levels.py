@@ -115,29 +115,42 @@ class DeviceLevels:
         self.entered = False
 
     # ------------------------------------------------------------------ in and out
+    def enter_reached(self, level: int, top_down: bool, reached: np.ndarray,
+                      frontier: np.ndarray) -> int:
+        """Start this search's result from what the host reached: ``reached`` (shape
+        ``(3, k)``, ``vertex_dtype``) holds per row the vertices, their parents and their
+        distances (every vertex the search visited, the source included; a vertex may be
+        named twice at one distance), ``frontier`` the vertex ids of level ``level``
+        (top-down: each once; bottom-up: repeats allowed). One copy to the device and two
+        launches, whatever the graph's size. Returns the bytes copied."""
+        cfg = self.config
+        k, f = reached.shape[1], frontier.size
+        packed = np.empty(3 * k + f, dtype=self.dtype)
+        packed[: 3 * k] = reached.ravel()
+        packed[3 * k:] = frontier
+        entry = self._workspace("levels_entry", packed.size, self.dtype)
+        self._upload(entry, packed)
+        p = level % 2
+        self.k.fresh_result[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
+            self.n, self.parents, self.distances, self.rows[level % ROWS], self.bits[p],
+            0 if top_down else self.words)
+        self.k.write_reached[cfg.blocks_for(max(k, f, 1)), cfg.block_size](
+            entry[:k], entry[k: 2 * k], entry[2 * k: 3 * k], k, entry[3 * k:], f, top_down,
+            self.parents, self.distances, self.queues[p], self.bits[p])
+        self.entered = True
+        return int(packed.nbytes)
+
     def enter(self, level: int, top_down: bool, visited_bits: np.ndarray, frontier: np.ndarray) -> int:
         """Take the search's state from the host: the visited bitmap of level ``level`` and
         its frontier (vertex ids top-down, bitmap words bottom-up). The first call of the
         search starts its result (-1, and -2 for the visited vertices); later ones mark
         the vertices the host visited since. Returns the bytes copied to the device."""
         cfg = self.config
-        # level 0 of a new search: the visited set is the frontier (the source), made
-        # here from the uploaded frontier, not copied
-        from_source = level == 0 and top_down and not self.entered
-        if from_source:
-            frontier = np.ascontiguousarray(frontier, dtype=self.dtype)
-            self._upload(self.queues[0], frontier)
-            self.k.base.fill[cfg.blocks_for(self.words), cfg.block_size](self.visited, 0)
-            self.k.queue_to_bits[cfg.blocks_for(max(frontier.size, 1)), cfg.block_size](
-                self.queues[0], frontier.size, self.visited)
-        else:
-            self._upload(self.visited, np.ascontiguousarray(visited_bits, dtype=np.uint64))
+        self._upload(self.visited, np.ascontiguousarray(visited_bits, dtype=np.uint64))
         self.k.enter[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
             self.visited, self.n, not self.entered, self.parents, self.distances,
             self.rows[level % ROWS])
         self.entered = True
-        if from_source:
-            return int(frontier.nbytes)
         if top_down:
             frontier = np.ascontiguousarray(frontier, dtype=self.dtype)
             self._upload(self.queues[level % 2], frontier)
