@@ -18,12 +18,18 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
 import taskbfs as tb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import graph_files  # noqa: E402
 
 #: (module, owner attribute or None, function name): the parts timed.
 PARTS = [
@@ -143,8 +149,10 @@ def main(argv=None) -> None:
     parser.add_argument("--sample-first-ms", type=float, default=None,
                         help="also sample every thread in the first N ms of each call and "
                              "list, for the median call, what ran then")
+    parser.add_argument("--graph-dir", default=None,
+                        help="read the graph from (or save it into) this directory")
     args = parser.parse_args(argv)
-    graph = tb.kronecker(args.scale, 16, seed=1)
+    graph = graph_files.kronecker(args.scale, 16, 1, args.graph_dir)
     keys = [int(k) for k in tb.search_keys(graph, args.keys + 1, seed=3)]
     _wrap_parts()
     calls = []

@@ -52,6 +52,7 @@ from taskbfs import config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import graph_files  # noqa: E402
 import plain_gpu_loop as peer  # noqa: E402
 from gpu_strategies import device_name, harmonic_mean  # noqa: E402
 
@@ -210,7 +211,7 @@ def run_scale(scale, labels, runtime, args, machine, writer) -> None:
         print(f"(scale {scale}: no configuration can run here)", flush=True)
         return
     start = time.perf_counter()
-    graph = tb.kronecker(scale, edgefactor=16, seed=args.seed)
+    graph = graph_files.kronecker(scale, 16, args.seed, args.graph_dir)
     build = time.perf_counter() - start
     keys = [int(k) for k in tb.search_keys(graph, args.keys, seed=args.seed)]
     print(f"\n## scale {scale}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges "
@@ -257,6 +258,8 @@ def parse_args():
                         help="Graph500 validation of every search, or of each "
                              "configuration's first key only")
     parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
+    parser.add_argument("--graph-dir", default=None,
+                        help="read the graphs from (or save them into) this directory")
     return parser.parse_args()
 
 

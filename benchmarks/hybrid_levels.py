@@ -28,6 +28,7 @@ import taskbfs as tb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import graph_files  # noqa: E402
 from gpu_strategies import harmonic_mean  # noqa: E402
 
 
@@ -85,6 +86,8 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--lams", type=float, nargs="*", default=[])
+    parser.add_argument("--graph-dir", default=None,
+                        help="read the graphs from (or save them into) this directory")
     args = parser.parse_args()
     configs = configurations(args.lams)
     with tb.Runtime() as runtime:
@@ -93,7 +96,7 @@ def main() -> None:
             print("(gpu skipped: the cluster has no GPU worker)", flush=True)
             configs = [c for c in configs if c[1] != "gpu"]
         for scale in args.scales:
-            graph = tb.kronecker(scale, edgefactor=16, seed=args.seed)
+            graph = graph_files.kronecker(scale, 16, args.seed, args.graph_dir)
             keys = [int(k) for k in tb.search_keys(graph, args.keys, seed=args.seed)]
             print(f"\n## scale {scale}: {graph.num_vertices:,} vertices, "
                   f"{graph.num_edges:,} edges, {len(keys)} keys", flush=True)

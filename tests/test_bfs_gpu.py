@@ -672,12 +672,12 @@ def test_hybrid_one_task_moves_the_state_between_host_and_device(runtime, direct
 @needs_gpu
 @pytest.mark.parametrize("direction", ["auto", "top-down"])
 @pytest.mark.parametrize("isolated", [20_000, 0])
-def test_hybrid_first_entry_sends_the_reached_pairs_when_they_are_fewer_bytes(runtime,
-                                                                             direction, isolated):
+def test_hybrid_first_entry_sends_the_reached_pairs_when_they_fit(runtime, direction,
+                                                                  isolated):
     """Hybrid, T = 1: the search's first GPU level after host levels takes up the pairs the
-    host found (and the frontier's ids), not the visited bitmap, when they are fewer bytes:
-    a Kronecker component among 20,000 isolated vertices (a 2.5 kB bitmap). On the
-    component alone (a 16-byte bitmap) it sends the bitmap and the frontier. The result is
+    host found (and the frontier's ids), not the visited bitmap, when they take at most the
+    bytes of two bitmaps: a Kronecker component among 20,000 isolated vertices (a 2.5 kB
+    bitmap). On the component alone (a 16-byte bitmap) it sends the bitmap and the frontier. The result is
     scipy's with valid parents either way, the devices those of the levels-as-tasks run."""
     coo = _kron().to_scipy().tocoo()
     g = tb.Graph.from_edges(coo.row, coo.col, num_vertices=128 + isolated)

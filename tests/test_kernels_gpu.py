@@ -427,6 +427,12 @@ def test_device_levels_enter_from_the_reached_pairs(name, block_size):
         for top_down in (True, False):
             levels = _device_levels(graph, block_size)
             ids = frontier if top_down else np.concatenate([frontier, frontier[:2]])
+            if twice.size + ids.size > levels.entry_capacity:  # a larger one is refused
+                with pytest.raises(ValueError, match="enter"):
+                    levels.enter_reached(level, top_down, twice, ids.astype(np.int32))
+                levels.entry_capacity = twice.size + ids.size  # to check the kernels
+                levels.entry = levels._workspace("levels_entry", levels.entry_capacity,
+                                                 levels.dtype)
             moved = levels.enter_reached(level, top_down, twice, ids.astype(np.int32))
             assert moved == (twice.size + ids.size) * 4
             parents = levels.parents.copy_to_host()[:n]

@@ -159,9 +159,9 @@ class GpuLevels:
     # ------------------------------------------------------------------ state in and out
     def _enter(self, frontier: Frontier) -> int:
         """Hand the host's state of ``frontier``'s level to the device; bytes moved. The
-        search's first entry sends the pairs its host steps found when they are fewer
-        bytes than the visited bitmap (:meth:`_reached`), so that the device's result
-        starts complete; a later one, or a larger first one, sends the bitmap."""
+        search's first entry sends the pairs its host steps found when they take at most
+        the bytes of two bitmaps (:meth:`_reached`), so that the device's result starts
+        complete; a later one, or a larger first one, sends the visited bitmap."""
         moved = 0
         fresh = self.levels is None
         if fresh:
@@ -187,7 +187,8 @@ class GpuLevels:
         """``(pairs, frontier ids)`` for :meth:`DeviceLevels.enter_reached`: the source and
         every host step's pairs so far (``frontier.included``) as rows of vertex, parent
         and distance, and the level's frontier as vertex ids; None when they would be more
-        bytes than the visited bitmap and the frontier as the host keeps them."""
+        bytes than two bitmaps (``entry_capacity``; :meth:`DeviceLevels.enter` then sends
+        the visited bitmap and the frontier)."""
         logs = frontier.included
         if any(d.parents is None for _, d in logs):
             return None
@@ -195,9 +196,7 @@ class GpuLevels:
         count = 1 + sum(int(d.vertices.size) for _, d in logs)
         top_down = frontier.direction == TOP_DOWN
         ids = frontier.vertices.size if top_down else count  # at most
-        bitmap_bytes = frontier.visited_bits.nbytes + (
-            frontier.vertices.size * dtype.itemsize if top_down else frontier.bits.nbytes)
-        if (3 * count + ids) * dtype.itemsize >= bitmap_bytes:
+        if 3 * count + ids > self.levels.entry_capacity:
             return None
         pairs = np.empty((3, count), dtype=dtype)
         pairs[:, 0] = (self.source, self.source, 0)

@@ -100,6 +100,10 @@ class DeviceLevels:
         self.deferred = workspace("levels_deferred", n, self.dtype)
         self.visited = workspace("levels_visited", words, np.uint64)
         self.tail = workspace("levels_tail", 1, np.int64)
+        #: The most vertex ids :meth:`enter_reached` takes (pairs and frontier): as many
+        #: bytes as two bitmaps, the visited set and a frontier (what :meth:`enter` sends).
+        self.entry_capacity = 2 * words * 8 // self.dtype.itemsize
+        self.entry = workspace("levels_entry", self.entry_capacity, self.dtype)
         self.rows = [cuda.device_array(ROW, dtype=np.int64) for _ in range(ROWS)]
         self.host_row = _host_row(cuda, config.simulated)
         self.entered = False  # whether the result arrays hold this search's state
@@ -121,14 +125,18 @@ class DeviceLevels:
         ``(3, k)``, ``vertex_dtype``) holds per row the vertices, their parents and their
         distances (every vertex the search visited, the source included; a vertex may be
         named twice at one distance), ``frontier`` the vertex ids of level ``level``
-        (top-down: each once; bottom-up: repeats allowed). One copy to the device and two
-        launches, whatever the graph's size. Returns the bytes copied."""
+        (top-down: each once; bottom-up: repeats allowed), at most ``entry_capacity`` ids
+        in all. One copy to the device and two launches, whatever the graph's size.
+        Returns the bytes copied."""
         cfg = self.config
         k, f = reached.shape[1], frontier.size
+        if 3 * k + f > self.entry_capacity:
+            raise ValueError(f"{k} pairs and {f} frontier ids exceed the entry's "
+                             f"{self.entry_capacity} (use enter)")
         packed = np.empty(3 * k + f, dtype=self.dtype)
         packed[: 3 * k] = reached.ravel()
         packed[3 * k:] = frontier
-        entry = self._workspace("levels_entry", packed.size, self.dtype)
+        entry = self.entry
         self._upload(entry, packed)
         p = level % 2
         self.k.fresh_result[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
