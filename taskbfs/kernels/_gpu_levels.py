@@ -106,23 +106,23 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
             i += stride
 
     @cuda.jit
-    def write_reached(vertices, parents_of, depths, k, frontier, f, top_down, parents,
-                      distances, queue, bits):
-        """The reached pairs ``(vertices[i], parents_of[i], depths[i])``, ``i < k``, into
-        the result (a vertex named twice is at one distance: either parent is valid), and
-        ``frontier[:f]`` as the level's queue (``top_down``) or into its zeroed bitmap."""
+    def write_reached(entry, k, f, top_down, parents, distances, queue, bits):
+        """The reached pairs into the result and the level's frontier into its queue
+        (``top_down``) or its zeroed bitmap: ``entry`` holds the pairs' vertices, parents
+        and distances (``k`` each, one after another) and then ``f`` frontier ids. A vertex
+        named twice is at one distance: either parent is valid."""
         i = cuda.grid(1)
         stride = cuda.gridsize(1)
         while i < k or i < f:
             if i < k:
-                v = int64(vertices[i])
-                parents[v] = parents_of[i]
-                distances[v] = depths[i]
+                v = int64(entry[i])
+                parents[v] = entry[k + i]
+                distances[v] = entry[2 * k + i]
             if i < f:
                 if top_down:
-                    queue[i] = frontier[i]
+                    queue[i] = entry[3 * k + i]
                 else:
-                    u = int64(frontier[i])
+                    u = int64(entry[3 * k + i])
                     cuda.atomic.or_(bits, u >> 6, _ONE << uint64(u & 63))
             i += stride
 

@@ -142,9 +142,9 @@ class DeviceLevels:
         self.k.fresh_result[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
             self.n, self.parents, self.distances, self.rows[level % ROWS], self.bits[p],
             0 if top_down else self.words)
+        # the whole buffer and offsets: a view of a device array costs ~40 us to make
         self.k.write_reached[cfg.blocks_for(max(k, f, 1)), cfg.block_size](
-            entry[:k], entry[k: 2 * k], entry[2 * k: 3 * k], k, entry[3 * k:], f, top_down,
-            self.parents, self.distances, self.queues[p], self.bits[p])
+            entry, k, f, top_down, self.parents, self.distances, self.queues[p], self.bits[p])
         self.entered = True
         return int(packed.nbytes)
 
