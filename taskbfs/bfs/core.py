@@ -453,9 +453,7 @@ class _Search:
         first = first_summary(self.parts.bounds, self.source, self.graph.degree(self.source),
                               self.placed.num_arcs, self.direction, self.init["alpha"],
                               self.init["beta"])
-        if self.kept.level < 1:
-            self.report([first])
-        else:  # a resumed search reported its first levels already
+        if self.kept.level >= 1:  # a resumed search reported its first levels already
             self.heard.level = self.kept.level
         summaries, result, exchange = owned_search(
             self.program, self.placed, self.slices, self.source, first, self.direction,

@@ -49,6 +49,7 @@ from taskbfs.bfs.compiled_levels import (
 )
 from taskbfs.bfs.device_levels import GpuLevels
 from taskbfs.bfs.level_tasks import LevelTasks
+from taskbfs.bfs.levels import run_levels
 from taskbfs.bfs.result import result_dtype
 from taskbfs.bfs.state import (
     Frontier,
@@ -132,33 +133,24 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy,
                                        init["direction_mode"], init["alpha"], init["beta"],
                                        init["total_edges"],
                                        _keeps_result_on_device(device, policy, num_tasks))
-    publisher = SummaryPublisher()
-    summary = _announced(summary, policy, device, publisher)
-    summaries = LevelSummaries(num_tasks)
-    summaries.append(summary)
     threads = worker_threads()
-    levels = _Levels(slices, degrees, policy, device, threads, summaries, init["source"])
-    while summary.frontier_size:
-        frontier, made = levels.run(frontier, summary)
-        if isinstance(made, LevelBlock):
-            summaries.add_block(made)
-            summary = _announced(summaries[-1], policy, device, publisher, levels.gpu)
-        else:
-            summary = _announced(made, policy, device, publisher, levels.gpu)
-            summaries.append(summary)
-    gpu = levels.gpu
+    levels = IncludedLevels(slices, degrees, policy, device, threads, frontier, init["source"])
+    run_levels(levels, summary)
+    gpu, frontier = levels.gpu, levels.frontier
     d2h = gpu.result_bytes() if gpu is not None and gpu.ran else _result_bytes(frontier)
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
                                  frontier, init["source"], threads, gpu)
-    return SearchOutcome(distances, parents, summaries, d2h)
+    return SearchOutcome(distances, parents, levels.summaries, d2h)
 
 
-#: The ways :class:`_Levels` runs a level (each: the level's step tasks and its barrier).
+#: The ways :class:`IncludedLevels` runs a level (each: the level's step tasks and its barrier).
 ON_DEVICE, COMPILED, ON_THREADS, STEPS = "on the device", "compiled", "on threads", "steps"
 
 
-class _Levels:
-    """How this task runs each level: the one rule (:meth:`way`) and the four ways.
+class IncludedLevels:
+    """The runner of the one-task search's levels (:func:`~taskbfs.bfs.levels.run_levels`):
+    how this task runs each level (the one rule, :meth:`way`, and the four ways) and
+    announces it.
 
     Every way runs the same step tasks and barrier, traced alike: on the device
     (:class:`~taskbfs.bfs.device_levels.GpuLevels`: one task, its step on the GPU; only
@@ -166,13 +158,39 @@ class _Levels:
     the CPU worker's threads (:class:`~taskbfs.bfs.level_tasks.LevelTasks`: T steps and
     the barrier with no Python between tasks), or as included steps and an included
     barrier (the GPU worker's levels with CPU steps, or several tasks).
+
+    Parameters
+    ----------
+    slices : list of tuple of GraphSlice
+        Per task, its slices (see :func:`run_search`).
+    degrees : ndarray of int64
+    policy : Policy
+    device : {"smp", "cuda"}
+        The worker this task runs on.
+    threads : int
+        The worker's threads (the levels run on them, and the result's assembly).
+    frontier : Frontier
+        Level 0's (:func:`~taskbfs.bfs.state.first_frontier`).
+    source : int
+
+    Attributes
+    ----------
+    frontier : Frontier
+        The frontier of the last level run (the result is assembled from it).
+    summaries : LevelSummaries
+        Every level's summary as announced, level 0 first, and the step tables of the
+        levels run on threads.
+    gpu : GpuLevels or None
+        The device levels (one task on the GPU worker).
     """
 
     def __init__(self, slices, degrees, policy: Policy, device: str, threads: int,
-                 summaries: LevelSummaries, source: int):
+                 frontier: Frontier, source: int):
         self.slices, self.degrees, self.policy, self.device = slices, degrees, policy, device
-        self.summaries = summaries  # keeps the step tables of the levels run on threads
+        self.frontier = frontier
         num_tasks = len(slices)
+        self.summaries = LevelSummaries(num_tasks)
+        self.publisher = SummaryPublisher()
         self.gpu = (GpuLevels(slices[0], policy, degrees.size, source)
                     if GpuLevels.applies(device, num_tasks) else None)
         # on a CPU worker every step runs on the CPU: a level runs on the worker's threads
@@ -191,20 +209,58 @@ class _Levels:
             return COMPILED
         return ON_THREADS if self.on_threads is not None else STEPS
 
-    def run(self, frontier: Frontier, summary: LevelSummary):
-        """Run the level ``summary`` opens: ``(next frontier, its summary)``, or for the
-        compiled loop ``(next frontier, LevelBlock)`` (a block of small levels)."""
+    def level(self, summary: LevelSummary) -> LevelSummary | LevelBlock:
+        """Run the level ``summary`` opens: its next level's summary, or for the compiled
+        loop a :class:`LevelBlock` (a block of small levels)."""
+        frontier = self.frontier
         if self.gpu is not None and not self.gpu.runs(summary):
             frontier = self.gpu.to_host(frontier)  # a CPU level after GPU ones
         way = self.way(frontier, summary)
         if way == ON_DEVICE:
-            return self.gpu.level(frontier, summary)
-        if way == COMPILED:
-            return include(LEVELS_NAME, run_small_levels, {"level": frontier.level},
-                           frontier, self.lists, self.degrees, self.cpu_max)
-        if way == ON_THREADS:
-            return _level_on_threads(self.on_threads, frontier, self.summaries)
-        return self._steps_and_barrier(frontier, summary)
+            self.frontier, made = self.gpu.level(frontier, summary)
+        elif way == COMPILED:
+            self.frontier, made = include(LEVELS_NAME, run_small_levels, {"level": frontier.level},
+                                          frontier, self.lists, self.degrees, self.cpu_max)
+        elif way == ON_THREADS:
+            self.frontier, made = self._on_threads(frontier)
+        else:
+            self.frontier, made = self._steps_and_barrier(frontier, summary)
+        return made
+
+    def announce(self, made: LevelSummary | LevelBlock) -> tuple[LevelSummary, bool]:
+        """Keep ``made`` and send its (last) summary as this task sends them (see
+        :class:`SummaryPublisher`), with the device of each of the next level's steps
+        (``gpu_steps``): the one place this search decides it, by the policy (with one task
+        on the GPU worker, by :meth:`GpuLevels.place`, which also weighs where the search's
+        state is). ``(that summary, False)``: this search runs to its end."""
+        if isinstance(made, LevelBlock):
+            self.summaries.add_block(made)  # its summaries are built when read
+            return self._placed(self.summaries[-1]), False
+        summary = self._placed(made)
+        self.summaries.append(summary)
+        return summary, False
+
+    def _placed(self, summary: LevelSummary) -> LevelSummary:
+        """``summary`` with its ``gpu_steps``, published."""
+        sizes = summary.sizes
+        gpu_steps = np.zeros(sizes.size, dtype=np.int64)  # a CPU worker's: none
+        if self.device == CUDA:
+            gpu = self.gpu
+            for t in np.flatnonzero(sizes).tolist():
+                gpu_steps[t] = (gpu.place(int(sizes[t])) if gpu is not None
+                                else self.policy.decide(int(sizes[t]), task_id=t) == CUDA)
+        summary = replace(summary, gpu_steps=gpu_steps)
+        self.publisher.add(summary)
+        return summary
+
+    def _on_threads(self, frontier: Frontier):
+        """One level by :class:`LevelTasks`: ``(next frontier, summary)``. Its barrier is
+        recorded as an included task; its steps as one array in :attr:`summaries` (the
+        trace's rows are made of it when read: a record per step costs ~2 µs of the GIL)."""
+        nxt, summary, table, barrier = self.on_threads.run(frontier)
+        self.summaries.add_steps(frontier.level, table)
+        record_included(BARRIER_NAME, [barrier])
+        return nxt, summary
 
     def _steps_and_barrier(self, frontier: Frontier, summary: LevelSummary):
         calls = [(_step_tags(frontier, summary, t), (slice_for(self.slices[t], frontier), frontier))
@@ -216,36 +272,9 @@ class _Levels:
         return nxt, summary
 
 
-def _level_on_threads(level_tasks: LevelTasks, frontier: Frontier, summaries: LevelSummaries):
-    """One level by :class:`LevelTasks`: ``(next frontier, summary)``. Its barrier is
-    recorded as an included task; its steps as one array in ``summaries`` (the trace's
-    rows are made of it when read: a record per step costs ~2 µs of the GIL)."""
-    nxt, summary, table, barrier = level_tasks.run(frontier)
-    summaries.add_steps(frontier.level, table)
-    record_included(BARRIER_NAME, [barrier])
-    return nxt, summary
-
-
-def _announced(summary: LevelSummary, policy: Policy, device: str,
-               publisher: SummaryPublisher, gpu: GpuLevels | None = None) -> LevelSummary:
-    """``summary`` as this task sends it (see :class:`SummaryPublisher`), with the device
-    of each of the level's steps (``gpu_steps``): the one place this search decides it,
-    by ``policy`` (with one task on the GPU worker, by :meth:`GpuLevels.place`, which
-    also weighs where the search's state is)."""
-    sizes = summary.sizes
-    gpu_steps = np.zeros(sizes.size, dtype=np.int64)  # a CPU worker's: none
-    if device == CUDA:
-        for t in np.flatnonzero(sizes).tolist():
-            gpu_steps[t] = (gpu.place(int(sizes[t])) if gpu is not None
-                            else policy.decide(int(sizes[t]), task_id=t) == CUDA)
-    summary = replace(summary, gpu_steps=gpu_steps)
-    publisher.add(summary)
-    return summary
-
-
 def _run_steps(calls, gpu_steps: np.ndarray) -> list:
     """A level's steps (``calls`` as for :func:`include_each`, in task order), each on the
-    device its level's summary gives it (``gpu_steps``, decided by :func:`_announced`):
+    device its level's summary gives it (``gpu_steps``, decided by :meth:`IncludedLevels.announce`):
     the CPU ones side by side on the thread pool, then the GPU ones one after another;
     their outputs in task order."""
     on_gpu = [bool(gpu_steps[tags["task"]]) for tags, _ in calls]

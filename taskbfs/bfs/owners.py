@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
+from taskbfs.bfs.levels import run_levels
 from taskbfs.bfs.result import result_dtype
 from taskbfs.bfs.state import (
     BOTTOM_UP,
@@ -536,7 +537,8 @@ class _Level:
 
 
 class OwnedSearch:
-    """The client side of the dispatched level loop.
+    """The client side of a dispatched search: the runner of its levels
+    (:func:`~taskbfs.bfs.levels.run_levels`: :meth:`level`, :meth:`announce`).
 
     Parameters
     ----------
@@ -592,6 +594,7 @@ class OwnedSearch:
         self.owned = [np.flatnonzero(self.owner_of == w) for w in range(len(self.workers))]
         self.states = [f"owner/{w}" for w in range(len(self.workers))]
         self.fronts = [f"front/{w}" for w in range(len(self.workers))]
+        self._made = None  # (reached, moved) of the level run last, until announced
 
     def _owners(self, keep: bool):
         """The worker owning each range, and the list of owners: a worker holding its
@@ -618,19 +621,17 @@ class OwnedSearch:
         return owners, np.array([index[h] for h in holders], dtype=np.int64)
 
     def run(self):
-        """Every level; ``(summaries, result, exchange)``: the result as
-        ``(distances, parents)`` arrays, or with ``keep`` one future of ``(distances,
-        parents)`` per range (in vertex order) left on its owner."""
-        summary = self.summaries[-1]
+        """Every level (:func:`~taskbfs.bfs.levels.run_levels`, this object its runner);
+        ``(summaries, result, exchange)``: the result as ``(distances, parents)`` arrays,
+        or with ``keep`` one future of ``(distances, parents)`` per range (in vertex
+        order) left on its owner."""
+        opening = self.summaries[-1]
         if self.resumed_from:
             self.program.put("levels", self.kept.levels)
-        while summary.frontier_size:
-            summary = self._level(summary)
-            if self.waits.report([summary]):
-                break
+        last = run_levels(self, opening, announce_opening=not self.resumed_from)
         if not self.started:  # resumed once every level had completed: only the result
             with self.program.batch():
-                self._start(summary.level)
+                self._start(last.level)
         self.program.forget("levels")
         result = self._kept() if self.keep else self._gathered()
         return self.summaries, result, pd.DataFrame(self.exchange)
@@ -667,9 +668,10 @@ class OwnedSearch:
                                         "owner_of": self.owner_of},
                                 worker=self.workers[w], tags=self.tags if w == 0 else {})
 
-    def _level(self, summary: LevelSummary) -> LevelSummary:
+    def level(self, summary: LevelSummary) -> LevelSummary:
         """Submit the level ``summary`` opens as one batch, read its owners' reports,
-        return the next summary."""
+        return the next summary (what the level reached and moved is kept for
+        :meth:`announce`)."""
         program, level, direction = self.program, summary.level, summary.direction
         working = np.flatnonzero(summary.frontier_counts).tolist()
         owners = len(self.workers)
@@ -705,11 +707,21 @@ class OwnedSearch:
             program.forget(name)
         reports = self._reports(level)
         merged = self._merged(reports)
-        summary = self._next_summary(summary, merged)
         dtype = result_dtype(self.n)
-        self.kept.complete(summary, [np.frombuffer(r["reached"], dtype) for r in reports],
-                           self._moved(level, direction, merged, bits))
-        return summary
+        self._made = ([np.frombuffer(r["reached"], dtype) for r in reports],
+                      self._moved(level, direction, merged, bits))
+        return self._next_summary(summary, merged)
+
+    def announce(self, summary: LevelSummary) -> tuple[LevelSummary, bool]:
+        """Keep the level ``summary`` opens for a later attempt (:class:`KeptLevels`:
+        ``summary`` and the vertices its level reached, unless it is the first one,
+        kept when the attempt started) and hand it to the client (``waits.report``:
+        ``progress``, the level an error names); ``(summary, whether the search
+        ended)``."""
+        if self._made is not None:
+            self.kept.complete(summary, *self._made)
+            self._made = None
+        return summary, self.waits.report([summary])
 
     def _frontier_bits(self, needed: set) -> dict:
         """The whole frontier bitmap, on each owner of ``needed`` (data names by owner)."""
