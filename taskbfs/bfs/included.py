@@ -16,6 +16,8 @@ Approach
     its threads); a level with one step runs it in the task's own thread. Small top-down
     levels whose steps all run on the CPU go many at a time through a compiled loop
     (:mod:`taskbfs.bfs.compiled_levels`): a deep graph's levels cost microseconds.
+    :class:`IncludedLevels` runs and announces each level; the one level loop
+    (:func:`~taskbfs.bfs.levels.run_levels`, also the dispatched search's) drives it.
 Devices
     Each step runs on the device the search's :class:`~taskbfs.runtime.Policy` gives its
     size and task id (:meth:`Policy.decide`, the rule the scheduler plugin applies to a

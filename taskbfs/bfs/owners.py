@@ -1,4 +1,4 @@
-"""The dispatched level loop: every level as step tasks and one barrier per owner worker.
+"""Dispatched levels: every level as step tasks and one barrier per owner worker.
 
 Returns
     :func:`owned_search` → ``(summaries, result, exchange)`` for
@@ -29,9 +29,13 @@ Approach
        next frontier; then publishes its counts (new frontier vertices, their edges,
        unvisited vertices per range; what the steps examined) to the client as a message
        (no task, no gather). Pieces travel step worker to owner worker;
-    3. the client sums the W reports, makes the level's summary as every level loop does
-       (:meth:`~taskbfs.bfs.state.SwitchRule.summary`: Beamer's rule, the end) and
-       submits the next level.
+    3. the client sums the W reports, makes the level's summary as every level does
+       (:meth:`~taskbfs.bfs.state.SwitchRule.summary`: Beamer's rule, the end), keeps
+       it for a resume and reports it; the level loop asks for the next level.
+
+    The client side, :class:`OwnedSearch`, is one of the two runners of the one level
+    loop (:func:`~taskbfs.bfs.levels.run_levels`; the other runs a search as one task,
+    :class:`~taskbfs.bfs.included.IncludedLevels`).
 
     Per level that is T' steps and W barriers (with W > 1, a getitem per step and owner
     splits a step's output, and bottom-up levels add 2W bitmap tasks). Parents and
@@ -468,7 +472,7 @@ RESULT = Task(RESULT_NAME, smp=owner_result)
 RANGE = Task(RESULT_NAME, smp=range_result)
 
 
-# ====================================================================== the client's loop
+# ====================================================================== the client's runner
 class KeptLevels:
     """What the client keeps of a dispatched search so that a later attempt can resume it
     from the last completed level instead of level 0 (docs/resume.md): the distance of
@@ -810,7 +814,7 @@ class OwnedSearch:
 
     def _next_summary(self, summary: LevelSummary, merged: _Level) -> LevelSummary:
         """The summary of the level after ``summary``'s, from the summed counts
-        (:meth:`~taskbfs.bfs.state.SwitchRule.summary`, as every level loop makes it)."""
+        (:meth:`~taskbfs.bfs.state.SwitchRule.summary`, as every runner makes it)."""
         return self.rule.summary(
             summary.level + 1, summary.direction, summary.frontier_size,
             summary.unexplored_edges, merged.counts, merged.edges, merged.unvisited,

@@ -84,8 +84,8 @@ class SwitchRule:
                 edges_examined: np.ndarray, found: np.ndarray, start: float,
                 stop: float | None = None, device_stats=None) -> LevelSummary:
         """After a level's counts are known: the :class:`LevelSummary` of ``level``, the
-        one place every level loop decides the next level (its direction by Beamer's rule,
-        the sizes its steps are placed by, and the end: ``frontier_size`` 0).
+        one place every runner of the level loop decides the next level (its direction by
+        Beamer's rule, the sizes its steps are placed by, and the end: ``frontier_size`` 0).
 
         Parameters
         ----------
