@@ -48,7 +48,7 @@ PARTS = [
     ("taskbfs.runtime.program", "Program", "close"),
     ("taskbfs.bfs.included", None, "run_search"),
     ("taskbfs.bfs.included", None, "first_frontier"),
-    ("taskbfs.bfs.included", "_Levels", "run"),
+    ("taskbfs.bfs.included", "IncludedLevels", "level"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "_enter"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "_step"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "_barrier"),
