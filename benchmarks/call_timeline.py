@@ -59,10 +59,10 @@ PARTS = [
     ("taskbfs.bfs.included", None, "advance"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "_reached"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "enter_reached"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "bottom_up"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "enter"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "top_down"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "_counts"),
-    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "bottom_up"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "convert"),
     ("taskbfs.kernels.gpu_levels", "DeviceLevels", "leave"),
     ("taskbfs.bfs.device_cache", "DeviceCache", "device_levels"),
@@ -151,9 +151,15 @@ def main(argv=None) -> None:
                              "list, for the median call, what ran then")
     parser.add_argument("--graph-dir", default=None,
                         help="read the graph from (or save it into) this directory")
+    parser.add_argument("--key", type=int, default=None,
+                        help="search this source in every timed call (default: --keys keys)")
+    parser.add_argument("--slowest", action="store_true",
+                        help="print the slowest call's timeline instead of the median's")
     args = parser.parse_args(argv)
     graph = graph_files.kronecker(args.scale, 16, 1, args.graph_dir)
     keys = [int(k) for k in tb.search_keys(graph, args.keys + 1, seed=3)]
+    if args.key is not None:
+        keys = keys[:1] + [args.key] * args.keys
     _wrap_parts()
     calls = []
     sampler = WindowSampler() if args.sample_first_ms else None
@@ -172,16 +178,17 @@ def main(argv=None) -> None:
     if sampler is not None:
         sampler.stop()
     walls = [c[0] for c in calls]
-    wall, start, events, search = sorted(calls)[len(calls) // 2]
+    which = "slowest" if args.slowest else "median"
+    wall, start, events, search = sorted(calls)[-1 if args.slowest else len(calls) // 2]
     print(f"scale {args.scale}, {args.strategy}, {args.direction}: walls (ms) {[round(1e3 * w, 2) for w in walls]}")
-    print(f"the median call: wall {1e3 * wall:.2f} ms, r.search_seconds {1e3 * search:.2f} ms")
+    print(f"the {which} call: wall {1e3 * wall:.2f} ms, r.search_seconds {1e3 * search:.2f} ms")
     print(f"{'part':<28s} {'start':>8s} {'stop':>8s} {'ms':>7s}  thread")
     for name, t0, t1, thread in sorted(events, key=lambda e: e[1]):
         print(f"{name:<28s} {1e3 * (t0 - start):8.2f} {1e3 * (t1 - start):8.2f} "
               f"{1e3 * (t1 - t0):7.2f}  {thread}")
     print(f"median wall over the calls: {1e3 * float(np.median(walls)):.2f} ms")
     if sampler is not None:
-        print(f"what ran in the first {args.sample_first_ms} ms of the median call "
+        print(f"what ran in the first {args.sample_first_ms} ms of the {which} call "
               "(samples every 0.2 ms; thread; innermost frames):")
         for count, name, stack in sampler.during(start, start + args.sample_first_ms / 1e3)[:30]:
             print(f"{count:5d}  {name:<36s} {stack}")

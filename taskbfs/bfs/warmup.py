@@ -11,7 +11,8 @@ Approach
     runs the search task's body on a tiny graph, without Dask: every direction, one task
     and several, the compiled small levels and the level loop, a directed graph (its
     transposed slices), and on a GPU worker the GPU steps (not under numba's CUDA
-    simulator, whose kernels are Python); then the CPU steps and the dispatched loop's
+    simulator, whose kernels are Python) and both ways into the device levels; then the
+    CPU steps and the dispatched loop's
     owner tasks (a resumed search's too), called directly (a CPU worker's own searches
     never run them). Nothing of it is kept but what numba and CUDA keep.
     tests/test_first_search.py checks that no search compiles anything after it.
@@ -117,6 +118,28 @@ def _steps(graph: Graph, tasks: int) -> None:
                     step_smp(slice_for(bundle.tasks[t], frontier), frontier)
 
 
+def _device_entries(graph: Graph, dask_worker) -> None:
+    """Both ways a one-task search's state enters the GPU (``DeviceLevels.enter_reached``
+    and ``DeviceLevels.enter``): a search takes the visited bitmap only when its host
+    levels reached many vertices before its first GPU level, which the tiny graphs'
+    searches never do, and a CUDA kernel's first launch in a process compiles it."""
+    from taskbfs.bfs.device_cache import device_cache
+    from taskbfs.kernels.bitmap import bitmap_from_vertices
+
+    bundle, _ = _bundle(graph, 1)
+    part = bundle.tasks[0]
+    cache = device_cache(dask_worker)
+    with cache.lock:
+        levels, _ = cache.device_levels(part[0], part[-1], graph.num_vertices)
+        source = np.zeros(1, dtype=levels.dtype)
+        visited = bitmap_from_vertices(source.astype(np.int64), graph.num_vertices)
+        for top_down in (True, False):
+            levels.start_search()
+            levels.enter_reached(0, top_down, np.zeros((3, 1), dtype=levels.dtype), source)
+            levels.start_search()
+            levels.enter(0, top_down, visited, source if top_down else visited)
+
+
 def _compiled_levels(on: bool):
     """Leave ``taskbfs.search.compiled-level-edges`` and ``taskbfs.gpu.small-level-arcs``
     as set, or turn the compiled small levels and the GPU's one-launch small levels off
@@ -146,6 +169,9 @@ def warm_up(dask_worker=None) -> float:
                         for tasks in (1, 3):
                             for direction in ("auto", "top-down", "bottom-up"):
                                 _search(graph, tasks, direction, device, policy)
+        if on_gpu:
+            for graph in _graphs():
+                _device_entries(graph, dask_worker)
         for graph in _graphs():
             for tasks in (1, 3):
                 _steps(graph, tasks)
