@@ -315,7 +315,8 @@ def main() -> None:
         print(f"  {k:9s} RSS {before[k] / 2**20:7.1f} -> {after[k] / 2**20:7.1f} MiB "
               f"({grow / 2**10 / args.searches:+.1f} KiB per search; "
               f"{_slope(samples[k], 0.0):+.1f} over the samples, "
-              f"{_slope(samples[k], 0.5):+.1f} over their second half)")
+              f"{_slope(samples[k], 0.5):+.1f} over their second half, "
+              f"{_slope(samples[k], 2 / 3):+.1f} over their last third)")
 
 
 def _slope(samples: list[tuple[int, int]], skip: float) -> float:

@@ -83,19 +83,26 @@ class PlacedGraph:
         intact."""
         return not any(f.status in _BROKEN for f in self.futures())
 
-    def remember_homes(self, runtime, futures) -> None:
+    def remember_homes(self, runtime, futures, timeout: float | None) -> None:
         """Note which worker holds each of ``futures`` now, just scattered (workers of
         other processes only: in this process data moves by reference)."""
         if not runtime.in_process:
-            who = runtime.client.who_has(futures)
+            who = _who_has(runtime, futures, timeout)
             self.homes.update({f.key: who[f.key][0] for f in futures if who.get(f.key)})
 
-    def moved(self, runtime) -> bool:
+    def moved(self, runtime, timeout: float | None) -> bool:
         """Whether a slice is no longer held by the worker it was placed on."""
         if not self.homes:
             return False
-        who = runtime.client.who_has(self.slice_futures())
+        who = _who_has(runtime, self.slice_futures(), timeout)
         return any(home not in who.get(key, ()) for key, home in self.homes.items())
+
+
+def _who_has(runtime, futures, timeout: float | None) -> dict:
+    """``{key: [workers holding it]}``, asked of the scheduler within ``timeout`` seconds."""
+    client = runtime.client
+    return client.sync(client.scheduler.who_has, keys=[f.key for f in futures],
+                       callback_timeout=timeout)
 
 
 class SliceBundle:
@@ -132,7 +139,7 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
     cache = _placed.setdefault(runtime, OrderedDict())
     key = (graph.token, int(tasks), balance)
     placed = cache.get(key)
-    if placed is not None and (not placed.intact() or placed.moved(runtime)):
+    if placed is not None and (not placed.intact() or placed.moved(runtime, timeout)):
         del cache[key]
         placed = None
     if placed is None:
@@ -140,7 +147,7 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
         slices = scatter(_slices(graph, parts, graph.token))
         degrees = scatter(graph.degrees())
         placed = PlacedGraph(parts, slices, degrees, graph.num_arcs)
-        placed.remember_homes(runtime, slices)
+        placed.remember_homes(runtime, slices, timeout)
         cache[key] = placed
         while len(cache) > MAX_PLACED_GRAPHS:
             cache.popitem(last=False)
@@ -150,7 +157,7 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
             reverse = graph.transpose()
             placed.transposed = scatter(
                 _slices(reverse, placed.parts, graph.token + "/T", out=graph))
-            placed.remember_homes(runtime, placed.transposed)
+            placed.remember_homes(runtime, placed.transposed, timeout)
         else:
             placed.transposed = placed.slices
     if to_gpu:
