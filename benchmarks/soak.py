@@ -9,7 +9,10 @@ Python allocations and prints the N allocation sites whose live memory grew most
 the growth per search goes): over the counted searches in this process (embedded), or over
 their second half in the scheduler and each worker (``--external``; session 16 found dask's
 ``key_split`` cache that way). With ``--external``, every ``--every`` searches also print
-how many keys that cache holds per process; ``--fill-key-cache`` fills it first (as after
+how many keys that cache holds per process, how many graph slices each worker holds and
+the scheduler's transitions per search (~446 for a dispatched search of the default
+graph, a few for one included as one task: session 17 found slices moved off their
+worker that way); ``--fill-key-cache`` fills it first (as after
 ~100,000 task keys, where it stops growing) and ``--config KEY=VALUE`` passes Dask settings
 to the processes (e.g. ``distributed.admin.low-level-log-length=100``). ``--objects`` prints,
 every ``--every`` searches, which Python object types grew in number (the garbage
