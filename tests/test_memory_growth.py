@@ -184,10 +184,17 @@ def test_a_graph_that_dask_moved_onto_one_worker_is_placed_again(process_cluster
         who = rt.client.who_has(slices)
         a, b = sorted({w for holders in who.values() for w in holders})
         moving = [f for f in slices if a in who[f.key]]
-        rt.client.replicate(moving, n=2, workers=[a, b])
-        rt.client.run_on_scheduler(_drop_replicas, [f.key for f in moving], a)
-        while any(a in holders for holders in rt.client.who_has(slices).values()):
-            time.sleep(0.05)
+        rt.client.amm.stop()  # its own ReduceReplicas would drop the copies made here
+        try:
+            rt.client.replicate(moving, n=2, workers=[a, b])
+            deadline = time.monotonic() + WORKERS_TIMEOUT
+            while any(a in holders for holders in rt.client.who_has(slices).values()):
+                assert time.monotonic() < deadline, rt.client.who_has(slices)
+                # refused while the scheduler does not know b's copy yet (never the last one)
+                rt.client.run_on_scheduler(_drop_replicas, [f.key for f in moving], a)
+                time.sleep(0.1)
+        finally:
+            rt.client.amm.start()
         result = tb.bfs(graph, 2, runtime=rt)
     assert (result.distances == scipy_distances(graph, 2)).all()
     assert not result.trace["included"].any()
