@@ -9,7 +9,10 @@ Python allocations and prints the N allocation sites whose live memory grew most
 the growth per search goes): over the counted searches in this process (embedded), or over
 their second half in the scheduler and each worker (``--external``; session 16 found dask's
 ``key_split`` cache that way). With ``--external``, every ``--every`` searches also print
-how many keys that cache holds per process; ``--fill-key-cache`` fills it first (as after
+how many keys that cache holds per process, how many graph slices each worker holds and
+the scheduler's transitions per search (~446 for a dispatched search of the default
+graph, a few for one included as one task: session 17 found slices moved off their
+worker that way); ``--fill-key-cache`` fills it first (as after
 ~100,000 task keys, where it stops growing) and ``--config KEY=VALUE`` passes Dask settings
 to the processes (e.g. ``distributed.admin.low-level-log-length=100``). ``--objects`` prints,
 every ``--every`` searches, which Python object types grew in number (the garbage
@@ -171,6 +174,17 @@ def _fill_key_cache(dask_scheduler=None, dask_worker=None) -> int:
     return key_split.cache_info().currsize
 
 
+def _placement(dask_scheduler=None) -> dict:
+    """How many graph slices each worker holds (the scattered ``GraphSlice-...`` keys), and
+    the scheduler's transition count (a dispatched search makes ~100 tasks, an included
+    one ~2)."""
+    held = collections.Counter()
+    for key, ts in dask_scheduler.tasks.items():
+        if str(key).startswith("GraphSlice-"):
+            held.update(ws.address[-6:] for ws in ts.who_has)
+    return {"held": dict(held), "transitions": dask_scheduler.transition_counter}
+
+
 def _key_caches(rt) -> str:
     sizes = {"scheduler": rt.client.run_on_scheduler(_key_cache),
              **{a[-6:]: n for a, n in rt.client.run(_key_cache).items()}}
@@ -254,6 +268,8 @@ def main() -> None:
             objects = _print_objects(rt, {}, 0) if args.objects else {}
             t0 = time.perf_counter()
             samples = {k: [(0, v)] for k, v in before.items()}
+            if args.external:
+                transitions = rt.client.run_on_scheduler(_placement)["transitions"]
             for i in range(args.searches):
                 tb.bfs(graph, 1 + i % 7, runtime=rt)
                 if args.tracemalloc and args.external and i + 1 == args.searches // 2:
@@ -263,7 +279,13 @@ def main() -> None:
                     for k, w in watched.items():
                         samples[k].append((i + 1, w.memory_info().rss))
                     rss = "  ".join(f"{k} {v[-1][1] / 2**20:.1f}" for k, v in samples.items())
-                    caches = f"; key_split cache {_key_caches(rt)}" if args.external else ""
+                    caches = ""
+                    if args.external:
+                        where = rt.client.run_on_scheduler(_placement)
+                        moved = (where["transitions"] - transitions) / args.every
+                        transitions = where["transitions"]
+                        caches = (f"; key_split cache {_key_caches(rt)}; slices held "
+                                  f"{where['held']}; transitions per search {moved:.0f}")
                     print(f"  after {i + 1:6d} ({time.perf_counter() - t0:7.0f} s): "
                           f"RSS MiB {rss}{caches}", flush=True)
                     if args.objects:
@@ -296,7 +318,8 @@ def main() -> None:
         print(f"  {k:9s} RSS {before[k] / 2**20:7.1f} -> {after[k] / 2**20:7.1f} MiB "
               f"({grow / 2**10 / args.searches:+.1f} KiB per search; "
               f"{_slope(samples[k], 0.0):+.1f} over the samples, "
-              f"{_slope(samples[k], 0.5):+.1f} over their second half)")
+              f"{_slope(samples[k], 0.5):+.1f} over their second half, "
+              f"{_slope(samples[k], 2 / 3):+.1f} over their last third)")
 
 
 def _slope(samples: list[tuple[int, int]], skip: float) -> float:
