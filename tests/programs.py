@@ -47,6 +47,21 @@ random_spd = cholesky_example.random_spd
 WORKER_PYTHONPATH = os.pathsep.join(
     filter(None, [str(EXAMPLES), str(REPO / "tests"), str(REPO), os.environ.get("PYTHONPATH")]))
 
+
+
+def runtime_without_warm_up(cluster):
+    """``tb.Runtime(cluster)`` that does not run ``taskbfs.runtime.worker-warm-up`` on its
+    workers (which loads every kernel in each new worker process; a test's searches load
+    what they use): for clusters of worker processes whose tests are about something
+    else. tests/test_runtime_warmup.py tests the warm-up."""
+    import dask
+
+    import taskbfs as tb
+
+    with dask.config.set({"taskbfs.runtime.worker-warm-up": []}):
+        return tb.Runtime(cluster)
+
+
 HOST_CHOLESKY = {name: Task(task.name, smp=task.smp, cuda=task.smp)
                  for name, task in cholesky_example.TASKS.items()}
 

@@ -21,6 +21,8 @@ from shapes import directed_cycle, grid, path, shapes
 
 import taskbfs as tb
 
+from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
+
 WORKERS = 3
 
 
@@ -29,7 +31,8 @@ def spread():
     """Three worker processes on 127.0.0.1 (a graph's slices are scattered over them)."""
     with LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,
                       host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
-            Client(cluster, set_as_default=False) as client, tb.Runtime(client) as rt:
+            Client(cluster, set_as_default=False) as client, \
+            runtime_without_warm_up(client) as rt:
         yield rt
 
 

@@ -40,6 +40,8 @@ from taskbfs.bfs.distributed import DistributedGraph
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import multi_gpu  # noqa: E402
 
+from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
+
 GPU_WORKERS = 3
 RANGES = 8
 
@@ -52,7 +54,7 @@ pytestmark = pytest.mark.skipif(
 def rt():
     """A CPU worker and GPU_WORKERS simulated GPU workers sharing GPU 0."""
     with multi_gpu.cluster(GPU_WORKERS, 1, share=True, simulate=True) as client, \
-            tb.Runtime(client) as wrapped:
+            runtime_without_warm_up(client) as wrapped:
         yield wrapped
 
 

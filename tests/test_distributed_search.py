@@ -39,6 +39,8 @@ from taskbfs.kernels.merge import accept_into_range, word_span
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import multi_gpu  # noqa: E402
 
+from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
+
 WORKERS = 4
 #: Bytes of data a worker may hold in test_no_worker_holds_the_graph: below the CSR of its
 #: Kronecker graph (2.0 MB), checked against the bytes the scheduler counts on each worker.
@@ -85,7 +87,8 @@ def rt():
     """Four worker processes on 127.0.0.1."""
     with LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,
                       host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
-            Client(cluster, set_as_default=False) as client, tb.Runtime(client) as wrapped:
+            Client(cluster, set_as_default=False) as client, \
+            runtime_without_warm_up(client) as wrapped:
         yield wrapped
 
 

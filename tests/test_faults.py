@@ -60,7 +60,7 @@ class ProcessCluster:
 
     def add_worker(self, name: str, client, *extra: str) -> str:
         """Start worker ``name`` (``extra``: more ``dask worker`` options); its address
-        once the scheduler has it running (after the runtime's warm-up there)."""
+        once the scheduler has it running."""
         self._spawn(name, ["worker", self.address, "--name", name, "--host", "127.0.0.1",
                            "--no-dashboard", "--no-nanny", "--nthreads", "1",
                            "--resources", "CPU=1", *extra])
@@ -102,8 +102,16 @@ class ProcessCluster:
                     proc.wait()
 
 
+def _no_warm_up(setting) -> None:
+    """The workers these tests start skip the runtime's warm-up (it loads every kernel in
+    each new process): their searches load what they use. (A joining worker's warm-up is
+    tests/test_runtime_warmup.py's.)"""
+    setting("runtime.worker-warm-up", [])
+
+
 @pytest.fixture
-def processes(tmp_path):
+def processes(tmp_path, setting):
+    _no_warm_up(setting)
     cluster = ProcessCluster(tmp_path)
     try:
         yield cluster
@@ -180,7 +188,7 @@ def _search_after_losing(worker: str, graph, source, rt):
 
 
 @pytest.mark.parametrize("direction", ["top-down", "bottom-up", "auto"])
-def test_search_survives_a_worker_killed_at_any_level(kill_matrix, direction):
+def test_search_survives_a_worker_killed_at_any_level(kill_matrix, direction, setting):
     """SIGKILL of a worker holding slices when the client hears of level 1, of level 2,
     of the last level (the result is being assembled), and right after a search: every
     search returns the scipy-checked result, from a second attempt on the workers left
@@ -189,6 +197,7 @@ def test_search_survives_a_worker_killed_at_any_level(kill_matrix, direction):
     A new worker joins after each kill (two workers to start with: new ones, or those the
     previous direction left)."""
     processes = kill_matrix
+    _no_warm_up(setting)
     with tb.Runtime(processes.address) as rt:
         for name in ("a", "b")[len(processes.workers(rt.client)):]:
             processes.add_worker(f"{direction}-{name}", rt.client)

@@ -24,14 +24,19 @@ import taskbfs as tb
 from taskbfs.bfs.placement import _placed
 from taskbfs.errors import WorkerLostError
 
-LEVELS = 60  # a path: one level per vertex, each a round of Dask tasks
+from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
+
+#: a path: one level per vertex, each a round of Dask tasks; the kills come at levels 4 and
+#: 5, long before its end
+LEVELS = 30
 
 
 @pytest.fixture(scope="module")
 def spread():
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None, resources={"CPU": 1}) as cluster, \
-            Client(cluster, set_as_default=False) as client, tb.Runtime(client) as rt:
+            Client(cluster, set_as_default=False) as client, \
+            runtime_without_warm_up(client) as rt:
         yield rt
 
 

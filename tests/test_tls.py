@@ -44,9 +44,12 @@ def make_certificates(tmp: Path) -> dict[str, str]:
     return {"ca": str(tmp / "ca.pem"), "cert": str(tmp / "node.pem"), "key": str(tmp / "node.key")}
 
 
-@pytest.fixture
-def tls_cluster(tmp_path):
-    """(scheduler address, certificate files): a TLS scheduler and one worker."""
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory):
+    """(scheduler address, certificate files): a TLS scheduler and one worker, shared by
+    the module's tests (none of them changes the cluster: each connects, searches or is
+    refused)."""
+    tmp_path = tmp_path_factory.mktemp("tls")
     files = make_certificates(tmp_path)
     tls = ["--tls-ca-file", files["ca"], "--tls-cert", files["cert"], "--tls-key", files["key"]]
     env = dict(os.environ, PYTHONPATH=WORKER_PYTHONPATH)
