@@ -19,27 +19,19 @@ REPO = Path(__file__).resolve().parents[1]
 NOT_IN_PROCESS = "numba.cuda is not usable in this process"
 
 
-def _in_processes(processes: int) -> list[str]:
-    """pytest options that spread the module's tests over ``processes`` processes
-    (pytest-xdist), each with its simulator: the simulator holds the GIL, so one process
-    uses one core."""
-    if not importlib.util.find_spec("xdist"):
-        return []
-    return ["-n", str(processes), "--dist", "load"] if processes > 1 else ["-n", "0"]
-
-
-def run_module_under_simulator(test_file: str, timeout: float, processes: int = 2) -> None:
-    """Run ``pytest test_file`` in a subprocess with ``NUMBA_ENABLE_CUDASIM=1`` (its tests
-    spread over ``processes`` processes: 1 for a small module, whose run is mostly the
-    processes' start); assert it passed."""
+def run_module_under_simulator(test_file: str, timeout: float) -> None:
+    """Run ``pytest test_file`` in a subprocess with ``NUMBA_ENABLE_CUDASIM=1``; assert it
+    passed. One process (``-n 0``): the simulator holds the GIL, the test command's own
+    processes already fill the cores, and a second process's start costs more than it
+    saves."""
     if importlib.util.find_spec("numba.cuda") is None:
         pytest.skip("numba.cuda is not installed (pip install numba-cuda): no simulator either")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # not a worker
     env["NUMBA_ENABLE_CUDASIM"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_in_processes(processes),
-         test_file],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         *(["-n", "0"] if importlib.util.find_spec("xdist") else []), test_file],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
     )
     report = proc.stdout[-6000:] + proc.stderr[-3000:]

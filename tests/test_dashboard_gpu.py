@@ -26,8 +26,7 @@ needs_gpu = pytest.mark.skipif(not IN_PROCESS, reason="numba.cuda is not usable 
 @pytest.mark.gpu
 @pytest.mark.skipif(IN_PROCESS, reason="the GPU tests run in this process")
 def test_in_simulator_subprocess():
-    # one process: a second one's start costs more than the two tests it would share
-    run_module_under_simulator(__file__, timeout=600, processes=1)
+    run_module_under_simulator(__file__, timeout=600)
 
 
 def _grid(n: int) -> tb.Graph:

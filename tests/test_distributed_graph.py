@@ -39,6 +39,8 @@ from taskbfs.graph.chunked import (
     split_arcs,
 )
 
+from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
+
 # ---------------------------------------------------------------------- no Dask: the pieces
 
 
@@ -133,7 +135,8 @@ def rt(request, runtime):
     workers = 1 if request.param == "1 process" else 3
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
-            Client(cluster, set_as_default=False) as client, tb.Runtime(client) as wrapped:
+            Client(cluster, set_as_default=False) as client, \
+            runtime_without_warm_up(client) as wrapped:
         yield wrapped
 
 

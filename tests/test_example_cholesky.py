@@ -51,7 +51,7 @@ needs_gpu = pytest.mark.skipif(
 @pytest.mark.gpu
 @pytest.mark.skipif(IN_PROCESS, reason="the GPU tests run in this process")
 def test_cholesky_in_simulator_subprocess():
-    run_module_under_simulator(__file__, timeout=600, processes=1)
+    run_module_under_simulator(__file__, timeout=600)
 
 
 def _check(lower, a):

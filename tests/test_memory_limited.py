@@ -36,6 +36,8 @@ from reference import scipy_distances
 import taskbfs as tb
 from taskbfs.bfs.distributed import _FAN_IN, HISTOGRAM_BINS
 
+from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
+
 WORKERS = 4
 SCALE = 16
 RANGES = 8
@@ -106,7 +108,8 @@ def limited():
             LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,
                          host="127.0.0.1", dashboard_address="127.0.0.1:0",
                          memory_limit=limit) as cluster, \
-            Client(cluster, set_as_default=False) as client, tb.Runtime(client) as rt:
+            Client(cluster, set_as_default=False) as client, \
+            runtime_without_warm_up(client) as rt:
         client.register_plugin(HeldBytes())
         yield rt, csr, limit
 

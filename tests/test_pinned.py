@@ -26,7 +26,7 @@ needs_gpu = pytest.mark.skipif(
 @pytest.mark.gpu
 @pytest.mark.skipif(IN_PROCESS, reason="the tests run in this process")
 def test_pinned_in_simulator_subprocess():
-    run_module_under_simulator(__file__, timeout=300, processes=1)
+    run_module_under_simulator(__file__, timeout=300)
 
 
 @needs_gpu
