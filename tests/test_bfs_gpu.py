@@ -49,7 +49,7 @@ def _levels_as_tasks(setting, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.skipif(IN_PROCESS, reason="the GPU tests run in this process")
 def test_gpu_bfs_in_simulator_subprocess():
-    run_module_under_simulator(__file__, timeout=600)
+    run_module_under_simulator(__file__, timeout=1200)
 
 
 # --------------------------------------------------------------------------- without a GPU
