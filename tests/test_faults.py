@@ -28,15 +28,14 @@ from taskbfs.errors import InvalidParameterError, SearchTimeoutError, WorkerLost
 from taskbfs.runtime import Policy, Program
 from taskbfs.runtime.plugin import PLUGIN_NAME, PlacementPlugin
 
-from programs import WORKER_PYTHONPATH, runtime_without_warm_up  # isort: skip  (tests/)
+from programs import WORKER_PYTHONPATH  # isort: skip  (tests/programs.py)
 
 START_TIMEOUT = 60
 
 
 class ProcessCluster:
     """A ``dask scheduler`` and ``dask worker`` processes (one thread, ``CPU=1``, no
-    nanny) on 127.0.0.1, started and stopped by the test (whose runtime skips the worker
-    warm-up: ``runtime_without_warm_up``)."""
+    nanny) on 127.0.0.1, started and stopped by the test."""
 
     def __init__(self, tmp: Path):
         self.tmp = tmp
@@ -61,7 +60,7 @@ class ProcessCluster:
 
     def add_worker(self, name: str, client, *extra: str) -> str:
         """Start worker ``name`` (``extra``: more ``dask worker`` options); its address
-        once the scheduler has it running."""
+        once the scheduler has it running (after the runtime's warm-up there)."""
         self._spawn(name, ["worker", self.address, "--name", name, "--host", "127.0.0.1",
                            "--no-dashboard", "--no-nanny", "--nthreads", "1",
                            "--resources", "CPU=1", *extra])
@@ -150,7 +149,7 @@ def _holders(rt, graph, wait: float = 0) -> set[str]:
 def test_worker_killed_between_searches(processes):
     """The next search of the same graph places its lost slices again (on the worker
     left, then on a restarted one), and a graph stays unchangeable on this cluster too."""
-    with runtime_without_warm_up(processes.address) as rt:
+    with tb.Runtime(processes.address) as rt:
         a = processes.add_worker("a", rt.client)
         b = processes.add_worker("b", rt.client)
         graph = tb.kronecker(10, seed=3)
@@ -190,7 +189,7 @@ def test_search_survives_a_worker_killed_at_any_level(kill_matrix, direction):
     A new worker joins after each kill (two workers to start with: new ones, or those the
     previous direction left)."""
     processes = kill_matrix
-    with runtime_without_warm_up(processes.address) as rt:
+    with tb.Runtime(processes.address) as rt:
         for name in ("a", "b")[len(processes.workers(rt.client)):]:
             processes.add_worker(f"{direction}-{name}", rt.client)
         names = {address: name for name, address in processes.workers(rt.client).items()}
@@ -235,7 +234,7 @@ def test_search_without_retries_raises_worker_lost(processes, setting):
     client hears of level 3 gives one WorkerLostError naming it and the level, at once;
     then the same graph is searched correctly on the worker left."""
     setting("search.retries-on-worker-loss", 0)
-    with runtime_without_warm_up(processes.address) as rt:
+    with tb.Runtime(processes.address) as rt:
         names = {processes.add_worker(name, rt.client): name for name in ("a", "b")}
         graph = _path_graph(40)  # 40 levels: the kill at level 3 is long before the end
         _check(graph, 0, tb.bfs(graph, 0, tasks=4, runtime=rt))
@@ -264,7 +263,7 @@ def test_retries_setting_is_checked(runtime, setting):
 def test_search_fails_when_no_worker_is_left(processes):
     """The only worker killed mid-search: nothing to run again on, one WorkerLostError
     (after ``runtime.connect-timeout`` seconds of waiting for a worker)."""
-    with runtime_without_warm_up(processes.address) as rt:
+    with tb.Runtime(processes.address) as rt:
         processes.add_worker("a", rt.client)
         graph = tb.kronecker(9, seed=5)
         _check(graph, 1, tb.bfs(graph, 1, tasks=2, runtime=rt))
@@ -316,7 +315,7 @@ def test_embedded_runtime_restarts_a_stopped_worker():
 def test_search_beyond_the_workers_memory_is_refused(processes):
     """A worker whose memory limit its process already uses: a search is refused before
     it starts, saying how much it needs and how much is free; a worker with room runs it."""
-    with runtime_without_warm_up(processes.address) as rt:
+    with tb.Runtime(processes.address) as rt:
         processes.add_worker("small", rt.client, "--memory-limit", "1MB")
         graph = tb.kronecker(12, seed=2)
         with pytest.raises(tb.InsufficientMemoryError,
@@ -334,7 +333,7 @@ def test_search_beyond_the_workers_memory_is_refused(processes):
 def test_frozen_worker_times_out(processes):
     """A SIGSTOPped worker holding slices: SearchTimeoutError after ``timeout`` seconds,
     naming the level; the cluster works again once the worker continues."""
-    with runtime_without_warm_up(processes.address) as rt:
+    with tb.Runtime(processes.address) as rt:
         processes.add_worker("a", rt.client)
         processes.add_worker("b", rt.client)
         graph = tb.kronecker(10, seed=6)

@@ -10,8 +10,6 @@ entries each) and its system monitor (by time, not by searches).
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from reference import scipy_distances
 
@@ -146,56 +144,3 @@ def test_searches_on_an_external_cluster_leave_nothing_per_search(process_cluste
              if v > first.get(k, 0) + (2 if k.endswith("log records") else 0)}
     assert not grown, grown
     assert first["scheduler taskbfs topics"] <= 1  # the last program's, swept by the next
-
-
-def _drop_replicas(keys: list, address: str, dask_scheduler=None) -> None:
-    """Drop ``address``'s copy of each of ``keys`` (each also held elsewhere) through the
-    Active Memory Manager, as its ``ReduceReplicas`` policy drops the copy on the worker
-    with the most memory."""
-    from distributed.active_memory_manager import ActiveMemoryManagerPolicy, Suggestion
-
-    class DropThere(ActiveMemoryManagerPolicy):
-        def run(self):
-            there = {dask_scheduler.workers[address]}
-            for key in keys:
-                yield Suggestion("drop", dask_scheduler.tasks[key], there)
-
-    amm = dask_scheduler.extensions["amm"]
-    policy = DropThere()
-    amm.add_policy(policy)
-    try:
-        amm.run_once()
-    finally:
-        amm.policies.discard(policy)
-
-
-def test_a_graph_that_dask_moved_onto_one_worker_is_placed_again(process_cluster):
-    """Slices that Dask moved off the worker they were placed on (a step stolen by the
-    idle worker copies its slice there; the Active Memory Manager may then drop the first
-    copy) are placed again: after every slice of one worker went to the other, the next
-    search still runs its levels on both workers (before: one task on the worker holding
-    everything, for every later search), with the right distances."""
-    with tb.Runtime(process_cluster.address) as rt:
-        rt.client.wait_for_workers(2, timeout=WORKERS_TIMEOUT)
-        graph = tb.kronecker(8, seed=1)
-        first = tb.bfs(graph, 1, runtime=rt)
-        assert not first.trace["included"].any()  # its slices on two workers: dispatched
-        slices = next(iter(_placed[rt].values())).slices
-        who = rt.client.who_has(slices)
-        a, b = sorted({w for holders in who.values() for w in holders})
-        moving = [f for f in slices if a in who[f.key]]
-        rt.client.amm.stop()  # its own ReduceReplicas would drop the copies made here
-        try:
-            rt.client.replicate(moving, n=2, workers=[a, b])
-            deadline = time.monotonic() + WORKERS_TIMEOUT
-            while any(a in holders for holders in rt.client.who_has(slices).values()):
-                assert time.monotonic() < deadline, rt.client.who_has(slices)
-                # refused while the scheduler does not know b's copy yet (never the last one)
-                rt.client.run_on_scheduler(_drop_replicas, [f.key for f in moving], a)
-                time.sleep(0.1)
-        finally:
-            rt.client.amm.start()
-        result = tb.bfs(graph, 2, runtime=rt)
-    assert (result.distances == scipy_distances(graph, 2)).all()
-    assert not result.trace["included"].any()
-    assert set(result.trace["worker"]) == {a, b}

@@ -6,11 +6,7 @@ kept here with everything else derived from (graph, T, balance): the partition i
 the degree sum. Later BFS calls on the same graph reuse all of it, so a search pays
 nothing per call for its graph (the ``token`` of :class:`~taskbfs.graph.Graph` names
 the data; a graph cannot change, so neither can what was placed). A placed graph whose
-data was lost (a worker holding a slice left the cluster) is placed again, and so is one
-whose slices Dask moved off the workers they were placed on (a step stolen by an idle
-worker copies its slice there, and the Active Memory Manager may then drop the first
-copy): left there, the slices would gather on fewer workers, until one holds them all and
-every search runs on it alone (RESULTS.md, session 17).
+data was lost (a worker holding a slice left the cluster) is placed again.
 """
 
 from __future__ import annotations
@@ -43,7 +39,6 @@ class PlacedGraph:
         self.num_arcs = num_arcs
         self.transposed = transposed
         self.uploaded = frozenset()  # keys of the slices copied to the GPU workers
-        self.homes: dict = {}  # the worker each slice was placed on, by key (processes only)
         self._bundles: dict[int, object] = {}  # futures of SliceBundle, by slices per task
 
     def slices_per_task(self) -> int:
@@ -83,27 +78,6 @@ class PlacedGraph:
         intact."""
         return not any(f.status in _BROKEN for f in self.futures())
 
-    def remember_homes(self, runtime, futures, timeout: float | None) -> None:
-        """Note which worker holds each of ``futures`` now, just scattered (workers of
-        other processes only: in this process data moves by reference)."""
-        if not runtime.in_process:
-            who = _who_has(runtime, futures, timeout)
-            self.homes.update({f.key: who[f.key][0] for f in futures if who.get(f.key)})
-
-    def moved(self, runtime, timeout: float | None) -> bool:
-        """Whether a slice is no longer held by the worker it was placed on."""
-        if not self.homes:
-            return False
-        who = _who_has(runtime, self.slice_futures(), timeout)
-        return any(home not in who.get(key, ()) for key, home in self.homes.items())
-
-
-def _who_has(runtime, futures, timeout: float | None) -> dict:
-    """``{key: [workers holding it]}``, asked of the scheduler within ``timeout`` seconds."""
-    client = runtime.client
-    return client.sync(client.scheduler.who_has, keys=[f.key for f in futures],
-                       callback_timeout=timeout)
-
 
 class SliceBundle:
     """Every task's slices in task order (``tasks[t]``: its slice, then its transposed one
@@ -139,7 +113,7 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
     cache = _placed.setdefault(runtime, OrderedDict())
     key = (graph.token, int(tasks), balance)
     placed = cache.get(key)
-    if placed is not None and (not placed.intact() or placed.moved(runtime, timeout)):
+    if placed is not None and not placed.intact():
         del cache[key]
         placed = None
     if placed is None:
@@ -147,7 +121,6 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
         slices = scatter(_slices(graph, parts, graph.token))
         degrees = scatter(graph.degrees())
         placed = PlacedGraph(parts, slices, degrees, graph.num_arcs)
-        placed.remember_homes(runtime, slices, timeout)
         cache[key] = placed
         while len(cache) > MAX_PLACED_GRAPHS:
             cache.popitem(last=False)
@@ -157,7 +130,6 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
             reverse = graph.transpose()
             placed.transposed = scatter(
                 _slices(reverse, placed.parts, graph.token + "/T", out=graph))
-            placed.remember_homes(runtime, placed.transposed, timeout)
         else:
             placed.transposed = placed.slices
     if to_gpu:
