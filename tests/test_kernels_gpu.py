@@ -407,6 +407,17 @@ def _device_levels(graph, block_size):
     return DeviceLevels(out, inward, n, config, data.scratch)
 
 
+def _level_beside_cpu(levels, graph, level, top_down, frontier, visited, frontier_bits):
+    """Level ``level`` on the device levels and the CPU step's ``(vertices, parents,
+    edges examined)`` on the same inputs: ``(device counts, cpu outputs)``."""
+    if top_down:
+        counts = levels.top_down(level, frontier.size, int(graph.degrees()[frontier].sum()))
+        return counts, cpu.run_top_down(graph.indptr, graph.indices, 0, frontier, visited)
+    inward = graph.transpose()
+    return levels.bottom_up(level), cpu.run_bottom_up(inward.indptr, inward.indices, 0,
+                                                      graph.num_vertices, visited, frontier_bits)
+
+
 @needs_gpu
 @pytest.mark.parametrize(("name", "block_size"), _cases())
 def test_device_levels_enter_from_the_reached_pairs(name, block_size):
@@ -441,15 +452,8 @@ def test_device_levels_enter_from_the_reached_pairs(name, block_size):
             np.testing.assert_array_equal(distances[seen], pairs[2])
             others = np.setdiff1d(np.arange(n), seen)
             assert (parents[others] == -1).all() and (distances[others] == -1).all()
-            if top_down:
-                counts = levels.top_down(level, frontier.size,
-                                         int(graph.degrees()[frontier].sum()))
-                _, _, cedges = cpu.run_top_down(graph.indptr, graph.indices, 0, frontier, visited)
-            else:
-                counts = levels.bottom_up(level)
-                inward = graph.transpose()
-                _, _, cedges = cpu.run_bottom_up(inward.indptr, inward.indices, 0, n, visited,
-                                                 frontier_bits)
+            counts, (_, _, cedges) = _level_beside_cpu(levels, graph, level, top_down, frontier,
+                                                       visited, frontier_bits)
             assert counts.examined == cedges and counts.found == expected.size
             distances = levels.distances.copy_to_host()[:n]
             np.testing.assert_array_equal(np.flatnonzero(distances == level + 1), expected)
@@ -484,14 +488,8 @@ def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
             parents = levels.parents.copy_to_host()[:n]
             seen = (depth >= 0) & (depth <= level)
             assert (parents[seen] == -2).all() and (parents[~seen] == -1).all()
-            if top_down:
-                counts = levels.top_down(level, frontier.size, int(out_degrees[frontier].sum()))
-                _, _, cedges = cpu.run_top_down(graph.indptr, graph.indices, 0, frontier, visited)
-            else:
-                counts = levels.bottom_up(level)
-                inward = graph.transpose()
-                cv, cu, cedges = cpu.run_bottom_up(inward.indptr, inward.indices, 0, n, visited,
-                                                   frontier_bits)
+            counts, (cv, cu, cedges) = _level_beside_cpu(levels, graph, level, top_down,
+                                                         frontier, visited, frontier_bits)
             assert counts.examined == cedges
             assert counts.found == expected.size
             assert counts.next_edges == int(out_degrees[expected].sum())
