@@ -426,19 +426,28 @@ class _Search:
         task = SEARCH_ON_GPU if device == CUDA else SEARCH
         # every slice as one input: 2 inputs whatever T (see PlacedGraph.bundle)
         program.put_future("slices", self.placed.bundle(program.client))
-        program.submit(task, ins=["slices", "degrees"], outs=["search"],
-                       kwargs={"init": self.init, "policy": program.policy},
-                       tags={**self.tags, "level": 0, "search": True})
-        if self.progress is not None:
-            while not self.report(_next_summaries(program, "search", self.clock)):
+        kwargs = {"init": self.init, "policy": program.policy}
+        tags = {**self.tags, "level": 0, "search": True}
+        if self.progress is None and not self.keep:  # its value goes to this caller only
+            def value():
+                return program.call(task, ins=["slices", "degrees"], kwargs=kwargs, tags=tags,
+                                    timeout=self.clock.left())
+        else:
+            program.submit(task, ins=["slices", "degrees"], outs=["search"], kwargs=kwargs,
+                           tags=tags)
+            while self.progress is not None and not self.report(
+                    _next_summaries(program, "search", self.clock)):
                 pass
-        if self.keep:
-            future = program.future("search")
-            summaries, d2h = outcome_summaries(program.client, future)
-            return _Outcome(None, None, summaries, time.perf_counter() - start, d2h,
-                            KeptResult.of_search(program.client, future, self.parts.bounds))
+            if self.keep:
+                future = program.future("search")
+                summaries, d2h = outcome_summaries(program.client, future)
+                return _Outcome(None, None, summaries, time.perf_counter() - start, d2h,
+                                KeptResult.of_search(program.client, future, self.parts.bounds))
+
+            def value():
+                return program.get("search", self.clock.left())
         try:
-            outcome = program.get("search", self.clock.left())
+            outcome = value()
         except (TimeoutError, *_LOST):
             self._hear_latest()
             raise

@@ -5,7 +5,8 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 
 ==================  ===============================================================
 ``Task``            a task with per-device implementations (``smp``, ``cuda``)
-``Program``         the data directory: in / out / inout, renaming, ``taskwait``
+``Program``         the data directory: in / out / inout, renaming, ``taskwait``;
+                    ``call``: a task run now where its inputs are (a resident call)
 ``Policy``          built-in placement rules: hybrid (λ), fixed, cpu, gpu
 ``PlacementPolicy`` what a user policy is: ``decide(size, impls, gpu_present, task_id)``
 ``FunctionPolicy``  a user policy from a plain ``f(size, task_id) -> device``

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import gc
 import logging
 import os
@@ -54,6 +55,7 @@ from taskbfs.runtime.plugin import (
     workers_of,
     workers_with,
 )
+from taskbfs.runtime.resident import Residents
 from taskbfs.runtime.task import CUDA, SMP
 
 logger = logging.getLogger(__name__)
@@ -137,6 +139,7 @@ class Runtime:
         self._resources_heard = 0  # how many announcements arrived
         self._listening_resources = False
         self._warming = False  # whether our WarmUpPlugin is registered
+        self._worker_resources: dict | None = None  # address -> resources, until one joins or leaves
         if address_or_client is None:
             self._owned_cluster = start_embedded_cluster(threads, gpus, dashboard_address)
             self.client = self._owned_client = Client(self._owned_cluster, set_as_default=False)
@@ -213,6 +216,7 @@ class Runtime:
         if isinstance(totals, dict):
             self._resources_heard += 1
             self._resources = totals
+            self._worker_resources = None
 
     def free_memory(self, timeout: float | None = None) -> int | None:
         """Bytes the workers can still take: this machine's available memory when they
@@ -308,6 +312,31 @@ class Runtime:
         if not gpus or not getattr(policy, "uses_gpu", True):  # a user policy may use it
             return SMP
         return CUDA if gpus == 1 else None
+
+    @functools.cached_property
+    def residents(self) -> Residents:
+        """This runtime's resident calls (:mod:`taskbfs.runtime.resident`)."""
+        return Residents(self.client)
+
+    def resident_site(self, futures, device: str, timeout: float | None = None) -> str | None:
+        """The worker that runs a resident call of a task on ``device`` that reads
+        ``futures``: one that offers the device (the ``GPU`` resource for "cuda", the
+        ``CPU`` one, where workers declare it, for "smp") and holds every one of them
+        (any such worker when the workers share this process's memory); None if none
+        does. The workers' resources are asked once, again after one joins or leaves."""
+        if self._worker_resources is None:
+            self._worker_resources = {address: info.get("resources") or {}
+                                      for address, info in workers_of(self.client).items()}
+        wanted = GPU_RESOURCE if device == CUDA else CPU_RESOURCE
+        declared = any(wanted in r for r in self._worker_resources.values())
+        offering = sorted(address for address, r in self._worker_resources.items()
+                          if r.get(wanted, 0) > 0 or (wanted == CPU_RESOURCE and not declared))
+        if not offering or self.in_process:
+            return offering[0] if offering else None
+        who_has = self.client.sync(self.client.scheduler.who_has,
+                                   keys=[f.key for f in futures], callback_timeout=timeout)
+        holders = set(offering).intersection(*(set(w) for w in who_has.values()))
+        return min(holders) if holders else None
 
     def share_settings(self) -> None:
         """Give the workers this process's ``taskbfs`` settings, if they changed since the

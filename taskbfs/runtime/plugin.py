@@ -39,10 +39,12 @@ from distributed.protocol.pickle import loads
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 from taskbfs.runtime.policy import Policy, policy_label
+from taskbfs.runtime.resident import RESIDENT_OP, run_resident
 from taskbfs.runtime.task import CUDA, DEVICES, SMP
 from taskbfs.runtime.worker import (
     COLLECT_OP,
     RECORDS_OP,
+    RESIDENT_KEY,
     SIZES_KEY,
     collect_records,
     forget_worker_state,
@@ -223,6 +225,11 @@ class PlacementPlugin(SchedulerPlugin):
         program = program_of_topic(topic) if isinstance(topic, str) else None
         if program is None or not isinstance(msg, dict):
             return
+        if RESIDENT_KEY in msg:  # a resident driver's task (its program keeps the decision)
+            if self.scheduler is not None:  # no batch comes: sweep here
+                self._drop_closed_topics(self.scheduler, {"program": program})
+            self._tell_decision(program, msg[RESIDENT_KEY])
+            return
         self._tell_listeners(program, msg)
         if SIZES_KEY not in msg:
             return
@@ -332,21 +339,14 @@ class PlacementPlugin(SchedulerPlugin):
             log = self.decisions[program] = deque(maxlen=self.max_decisions)
             while len(self.decisions) > self.max_programs:
                 self._release(next(iter(self.decisions)))
-        kind, lam = (policy.kind, policy.lam) if isinstance(policy, Policy) else policy_label(policy)
-        decision = {
-            "key": key,
-            "task": mark.get("task"),
-            "size": mark.get("size"),
-            "device": device,
-            "time": now,
-            "policy": kind,
-            "lam": lam,
-            **mark.get("tags", {}),
-        }
+        decision = decision_row(key, mark, device, now, policy)
         self._decided += len(log) < self.max_decisions  # a full log drops its oldest
         log.append(decision)
         while self._decided > self.max_decisions and len(self.decisions) > 1:
             self._release(next(iter(self.decisions)))
+        self._tell_decision(program, decision)
+
+    def _tell_decision(self, program: str, decision: dict) -> None:
         for name, listener in list(self.listeners.items()):
             try:
                 listener(program, decision)
@@ -440,6 +440,22 @@ class PlacementPlugin(SchedulerPlugin):
         return totals
 
 
+def decision_row(key, mark: dict, device: str, now: float, policy) -> dict:
+    """One entry of the placement log: a task's ``key``, its ``mark`` (task id, size,
+    tags), the ``device`` chosen, when, and by which policy."""
+    kind, lam = (policy.kind, policy.lam) if isinstance(policy, Policy) else policy_label(policy)
+    return {
+        "key": key,
+        "task": mark.get("task"),
+        "size": mark.get("size"),
+        "device": device,
+        "time": now,
+        "policy": kind,
+        "lam": lam,
+        **mark.get("tags", {}),
+    }
+
+
 def _as_rows(decisions) -> list[dict]:
     """Placement decisions as a client reads them (keys as strings)."""
     return [dict(d, key=str(d["key"])) for d in decisions]
@@ -458,7 +474,8 @@ class LatencyPlugin(WorkerPlugin):
 
     It also serves a program's records: to a watcher while it runs (the worker handler
     :data:`~taskbfs.runtime.worker.RECORDS_OP`) and to :meth:`PlacementPlugin.trace` when
-    it ends (:data:`~taskbfs.runtime.worker.COLLECT_OP`). ``teardown`` (when the last
+    it ends (:data:`~taskbfs.runtime.worker.COLLECT_OP`); and the runtime's resident calls
+    (:data:`~taskbfs.runtime.resident.RESIDENT_OP`). ``teardown`` (when the last
     runtime leaves, :func:`detach`) removes the handlers, puts the worker's interval back and drops what the runtime kept on the worker (:func:`~taskbfs.runtime.worker_cache`,
     uncollected trace records).
     """
@@ -474,13 +491,14 @@ class LatencyPlugin(WorkerPlugin):
         if stream is not None and hasattr(stream, "interval"):
             self._intervals.setdefault(id(worker), stream.interval)
             stream.interval = self.interval
-        for op, handler in ((RECORDS_OP, peek_records), (COLLECT_OP, collect_records)):
+        for op, handler in ((RECORDS_OP, peek_records), (COLLECT_OP, collect_records),
+                            (RESIDENT_OP, run_resident)):
             worker.handlers[op] = functools.update_wrapper(
                 functools.partial(handler, dask_worker=worker), handler)
 
     def teardown(self, worker) -> None:
-        worker.handlers.pop(RECORDS_OP, None)
-        worker.handlers.pop(COLLECT_OP, None)
+        for op in (RECORDS_OP, COLLECT_OP, RESIDENT_OP):
+            worker.handlers.pop(op, None)
         interval = self._intervals.pop(id(worker), None)
         stream = getattr(worker, "batched_stream", None)
         if interval is not None and stream is not None:
@@ -672,21 +690,25 @@ def cluster_resources(client, timeout: float | None = None) -> dict:
     return client.sync(client.scheduler.taskbfs_resources, callback_timeout=timeout)
 
 
-def fetch_trace(client, program: str, timeout: float | None = None) -> tuple[list, list]:
+def fetch_trace(client, program: str, timeout: float | None = None,
+                decided=()) -> tuple[list, list]:
     """``(records, placements)`` of one program (see :meth:`PlacementPlugin.trace`;
-    within ``timeout`` seconds)."""
+    within ``timeout`` seconds); ``decided`` as for :func:`fetch_trace_later`."""
     trace = client.sync(client.scheduler.taskbfs_trace, program=program,
                         callback_timeout=timeout)
-    return _flat_trace(trace)
+    records, placements = _flat_trace(trace)
+    return records, [*decided, *placements]
 
 
-def fetch_trace_later(client, program: str):
+def fetch_trace_later(client, program: str, decided=()):
     """:func:`fetch_trace` started on ``client``'s event loop, not waited for: a
-    :class:`concurrent.futures.Future` of ``(records, placements)``."""
+    :class:`concurrent.futures.Future` of ``(records, placements)``; ``decided``: the
+    decisions the program made itself (its resident tasks'), put first."""
     import asyncio
 
     async def fetch():
-        return _flat_trace(await client.scheduler.taskbfs_trace(program=program))
+        records, placements = _flat_trace(await client.scheduler.taskbfs_trace(program=program))
+        return records, [*decided, *placements]
 
     return asyncio.run_coroutine_threadsafe(fetch(), client.loop.asyncio_loop)
 

@@ -24,6 +24,7 @@ import inspect
 import itertools
 import operator
 import queue
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -33,6 +34,8 @@ from distributed import Client, Future, wait
 
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime.plugin import (
+    GPU_RESOURCE,
+    decision_row,
     fetch_trace,
     fetch_trace_later,
     forget_policy,
@@ -40,6 +43,7 @@ from taskbfs.runtime.plugin import (
     register_policy,
 )
 from taskbfs.runtime.policy import Policy, as_policy
+from taskbfs.runtime.resident import NotResident
 from taskbfs.runtime.task import SMP, Task
 from taskbfs.runtime.worker import execute, execute_after, message_topic
 
@@ -123,8 +127,9 @@ class Program:
         if self._registered:
             register_policy(self.client, self.id, self.policy)
         self._messages: queue.Queue = queue.Queue()
+        self._decided: list[dict] = []  # placements of the tasks run by resident calls
         self._topic = message_topic(self.id)
-        self.client.subscribe_topic(self._topic, self._on_message)
+        self._subscribed = False
         track = getattr(runtime, "_track", None)
         if track is not None:
             track(self)
@@ -144,6 +149,44 @@ class Program:
     def has(self, name: str) -> bool:
         """True if ``name`` has a version."""
         return name in self._current
+
+    def call(self, task: Task, ins=(), kwargs: dict | None = None, size: int | None = None,
+             task_id: int | None = None, tags: dict | None = None,
+             timeout: float | None = None):
+        """Run ``task`` now and return its value: on the worker that holds every one of
+        ``ins`` and offers the device the policy gives it, by a resident call there
+        (:mod:`taskbfs.runtime.resident`: no scheduler round trip), else submitted
+        as usual with one output that is gathered. For a task whose value goes to the
+        caller only (e.g. a whole program run as one task, its pieces included in it).
+
+        Parameters are those of :meth:`submit`; ``timeout``: seconds to wait for the value
+        (``TimeoutError`` after). The task's placement is in :meth:`finished` as a
+        dispatched task's is.
+        """
+        ins = list(ins)
+        _check_directions(task, ins, [], [])
+        futures = [self.future(name) for name in ins]
+        gpu_present = self.runtime.resources(timeout).get(GPU_RESOURCE, 0) > 0
+        device = self.policy.decide(size=size, impls=task.impls, gpu_present=gpu_present,
+                                    task_id=task_id)
+        address = self.runtime.resident_site(futures, device, timeout)
+        if address is not None:
+            key = f"{task.name}-{self.id}-{next(self._counter)}"
+            meta = {"program": self.id, "tags": dict(tags or {})}
+            mark = {"size": size, "task": task_id, "tags": meta["tags"]}
+            decision = decision_row(key, mark, device, time.time(), self.policy)
+            try:
+                value = self.runtime.residents.call(address, key, device, task, meta, futures,
+                                                    dict(kwargs or {}), decision, timeout)
+            except NotResident:  # an input moved, or the worker is out of reach
+                pass
+            else:
+                self._decided.append(decision)
+                return value
+        name = f"{task.name}-value-{next(self._counter)}"
+        self.submit(task, ins=ins, outs=[name], kwargs=kwargs, size=size, task_id=task_id,
+                    tags=tags)
+        return self.get(name, timeout)
 
     def future(self, name: str) -> Future:
         """The current version of ``name`` as a Dask future (flushes pending submissions)."""
@@ -278,6 +321,7 @@ class Program:
             after = _unfinished([r for n in inouts for r in self._readers.get(n, [])])
             if after:  # positional: Dask resolves refs in args, not in the kwargs dict
                 func, head = execute_after, [after, task, meta]
+        self._subscribe()
         pending = self._pending or _Pending()
         pending.graph[key] = (apply, func, [*head, *args], dict(kwargs or {}))
         pending.marks[key] = {"size": size, "impls": list(task.impls), "task": task_id,
@@ -391,19 +435,29 @@ class Program:
         """``(records, placements)``: :meth:`records` and the placement decisions of this
         program's tasks (:func:`~taskbfs.runtime.fetch_placements`), in one round trip to
         the scheduler (within ``timeout`` seconds)."""
-        return fetch_trace(self.client, self.id, timeout)
+        return fetch_trace(self.client, self.id, timeout, self._decided)
 
     def finished_later(self):
         """:meth:`finished` without waiting for it: a :class:`concurrent.futures.Future` of
         ``(records, placements)``, asked for now on the client's event loop. The runtime's
         ``close()`` waits for those still on their way."""
-        pending = fetch_trace_later(self.client, self.id)
+        pending = fetch_trace_later(self.client, self.id, list(self._decided))
         track = getattr(self.runtime, "_track_pending", None)
         if track is not None:
             track(pending)
         return pending
 
     # ------------------------------------------------------------------ messages
+    def _subscribe(self) -> None:
+        """Listen for this program's messages from now on: before its first submission
+        (the subscription reaches the scheduler first, on the same stream), so that no
+        message of its tasks is missed. A program whose tasks all ran as resident
+        calls never listens: their messages go to the scheduler's listeners only, and
+        none can arrive here after :meth:`close`."""
+        if not self._subscribed:
+            self.client.subscribe_topic(self._topic, self._on_message)
+            self._subscribed = True
+
     def _on_message(self, event) -> None:
         _timestamp, message = event
         self._messages.put(message)
@@ -419,6 +473,7 @@ class Program:
         timeout : float, optional
             Seconds to wait; None waits as long as needed.
         """
+        self._subscribe()
         self.flush()
         futures = [self._version(name) for name in watch]
         waited = 0.0
@@ -447,7 +502,8 @@ class Program:
             self._readers.clear()
             self._messages = queue.Queue()  # unread messages (a one-task search's) go
             try:
-                self.client.unsubscribe_topic(self._topic)
+                if self._subscribed:
+                    self.client.unsubscribe_topic(self._topic)
                 # distributed's unsubscribe keeps the handler, and with it this program:
                 # one per search for the client's life
                 getattr(self.client, "_event_handlers", {}).pop(self._topic, None)

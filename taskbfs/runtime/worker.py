@@ -74,10 +74,30 @@ def execute(task: Task, meta: dict, *args, **kwargs):
     *args, **kwargs
         Passed to the implementation.
     """
+    worker = _current_worker()
+    return _run(worker, current_device(worker), task, meta, args, kwargs)
+
+
+def execute_resident(worker, key: str, device: str, task: Task, meta: dict, args, kwargs):
+    """:func:`execute` for a task that no scheduler placed (a resident call, see
+    :mod:`taskbfs.runtime.resident`): run in this thread of ``worker`` as the task ``key``
+    on ``device``."""
+    from distributed.worker import _worker_cvar, thread_state
+
+    previous = getattr(thread_state, "key", None)
+    thread_state.key = key  # included tasks name it as their parent
+    token = _worker_cvar.set(worker)  # where get_worker() looks, as for a task or an actor
+    try:
+        return _run(worker, device, task, meta, args, kwargs)
+    finally:
+        _worker_cvar.reset(token)
+        thread_state.key = previous
+
+
+def _run(worker, device: str, task: Task, meta: dict, args, kwargs):
+    """Call ``task``'s implementation for ``device`` and keep its trace record."""
     from distributed.worker import thread_state
 
-    worker = _current_worker()
-    device = current_device(worker)
     impl = task.implementation(device)
     if impl is None:  # a host task placed on the GPU worker (``submit(..., follow=...)``)
         impl, device = task.smp, SMP
@@ -300,6 +320,11 @@ def publish(message, sizes: tuple[str, list] | None = None) -> None:
         label, values = sizes
         message = {**message, SIZES_KEY: {"label": str(label), "sizes": [int(v) for v in values]}}
     worker.log_event(message_topic(program), message)
+
+
+#: Entry of a published dict message that carries a resident task's placement decision
+#: (:mod:`taskbfs.runtime.resident`) to the scheduler plugin's listeners.
+RESIDENT_KEY = "taskbfs_resident"
 
 
 #: The worker handler of :func:`collect_records` (added by the runtime's worker plugin).

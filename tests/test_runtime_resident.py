@@ -1,0 +1,207 @@
+"""Resident calls (taskbfs/runtime/resident.py): ``Program.call`` runs a task on the
+worker that holds its inputs with no scheduler round trip, traced and placed as a
+dispatched task is, and falls back to the scheduler when no worker holds them all.
+
+A task of the runtime layer (no BFS): it returns where and how it ran.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+from distributed.comm import CommClosedError
+from programs import runtime_without_warm_up
+
+import taskbfs as tb
+from taskbfs.errors import TaskExecutionError
+from taskbfs.runtime import CUDA, SMP, Program, Task, fetch_placements
+from taskbfs.runtime.resident import NotResident
+
+
+def _where(a, b, scale=1):
+    """The sum of two arrays, and where it ran: (value, worker address, thread)."""
+    from distributed import get_worker
+
+    return float((a + b).sum() * scale), get_worker().address, threading.get_ident()
+
+
+def _fail(a):
+    raise ValueError("bad tile")
+
+
+def _sleep(a, seconds):
+    time.sleep(seconds)
+    return a
+
+
+def _die(a):
+    os._exit(1)
+
+
+WHERE = Task("where", smp=_where)
+FAIL = Task("fail", smp=_fail)
+SLEEP = Task("sleep", smp=_sleep)
+DIE = Task("die", smp=_die)
+
+
+def test_a_call_runs_resident_traced_and_placed(runtime):
+    """On the embedded cluster: the value comes back; the scheduler never saw the task
+    (no decision in its log), yet the program's trace and placements have it as they
+    have a dispatched task (same key form, device, worker, thread, tags)."""
+    p = Program(runtime, policy="cpu")
+    p.put("a", np.arange(4.0))
+    p.put("b", np.ones(4))
+    value, worker, thread = p.call(WHERE, ins=["a", "b"], kwargs={"scale": 2}, tags={"tile": 7})
+    assert value == 2 * (6.0 + 4.0)
+    assert worker in runtime.client.scheduler_info()["workers"]
+    assert not fetch_placements(runtime.client, p.id)  # nothing went through the scheduler
+    records, placements = p.finished(timeout=30)
+    (record,) = [r for r in records if r["name"] == "where"]
+    assert record["worker"] == worker and record["thread"] == thread
+    assert record["device"] == SMP and record["tile"] == 7
+    assert record["key"].startswith(f"where-{p.id}-")
+    assert [(d["key"], d["device"], d["tile"]) for d in placements] == [(record["key"], SMP, 7)]
+    p.close()
+
+
+def test_a_calls_error_names_the_task(runtime):
+    p = Program(runtime, policy="cpu")
+    p.put("a", 1)
+    with pytest.raises(TaskExecutionError, match="task 'fail'.*ValueError: bad tile"):
+        p.call(FAIL, ins=["a"])
+    p.close()
+
+
+def test_a_call_within_its_timeout(runtime):
+    p = Program(runtime, policy="cpu")
+    p.put("a", 1)
+    assert p.call(SLEEP, ins=["a"], kwargs={"seconds": 0.01}, timeout=30) == 1
+    with pytest.raises(TimeoutError):
+        p.call(SLEEP, ins=["a"], kwargs={"seconds": 1.0}, timeout=0.2)
+    time.sleep(1.0)  # the call goes on there (as a started task would): let it end
+    p.finished(timeout=30)  # and take its record off the worker
+    p.close()
+
+
+def test_calls_from_several_threads_run_side_by_side(runtime):
+    """Resident calls run on their worker's threads, side by side."""
+    p = Program(runtime, policy="cpu")
+    p.put("a", 1)
+    if max(runtime.client.nthreads().values()) < 2:
+        pytest.skip("the embedded worker has one thread: nothing can overlap")
+    start = time.perf_counter()
+    callers = [threading.Thread(target=p.call, args=(SLEEP,),
+                                kwargs={"ins": ["a"], "kwargs": {"seconds": 1.0}})
+               for _ in range(2)]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join()
+    assert time.perf_counter() - start < 1.9
+    p.close()
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    """Two worker processes (one thread each, ``CPU=1``) on 127.0.0.1."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      host="127.0.0.1", dashboard_address=None, resources={"CPU": 1}) as cluster:
+        rt = runtime_without_warm_up(cluster)
+        try:
+            yield rt
+        finally:
+            rt.close()
+
+
+def _scatter_to(rt, p, name, value, address):
+    p.put_future(name, rt.client.scatter(value, workers=[address], hash=False))
+
+
+def test_a_call_runs_where_its_inputs_are(two_workers):
+    rt = two_workers
+    first, second = sorted(rt.client.scheduler_info()["workers"])
+    p = Program(rt, policy="cpu")
+    for address in (first, second):
+        _scatter_to(rt, p, "a", np.ones(3), address)
+        _scatter_to(rt, p, "b", np.ones(3), address)
+        value, worker, _ = p.call(WHERE, ins=["a", "b"])
+        assert (value, worker) == (6.0, address)
+    assert not fetch_placements(rt.client, p.id)  # nothing went through the scheduler
+    p.close()
+
+
+def test_inputs_apart_go_through_the_scheduler(two_workers):
+    """No worker holds both inputs: the task is submitted (the scheduler's placement
+    log has it), and its value is the same."""
+    rt = two_workers
+    first, second = sorted(rt.client.scheduler_info()["workers"])
+    p = Program(rt, policy="cpu")
+    _scatter_to(rt, p, "a", np.ones(3), first)
+    _scatter_to(rt, p, "b", np.ones(3), second)
+    value, _, _ = p.call(WHERE, ins=["a", "b"])
+    assert value == 6.0
+    assert [d["device"] for d in fetch_placements(rt.client, p.id)] == [SMP]
+    p.close()
+
+
+def test_a_worker_without_the_inputs_says_so(two_workers):
+    rt = two_workers
+    first, second = sorted(rt.client.scheduler_info()["workers"])
+    a = rt.client.scatter(np.ones(3), workers=[second], hash=False)
+    with pytest.raises(NotResident, match=first):
+        rt.residents.call(first, "where-x-0", SMP, WHERE, {"program": "x", "tags": {}}, [a, a],
+                          {}, {"key": "where-x-0"}, timeout=30)
+
+
+def test_a_lost_worker_fails_the_call_and_the_next_one_runs(two_workers):
+    rt = two_workers
+    p = Program(rt, policy="cpu")
+    first = sorted(rt.client.scheduler_info()["workers"])[0]
+    _scatter_to(rt, p, "a", 1, first)
+    with pytest.raises(CommClosedError, match=first):
+        p.call(DIE, ins=["a"], timeout=60)
+    rt.client.wait_for_workers(2, timeout=60)  # the nanny starts another
+    survivor = sorted(rt.client.scheduler_info()["workers"])
+    _scatter_to(rt, p, "a", np.ones(2), survivor[0])
+    _scatter_to(rt, p, "b", np.ones(2), survivor[0])
+    assert p.call(WHERE, ins=["a", "b"], timeout=60)[:2] == (4.0, survivor[0])
+    p.close()
+
+
+def test_close_takes_the_handler_off_a_cluster_not_its_own():
+    """The runtime's worker handler goes when the runtime leaves a user's cluster."""
+    from taskbfs.runtime.resident import RESIDENT_OP
+
+    def has_handler(dask_worker):
+        return RESIDENT_OP in dask_worker.handlers
+
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        rt = runtime_without_warm_up(client)
+        assert all(client.run(has_handler).values())
+        rt.close()
+        assert not any(client.run(has_handler).values())
+
+
+def test_a_one_task_search_runs_resident(runtime, monkeypatch):
+    """The BFS's one-task search (its value goes to the caller) runs through the driver,
+    and its result equals the dispatched search's."""
+    from taskbfs.runtime.resident import Residents
+
+    calls = []
+    call = Residents.call
+    monkeypatch.setattr(Residents, "call", lambda self, *a, **k: calls.append(a[3].name)
+                        or call(self, *a, **k))
+    g = tb.kronecker(scale=9, seed=3)
+    r = tb.bfs(g, 1, runtime=runtime)
+    assert calls == ["bfs_search"]
+    d = tb.bfs(g, 1, runtime=runtime, dispatch="tasks")
+    assert [p["key"].split("-")[0] for p in r.placements] == ["bfs_search"]
+    assert r.placements[0]["device"] in (SMP, CUDA)
+    np.testing.assert_array_equal(r.distances, d.distances)
+    tb.validate(g, 1, r.parents)
