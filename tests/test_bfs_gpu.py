@@ -87,9 +87,8 @@ def _hub_source(g):
 
 
 def _gpu_worker(runtime):
-    info = runtime.client.scheduler_info()["workers"]
-    gpus = [addr for addr, w in info.items() if w.get("resources", {}).get("GPU")]
-    assert len(gpus) == 1, info
+    gpus = runtime.gpu_workers()  # asked of the scheduler (the client's copy may lag)
+    assert len(gpus) == 1, gpus
     return gpus[0]
 
 

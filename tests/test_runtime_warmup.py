@@ -60,7 +60,9 @@ def test_warmed_workers_keep_their_objects_out_of_full_collections():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster:
         with Client(cluster, set_as_default=False) as client:
-            assert all(n == 0 for n in client.run(_frozen_objects).values())
+            # not always 0 in a fresh worker process (the GPU machine's image freezes some)
+            before = client.run(_frozen_objects)
             with tb.Runtime(client):
                 frozen = client.run(_frozen_objects)
-    assert len(frozen) == 2 and all(n > 10_000 for n in frozen.values()), frozen
+    assert len(frozen) == 2, frozen
+    assert all(frozen[w] - before[w] > 10_000 for w in frozen), (before, frozen)
