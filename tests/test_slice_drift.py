@@ -27,8 +27,9 @@ from shapes import grid
 import taskbfs as tb
 from taskbfs.bfs.placement import place_graph
 from taskbfs.bfs.steps import STEP
+from taskbfs.runtime import SMP, Policy, Program
 
-from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
+from programs import PROBE, runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
 TASKS = 4
 #: Seconds the busy task holds its worker's CPU: long enough for several stealing rounds
@@ -94,6 +95,21 @@ def _busy(client, worker: str) -> list:
     return futures
 
 
+def _assigned(client, key: str) -> tuple[str, set[str]]:
+    """The worker ``key`` is assigned to, and the workers it is restricted to, once the
+    scheduler has assigned it."""
+    def look(dask_scheduler=None):
+        ts = dask_scheduler.tasks.get(key)
+        where = ts and ts.processing_on
+        return where and (where.address, set(ts.worker_restrictions or ()))
+
+    deadline = time.monotonic() + 30
+    while not (found := client.run_on_scheduler(look)):
+        assert time.monotonic() < deadline, f"{key} was not assigned"
+        time.sleep(0.01)
+    return tuple(found)
+
+
 def test_steps_run_where_their_slices_are_while_the_owner_is_busy(pair):
     rt, client = pair, pair.client
     shape = grid(16, 16)
@@ -114,3 +130,25 @@ def test_steps_run_where_their_slices_are_while_the_owner_is_busy(pair):
         assert not moved, f"steps ran away from their slices (task: worker): {moved}"
     client.sync(client.scheduler.amm_run_once)
     assert _holders(client, placed.slices) == [{o} for o in owners]
+
+
+def test_a_task_pinned_to_a_worker_that_leaves_runs_where_its_input_went():
+    """A CPU task is pinned to its input's worker; that worker leaves (retired: Dask copies
+    its data to the other first) before the task can start there. The task runs on the
+    worker that holds its input now, instead of waiting forever for the one that left."""
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False,
+                      dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster, \
+            Client(cluster, set_as_default=False) as client, \
+            runtime_without_warm_up(client) as rt:
+        leaving, staying = sorted(client.scheduler_info()["workers"])
+        value = np.arange(100_000)
+        p = Program(rt, Policy("cpu"))
+        p.put_future("x", client.scatter(value, workers=[leaving]))
+        busy = _busy(client, leaving)
+        key = p.submit(PROBE, ins=["x"], outs=["y"])
+        assert _assigned(client, key) == (leaving, {leaving})
+        client.retire_workers([leaving])
+        device, got = p.get("y", timeout=30)
+        assert (device, int(got.sum())) == (SMP, int(value.sum()))
+        assert [r["worker"] for r in p.records()] == [staying]
+        del busy
