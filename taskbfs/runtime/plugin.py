@@ -6,7 +6,9 @@ Scheduler half
     ``taskbfs`` annotation (program, size, implementations, task id) and the batch's
     ``taskbfs_policy`` annotation (a built-in :class:`Policy` as plain data, or a reference
     to the user policy its program registered), asks the policy's ``decide``, and sets the task's
-    ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``. The worker then runs the
+    ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``; a task placed on a CPU is
+    also pinned to the CPU workers that hold its largest input (:func:`_pin_to_data`: Dask's
+    work stealing must not carry it, and then its data, to another worker). The worker then runs the
     matching implementation (see :mod:`taskbfs.runtime.worker`). A task submitted with
     ``follow`` (keys of tasks whose outputs it reads, e.g. a BFS level's barrier) goes to
     the GPU worker when all of those were placed there for good, so that their outputs stay
@@ -21,7 +23,8 @@ Client half
     ``run_on_scheduler``.
 
 A cluster whose workers declare no ``CPU`` resource (a plain Dask cluster) gets no CPU
-restriction: any worker runs CPU tasks there.
+restriction: any worker runs CPU tasks there (the pin to the workers holding the largest
+input holds there too).
 """
 
 from __future__ import annotations
@@ -518,10 +521,10 @@ def _pin_to_data(ts) -> None:
     worker runs CPU tasks on a cluster without a ``CPU`` resource), when any does; else
     leave it to Dask.
 
-    Without the pin, Dask's work stealing moves a step queued on a busy worker to an idle
-    one, which fetches the step's graph slice; the Active Memory Manager then drops one of
-    the two copies, possibly the owner's, and over many searches the slices gather on one
-    worker (benchmarks/RESULTS.md, session 17's soak). A non-loose worker restriction
+    Without the pin, Dask's work stealing moves a task queued on a busy worker to an idle
+    one, which fetches the task's input; the Active Memory Manager then drops one of the
+    two copies, possibly the first, and over many calls data placed on several workers
+    gathers on one (a BFS's graph slices: benchmarks/RESULTS.md, session 17's soak). A non-loose worker restriction
     beside the resource restriction is what stealing respects; the task still runs on any
     holder, and :func:`_repin_after_loss` moves the pin off a worker that leaves.
     """
