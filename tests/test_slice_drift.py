@@ -5,21 +5,23 @@ busy and another is idle, Dask's work stealing takes a queued step for the idle 
 the step's measured duration makes it worth it (on a loaded machine); the thief then
 fetches the slice, the Active Memory Manager drops one of the two copies, possibly the
 owner's, and over many searches every slice can end on one worker (each later search then
-runs as one task there). Here: two CPU worker processes on 127.0.0.1; before each search
-the owner of the source's slice is kept busy by a task holding its ``CPU`` resource, and a
-scheduler plugin of the test makes the scheduler think a step takes a second (the loaded
-machine, where the steal is worth it). Every step must still run on its slice's worker,
-every slice stay there alone, and the result equal scipy's.
+runs as one task there). Here: two CPU worker processes on 127.0.0.1; in each search the
+owner of the source's slice is kept busy by a task holding its ``CPU`` resource until the
+step queued there was stolen or stayed 2 s, and a scheduler plugin of the test makes the
+scheduler think a step takes a second (the loaded machine, where the steal is worth it).
+Every step must still run on its slice's worker, every slice stay there alone, and the
+result equal scipy's. A second test loses the worker a task is pinned to.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 import uuid
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, Event, LocalCluster
 from distributed.diagnostics.plugin import SchedulerPlugin
 from reference import scipy_distances
 from shapes import grid
@@ -32,19 +34,26 @@ from taskbfs.runtime import SMP, Policy, Program
 from programs import PROBE, runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
 TASKS = 4
-#: Seconds the busy task holds its worker's CPU: long enough for several stealing rounds
-#: (every 100 ms), short enough for a quick test.
-BUSY = 1.5
-#: What the scheduler is told a step and the busy task take (by task prefix): a step far
-#: above the ~0.1 s its stealing assumes a transfer costs, the busy task far above a step,
-#: so that every step queued behind it is worth stealing.
-SECONDS = {STEP.name: 1.0, "busy": 30.0}
+#: Seconds a step waits on its busy owner for the work stealing to take it: many stealing
+#: rounds (every 100 ms).
+STEAL_WINDOW = 2.0
+#: What the scheduler is told a step and a busy task take: a step far above the ~0.1 s its
+#: stealing assumes a transfer costs, a busy task far above a step, so that every step
+#: queued behind one is worth stealing.
+STEP_SECONDS, BUSY_SECONDS = 1.0, 30.0
+BUSY = "busy"
+
+
+def _of_steps(ts) -> bool:
+    """Whether scheduler task ``ts`` has a step's prefix (``bfs_step-<program kind>``;
+    the getitems that split a step's output share it)."""
+    return ts.prefix.name.startswith(STEP.name + "-")
 
 
 class SlowSteps(SchedulerPlugin):
-    """Tell the scheduler that every step and busy task takes what :data:`SECONDS` says
-    (a step as it measures on a loaded machine): set when a batch arrives, before its
-    tasks are assigned."""
+    """Tell the scheduler that every step takes :data:`STEP_SECONDS` (as it measures on a
+    loaded machine) and a busy task :data:`BUSY_SECONDS`: set when a batch arrives,
+    before its tasks are assigned."""
 
     name = "test-slow-steps"
 
@@ -57,8 +66,10 @@ class SlowSteps(SchedulerPlugin):
     def update_graph(self, scheduler, *, keys=(), **kwargs) -> None:
         for key in keys:
             ts = scheduler.tasks.get(key)
-            if ts is not None and ts.prefix.name in SECONDS:
-                ts.prefix.duration_average = SECONDS[ts.prefix.name]
+            if ts is not None and _of_steps(ts):
+                ts.prefix.duration_average = STEP_SECONDS
+            elif ts is not None and ts.prefix.name == BUSY:
+                ts.prefix.duration_average = BUSY_SECONDS
 
 
 @pytest.fixture(scope="module")
@@ -81,18 +92,60 @@ def _holders(client, futures) -> list[set[str]]:
     return [set(who[f.key]) for f in futures]
 
 
-def _busy(client, worker: str) -> list:
-    """Keep ``worker`` busy: a task holding its CPU for :data:`BUSY` seconds and one queued
+def _hold(event: str) -> None:
+    """Wait (on a worker) until the test sets ``event``."""
+    Event(event).wait(timeout=60)
+
+
+def _busy(client, worker: str, event: str) -> list:
+    """Keep ``worker`` busy: a task holding its CPU until ``event`` is set and one queued
     behind it (so that a step queued there too makes more tasks than threads: a victim for
     the work stealing), both assigned there before this returns."""
-    futures = [client.submit(time.sleep, seconds, resources={"CPU": 1}, workers=[worker],
-                             allow_other_workers=False, key=f"busy-{uuid.uuid4().hex}")
-               for seconds in (BUSY, 0)]
+    futures = [client.submit(_hold, event, resources={"CPU": 1}, workers=[worker],
+                             allow_other_workers=False, key=f"{BUSY}-{i}-{uuid.uuid4().hex}")
+               for i in range(2)]
     deadline = time.monotonic() + 30
     while len(client.processing([worker])[worker]) < len(futures):
         assert time.monotonic() < deadline, "the busy tasks were not assigned"
         time.sleep(0.01)
     return futures
+
+
+def _steps_assigned(dask_scheduler=None) -> list[str]:
+    """The workers the scheduler assigned the steps it holds to (a step has a resource
+    restriction, the getitems that split its output none)."""
+    return [ts.processing_on.address for ts in dask_scheduler.tasks.values()
+            if ts.processing_on is not None and _of_steps(ts) and ts.resource_restrictions]
+
+
+def _search_while_busy(client, rt, graph, source: int, owner: str):
+    """Search from ``source`` while ``owner`` is busy: released once a step assigned to
+    ``owner`` (waiting there) left it or stayed :data:`STEAL_WINDOW` seconds."""
+    event = f"test-busy-{uuid.uuid4().hex}"
+    busy = _busy(client, owner, event)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        waited = pool.submit(_release_when_stolen_or_kept, client, owner, event)
+        r = tb.bfs(graph, source, tasks=TASKS, runtime=rt, dispatch="tasks", timeout=120)
+        assert waited.result(), f"no step of the search from {source} waited on {owner}"
+    client.gather(busy)
+    return r
+
+
+def _release_when_stolen_or_kept(client, owner: str, event: str) -> bool:
+    """Set ``event`` once a step assigned to ``owner`` left it or stayed there for
+    :data:`STEAL_WINDOW` seconds; returns whether one was assigned there (within 60 s)."""
+    try:
+        deadline = time.monotonic() + 60
+        while owner not in client.run_on_scheduler(_steps_assigned):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        window = time.monotonic() + STEAL_WINDOW
+        while time.monotonic() < window and owner in client.run_on_scheduler(_steps_assigned):
+            time.sleep(0.01)
+        return True
+    finally:
+        Event(event, client=client).set()
 
 
 def _assigned(client, key: str) -> tuple[str, set[str]]:
@@ -119,9 +172,7 @@ def test_steps_run_where_their_slices_are_while_the_owner_is_busy(pair):
     assert len(set(owners)) == 2, f"the slices were not spread over both workers: {owners}"
     for source in (0, shape.num_vertices - 1, 7, 200):
         owner = owners[int(np.searchsorted(placed.parts.bounds, source, side="right")) - 1]
-        busy = _busy(client, owner)
-        r = tb.bfs(graph, source, tasks=TASKS, runtime=rt, dispatch="tasks", timeout=60)
-        client.gather(busy)
+        r = _search_while_busy(client, rt, graph, source, owner)
         np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
         steps = r.trace[r.trace["name"] == STEP.name]
         assert len(steps) > 0
@@ -144,10 +195,12 @@ def test_a_task_pinned_to_a_worker_that_leaves_runs_where_its_input_went():
         value = np.arange(100_000)
         p = Program(rt, Policy("cpu"))
         p.put_future("x", client.scatter(value, workers=[leaving]))
-        busy = _busy(client, leaving)
+        event = f"test-busy-{uuid.uuid4().hex}"
+        busy = _busy(client, leaving, event)
         key = p.submit(PROBE, ins=["x"], outs=["y"])
         assert _assigned(client, key) == (leaving, {leaving})
         client.retire_workers([leaving])
+        Event(event, client=client).set()
         device, got = p.get("y", timeout=30)
         assert (device, int(got.sum())) == (SMP, int(value.sum()))
         assert [r["worker"] for r in p.records()] == [staying]
