@@ -42,6 +42,9 @@ STEAL_WINDOW = 2.0
 #: queued behind one is worth stealing.
 STEP_SECONDS, BUSY_SECONDS = 1.0, 30.0
 BUSY = "busy"
+#: Seconds each busy task keeps the worker that leaves busy: longer than its retirement
+#: takes (its in-process thread pool then waits for the sleep on closing).
+LEAVING_BUSY = 3.0
 
 
 def _of_steps(ts) -> bool:
@@ -97,11 +100,11 @@ def _hold(event: str) -> None:
     Event(event).wait(timeout=60)
 
 
-def _busy(client, worker: str, event: str) -> list:
-    """Keep ``worker`` busy: a task holding its CPU until ``event`` is set and one queued
-    behind it (so that a step queued there too makes more tasks than threads: a victim for
-    the work stealing), both assigned there before this returns."""
-    futures = [client.submit(_hold, event, resources={"CPU": 1}, workers=[worker],
+def _busy(client, worker: str, hold, *args) -> list:
+    """Keep ``worker`` busy: a task holding its CPU while ``hold(*args)`` runs and one
+    queued behind it (so that a step queued there too makes more tasks than threads: a
+    victim for the work stealing), both assigned there before this returns."""
+    futures = [client.submit(hold, *args, resources={"CPU": 1}, workers=[worker],
                              allow_other_workers=False, key=f"{BUSY}-{i}-{uuid.uuid4().hex}")
                for i in range(2)]
     deadline = time.monotonic() + 30
@@ -122,7 +125,7 @@ def _search_while_busy(client, rt, graph, source: int, owner: str):
     """Search from ``source`` while ``owner`` is busy: released once a step assigned to
     ``owner`` (waiting there) left it or stayed :data:`STEAL_WINDOW` seconds."""
     event = f"test-busy-{uuid.uuid4().hex}"
-    busy = _busy(client, owner, event)
+    busy = _busy(client, owner, _hold, event)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         waited = pool.submit(_release_when_stolen_or_kept, client, owner, event)
         r = tb.bfs(graph, source, tasks=TASKS, runtime=rt, dispatch="tasks", timeout=120)
@@ -195,12 +198,11 @@ def test_a_task_pinned_to_a_worker_that_leaves_runs_where_its_input_went():
         value = np.arange(100_000)
         p = Program(rt, Policy("cpu"))
         p.put_future("x", client.scatter(value, workers=[leaving]))
-        event = f"test-busy-{uuid.uuid4().hex}"
-        busy = _busy(client, leaving, event)
+        # a sleep, not an Event: a worker of this process would keep the Event's client
+        busy = _busy(client, leaving, time.sleep, LEAVING_BUSY)
         key = p.submit(PROBE, ins=["x"], outs=["y"])
         assert _assigned(client, key) == (leaving, {leaving})
         client.retire_workers([leaving])
-        Event(event, client=client).set()
         device, got = p.get("y", timeout=30)
         assert (device, int(got.sum())) == (SMP, int(value.sum()))
         assert [r["worker"] for r in p.records()] == [staying]
