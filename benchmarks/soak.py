@@ -12,9 +12,9 @@ their second half in the scheduler and each worker (``--external``; session 16 f
 how many keys that cache holds per process, how many graph slices each worker holds and
 the scheduler's transitions per search (~446 for a dispatched search of the default
 graph, a few for one included as one task: session 17 found slices moved off their
-worker that way), the work-stealing requests so far and the load average; ``--fill-key-cache`` fills it first (as after
-~100,000 task keys, where it stops growing) and ``--config KEY=VALUE`` passes Dask settings
-to the processes (e.g. ``distributed.admin.low-level-log-length=100``). ``--objects`` prints,
+worker that way), the work-stealing requests so far and the load average;
+``--fill-key-cache`` fills it first (as after ~100,000 task keys, where it stops growing)
+and ``--config KEY=VALUE`` passes Dask settings to the processes (e.g. ``distributed.admin.low-level-log-length=100``). ``--objects`` prints,
 every ``--every`` searches, which Python object types grew in number (the garbage
 collector's view, in each process) and which containers of the scheduler, the workers,
 the client and the runtime grew in length: how session 14 found the log records that

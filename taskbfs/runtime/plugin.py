@@ -524,9 +524,10 @@ def _pin_to_data(ts) -> None:
     Without the pin, Dask's work stealing moves a task queued on a busy worker to an idle
     one, which fetches the task's input; the Active Memory Manager then drops one of the
     two copies, possibly the first, and over many calls data placed on several workers
-    gathers on one (a BFS's graph slices: benchmarks/RESULTS.md, session 17's soak). A non-loose worker restriction
-    beside the resource restriction is what stealing respects; the task still runs on any
-    holder, and :func:`_repin_after_loss` moves the pin off a worker that leaves.
+    gathers on one (a BFS's graph slices: benchmarks/RESULTS.md, session 17's soak). A
+    non-loose worker restriction beside the resource restriction is what stealing
+    respects; the task still runs on any holder, and :func:`_repin_after_loss` moves the
+    pin off a worker that leaves.
     """
     largest = None
     for dts in ts.dependencies:
