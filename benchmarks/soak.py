@@ -12,9 +12,9 @@ their second half in the scheduler and each worker (``--external``; session 16 f
 how many keys that cache holds per process, how many graph slices each worker holds and
 the scheduler's transitions per search (~446 for a dispatched search of the default
 graph, a few for one included as one task: session 17 found slices moved off their
-worker that way); ``--fill-key-cache`` fills it first (as after
-~100,000 task keys, where it stops growing) and ``--config KEY=VALUE`` passes Dask settings
-to the processes (e.g. ``distributed.admin.low-level-log-length=100``). ``--objects`` prints,
+worker that way), the work-stealing requests so far and the load average;
+``--fill-key-cache`` fills it first (as after ~100,000 task keys, where it stops growing)
+and ``--config KEY=VALUE`` passes Dask settings to the processes (e.g. ``distributed.admin.low-level-log-length=100``). ``--objects`` prints,
 every ``--every`` searches, which Python object types grew in number (the garbage
 collector's view, in each process) and which containers of the scheduler, the workers,
 the client and the runtime grew in length: how session 14 found the log records that
@@ -182,7 +182,10 @@ def _placement(dask_scheduler=None) -> dict:
     for key, ts in dask_scheduler.tasks.items():
         if str(key).startswith("GraphSlice-"):
             held.update(ws.address[-6:] for ws in ts.who_has)
-    return {"held": dict(held), "transitions": dask_scheduler.transition_counter}
+    stealing = dask_scheduler.extensions.get("stealing")
+    steals = sum(stealing.metrics["request_count_total"].values()) if stealing else 0
+    return {"held": dict(held), "transitions": dask_scheduler.transition_counter,
+            "steals": steals}
 
 
 def _key_caches(rt) -> str:
@@ -285,9 +288,10 @@ def main() -> None:
                         moved = (where["transitions"] - transitions) / args.every
                         transitions = where["transitions"]
                         caches = (f"; key_split cache {_key_caches(rt)}; slices held "
-                                  f"{where['held']}; transitions per search {moved:.0f}")
-                    print(f"  after {i + 1:6d} ({time.perf_counter() - t0:7.0f} s): "
-                          f"RSS MiB {rss}{caches}", flush=True)
+                                  f"{where['held']}; transitions per search {moved:.0f}; "
+                                  f"steals requested {where['steals']}")
+                    print(f"  after {i + 1:6d} ({time.perf_counter() - t0:7.0f} s, load "
+                          f"{os.getloadavg()[0]:.1f}): RSS MiB {rss}{caches}", flush=True)
                     if args.objects:
                         objects = _print_objects(rt, objects, args.every)
             seconds = time.perf_counter() - t0

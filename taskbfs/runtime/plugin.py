@@ -6,7 +6,9 @@ Scheduler half
     ``taskbfs`` annotation (program, size, implementations, task id) and the batch's
     ``taskbfs_policy`` annotation (a built-in :class:`Policy` as plain data, or a reference
     to the user policy its program registered), asks the policy's ``decide``, and sets the task's
-    ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``. The worker then runs the
+    ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``; a task placed on a CPU is
+    also pinned to the CPU workers that hold its largest input (:func:`_pin_to_data`: Dask's
+    work stealing must not carry it, and then its data, to another worker). The worker then runs the
     matching implementation (see :mod:`taskbfs.runtime.worker`). A task submitted with
     ``follow`` (keys of tasks whose outputs it reads, e.g. a BFS level's barrier) goes to
     the GPU worker when all of those were placed there for good, so that their outputs stay
@@ -21,7 +23,8 @@ Client half
     ``run_on_scheduler``.
 
 A cluster whose workers declare no ``CPU`` resource (a plain Dask cluster) gets no CPU
-restriction: any worker runs CPU tasks there.
+restriction: any worker runs CPU tasks there (the pin to the workers holding the largest
+input holds there too).
 """
 
 from __future__ import annotations
@@ -326,12 +329,17 @@ class PlacementPlugin(SchedulerPlugin):
 
     @staticmethod
     def _restrict(ts, device: str, totals: dict) -> None:
+        """Restrict ``ts`` to ``device``: the GPU workers, or the CPU workers that hold
+        its largest input (:func:`_pin_to_data`)."""
         if device == CUDA:
             ts.resource_restrictions = {GPU_RESOURCE: 1}
-        elif totals.get(CPU_RESOURCE, 0) > 0:
+            ts.worker_restrictions = None  # a provisional CPU placement's pin
+            return
+        if totals.get(CPU_RESOURCE, 0) > 0:
             ts.resource_restrictions = {CPU_RESOURCE: 1}
         elif ts.resource_restrictions == {GPU_RESOURCE: 1}:  # a provisional GPU placement
             ts.resource_restrictions = None  # a plain Dask cluster: any worker runs CPU tasks
+        _pin_to_data(ts)
 
     def _record(self, program: str, key, mark: dict, device: str, now: float, policy) -> None:
         log = self.decisions.get(program)
@@ -426,6 +434,8 @@ class PlacementPlugin(SchedulerPlugin):
         self._announce_resources()
 
     def remove_worker(self, scheduler=None, worker=None, **kwargs) -> None:
+        if self.scheduler is not None and worker is not None:
+            _repin_after_loss(self.scheduler, worker)
         self._announce_resources()
 
     def _announce_resources(self) -> None:
@@ -504,6 +514,62 @@ class LatencyPlugin(WorkerPlugin):
         if interval is not None and stream is not None:
             stream.interval = interval
         forget_worker_state(worker)
+
+
+def _pin_to_data(ts) -> None:
+    """Pin a task placed on a CPU to the CPU workers that hold its largest input (every
+    worker runs CPU tasks on a cluster without a ``CPU`` resource), when any does; else
+    leave it to Dask.
+
+    Without the pin, Dask's work stealing moves a task queued on a busy worker to an idle
+    one, which fetches the task's input; the Active Memory Manager then drops one of the
+    two copies, possibly the first, and over many calls data placed on several workers
+    gathers on one (a BFS's graph slices: benchmarks/RESULTS.md, session 17's soak). A
+    non-loose worker restriction beside the resource restriction is what stealing
+    respects; the task still runs on any holder, and :func:`_repin_after_loss` moves the
+    pin off a worker that leaves.
+    """
+    largest = None
+    for dts in ts.dependencies:
+        if dts.who_has and (largest is None or dts.nbytes > largest.nbytes):
+            largest = dts
+    holders = None if largest is None else {
+        ws.address for ws in largest.who_has
+        if _runs_resources(ws, ts.resource_restrictions)}
+    ts.worker_restrictions = holders or None
+    if holders:
+        ts.loose_restrictions = False
+
+
+def _runs_resources(ws, restrictions: dict | None) -> bool:
+    """Whether worker ``ws`` offers the resources ``restrictions`` asks for."""
+    return not restrictions or all(ws.resources.get(name, 0) >= amount
+                                   for name, amount in restrictions.items())
+
+
+def _repin_after_loss(scheduler, address: str) -> None:
+    """Pin again, where their largest input is now, the tasks not yet running that
+    :func:`_pin_to_data` pinned to ``address``, a worker that left (Dask leaves a task
+    restricted to workers that are all gone waiting for them forever); those that
+    waited for a worker (``no-worker``) are assigned again. Scans the scheduler's tasks
+    once per lost worker."""
+    recommendations = {}
+    for ts in list(scheduler.tasks.values()):
+        if (ts.state not in ("waiting", "no-worker") or not ts.worker_restrictions
+                or address not in ts.worker_restrictions or not _placed_by_policy(ts)):
+            continue
+        _pin_to_data(ts)
+        if ts.state == "no-worker":
+            recommendations[ts.key] = "processing"
+    if recommendations:
+        scheduler.transitions(recommendations, stimulus_id=f"taskbfs-repin-{time.time()}")
+
+
+def _placed_by_policy(ts) -> bool:
+    """Whether ``ts`` is a taskbfs task its policy placed (not one pinned by its program
+    with ``worker=``)."""
+    mark = (ts.annotations or {}).get(TASK_ANNOTATION)
+    return isinstance(mark, dict) and mark.get("worker") is None
 
 
 def _size_of(sizes: list, mark: dict):
