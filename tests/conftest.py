@@ -8,6 +8,35 @@ import sys
 import pytest
 
 
+#: The modules that take longest, longest first (wall seconds on 2 cores, in the
+#: measurements of benchmarks/RESULTS.md, "Session 18 — test time"). pyproject's
+#: ``--no-loadscope-reorder`` makes pytest-xdist hand out modules in collection order, so
+#: these start first and the short ones fill in at the end; xdist's own order (most tests
+#: first) started the simulator runs after 2-3 minutes, with no regard to their length.
+SLOWEST_MODULES = (
+    "test_bfs_gpu.py",  # the CUDA simulator in one process, ~4 min
+    "test_faults.py",
+    "test_distributed_search.py",
+    "test_kernels_gpu.py",  # the CUDA simulator in one process
+    "test_distributed_graph.py",
+    "test_bfs.py",
+    "test_tls.py",
+    "test_dispatched.py",
+    "test_distributed_gpu.py",
+    "test_notebooks.py",
+    "test_deploy.py",
+    "test_runtime_cluster.py",
+    "test_included.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The modules of :data:`SLOWEST_MODULES` first, in its order; the others after them,
+    in their order (a stable sort)."""
+    rank = {name: i for i, name in enumerate(SLOWEST_MODULES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.fixture(scope="session")
 def runtime():
     """The embedded default runtime (in-process cluster, CPU workers)."""
