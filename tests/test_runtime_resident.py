@@ -88,21 +88,33 @@ def test_a_call_within_its_timeout(runtime):
     p.close()
 
 
+_MEET = threading.Barrier(2)
+
+
+def _meet(a):
+    """Return once another call waits here too (the embedded workers share this process)."""
+    _MEET.wait(timeout=30)
+    return a
+
+
+MEET = Task("meet", smp=_meet)
+
+
 def test_calls_from_several_threads_run_side_by_side(runtime):
-    """Resident calls run on their worker's threads, side by side."""
-    p = Program(runtime, policy="cpu")
-    p.put("a", 1)
+    """Resident calls run on their worker's threads, side by side: two calls that each
+    wait for the other both return (one after the other, the first would time out)."""
     if max(runtime.client.nthreads().values()) < 2:
         pytest.skip("the embedded worker has one thread: nothing can overlap")
-    start = time.perf_counter()
-    callers = [threading.Thread(target=p.call, args=(SLEEP,),
-                                kwargs={"ins": ["a"], "kwargs": {"seconds": 1.0}})
+    p = Program(runtime, policy="cpu")
+    p.put("a", 1)
+    results = []
+    callers = [threading.Thread(target=lambda: results.append(p.call(MEET, ins=["a"], timeout=60)))
                for _ in range(2)]
     for c in callers:
         c.start()
     for c in callers:
         c.join()
-    assert time.perf_counter() - start < 1.9
+    assert results == [1, 1]
     p.close()
 
 
@@ -205,3 +217,22 @@ def test_a_one_task_search_runs_resident(runtime, monkeypatch):
     assert r.placements[0]["device"] in (SMP, CUDA)
     np.testing.assert_array_equal(r.distances, d.distances)
     tb.validate(g, 1, r.parents)
+
+
+def test_a_user_policys_error_is_handled_as_the_plugin_handles_it(runtime):
+    """The device of a resident call is the plugin's one decision (``decide_device``): a
+    user policy that raises is logged, the task runs where it can (the CPU), and its
+    placement says why."""
+
+    class Broken:
+        def decide(self, size=None, impls=(SMP, CUDA), gpu_present=True, task_id=None):
+            raise RuntimeError("no idea")
+
+    p = Program(runtime, policy=Broken())
+    p.put("a", np.ones(2))
+    p.put("b", np.ones(2))
+    assert p.call(WHERE, ins=["a", "b"])[0] == 4.0
+    _, placements = p.finished(timeout=30)
+    (decision,) = placements
+    assert decision["device"] == SMP and "RuntimeError: no idea" in decision["policy_error"]
+    p.close()

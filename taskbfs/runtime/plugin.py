@@ -216,7 +216,7 @@ class PlacementPlugin(SchedulerPlugin):
                 continue
             # Its size is not known yet: a provisional placement (as if size 0) holds
             # until the sizes arrive, which they do before the task can start.
-            self._restrict(ts, self._decide(policy, mark, None, totals), totals)
+            self._restrict(ts, decide_device(policy, mark, None, totals), totals)
             waiting = self._deferred.setdefault(program, {}).setdefault(label, [])
             waiting.append((key, mark, policy))
             _bound(self._deferred, self.max_programs)
@@ -269,7 +269,7 @@ class PlacementPlugin(SchedulerPlugin):
 
     def _place(self, ts, mark: dict, policy, size, totals: dict) -> None:
         """Decide one task's device from its size, restrict it there and log it."""
-        device = self._decide(policy, mark, size, totals)
+        device = decide_device(policy, mark, size, totals)
         self._restrict(ts, device, totals)
         self._record(mark.get("program", ""), ts.key, dict(mark, size=size), device, time.time(),
                      policy)
@@ -305,28 +305,6 @@ class PlacementPlugin(SchedulerPlugin):
                            "policy places its tasks", data["registered"])
             return Policy()
         return policy
-
-    @staticmethod
-    def _decide(policy, mark: dict, size, totals: dict) -> str:
-        impls = tuple(mark.get("impls", (SMP, CUDA)))
-        gpu_present = totals.get(GPU_RESOURCE, 0) > 0
-        try:
-            device = policy.decide(size=size, impls=impls, gpu_present=gpu_present,
-                                   task_id=mark.get("task"))
-        except DeviceUnavailableError:
-            return CUDA  # waits for a GPU worker; the client checks before submitting
-        except Exception as exc:  # a user policy's bug must not break the scheduler
-            device = exc
-        if device in impls and (device == SMP or gpu_present):
-            return device
-        # a user policy's answer that cannot be run: say so, and run the task where it can
-        error = (f"{type(device).__name__}: {device}" if isinstance(device, Exception)
-                 else f"answered {device!r} (devices: {DEVICES}; this task: {impls}; "
-                      f"GPU present: {gpu_present})")
-        logger.error("taskbfs: placement policy %r failed for task %s of program %s: %s", policy,
-                     mark.get("task"), mark.get("program"), error)
-        mark.setdefault("tags", {})["policy_error"] = error
-        return SMP if SMP in impls else CUDA
 
     @staticmethod
     def _restrict(ts, device: str, totals: dict) -> None:
@@ -450,6 +428,32 @@ class PlacementPlugin(SchedulerPlugin):
         totals = _resource_totals(self.scheduler)
         totals["workers"] = len(self.scheduler.workers)
         return totals
+
+
+def decide_device(policy, mark: dict, size, totals: dict) -> str:
+    """The device ``policy`` gives a task (``mark``: its ``impls`` and ``task`` id) of ``size``
+    on a cluster with resource ``totals``: the one decision of the plugin and of a resident
+    call (:meth:`~taskbfs.runtime.Program.call`). A user policy's error or impossible
+    answer is logged (and tagged in ``mark``) and the task runs where it can."""
+    impls = tuple(mark.get("impls", (SMP, CUDA)))
+    gpu_present = totals.get(GPU_RESOURCE, 0) > 0
+    try:
+        device = policy.decide(size=size, impls=impls, gpu_present=gpu_present,
+                               task_id=mark.get("task"))
+    except DeviceUnavailableError:
+        return CUDA  # waits for a GPU worker; the client checks before submitting
+    except Exception as exc:  # a user policy's bug must not break the scheduler
+        device = exc
+    if device in impls and (device == SMP or gpu_present):
+        return device
+    # a user policy's answer that cannot be run: say so, and run the task where it can
+    error = (f"{type(device).__name__}: {device}" if isinstance(device, Exception)
+             else f"answered {device!r} (devices: {DEVICES}; this task: {impls}; "
+                  f"GPU present: {gpu_present})")
+    logger.error("taskbfs: placement policy %r failed for task %s of program %s: %s", policy,
+                 mark.get("task"), mark.get("program"), error)
+    mark.setdefault("tags", {})["policy_error"] = error
+    return SMP if SMP in impls else CUDA
 
 
 def decision_row(key, mark: dict, device: str, now: float, policy) -> dict:

@@ -34,7 +34,7 @@ from distributed import Client, Future, wait
 
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime.plugin import (
-    GPU_RESOURCE,
+    decide_device,
     decision_row,
     fetch_trace,
     fetch_trace_later,
@@ -165,15 +165,16 @@ class Program:
         """
         ins = list(ins)
         _check_directions(task, ins, [], [])
+        if SMP not in task.impls:
+            self._require_gpu(f"task {task.name!r} (it has only a cuda implementation)")
         futures = [self.future(name) for name in ins]
-        gpu_present = self.runtime.resources(timeout).get(GPU_RESOURCE, 0) > 0
-        device = self.policy.decide(size=size, impls=task.impls, gpu_present=gpu_present,
-                                    task_id=task_id)
+        meta = {"program": self.id, "tags": dict(tags or {})}
+        mark = {"size": size, "task": task_id, "impls": list(task.impls), "program": self.id,
+                "tags": meta["tags"]}
+        device = decide_device(self.policy, mark, size, self.runtime.resources(timeout))
         address = self.runtime.resident_site(futures, device, timeout)
         if address is not None:
             key = f"{task.name}-{self.id}-{next(self._counter)}"
-            meta = {"program": self.id, "tags": dict(tags or {})}
-            mark = {"size": size, "task": task_id, "tags": meta["tags"]}
             decision = decision_row(key, mark, device, time.time(), self.policy)
             try:
                 value = self.runtime.residents.call(address, key, device, task, meta, futures,
