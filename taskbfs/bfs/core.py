@@ -429,9 +429,8 @@ class _Search:
         kwargs = {"init": self.init, "policy": program.policy}
         tags = {**self.tags, "level": 0, "search": True}
         if self.progress is None and not self.keep:  # its value goes to this caller only
-            def value():
-                return program.call(task, ins=["slices", "degrees"], kwargs=kwargs, tags=tags,
-                                    timeout=self.clock.left())
+            value = functools.partial(program.call, task, ins=["slices", "degrees"],
+                                      kwargs=kwargs, tags=tags)
         else:
             program.submit(task, ins=["slices", "degrees"], outs=["search"], kwargs=kwargs,
                            tags=tags)
@@ -443,11 +442,9 @@ class _Search:
                 summaries, d2h = outcome_summaries(program.client, future)
                 return _Outcome(None, None, summaries, time.perf_counter() - start, d2h,
                                 KeptResult.of_search(program.client, future, self.parts.bounds))
-
-            def value():
-                return program.get("search", self.clock.left())
+            value = functools.partial(program.get, "search")
         try:
-            outcome = value()
+            outcome = value(timeout=self.clock.left())
         except (TimeoutError, *_LOST):
             self._hear_latest()
             raise

@@ -284,12 +284,14 @@ class Runtime:
         workers share this process's memory (the embedded default, or a ``LocalCluster``
         of threads), or one worker holds every one of them (asked of the scheduler
         within ``timeout`` seconds)."""
-        if self.in_process:
-            return True
+        return self.in_process or bool(self._holders(futures, timeout))
+
+    def _holders(self, futures, timeout: float | None = None) -> set:
+        """The workers that hold every one of ``futures`` (asked of the scheduler)."""
         who_has = self.client.sync(self.client.scheduler.who_has,
                                    keys=[f.key for f in futures], callback_timeout=timeout)
         holders = [set(workers) for workers in who_has.values()]
-        return bool(holders) and bool(set.intersection(*holders))
+        return set.intersection(*holders) if holders else set()
 
     def include_site(self, futures, policy, timeout: float | None = None,
                      resources: dict | None = None) -> str | None:
@@ -333,9 +335,7 @@ class Runtime:
                           if r.get(wanted, 0) > 0 or (wanted == CPU_RESOURCE and not declared))
         if not offering or self.in_process:
             return offering[0] if offering else None
-        who_has = self.client.sync(self.client.scheduler.who_has,
-                                   keys=[f.key for f in futures], callback_timeout=timeout)
-        holders = set(offering).intersection(*(set(w) for w in who_has.values()))
+        holders = self._holders(futures, timeout).intersection(offering)
         return min(holders) if holders else None
 
     def share_settings(self) -> None:

@@ -42,12 +42,11 @@ from distributed.protocol.pickle import loads
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 from taskbfs.runtime.policy import Policy, policy_label
-from taskbfs.runtime.resident import RESIDENT_OP, run_resident
+from taskbfs.runtime.resident import RESIDENT_KEY, RESIDENT_OP, run_resident
 from taskbfs.runtime.task import CUDA, DEVICES, SMP
 from taskbfs.runtime.worker import (
     COLLECT_OP,
     RECORDS_OP,
-    RESIDENT_KEY,
     SIZES_KEY,
     collect_records,
     forget_worker_state,
@@ -228,7 +227,7 @@ class PlacementPlugin(SchedulerPlugin):
         program = program_of_topic(topic) if isinstance(topic, str) else None
         if program is None or not isinstance(msg, dict):
             return
-        if RESIDENT_KEY in msg:  # a resident driver's task (its program keeps the decision)
+        if RESIDENT_KEY in msg:  # a resident call's task (its program keeps the decision)
             if self.scheduler is not None:  # no batch comes: sweep and shorten here
                 self._shorten_stream_intervals(self.scheduler)
                 self._drop_closed_topics(self.scheduler, {"program": program})

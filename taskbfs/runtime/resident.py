@@ -33,12 +33,15 @@ from __future__ import annotations
 import asyncio
 
 from taskbfs.errors import TaskBFSError
-from taskbfs.runtime.worker import RESIDENT_KEY, execute_resident, message_topic
+from taskbfs.runtime.worker import execute_resident, message_topic
 
 #: The worker handler of :func:`run_resident` (added by the runtime's worker plugin).
 RESIDENT_OP = "taskbfs_run_resident"
 #: What the handler answers when its worker does not hold an input.
 MISSING = "missing"
+#: Entry of the message that carries a resident call's placement decision to the scheduler
+#: plugin's listeners (on the program's topic).
+RESIDENT_KEY = "taskbfs_resident"
 
 
 class NotResident(TaskBFSError):
@@ -122,8 +125,6 @@ class Residents:
                    "decision": decision}
         try:
             answer = self.client.sync(self._send, address, message, callback_timeout=timeout)
-        except TimeoutError:
-            raise
         except CommClosedError as exc:
             raise CommClosedError(f"worker {address} left during task {key}: {exc}") from exc
         if answer["status"] == "error":
@@ -143,7 +144,7 @@ class Residents:
             raise NotResident(f"worker {address} cannot be reached from here: {exc}") from None
         try:
             answer = await send_recv(comm, op=RESIDENT_OP, **message)
-        except (CommClosedError, OSError) as exc:
+        except OSError as exc:  # CommClosedError is one
             comm.abort()
             raise CommClosedError(str(exc)) from exc
         except BaseException:

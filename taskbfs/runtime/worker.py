@@ -322,11 +322,6 @@ def publish(message, sizes: tuple[str, list] | None = None) -> None:
     worker.log_event(message_topic(program), message)
 
 
-#: Entry of a published dict message that carries a resident task's placement decision
-#: (:mod:`taskbfs.runtime.resident`) to the scheduler plugin's listeners.
-RESIDENT_KEY = "taskbfs_resident"
-
-
 #: The worker handler of :func:`collect_records` (added by the runtime's worker plugin).
 COLLECT_OP = "taskbfs_collect_records"
 
