@@ -177,8 +177,12 @@ def test_a_lost_worker_fails_the_call_and_the_next_one_runs(two_workers):
     _scatter_to(rt, p, "a", 1, first)
     with pytest.raises(CommClosedError, match=first):
         p.call(DIE, ins=["a"], timeout=60)
+    deadline = time.monotonic() + 60
+    while first in rt.client.nthreads():  # the scheduler may not have noticed the loss yet
+        assert time.monotonic() < deadline, f"{first} still listed"
+        time.sleep(0.05)
     rt.client.wait_for_workers(2, timeout=60)  # the nanny starts another
-    survivor = sorted(rt.client.scheduler_info()["workers"])
+    survivor = sorted(rt.client.nthreads())
     _scatter_to(rt, p, "a", np.ones(2), survivor[0])
     _scatter_to(rt, p, "b", np.ones(2), survivor[0])
     assert p.call(WHERE, ins=["a", "b"], timeout=60)[:2] == (4.0, survivor[0])
