@@ -394,11 +394,13 @@ def test_data_shows_levels_run_inside_the_search_task(setting, runtime, base, mo
 
 def _finished(base: str, program: str, timeout: float = 30) -> dict:
     """data.json of ``program`` once the client's end-of-search records have reached the
-    page (sent without waiting: poll, with a deadline)."""
+    page (sent without waiting: poll, with a deadline). Until then, reading the page can
+    show the live timeline pulled from the workers, which may lack the last steps."""
     deadline = time.monotonic() + timeout
     while True:
         snap = json.loads(_get(f"{base}{DATA}?program={program}")[1])
-        if snap["timeline"]["rows"] or time.monotonic() > deadline:
+        line = snap["timeline"]
+        if (line["rows"] and line.get("live") is False) or time.monotonic() > deadline:
             return snap
         time.sleep(0.05)
 
