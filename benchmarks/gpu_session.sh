@@ -19,6 +19,10 @@
 #   rmm         tests/test_rmm_gpu.py with rmm installed from .whl-rmm/ (rmm-cu12 and its
 #               dependencies: `pip download rmm-cu12 -d .whl-rmm`, carried like .whl/; kept out
 #               of /tmp/site so that the other steps keep numba's own allocator) -> $OUT/rmm.log
+#   daskcuda    tests/test_dask_cuda_gpu.py on a real dask-cuda LocalCUDACluster, with dask-cuda
+#               and its pure-Python dependencies from .whl/cuda/ (`pip download --no-deps
+#               dask-cuda nvidia-ml-py click`, and cuda-core for cp312 when the image lacks it),
+#               kept out of /tmp/site like rmm's                          -> $OUT/daskcuda.log
 #   wall        gpu_user_wall.py (WALL_ARGS): the plain GPU loop (plain_gpu_loop.py, CuPy) and
 #               taskbfs timed by the user's stopwatch in one process -> $OUT/wall.log, $OUT/gpu_user_wall.csv
 # Environment: OUT (default ./out), PYTHON (python3), SESSION_SECONDS (the time the whole
@@ -113,6 +117,16 @@ from taskbfs.runtime.cluster import detect_gpus; print('detect_gpus', detect_gpu
       --target /tmp/rmmsite .whl-rmm/*.whl 2>&1 | tee "$OUT/rmm.log"
     PYTHONPATH="/tmp/rmmsite:$PYTHONPATH" timeout "$(left)" "$PY" -m pytest ${PYTEST_FLAGS:--o addopts= -q} \
       -p no:cacheprovider -rs tests/test_rmm_gpu.py 2>&1 | tee -a "$OUT/rmm.log"
+    ;;
+  daskcuda)
+    wheels=(.whl/cuda/*.whl)
+    if "$PY" -c "import cuda.core" 2>/dev/null; then  # the image's own cuda-core, as numba-cuda's
+      wheels=($(ls .whl/cuda/*.whl | grep -v cuda_core))
+    fi
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/cudasite "${wheels[@]}" 2>&1 | tee "$OUT/daskcuda.log"
+    PYTHONPATH="/tmp/cudasite:$PYTHONPATH" timeout "$(left)" "$PY" -m pytest ${PYTEST_FLAGS:--o addopts= -q} \
+      -p no:cacheprovider -rs tests/test_dask_cuda_gpu.py 2>&1 | tee -a "$OUT/daskcuda.log"
     ;;
   first)
     timeout "$(left)" "$PY" benchmarks/first_search.py ${FIRST_ARGS:---scale 22 --strategies cpu hybrid gpu} \
