@@ -431,11 +431,11 @@ class PlacementPlugin(SchedulerPlugin):
 
 def decide_device(policy, mark: dict, size, totals: dict) -> str:
     """The device ``policy`` gives a task (``mark``: its ``impls`` and ``task`` id) of ``size``
-    on a cluster with resource ``totals``: the one rule (:func:`~taskbfs.runtime.policy.checked_device`,
-    which a :class:`~taskbfs.runtime.policy.Placement` applies to included tasks) for the
-    plugin and a resident call (:meth:`~taskbfs.runtime.Program.call`). A user policy's
-    error or impossible answer is logged (and tagged in ``mark``) and the task runs where
-    it can."""
+    on a cluster with resource ``totals``: the one rule
+    (:func:`~taskbfs.runtime.policy.checked_device`, which a
+    :class:`~taskbfs.runtime.policy.Placement` applies to included tasks) for the plugin
+    and a resident call (:meth:`~taskbfs.runtime.Program.call`). A user policy's error or
+    impossible answer is logged (and tagged in ``mark``) and the task runs where it can."""
     impls = tuple(mark.get("impls", DEVICES))
     try:
         device, error = checked_device(policy, size, impls, totals.get(GPU_RESOURCE, 0) > 0,
