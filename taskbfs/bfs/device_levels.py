@@ -156,13 +156,13 @@ class GpuLevels:
                        frontier.visited_bits, frontier.bounds,
                        replace(progress, unvisited_per_task=unvisited), frontier.included,
                        tally=tally.after(summary))
-        size = int(summary.sizes[0])  # 0: no step (placed as none, as the host's are)
-        on_gpu = size > 0 and self.place(size)
-        if n_new and not on_gpu:
+        size = int(summary.sizes[0])
+        stays = bool(n_new or size) and self.place(size)  # the next level's one decision
+        if n_new and not stays:
             d2h += self._leave(nxt)
         device_stats = np.array([[0, h2d, d2h, round(seconds * 1e9)]], dtype=np.int64)
         summary = replace(summary, device_stats=device_stats, barrier_stop=time.time(),
-                          gpu_steps=np.array([int(on_gpu)], dtype=np.int64))
+                          gpu_steps=np.array([int(stays and size > 0)], dtype=np.int64))
         return nxt, summary
 
     # ------------------------------------------------------------------ state in and out
