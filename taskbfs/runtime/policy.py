@@ -1,4 +1,5 @@
-"""Placement policies: which device runs a task, from its size and the policy.
+"""Placement policies and the one placement rule: which device runs a task, from its size,
+the policy and where its data is.
 
 Kept free of Dask so that the scheduler plugin (which calls a policy's ``decide`` in the
 scheduler's thread, for every task) and the tests share one small, cheap rule.
@@ -44,8 +45,8 @@ The one rule (:class:`Placement`)
     on that device while the rent paid is less than the price of moving the data (rent
     until the rent equals the price of buying: never more than twice the best choice made
     knowing the pieces to come). Compiled code reads the same rule as numbers
-    (:meth:`Placement.largest_cpu_size`); where a user policy gives none, it does not
-    place at all.
+    (:meth:`Placement.largest_cpu_size`); where a user policy gives none, such code
+    places nothing on the CPU.
 """
 
 from __future__ import annotations
