@@ -782,6 +782,39 @@ def test_hybrid_levels_inside_tasks_are_placed_as_the_policy_places_steps(runtim
 
 
 @needs_gpu
+@pytest.mark.parametrize("tasks", [1, 3])
+def test_a_user_policy_places_the_steps_of_a_search_on_the_gpu_worker(tasks):
+    """The search task as the GPU worker runs it (``run_search``, called here), with a user
+    policy, a plain function that gives no ``largest_cpu_size``: each step where the
+    function puts it (one task: its levels on the device or the host, by the runtime's
+    rule; three: each step), the right result, and no compiled level (the compiled loop
+    places by numbers such a policy does not give)."""
+    from taskbfs import config
+    from taskbfs.bfs.included import run_search
+    from taskbfs.bfs.warmup import _bundle
+    from taskbfs.runtime import FunctionPolicy
+
+    g = _kron()
+    source = _hub_source(g)
+    bundle, bounds = _bundle(g, tasks)
+    init = {"bounds": bounds, "source": source, "direction_mode": "auto",
+            "total_edges": g.num_arcs, "alpha": config.get("direction.alpha"),
+            "beta": config.get("direction.beta")}
+    lam = 6
+    policy = FunctionPolicy(lambda size, task_id: "cuda" if size > lam else "smp")
+    out = run_search(bundle, g.degrees(), init=init, policy=policy, device="cuda")
+    np.testing.assert_array_equal(out.distances, scipy_distances(g, source))
+    tb.validate(g, source, out.parents)
+    assert not out.summaries.blocks
+    placed = [(int(s.sizes[t]), int(s.gpu_steps[t])) for s in out.summaries
+              for t in np.flatnonzero(s.sizes)]
+    assert {on_gpu for _, on_gpu in placed} == {0, 1}
+    assert all(on_gpu for size, on_gpu in placed if size > lam)
+    if tasks > 1:  # no state is kept on the device between levels: no rent
+        assert not any(on_gpu for size, on_gpu in placed if size <= lam)
+
+
+@needs_gpu
 @pytest.mark.parametrize("graph, direction", [
     (_kron, "auto"),
     (_kron, "top-down"),

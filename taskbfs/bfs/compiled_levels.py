@@ -207,22 +207,23 @@ def summary_columns(summaries) -> dict[str, np.ndarray]:
     return cols
 
 
-def small_levels_apply(frontier: Frontier, summary: LevelSummary) -> bool:
+def small_levels_apply(frontier: Frontier, summary: LevelSummary, cpu_max) -> bool:
     """Whether the compiled loop runs the level ``summary`` opens: a top-down level of at
     most ``taskbfs.search.compiled-level-edges`` frontier edges, all its steps on the CPU (its
-    ``gpu_steps`` say none on the GPU)."""
-    return (frontier.direction == TOP_DOWN and frontier.bounds is not None
-            and not summary.gpu_steps.any()
+    ``gpu_steps`` say none on the GPU), and the placement rule known to the loop as
+    numbers (``cpu_max``, :func:`cpu_sizes`, not None)."""
+    return (cpu_max is not None and frontier.direction == TOP_DOWN
+            and frontier.bounds is not None and not summary.gpu_steps.any()
             and 0 < summary.frontier_edges <= config.get("search.compiled-level-edges"))
 
 
-def cpu_sizes(policy, num_tasks: int, on_gpu_worker: bool) -> np.ndarray:
-    """Per task, the largest step ``policy`` runs on the CPU (on a CPU worker: every step;
-    a user policy without ``largest_cpu_size``: none, so no level is compiled there)."""
-    if not on_gpu_worker:
-        return np.full(num_tasks, np.inf)
-    largest = getattr(policy, "largest_cpu_size", lambda t: -1.0)
-    return np.array([largest(t) for t in range(num_tasks)], dtype=np.float64)
+def cpu_sizes(placement, num_tasks: int) -> np.ndarray | None:
+    """Per task, the largest step the runtime's placement rule runs on the CPU
+    (:meth:`~taskbfs.runtime.policy.Placement.largest_cpu_size`; ∞ on a CPU worker): the
+    numbers the compiled loop places its steps by. None when the policy does not give
+    them (a user policy without ``largest_cpu_size``): then no level is compiled."""
+    sizes = [placement.largest_cpu_size(t) for t in range(num_tasks)]
+    return None if None in sizes else np.array(sizes, dtype=np.float64)
 
 
 class SliceLists:
@@ -316,9 +317,11 @@ def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
 
 def _edges_within(cpu_max: np.ndarray, mean_degree: float, first_edges: int) -> int:
     """The most frontier edges a level of the compiled loop may have so that every step the
-    loop runs is one the policy puts on the CPU by its arcs too (the loop compares vertex
-    counts with ``cpu_max``; :func:`~taskbfs.bfs.state.step_sizes` counts arcs in vertices
-    of the mean degree): at least the first level's (``first_edges``, placed already)."""
+    loop runs is one the placement rule puts on the CPU by its arcs too: ``cpu_max`` (the
+    rule's numbers, :func:`cpu_sizes`) turned from sizes into arcs, as
+    :func:`~taskbfs.bfs.state.step_sizes` counts arcs in vertices of the mean degree (the
+    loop itself compares vertex counts with ``cpu_max``); at least the first level's
+    (``first_edges``, placed already)."""
     placed = cpu_max[cpu_max >= 0]  # a task whose every step runs on the GPU has none here
     smallest = float(placed.min()) if placed.size else np.inf
     if not np.isfinite(smallest):

@@ -16,8 +16,11 @@ Approach
     :class:`~taskbfs.bfs.state.Frontier` is a shell (``vertices`` and ``bits`` None) while
     they do. A level whose step the policy puts on the CPU (hybrid) gets the state back
     from the barrier before it (visited bitmap and frontier), and the next GPU level takes
-    it up again, unless the state stays for it (:meth:`GpuLevels.place`: a few small
-    levels cost less here than the move); the CPU steps' pairs are written over the
+    it up again, unless the state stays for it: each level's device is the runtime's one
+    rule (:class:`~taskbfs.runtime.policy.Placement`), told that the state is in device
+    memory (a :class:`~taskbfs.runtime.policy.Residence`) and what moving it to the host
+    costs (``DeviceLevels.leave_seconds``), so a few small levels that cost less here than
+    the move stay (:meth:`GpuLevels.place`). The CPU steps' pairs are written over the
     device's result on the host at the end
     (:func:`~taskbfs.bfs.device_cache.result_to_host`).
 """
@@ -33,7 +36,8 @@ from taskbfs import config
 from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary
 from taskbfs.bfs.steps import STEP
 from taskbfs.kernels.direction import BOTTOM_UP
-from taskbfs.runtime import CUDA, Policy, include_each
+from taskbfs.runtime import CUDA, include_each
+from taskbfs.runtime.policy import Placement, Residence
 
 #: The trace name of the barrier (that of the dispatched barrier task).
 BARRIER_NAME = "bfs_barrier"
@@ -46,7 +50,7 @@ class GpuLevels:
     ----------
     slices : tuple of GraphSlice
         The search's one task's slices: ``(part,)`` or ``(part, transposed part)``.
-    policy : Policy
+    placement : Placement
         Where each level's step runs (the host between GPU levels when it says so).
     num_vertices : int
     source : int
@@ -54,18 +58,19 @@ class GpuLevels:
         Default: this worker's.
     """
 
-    def __init__(self, slices, policy: Policy, num_vertices: int, source: int, cache=None):
+    def __init__(self, slices, placement: Placement, num_vertices: int, source: int,
+                 cache=None):
         self.slices = slices
-        self.policy = policy
+        self.placement = placement
         self.n = int(num_vertices)
         self.source = int(source)
         self._cache = cache
         #: The first entries of ``Frontier.included`` whose pairs the device's result holds.
         self.logs_on_device = 0
         self.levels = None  # the DeviceLevels, once a level ran on the GPU
-        self.on_device = False  # the frontier and visited set are on the device now
-        self.renting = False  # the next level runs here against the policy's word
-        self.rented = 0.0  # seconds of the levels that did
+        #: Where the frontier and visited set are (``device`` CUDA while on the GPU), and
+        #: the rent paid for levels kept there against the policy's word.
+        self.residence = Residence()
 
     @staticmethod
     def applies(device: str, num_tasks: int) -> bool:
@@ -75,19 +80,21 @@ class GpuLevels:
         asks it too, to have the device levels' buffers ready."""
         return device == CUDA and num_tasks == 1
 
+    @property
+    def on_device(self) -> bool:
+        """Whether the frontier and visited set are on the device now."""
+        return self.residence.device == CUDA
+
     def place(self, size: int) -> bool:
-        """Whether the level whose step has ``size`` runs on the GPU: where the policy puts
-        it, except that a search whose state is on the GPU keeps a level there that the
-        policy puts on the CPU as long as the levels it kept so far took less time than
-        moving the state to the host (``DeviceLevels.leave_seconds``, the last move of
-        this graph's state on this GPU): the rule of renting until the rent paid equals
-        the price of buying, never more than twice the best choice made knowing the levels
-        to come. A search's last few small levels (a Kronecker graph's) stay; a long tail
-        of them (a deep graph's) leaves for the compiled CPU loop."""
-        on_gpu = self.policy.decide(int(size), task_id=0) == CUDA
-        self.renting = (not on_gpu and self.on_device
-                        and self.rented < self.levels.leave_seconds)
-        return on_gpu or self.renting
+        """Whether the level whose step has ``size`` runs on the GPU, by the runtime's one
+        rule (:meth:`Placement.device`) told where the state is and what moving it to the
+        host costs (``DeviceLevels.leave_seconds``, the last move of this graph's state on
+        this GPU): a search's last few small levels (a Kronecker graph's) stay while they
+        cost less than that move; a long tail of them (a deep graph's) leaves for the
+        compiled CPU loop. Asked once per level: by the barrier of a GPU level (which
+        moves the state out when the answer is no), else when the level is announced."""
+        move = self.levels.leave_seconds if self.on_device else 0.0
+        return self.placement.device(int(size), 0, self.residence, move) == CUDA
 
     @staticmethod
     def runs(summary: LevelSummary) -> bool:
@@ -105,13 +112,12 @@ class GpuLevels:
     # ------------------------------------------------------------------ a level
     def level(self, frontier: Frontier, summary: LevelSummary) -> tuple[Frontier, LevelSummary]:
         """The level ``summary`` opens, step and barrier, as included tasks traced ``cuda``."""
-        start, renting = time.perf_counter(), self.renting
+        start = time.perf_counter()
         tags = {"level": frontier.level, "task": 0, "size": int(summary.sizes[0]),
                 "direction": frontier.direction}
         counts, h2d = include_each(STEP.name, self._step, [(tags, (frontier, summary))],
                                    device=CUDA)[0]
-        if renting:  # before the barrier places the next level
-            self.rented += time.perf_counter() - start
+        self.residence.pay(time.perf_counter() - start)  # before the barrier places the next
         return include_each(BARRIER_NAME, self._barrier,
                             [({"level": frontier.level}, (frontier, counts, h2d))], device=CUDA)[0]
 
@@ -150,10 +156,13 @@ class GpuLevels:
                        frontier.visited_bits, frontier.bounds,
                        replace(progress, unvisited_per_task=unvisited), frontier.included,
                        tally=tally.after(summary))
-        if n_new and not self.place(int(summary.sizes[0])):
+        size = int(summary.sizes[0])
+        stays = bool(n_new or size) and self.place(size)  # the next level's one decision
+        if n_new and not stays:
             d2h += self._leave(nxt)
         device_stats = np.array([[0, h2d, d2h, round(seconds * 1e9)]], dtype=np.int64)
-        summary = replace(summary, device_stats=device_stats, barrier_stop=time.time())
+        summary = replace(summary, device_stats=device_stats, barrier_stop=time.time(),
+                          gpu_steps=np.array([int(stays and size > 0)], dtype=np.int64))
         return nxt, summary
 
     # ------------------------------------------------------------------ state in and out
@@ -180,7 +189,7 @@ class GpuLevels:
             entered = self.levels.enter(frontier.level, top_down, frontier.visited_bits, data)
         self.cache.data.count_up(entered)
         moved += entered
-        self.on_device = True
+        self.residence.device = CUDA
         return moved
 
     def _reached(self, frontier: Frontier):
@@ -224,7 +233,7 @@ class GpuLevels:
             frontier.vertices = data
         else:
             frontier.vertices, frontier.bits = np.empty(0, dtype=np.int64), data
-        self.on_device = False
+        self.residence.device = None
         return moved
 
     def to_host(self, frontier: Frontier) -> Frontier:

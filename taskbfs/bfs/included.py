@@ -19,15 +19,19 @@ Approach
     :class:`IncludedLevels` runs and announces each level; the one level loop
     (:func:`~taskbfs.bfs.levels.run_levels`, also the dispatched search's) drives it.
 Devices
-    Each step runs on the device the search's :class:`~taskbfs.runtime.Policy` gives its
-    size and task id (:meth:`Policy.decide`, the rule the scheduler plugin applies to a
-    dispatched step): on a CPU worker, always the CPU; on a GPU worker (a cluster with one
-    GPU worker and a policy that uses it), the GPU steps one after another (the worker's
-    one GPU), traced ``cuda``, the CPU ones side by side on the host's threads, traced
+    Each step runs on the device the runtime's one placement rule gives its size and task
+    id (:class:`~taskbfs.runtime.policy.Placement` of the search's policy, the rule the
+    scheduler plugin applies to a dispatched step; this module compares no size with a
+    threshold): on a CPU worker, always the CPU; on a GPU worker (a cluster with one GPU
+    worker and a policy that uses it), the GPU steps one after another (the worker's one
+    GPU), traced ``cuda``, the CPU ones side by side on the host's threads, traced
     ``smp``. With one task, a level whose step runs on the GPU keeps everything there:
     the step and its barrier run on the device and only the level's counts come back
-    (:mod:`taskbfs.bfs.device_levels`). With several tasks all on the GPU, the GPU steps
-    write the result into device memory. Either way it crosses the bus once, at the end.
+    (:mod:`taskbfs.bfs.device_levels`; the rule, told that the state is there, may keep
+    a small level there too). With several tasks all on the GPU, the GPU steps write the
+    result into device memory. Either way it crosses the bus once, at the end. A user
+    policy works on every path; one that gives no ``largest_cpu_size`` gets no compiled
+    levels on the GPU worker (the compiled loop places by those numbers).
 Messages
     The client needs no level summary to go on, so the task sends them for the live
     page and ``progress`` only, at most every ``taskbfs.search.summary-interval`` seconds (the
@@ -66,6 +70,7 @@ from taskbfs.runtime import (
     CUDA,
     SMP,
     Policy,
+    PlacementPolicy,
     Task,
     include,
     include_each,
@@ -73,6 +78,7 @@ from taskbfs.runtime import (
     thread_pool,
     worker_threads,
 )
+from taskbfs.runtime.policy import Placement
 
 #: Trace names of the included barrier and result assembly (those of the dispatched tasks).
 BARRIER_NAME = "bfs_barrier"
@@ -110,7 +116,7 @@ def run_search_on_gpu(*args, **kwargs) -> SearchOutcome:
     return run_search(*args, device=CUDA, **kwargs)
 
 
-def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy,
+def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | PlacementPolicy,
                device: str = SMP) -> SearchOutcome:
     """The whole search, every level's steps and barrier included in this task.
 
@@ -124,19 +130,22 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy,
     init : dict
         ``bounds``, ``source``, ``direction_mode``, ``total_edges``, ``alpha``, ``beta``:
         what :func:`~taskbfs.bfs.state.first_frontier` needs.
-    policy : Policy
-        Places each step on a device (by its size and task id).
+    policy : Policy or PlacementPolicy
+        Places each step on a device (by its size and task id), through the runtime's
+        :class:`~taskbfs.runtime.policy.Placement`.
     device : {"smp", "cuda"}
         The worker this task runs on: "cuda" on the GPU worker.
     """
     slices = bundle.tasks
     num_tasks = len(slices)
+    placement = Placement(policy, gpu_present=device == CUDA)
     frontier, summary = first_frontier(degrees, init["bounds"], init["source"],
                                        init["direction_mode"], init["alpha"], init["beta"],
                                        init["total_edges"],
-                                       _keeps_result_on_device(device, policy, num_tasks))
+                                       _keeps_result_on_device(placement, device, num_tasks))
     threads = worker_threads()
-    levels = IncludedLevels(slices, degrees, policy, device, threads, frontier, init["source"])
+    levels = IncludedLevels(slices, degrees, placement, device, threads, frontier,
+                            init["source"])
     run_levels(levels, summary)
     gpu, frontier = levels.gpu, levels.frontier
     d2h = gpu.result_bytes() if gpu is not None and gpu.ran else _result_bytes(frontier)
@@ -166,7 +175,8 @@ class IncludedLevels:
     slices : list of tuple of GraphSlice
         Per task, its slices (see :func:`run_search`).
     degrees : ndarray of int64
-    policy : Policy
+    placement : Placement
+        The runtime's rule that gives each step its device.
     device : {"smp", "cuda"}
         The worker this task runs on.
     threads : int
@@ -186,28 +196,29 @@ class IncludedLevels:
         The device levels (one task on the GPU worker).
     """
 
-    def __init__(self, slices, degrees, policy: Policy, device: str, threads: int,
+    def __init__(self, slices, degrees, placement: Placement, device: str, threads: int,
                  frontier: Frontier, source: int):
-        self.slices, self.degrees, self.policy, self.device = slices, degrees, policy, device
+        self.slices, self.degrees, self.placement = slices, degrees, placement
+        self.device = device
         self.frontier = frontier
         num_tasks = len(slices)
         self.summaries = LevelSummaries(num_tasks)
         self.publisher = SummaryPublisher()
-        self.gpu = (GpuLevels(slices[0], policy, degrees.size, source)
+        self.gpu = (GpuLevels(slices[0], placement, degrees.size, source)
                     if GpuLevels.applies(device, num_tasks) else None)
         # on a CPU worker every step runs on the CPU: a level runs on the worker's threads
         self.on_threads = LevelTasks(slices, degrees, threads) if device == SMP else None
         # top-down steps read the out-adjacency (a CPU worker keeps its lists with the slices)
         self.lists = (self.on_threads.lists if self.on_threads
                       else SliceLists([s[0] for s in slices]))
-        self.cpu_max = cpu_sizes(policy, num_tasks, device == CUDA)
+        self.cpu_max = cpu_sizes(placement, num_tasks)  # None: no level is compiled
 
     def way(self, frontier: Frontier, summary: LevelSummary) -> str:
         """How the level ``summary`` opens runs (``frontier`` on the host unless on the
         device)."""
         if self.gpu is not None and self.gpu.runs(summary):
             return ON_DEVICE
-        if small_levels_apply(frontier, summary):
+        if small_levels_apply(frontier, summary, self.cpu_max):
             return COMPILED
         return ON_THREADS if self.on_threads is not None else STEPS
 
@@ -232,9 +243,10 @@ class IncludedLevels:
     def announce(self, made: LevelSummary | LevelBlock) -> tuple[LevelSummary, bool]:
         """Keep ``made`` and send its (last) summary as this task sends them (see
         :class:`SummaryPublisher`), with the device of each of the next level's steps
-        (``gpu_steps``): the one place this search decides it, by the policy (with one task
-        on the GPU worker, by :meth:`GpuLevels.place`, which also weighs where the search's
-        state is). ``(that summary, False)``: this search runs to its end."""
+        (``gpu_steps``), asked of the runtime's rule (:class:`Placement`) once per step;
+        with one task on the GPU worker, by :meth:`GpuLevels.place`, which tells the rule
+        where the search's state is (a GPU level's barrier asked it already: its summary
+        comes placed). ``(that summary, False)``: this search runs to its end."""
         if isinstance(made, LevelBlock):
             self.summaries.add_block(made)  # its summaries are built when read
             return self._placed(self.summaries[-1]), False
@@ -244,16 +256,19 @@ class IncludedLevels:
 
     def _placed(self, summary: LevelSummary) -> LevelSummary:
         """``summary`` with its ``gpu_steps``, published."""
-        sizes = summary.sizes
-        gpu_steps = np.zeros(sizes.size, dtype=np.int64)  # a CPU worker's: none
-        if self.device == CUDA:
-            gpu = self.gpu
-            for t in np.flatnonzero(sizes).tolist():
-                gpu_steps[t] = (gpu.place(int(sizes[t])) if gpu is not None
-                                else self.policy.decide(int(sizes[t]), task_id=t) == CUDA)
-        summary = replace(summary, gpu_steps=gpu_steps)
+        if not summary.gpu_steps.size:  # else placed by the GPU level's barrier
+            summary = replace(summary, gpu_steps=self._devices(summary.sizes))
         self.publisher.add(summary)
         return summary
+
+    def _devices(self, sizes: np.ndarray) -> np.ndarray:
+        """Per task, 1 when its step of ``sizes[t]`` runs on the GPU (0: on the CPU, or no
+        step)."""
+        gpu_steps = np.zeros(sizes.size, dtype=np.int64)
+        for t in np.flatnonzero(sizes).tolist():
+            gpu_steps[t] = (self.gpu.place(int(sizes[t])) if self.gpu is not None
+                            else self.placement.device(int(sizes[t]), t) == CUDA)
+        return gpu_steps
 
     def _on_threads(self, frontier: Frontier):
         """One level by :class:`LevelTasks`: ``(next frontier, summary)``. Its barrier is
@@ -289,17 +304,18 @@ def _run_steps(calls, gpu_steps: np.ndarray) -> list:
     return [next(gpu if g else cpu) for g in on_gpu]
 
 
-def _keeps_result_on_device(device: str, policy: Policy, num_tasks: int) -> bool:
+def _keeps_result_on_device(placement: Placement, device: str, num_tasks: int) -> bool:
     """Whether the GPU steps of this search write their pairs into a result on the device
     which then crosses the bus once, at the end: on the GPU worker, with several tasks,
     when every step runs on the GPU whatever its size (the level's vertex mask reports
     each vertex once, so every pair a GPU step reports is one the barrier keeps). With
     one task the GPU levels keep the whole level there (:class:`GpuLevels`). The one
-    decision, made when the search starts; read as :attr:`Frontier.result_on_device`."""
-    if device != CUDA or GpuLevels.applies(device, num_tasks):
+    decision, made when the search starts, asked of the runtime's rule (False when the
+    policy cannot say); read as :attr:`Frontier.result_on_device`."""
+    if GpuLevels.applies(device, num_tasks):
         return False
     # no step of any size on the CPU: then no step returns pairs the host must write
-    return all(policy.largest_cpu_size(t) < 0 for t in range(num_tasks))
+    return all(placement.always_on_gpu(t) for t in range(num_tasks))
 
 
 def _result_bytes(frontier: Frontier) -> int:

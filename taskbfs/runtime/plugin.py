@@ -41,7 +41,7 @@ from distributed.protocol.pickle import loads
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
-from taskbfs.runtime.policy import Policy, policy_label
+from taskbfs.runtime.policy import Policy, checked_device, policy_label
 from taskbfs.runtime.resident import RESIDENT_KEY, RESIDENT_OP, run_resident
 from taskbfs.runtime.task import CUDA, DEVICES, SMP
 from taskbfs.runtime.worker import (
@@ -431,28 +431,22 @@ class PlacementPlugin(SchedulerPlugin):
 
 def decide_device(policy, mark: dict, size, totals: dict) -> str:
     """The device ``policy`` gives a task (``mark``: its ``impls`` and ``task`` id) of ``size``
-    on a cluster with resource ``totals``: the one decision of the plugin and of a resident
-    call (:meth:`~taskbfs.runtime.Program.call`). A user policy's error or impossible
-    answer is logged (and tagged in ``mark``) and the task runs where it can."""
-    impls = tuple(mark.get("impls", (SMP, CUDA)))
-    gpu_present = totals.get(GPU_RESOURCE, 0) > 0
+    on a cluster with resource ``totals``: the one rule
+    (:func:`~taskbfs.runtime.policy.checked_device`, which a
+    :class:`~taskbfs.runtime.policy.Placement` applies to included tasks) for the plugin
+    and a resident call (:meth:`~taskbfs.runtime.Program.call`). A user policy's error or
+    impossible answer is logged (and tagged in ``mark``) and the task runs where it can."""
+    impls = tuple(mark.get("impls", DEVICES))
     try:
-        device = policy.decide(size=size, impls=impls, gpu_present=gpu_present,
-                               task_id=mark.get("task"))
+        device, error = checked_device(policy, size, impls, totals.get(GPU_RESOURCE, 0) > 0,
+                                       mark.get("task"))
     except DeviceUnavailableError:
         return CUDA  # waits for a GPU worker; the client checks before submitting
-    except Exception as exc:  # a user policy's bug must not break the scheduler
-        device = exc
-    if device in impls and (device == SMP or gpu_present):
-        return device
-    # a user policy's answer that cannot be run: say so, and run the task where it can
-    error = (f"{type(device).__name__}: {device}" if isinstance(device, Exception)
-             else f"answered {device!r} (devices: {DEVICES}; this task: {impls}; "
-                  f"GPU present: {gpu_present})")
-    logger.error("taskbfs: placement policy %r failed for task %s of program %s: %s", policy,
-                 mark.get("task"), mark.get("program"), error)
-    mark.setdefault("tags", {})["policy_error"] = error
-    return SMP if SMP in impls else CUDA
+    if error is not None:
+        logger.error("taskbfs: placement policy %r failed for task %s of program %s: %s",
+                     policy, mark.get("task"), mark.get("program"), error)
+        mark.setdefault("tags", {})["policy_error"] = error
+    return device
 
 
 def decision_row(key, mark: dict, device: str, now: float, policy) -> dict:

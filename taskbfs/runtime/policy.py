@@ -1,4 +1,5 @@
-"""Placement policies: which device runs a task, from its size and the policy.
+"""Placement policies and the one placement rule: which device runs a task, from its size,
+the policy and where its data is.
 
 Kept free of Dask so that the scheduler plugin (which calls a policy's ``decide`` in the
 scheduler's thread, for every task) and the tests share one small, cheap rule.
@@ -29,18 +30,37 @@ User policies
     program; a class or function defined in a module must be importable there, one
     defined in ``__main__`` or interactively travels by value). An optional attribute
     ``needs_gpu = True`` makes a program refuse to start on a cluster without a GPU
-    worker; optional ``kind`` and ``lam`` attributes are shown in the placement log.
+    worker; optional ``kind`` and ``lam`` attributes are shown in the placement log; an
+    optional method ``largest_cpu_size(task_id) -> float`` (the largest size its ``decide``
+    puts on the CPU) lets compiled code that cannot call ``decide`` place by a number.
+
+The one rule (:class:`Placement`)
+    Every device a task is given comes from :func:`checked_device`: the policy's word,
+    made runnable (a user policy's error or impossible answer: the task runs where it
+    can). The scheduler plugin applies it to each dispatched task
+    (:func:`taskbfs.runtime.plugin.decide_device`); a task that runs its pieces inside
+    itself (included tasks) asks a :class:`Placement`, which applies the same rule and
+    also weighs where the pieces' data is: a :class:`Residence` records which device's
+    memory holds it and the rent paid there, and a piece the policy puts elsewhere stays
+    on that device while the rent paid is less than the price of moving the data (rent
+    until the rent equals the price of buying: never more than twice the best choice made
+    knowing the pieces to come). Compiled code reads the same rule as numbers
+    (:meth:`Placement.largest_cpu_size`); where a user policy gives none, such code
+    places nothing on the CPU.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
-from taskbfs.runtime.task import CUDA, SMP
+from taskbfs.runtime.task import CUDA, DEVICES, SMP
+
+logger = logging.getLogger(__name__)
 
 POLICY_KINDS = ("hybrid", "fixed", "cpu", "gpu")
 
@@ -49,7 +69,7 @@ POLICY_KINDS = ("hybrid", "fixed", "cpu", "gpu")
 class PlacementPolicy(Protocol):
     """What a placement policy is: anything with this ``decide`` (see the module docstring)."""
 
-    def decide(self, size=None, impls=(SMP, CUDA), gpu_present=True, task_id=None) -> str:
+    def decide(self, size=None, impls=DEVICES, gpu_present=True, task_id=None) -> str:
         ...
 
 
@@ -102,7 +122,7 @@ class Policy:
         """True if this policy cannot run without a GPU worker."""
         return self.kind == "gpu"
 
-    def decide(self, size=None, impls=(SMP, CUDA), gpu_present=True, task_id=None) -> str:
+    def decide(self, size=None, impls=DEVICES, gpu_present=True, task_id=None) -> str:
         """Return ``"smp"`` or ``"cuda"`` for one task.
 
         Parameters
@@ -131,7 +151,7 @@ class Policy:
         """The largest size of a task (with both implementations, a GPU present) that this
         policy runs on the CPU: λ (hybrid), ∞ (cpu, and fixed's CPU tasks), -1 (gpu, and
         fixed's GPU tasks). :meth:`decide` is this rule; compiled code that cannot call
-        it (a loop over many small BFS levels) reads it as a number per task."""
+        it reads it as a number per task (:meth:`Placement.largest_cpu_size`)."""
         if self.kind == "cpu" or (self.kind == "fixed" and task_id not in self.gpu_tasks):
             return float("inf")
         if self.kind == "hybrid":
@@ -185,7 +205,7 @@ class FunctionPolicy:
     lam: float | None = None
     needs_gpu: bool = False
 
-    def decide(self, size=None, impls=(SMP, CUDA), gpu_present=True, task_id=None) -> str:
+    def decide(self, size=None, impls=DEVICES, gpu_present=True, task_id=None) -> str:
         forced = forced_device(impls, gpu_present)
         return forced if forced is not None else self.fn(size, task_id)
 
@@ -219,3 +239,135 @@ def policy_label(policy) -> tuple[str, float | None]:
     ``kind`` (else its class name) and ``lam`` (else None)."""
     kind = getattr(policy, "kind", None)
     return (kind if isinstance(kind, str) else type(policy).__name__), getattr(policy, "lam", None)
+
+
+def checked_device(policy, size=None, impls=DEVICES, gpu_present: bool = True,
+                   task_id=None) -> tuple[str, str | None]:
+    """The device ``policy`` gives a task, made runnable: ``(its answer, None)``, or, when a
+    user policy raises or answers a device the task cannot run on, ``(the device the task
+    can run on, what went wrong)``. Parameters as for :meth:`Policy.decide`.
+
+    Raises
+    ------
+    DeviceUnavailableError
+        The task can only run on a device that is not there.
+
+    Examples
+    --------
+    >>> checked_device(Policy("hybrid", lam=100), size=500)
+    ('cuda', None)
+    >>> device, error = checked_device(FunctionPolicy(lambda size, task_id: "tpu"), size=500)
+    >>> device, error.startswith("answered 'tpu'")
+    ('smp', True)
+    """
+    try:
+        device = policy.decide(size=size, impls=impls, gpu_present=gpu_present, task_id=task_id)
+    except DeviceUnavailableError:
+        raise
+    except Exception as exc:  # a user policy's bug: the task still runs
+        device = exc
+    if device in impls and (device == SMP or gpu_present):
+        return device, None
+    error = (f"{type(device).__name__}: {device}" if isinstance(device, Exception)
+             else f"answered {device!r} (devices: {DEVICES}; this task: {tuple(impls)}; "
+                  f"GPU present: {gpu_present})")
+    return (SMP if SMP in impls else CUDA), error
+
+
+@dataclass
+class Residence:
+    """Where the data of a run of tasks (the pieces a task includes) is between runs, and
+    the rent paid there: the state of :meth:`Placement.device`'s rent rule.
+
+    Attributes
+    ----------
+    device : str or None
+        The device whose memory holds the data now; None: the host's, its home (no rent
+        is due there).
+    rent : float
+        Seconds of the runs kept on ``device`` against the policy's word, over the
+        residence's life (so it rents at most one move's worth in all).
+    renting : bool
+        Whether the last decision kept a run on ``device`` against the policy's word.
+    """
+
+    device: str | None = None
+    rent: float = 0.0
+    renting: bool = False
+
+    def pay(self, seconds: float) -> None:
+        """Count ``seconds`` of the run the last decision placed as rent, if it rented."""
+        if self.renting:
+            self.rent += seconds
+
+
+class Placement:
+    """The one rule that gives a task (or an included piece of one) its device, as
+    placed where its data is (see the module docstring).
+
+    Parameters
+    ----------
+    policy : Policy or PlacementPolicy
+    gpu_present : bool
+        Whether the tasks it places can run on a GPU (False: on the CPU, whatever the
+        policy's word; a task running on a CPU worker places its pieces so).
+
+    Examples
+    --------
+    >>> placement = Placement(Policy("hybrid", lam=100))
+    >>> placement.device(500), placement.device(50)
+    ('cuda', 'smp')
+    >>> on_gpu = Residence(device="cuda")  # the data is on the GPU; moving it costs 2 s
+    >>> placement.device(50, residence=on_gpu, move_seconds=2.0)  # cheaper to rent
+    'cuda'
+    >>> on_gpu.pay(3.0)  # that run took 3 s: more than the move
+    >>> placement.device(50, residence=on_gpu, move_seconds=2.0)
+    'smp'
+    """
+
+    def __init__(self, policy, gpu_present: bool = True):
+        self.policy = policy
+        self.gpu_present = bool(gpu_present)
+        # a task placed on a CPU worker: its pieces have only that worker's devices
+        self._impls = DEVICES if self.gpu_present else (SMP,)
+
+    def device(self, size=None, task_id=None, residence: Residence | None = None,
+               move_seconds: float = 0.0) -> str:
+        """The device of a task of ``size`` (its task id ``task_id``): the policy's word
+        (:func:`checked_device`; a user policy's error is logged and the task runs where
+        it can), except that where a ``residence`` says its data is on another device the
+        task stays there while the rent paid is less than ``move_seconds`` (the price of
+        moving the data home). The decision is recorded in ``residence`` (``renting``:
+        the time of the run it places is rent, :meth:`Residence.pay`)."""
+        preferred = self.preferred(size, task_id)
+        if residence is None:
+            return preferred
+        held = residence.device
+        residence.renting = (held is not None and held != preferred
+                             and residence.rent < move_seconds)
+        return held if residence.renting else preferred
+
+    def preferred(self, size=None, task_id=None) -> str:
+        """The policy's word for a task of ``size``, wherever its data is."""
+        device, error = checked_device(self.policy, size, self._impls, self.gpu_present,
+                                       task_id)
+        if error is not None:
+            logger.error("taskbfs: placement policy %r failed for task %s: %s", self.policy,
+                         task_id, error)
+        return device
+
+    def largest_cpu_size(self, task_id=None) -> float | None:
+        """The largest size of a task that :meth:`preferred` puts on the CPU, for compiled
+        code that places by a number: ∞ without a GPU, else the policy's own
+        ``largest_cpu_size`` (:meth:`Policy.largest_cpu_size`: λ, ∞ or -1), or None when
+        a user policy does not say (such code must then place nothing on the CPU)."""
+        if not self.gpu_present:
+            return float("inf")
+        largest = getattr(self.policy, "largest_cpu_size", None)
+        return None if largest is None else float(largest(task_id))
+
+    def always_on_gpu(self, task_id=None) -> bool:
+        """Whether every task of ``task_id``, whatever its size, runs on the GPU (False
+        when the policy does not say)."""
+        largest = self.largest_cpu_size(task_id)
+        return largest is not None and largest < 0
