@@ -36,8 +36,7 @@ from taskbfs import config
 from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary
 from taskbfs.bfs.steps import STEP
 from taskbfs.kernels.direction import BOTTOM_UP
-from taskbfs.runtime import CUDA, include_each
-from taskbfs.runtime.policy import Placement, Residence
+from taskbfs.runtime import CUDA, Placement, Residence, include_each
 
 #: The trace name of the barrier (that of the dispatched barrier task).
 BARRIER_NAME = "bfs_barrier"

@@ -69,8 +69,9 @@ from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
 from taskbfs.runtime import (
     CUDA,
     SMP,
-    Policy,
+    Placement,
     PlacementPolicy,
+    Policy,
     Task,
     include,
     include_each,
@@ -78,7 +79,6 @@ from taskbfs.runtime import (
     thread_pool,
     worker_threads,
 )
-from taskbfs.runtime.policy import Placement
 
 #: Trace names of the included barrier and result assembly (those of the dispatched tasks).
 BARRIER_NAME = "bfs_barrier"

@@ -10,6 +10,8 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 ``Policy``          built-in placement rules: hybrid (λ), fixed, cpu, gpu
 ``PlacementPolicy`` what a user policy is: ``decide(size, impls, gpu_present, task_id)``
 ``FunctionPolicy``  a user policy from a plain ``f(size, task_id) -> device``
+``Placement``       the one placement rule: the policy's word, and where the data is
+                    (``Residence``: the rent rule of pieces kept on a device)
 ``PlacementPlugin`` the scheduler plugin that applies the policy per task; named listeners
 ``Runtime``         connect to a scheduler, wrap a Client, or start the embedded default;
                     ``close()`` puts back what it changed on a cluster not its own
@@ -28,7 +30,14 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 from taskbfs.runtime.cluster import Runtime, detect_gpus
 from taskbfs.runtime.device_data import DeviceData, device_data
 from taskbfs.runtime.plugin import PlacementPlugin, fetch_placements
-from taskbfs.runtime.policy import POLICY_KINDS, FunctionPolicy, PlacementPolicy, Policy
+from taskbfs.runtime.policy import (
+    POLICY_KINDS,
+    FunctionPolicy,
+    Placement,
+    PlacementPolicy,
+    Policy,
+    Residence,
+)
 from taskbfs.runtime.program import Program
 from taskbfs.runtime.task import CUDA, SMP, Task
 from taskbfs.runtime.worker import (
@@ -48,10 +57,12 @@ __all__ = [
     "DeviceData",
     "POLICY_KINDS",
     "FunctionPolicy",
+    "Placement",
     "PlacementPlugin",
     "PlacementPolicy",
     "Policy",
     "Program",
+    "Residence",
     "Runtime",
     "SMP",
     "Task",
