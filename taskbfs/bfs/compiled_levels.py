@@ -25,9 +25,9 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numba.typed import List
 
 from taskbfs import config
+from taskbfs.bfs.level_tasks import TaskLists
 from taskbfs.bfs.state import (
     BOTTOM_UP,
     TOP_DOWN,
@@ -227,8 +227,16 @@ def cpu_sizes(placement, num_tasks: int) -> np.ndarray | None:
 
 
 class SliceLists:
-    """The tasks' slices as the numba typed lists the compiled loop reads (made once per
-    search, on first use)."""
+    """The tasks' out-adjacency as the numba typed lists the compiled loop reads, made on
+    first use by :class:`~taskbfs.bfs.level_tasks.TaskLists`, which keeps them with the
+    placed graph: a later search of the same slices reuses them (making them cost ~0.25 ms
+    a search on the GPU worker).
+
+    Parameters
+    ----------
+    slices : sequence of tuple of GraphSlice
+        Per task, its slices: ``(part,)`` or ``(part, transposed part)``.
+    """
 
     def __init__(self, slices):
         self._slices = slices
@@ -236,11 +244,7 @@ class SliceLists:
 
     def get(self):
         if self._lists is None:
-            indptrs, indices = List(), List()
-            for part in self._slices:
-                indptrs.append(np.ascontiguousarray(part.indptr, dtype=np.int64))
-                indices.append(part.indices)
-            self._lists = (indptrs, indices)
+            self._lists = TaskLists(self._slices).get()
         return self._lists
 
 

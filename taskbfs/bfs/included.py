@@ -210,7 +210,7 @@ class IncludedLevels:
         self.on_threads = LevelTasks(slices, degrees, threads) if device == SMP else None
         # top-down steps read the out-adjacency (a CPU worker keeps its lists with the slices)
         self.lists = (self.on_threads.lists if self.on_threads
-                      else SliceLists([s[0] for s in slices]))
+                      else SliceLists(slices))
         self.cpu_max = cpu_sizes(placement, num_tasks)  # None: no level is compiled
 
     def way(self, frontier: Frontier, summary: LevelSummary) -> str:
