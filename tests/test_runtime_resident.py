@@ -19,7 +19,8 @@ from programs import runtime_without_warm_up
 
 import taskbfs as tb
 from taskbfs.errors import TaskExecutionError
-from taskbfs.runtime import CUDA, SMP, Program, Task, fetch_placements
+from taskbfs.runtime import CUDA, SMP, Program, Task, fetch_placements, include_each
+from taskbfs.runtime.plugin import fetch_trace
 from taskbfs.runtime.resident import NotResident
 
 
@@ -43,10 +44,22 @@ def _die(a):
     os._exit(1)
 
 
+def _with_pieces(a):
+    """Two included pieces, then ``a``."""
+    include_each("piece", lambda x: x + 1, [({"part": 0}, (a,)), ({"part": 1}, (a,))])
+    return a
+
+
+def _double(a):
+    return 2 * a
+
+
 WHERE = Task("where", smp=_where)
 FAIL = Task("fail", smp=_fail)
 SLEEP = Task("sleep", smp=_sleep)
 DIE = Task("die", smp=_die)
+WITH_PIECES = Task("with_pieces", smp=_with_pieces)
+DOUBLE = Task("double", smp=_double)
 
 
 def test_a_call_runs_resident_traced_and_placed(runtime):
@@ -84,7 +97,9 @@ def test_a_call_within_its_timeout(runtime):
     with pytest.raises(TimeoutError):
         p.call(SLEEP, ins=["a"], kwargs={"seconds": 1.0}, timeout=0.2)
     time.sleep(1.0)  # the call goes on there (as a started task would): let it end
-    p.finished(timeout=30)  # and take its record off the worker
+    records, _ = p.finished(timeout=30)  # the first came with its value; the second's answer,
+    assert [r["name"] for r in records] == ["sleep"]  # with its record, went to no one
+    assert fetch_trace(runtime.client, p.id, timeout=30) == ([], [])  # and none stays there
     p.close()
 
 
@@ -239,4 +254,39 @@ def test_a_user_policys_error_is_handled_as_the_plugin_handles_it(runtime):
     _, placements = p.finished(timeout=30)
     (decision,) = placements
     assert decision["device"] == SMP and "RuntimeError: no idea" in decision["policy_error"]
+    p.close()
+
+
+def test_a_calls_records_come_back_with_its_value(two_workers):
+    """The answer of a resident call carries its worker's records of the program (the
+    call's own and its included pieces'), taken off that worker: a program whose tasks
+    all ran so has its whole trace at once, and the workers keep none of it."""
+    rt = two_workers
+    first = sorted(rt.client.scheduler_info()["workers"])[0]
+    p = Program(rt, policy="cpu")
+    _scatter_to(rt, p, "a", 1, first)
+    assert p.call(WITH_PIECES, ins=["a"]) == 1
+    pending = p.finished_later()
+    assert pending.done()
+    records, placements = pending.result()
+    assert sorted(r["name"] for r in records) == ["piece", "piece", "with_pieces"]
+    assert {r["worker"] for r in records} == {first}
+    (call,) = [r for r in records if r["name"] == "with_pieces"]
+    assert [d["key"] for d in placements] == [call["key"]]
+    assert {r["included"] for r in records if r["name"] == "piece"} == {call["key"]}
+    assert fetch_trace(rt.client, p.id, timeout=30) == ([], [])  # nothing left there
+    p.close()
+
+
+def test_a_program_with_dispatched_tasks_too_gets_every_record(two_workers):
+    rt = two_workers
+    first = sorted(rt.client.scheduler_info()["workers"])[0]
+    p = Program(rt, policy="cpu")
+    _scatter_to(rt, p, "a", 1, first)
+    assert p.call(WITH_PIECES, ins=["a"]) == 1
+    p.submit(DOUBLE, ins=["a"], outs=["b"])
+    assert p.get("b") == 2
+    records, placements = p.finished(timeout=30)
+    assert sorted(r["name"] for r in records) == ["double", "piece", "piece", "with_pieces"]
+    assert sorted(d["key"].split("-")[0] for d in placements) == ["double", "with_pieces"]
     p.close()

@@ -766,15 +766,16 @@ def fetch_trace(client, program: str, timeout: float | None = None,
     return records, [*decided, *placements]
 
 
-def fetch_trace_later(client, program: str, decided=()):
+def fetch_trace_later(client, program: str, decided=(), kept=()):
     """:func:`fetch_trace` started on ``client``'s event loop, not waited for: a
     :class:`concurrent.futures.Future` of ``(records, placements)``; ``decided``: the
-    decisions the program made itself (its resident tasks'), put first."""
+    decisions the program made itself (its resident tasks'), put first; ``kept``: the
+    records it holds already (that came with its resident calls), put first."""
     import asyncio
 
     async def fetch():
         records, placements = _flat_trace(await client.scheduler.taskbfs_trace(program=program))
-        return records, [*decided, *placements]
+        return [*kept, *records], [*decided, *placements]
 
     return asyncio.run_coroutine_threadsafe(fetch(), client.loop.asyncio_loop)
 

@@ -19,6 +19,7 @@ message, one plugin call); outside a batch each submission is sent at once.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import inspect
 import itertools
@@ -128,6 +129,8 @@ class Program:
             register_policy(self.client, self.id, self.policy)
         self._messages: queue.Queue = queue.Queue()
         self._decided: list[dict] = []  # placements of the tasks run by resident calls
+        self._kept: list[dict] = []  # their execution records, which came with their values
+        self._records_out = False  # whether the workers may hold records of this program
         self._topic = message_topic(self.id)
         self._subscribed = False
         track = getattr(runtime, "_track", None)
@@ -177,12 +180,14 @@ class Program:
             key = f"{task.name}-{self.id}-{next(self._counter)}"
             decision = decision_row(key, mark, device, time.time(), self.policy)
             try:
-                value = self.runtime.residents.call(address, key, device, task, meta, futures,
-                                                    dict(kwargs or {}), decision, timeout)
+                value, records = self.runtime.residents.call(
+                    address, key, device, task, meta, futures, dict(kwargs or {}), decision,
+                    timeout)
             except NotResident:  # an input moved, or the worker is out of reach
                 pass
             else:
                 self._decided.append(decision)
+                self._kept.extend(records)
                 return value
         name = f"{task.name}-value-{next(self._counter)}"
         self.submit(task, ins=ins, outs=[name], kwargs=kwargs, size=size, task_id=task_id,
@@ -323,6 +328,7 @@ class Program:
             if after:  # positional: Dask resolves refs in args, not in the kwargs dict
                 func, head = execute_after, [after, task, meta]
         self._subscribe()
+        self._records_out = True
         pending = self._pending or _Pending()
         pending.graph[key] = (apply, func, [*head, *args], dict(kwargs or {}))
         pending.marks[key] = {"size": size, "impls": list(task.impls), "task": task_id,
@@ -435,18 +441,32 @@ class Program:
     def finished(self, timeout: float | None = None) -> tuple[list[dict], list[dict]]:
         """``(records, placements)``: :meth:`records` and the placement decisions of this
         program's tasks (:func:`~taskbfs.runtime.fetch_placements`), in one round trip to
-        the scheduler (within ``timeout`` seconds)."""
-        return fetch_trace(self.client, self.id, timeout, self._decided)
+        the scheduler (within ``timeout`` seconds); none when every task ran as a resident
+        call (:meth:`call`: their records came with their values)."""
+        if not self._records_out:
+            return self._taken_back()
+        records, placements = fetch_trace(self.client, self.id, timeout, self._decided)
+        return [*self._kept, *records], placements
 
     def finished_later(self):
         """:meth:`finished` without waiting for it: a :class:`concurrent.futures.Future` of
-        ``(records, placements)``, asked for now on the client's event loop. The runtime's
-        ``close()`` waits for those still on their way."""
-        pending = fetch_trace_later(self.client, self.id, list(self._decided))
+        ``(records, placements)``, asked for now on the client's event loop (done already
+        when every task ran as a resident call). The runtime's ``close()`` waits for
+        those still on their way."""
+        if not self._records_out:
+            done = concurrent.futures.Future()
+            done.set_result(self._taken_back())
+            return done
+        pending = fetch_trace_later(self.client, self.id, list(self._decided),
+                                    list(self._kept))
         track = getattr(self.runtime, "_track_pending", None)
         if track is not None:
             track(pending)
         return pending
+
+    def _taken_back(self) -> tuple[list[dict], list[dict]]:
+        """The trace of a program whose tasks all ran as resident calls."""
+        return list(self._kept), list(self._decided)
 
     # ------------------------------------------------------------------ messages
     def _subscribe(self) -> None:

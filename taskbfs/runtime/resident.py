@@ -20,12 +20,16 @@ Approach
     runs the implementation for the device the caller names on one of the worker's own
     threads, recorded as the worker records a task
     (:func:`~taskbfs.runtime.worker.execute_resident`): the trace cannot tell it from a
-    dispatched task but for its placement, which the program keeps itself.
+    dispatched task but for its placement, which the program keeps itself. The answer
+    carries the value and the worker's records of the program (the call's own and those
+    of the pieces it included), so that a program whose tasks all ran this way has its
+    whole trace without asking the workers for it.
 Faults
     A worker lost during a call fails it with ``CommClosedError`` (what a lost task's
     caller sees too). One that cannot be reached (gone already, or a client that reaches
     the scheduler only) gives :class:`NotResident`, and the task goes through the
-    scheduler. A timeout leaves the call running there, as it leaves a started task running.
+    scheduler. A timeout leaves the call running there, as it leaves a started task running;
+    its answer, and the records it takes off the worker, then go to no one.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from __future__ import annotations
 import asyncio
 
 from taskbfs.errors import TaskBFSError
-from taskbfs.runtime.worker import execute_resident, message_topic
+from taskbfs.runtime.worker import execute_resident, message_topic, take_records
 
 #: The worker handler of :func:`run_resident` (added by the runtime's worker plugin).
 RESIDENT_OP = "taskbfs_run_resident"
@@ -53,9 +57,9 @@ async def run_resident(key: str, device: str, task, meta: dict, keys: list, kwar
                        decision: dict, dask_worker=None) -> dict:
     """The worker handler :data:`RESIDENT_OP`: run ``task`` on ``device`` as the task
     ``key``, the values of ``keys`` (held here) its positional arguments, on one of the
-    worker's threads. Answers ``{"status": "OK", "result": value}``, ``{"status":
-    MISSING}`` when an input is not held here, or ``{"status": "error", "exception":
-    exc}`` (serialized)."""
+    worker's threads. Answers ``{"status": "OK", "result": value, "records": records}``
+    (this worker's records of the program, taken off it), ``{"status": MISSING}`` when an
+    input is not held here, or ``{"status": "error", "exception": exc}`` (serialized)."""
     from distributed.protocol import to_serialize
 
     worker = dask_worker
@@ -68,8 +72,10 @@ async def run_resident(key: str, device: str, task, meta: dict, keys: list, kwar
             worker.executors["default"], execute_resident, worker, key, device, task, meta,
             values, kwargs)
     except Exception as exc:  # the caller raises it; the worker need not log it
+        take_records(worker, meta["program"])  # a failed call has no trace to keep
         return {"status": "error", "exception": to_serialize(exc)}
-    return {"status": "OK", "result": to_serialize(value)}
+    return {"status": "OK", "result": to_serialize(value),
+            "records": to_serialize(take_records(worker, meta["program"]))}
 
 
 def _held(worker, keys):
@@ -102,9 +108,10 @@ class Residents:
 
     def call(self, address: str, key: str, device: str, task, meta: dict, futures,
              kwargs: dict, decision: dict, timeout: float | None = None):
-        """The value of ``task`` run on the worker at ``address`` (see
-        :func:`run_resident`), its inputs ``futures`` (waited for if still being
-        computed), within ``timeout`` seconds.
+        """``(value, records)``: the value of ``task`` run on the worker at ``address``
+        (see :func:`run_resident`), its inputs ``futures`` (waited for if still being
+        computed), within ``timeout`` seconds, and that worker's execution records of
+        the task's program (taken off it).
 
         Raises
         ------
@@ -131,7 +138,7 @@ class Residents:
             raise answer["exception"]
         if answer["status"] != "OK":
             raise NotResident(f"worker {address} does not hold every input of task {key}")
-        return answer["result"]
+        return answer["result"], answer["records"]
 
     async def _send(self, address: str, message: dict) -> dict:
         from distributed.comm import CommClosedError

@@ -333,9 +333,13 @@ def collect_records(program: str, dask_worker=None) -> dict:
     call (kept up to ``distributed.admin.log-length``, 10,000: ~1 KiB a search)."""
     from distributed.protocol import to_serialize
 
+    return {"status": "OK", "result": to_serialize(take_records(dask_worker, program))}
+
+
+def take_records(worker, program: str) -> list[dict]:
+    """Remove ``worker``'s records of ``program`` and return them."""
     with _lock:
-        records = (_records.get(dask_worker) or {}).pop(program, [])
-    return {"status": "OK", "result": to_serialize(records)}
+        return (_records.get(worker) or {}).pop(program, [])
 
 
 #: The worker handler of :func:`peek_records` (added by the runtime's worker plugin).
