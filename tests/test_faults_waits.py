@@ -44,10 +44,17 @@ def _path() -> tb.Graph:
     return tb.Graph.from_edges(np.arange(LEVELS - 1), np.arange(1, LEVELS))
 
 
+def _all_three_up(rt) -> None:
+    """Wait until the nannies have brought back the workers earlier tests killed: a worker
+    still starting (or leaving) during a search would be one more change than the test's own."""
+    rt.client.wait_for_workers(3, timeout=60)
+
+
 def _killer(rt, graph, at_level: int):
     """A ``progress`` callback that, when the client hears of ``at_level``, SIGKILLs a
     worker holding slices of ``graph`` from another thread a moment later (the client is
     then waiting for the next level); ``killed`` gets (worker, time of the kill)."""
+    _all_three_up(rt)
     placed = [p for (token, *_), p in _placed[rt].items() if token == graph.token]
     holders = sorted({w for ws in rt.client.who_has(placed[0].slices).values() for w in ws})
     victim, pid = holders[-1], rt.client.run(os.getpid)[holders[-1]]
@@ -99,6 +106,7 @@ def test_lost_owner_of_a_graph_built_on_the_workers_fails_the_wait(spread, setti
     58.7 s measured without the check). The wait checks the owners and raises
     WorkerLostError within seconds (2.3 s measured)."""
     setting("search.retries-on-worker-loss", 0)
+    _all_three_up(spread)
     graph = tb.kronecker(11, runtime=spread)
     tb.bfs(graph, 1, tasks=6, runtime=spread, dispatch="tasks", direction="top-down")
     holders = sorted({w for ws in spread.client.who_has(graph.slices).values() for w in ws})
@@ -141,6 +149,7 @@ def test_directed_search_resumes_from_the_level_it_lost(spread):
     rebuild on directed shapes: tests/test_faults_resume.py.)"""
     direction = "top-down"
     graph = _back_arcs_path()
+    _all_three_up(spread)
     tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks", direction=direction)
     placed = [p for (token, *_), p in _placed[spread].items() if token == graph.token]
     holders = sorted({w for ws in spread.client.who_has(placed[0].slices).values() for w in ws})
