@@ -49,9 +49,10 @@ def runtime():
 def _simulator_threads_switch_fast():
     """Under numba's CUDA simulator every CUDA thread is a Python thread that waits at each
     barrier for the GIL, while the block's manager thread polls them holding it. Switching
-    every 1 ms took the least CPU at no more wall time (Python's 5 ms took more in
-    session 18's measurements; so did 10 us and 0.1 ms in session 19's): test_bfs_gpu 112 s CPU against 146 s at 10 us, test_kernels_gpu 47 s against 70 s,
-    each pair run side by side on 2 loaded cores (benchmarks/RESULTS.md, session 19).
+    every 1 ms took the least CPU at no more wall time on a loaded machine (Python's 5 ms
+    took more in session 18's measurements, 10 us and 0.1 ms in session 19's: test_bfs_gpu
+    112 s CPU against 146 s at 10 us, test_kernels_gpu 47 s against 70 s, each pair side
+    by side at load 15-28); at load 3-4 the two took about the same.
 
     Switching often also widens a race in distributed's ``Client.scheduler_info()``:
     the client's periodic refresh (``distributed.client.scheduler-info-interval``, every
