@@ -48,10 +48,13 @@ def runtime():
 @pytest.fixture(scope="session", autouse=True)
 def _simulator_threads_switch_fast():
     """Under numba's CUDA simulator every CUDA thread is a Python thread that waits at each
-    barrier for the GIL: switching every 10 us instead of 5 ms made the slowest GPU tests
-    2-3x faster on 2 cores (tests run under the simulator only).
+    barrier for the GIL, while the block's manager thread polls them holding it. Switching
+    every 1 ms took the least CPU at no more wall time on a loaded machine (Python's 5 ms
+    took more in session 18's measurements, 10 us and 0.1 ms in session 19's: test_bfs_gpu
+    112 s CPU against 146 s at 10 us, test_kernels_gpu 47 s against 70 s, each pair side
+    by side at load 15-28); at load 3-4 the two took about the same.
 
-    Switching that often also widens a race in distributed's ``Client.scheduler_info()``:
+    Switching often also widens a race in distributed's ``Client.scheduler_info()``:
     the client's periodic refresh (``distributed.client.scheduler-info-interval``, every
     2 s, without workers) can replace the answer between the call's refresh and its return,
     so that ``["workers"]`` is empty. The periodic refresh is off here (taskbfs calls
@@ -62,7 +65,7 @@ def _simulator_threads_switch_fast():
     import dask
 
     old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
+    sys.setswitchinterval(1e-3)
     with dask.config.set({"distributed.client.scheduler-info-interval": "1h"}):
         yield
     sys.setswitchinterval(old)

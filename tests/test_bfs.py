@@ -15,7 +15,7 @@ SHAPES = {s.name: s for s in shapes()}
 TASK_COUNTS = (1, 2, 3, 7, 64, "n")
 # Very deep shapes cost one scheduler round trip per level; test them on fewer settings.
 DEEP = {name for name, s in SHAPES.items() if s.num_vertices >= 1000 and name.startswith("path")}
-DISPATCHED_DEPTH = 600
+DISPATCHED_LEVELS = 300
 
 
 def build(shape) -> tb.Graph:
@@ -66,11 +66,12 @@ def test_every_suggested_source(runtime, name):
 def test_deep_paths(runtime, name, tasks, where, dispatch):
     """A path is one level per vertex: thousands of levels, one frontier vertex each
     (dispatched as tasks, or included in the search's one task). Dispatched, each level is
-    a round of Dask tasks (~13 ms on 2 loaded cores), so those searches walk the first
-    DISPATCHED_DEPTH vertices of the path: the same code, and still past 255 levels."""
+    a round of Dask tasks (~13 ms on 2 loaded cores), so those searches walk a shorter
+    path, DISPATCHED_LEVELS levels from the source: the same code, and still past 255
+    levels."""
     shape = SHAPES[name]
     if dispatch == "tasks":
-        shape = path(DISPATCHED_DEPTH)
+        shape = path(DISPATCHED_LEVELS * (2 if where == "middle" else 1))
     graph = build(shape)
     source = {"first": 0, "middle": shape.num_vertices // 2, "last": shape.num_vertices - 1}[where]
     result = tb.bfs(graph, source, tasks=resolve_tasks(tasks, graph), runtime=runtime,

@@ -78,7 +78,7 @@ def _directed():
     return tb.Graph.from_edges(src, dst, num_vertices=100, directed=True)
 
 
-def _path(n=12):
+def _path(n=8):
     return tb.Graph.from_edges(np.arange(n - 1), np.arange(1, n))
 
 
@@ -670,13 +670,14 @@ def test_hybrid_one_task_moves_the_state_between_host_and_device(runtime, direct
 
 @needs_gpu
 @pytest.mark.parametrize("direction", ["auto", "top-down"])
-@pytest.mark.parametrize("isolated", [20_000, 0])
+@pytest.mark.parametrize("isolated", [12_000, 0])
 def test_hybrid_first_entry_sends_the_reached_pairs_when_they_fit(runtime, direction,
                                                                   isolated):
     """Hybrid, T = 1: the search's first GPU level after host levels takes up the pairs the
     host found (and the frontier's ids), not the visited bitmap, when they take at most the
-    bytes of two bitmaps: a Kronecker component among 20,000 isolated vertices (a 2.5 kB
-    bitmap). On the component alone (a 16-byte bitmap) it sends the bitmap and the frontier. The result is
+    bytes of two bitmaps: a Kronecker component among 12,000 isolated vertices (a 1.5 kB
+    bitmap; the pairs and ids take ~1.1 kB, and each bottom-up level of the simulator
+    reads every vertex). On the component alone (a 16-byte bitmap) it sends the bitmap and the frontier. The result is
     scipy's with valid parents either way, the devices those of the levels-as-tasks run."""
     coo = _kron().to_scipy().tocoo()
     g = tb.Graph.from_edges(coo.row, coo.col, num_vertices=128 + isolated)

@@ -135,6 +135,50 @@ def test_from_pandas_refuses_clearly(df, kwargs, error, words):
         tb.Graph.from_pandas(df, **kwargs)
 
 
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+@pytest.mark.parametrize("ids", ["integers", "strings"])
+def test_from_edges_reads_a_frame_by_the_column_names_given(runtime, directed, ids):
+    shape = next(s for s in SHAPES if s.name.startswith("random_directed"))
+    names = np.array([f"v{i}" for i in range(shape.num_vertices)])
+    u, v = (shape.src, shape.dst) if ids == "integers" else (names[shape.src], names[shape.dst])
+    df = pd.DataFrame({"weight": 1.0, "u": u, "v": v})
+    g = tb.Graph.from_edges(df, source="u", target="v", directed=directed)
+    number = {label: i for i, label in enumerate(g.labels.tolist())} if ids == "strings" else {}
+    raw = sp.coo_array((np.ones(len(df)), ([number.get(x, x) for x in df["u"]],
+                                           [number.get(x, x) for x in df["v"]])),
+                       shape=(g.num_vertices,) * 2).tocsr()
+    source = df["u"][0]
+    r = tb.bfs(g, source, tasks=3, runtime=runtime)
+    expected = _csgraph_distances(raw, g.vertex(source), directed=directed)
+    assert np.array_equal(r.distances, expected)
+    tb.validate(g, source, r.parents, levels=r.distances)
+
+
+def test_from_edges_takes_a_dask_frame_by_the_same_column_names():
+    dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe needs pandas and pyarrow")
+    shape = next(s for s in SHAPES if s.name.startswith("random_sparse"))
+    df = pd.DataFrame({"u": shape.src, "v": shape.dst})
+    frame = tb.Graph.from_edges(df, source="u", target="v")
+    lazy = tb.Graph.from_edges(dd.from_pandas(df, npartitions=3), source="u", target="v")
+    assert np.array_equal(lazy.indptr, frame.indptr)
+    assert np.array_equal(lazy.indices, frame.indices)
+    with pytest.raises(InvalidParameterError, match="no target column 'dst'.*columns: \\['u', 'v'\\]"):
+        tb.Graph.from_edges(dd.from_pandas(df, npartitions=2), source="u", target="dst")
+
+
+@pytest.mark.parametrize("src, dst, kwargs, words", [
+    (pd.DataFrame({"u": [0], "v": [1]}), None, {"source": "u"},
+     "no target column 'target' \\(columns: \\['u', 'v'\\]\\); name it with target="),
+    (pd.DataFrame({"u": [0], "v": [1]}), None, {"source": "a", "target": "v"},
+     "no source column 'a' \\(columns: \\['u', 'v'\\]\\)"),
+    ([0], [1], {"source": "u"}, "name the columns of a DataFrame.*got list as src and dst"),
+    ([0], None, {"target": "v"}, "name the columns of a DataFrame.*got list as src$"),
+])
+def test_from_edges_names_the_missing_column(src, dst, kwargs, words):
+    with pytest.raises(InvalidParameterError, match=words):
+        tb.Graph.from_edges(src, dst, **kwargs)
+
+
 def test_relabel_numbers_any_ids():
     (src, dst), labels = relabel(["b", "a"], ["c", "b"])
     assert src.tolist() == [1, 0] and dst.tolist() == [2, 1] and labels.tolist() == ["a", "b", "c"]

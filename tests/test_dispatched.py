@@ -38,12 +38,13 @@ def spread():
 
 def _shapes():
     """Every shape; the deep ones smaller, as each level is a round of Dask tasks on three
-    processes here: a path of 40 levels stands for path_3000, a directed cycle of 20 for
-    directed_cycle_100 (from the middle its frontier still wraps from the last owner to the
-    first), a 12 x 12 grid for grid_40x40 (auto still turns bottom-up and back, from the
-    corner and from the middle, with work for all 7 steps of a level)."""
-    smaller = {"path_3000": path(40), "directed_cycle_100": directed_cycle(20),
-               "grid_40x40": grid(12, 12)}
+    processes here: a path of 20 levels stands for path_3000 (its frontier still walks
+    through all 7 tasks and 3 owners), a directed cycle of 20 for directed_cycle_100 (from
+    the middle its frontier still wraps from the last owner to the first), an 8 x 8 grid
+    for grid_40x40 (auto still turns bottom-up and back, from the corner and from the
+    middle, with work for all 7 steps of a level)."""
+    smaller = {"path_3000": path(20), "directed_cycle_100": directed_cycle(20),
+               "grid_40x40": grid(8, 8)}
     return [smaller.get(s.name, s) for s in shapes()]
 
 

@@ -110,18 +110,19 @@ def _worker_bytes(rt) -> dict:
         lambda dask_scheduler: {a: ws.nbytes for a, ws in dask_scheduler.workers.items()})
 
 
-@pytest.mark.parametrize("name", ["path_60", "star_2000", "components", "directed_dag",
+@pytest.mark.parametrize("name", ["path_30", "star_2000", "components", "directed_dag",
                                   "random_directed_400_1200", "kronecker_like_10_8"])
 def test_searches_match_scipy_and_one_process(rt, runtime, name):
-    # a path of 60 vertices searched from its middle (30 levels, a frontier on both sides):
-    # each level is rounds of Dask tasks here (300 levels took 6 minutes)
-    s = path(60) if name == "path_60" else shape(name)
+    # a path of 30 vertices searched from its middle (15 levels, a frontier on both sides,
+    # crossing all 8 ranges): each level is rounds of Dask tasks here (300 levels took 6
+    # minutes)
+    s = path(30) if name == "path_30" else shape(name)
     g = tb.Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
-    source = s.sources[1] if name == "path_60" else s.sources[-1]
+    source = s.sources[1] if name == "path_30" else s.sources[-1]
     expected = scipy_distances(g, source)
     # T >= W: every worker owns ranges; T < W: some own none (the path's levels of rounds
     # between four processes are the slowest part here: it runs the first only)
-    for ranges in (8,) if name == "path_60" else (8, 3):
+    for ranges in (8,) if name == "path_30" else (8, 3):
         dg = _built(s, rt, ranges)
         runs = [("auto", "hybrid"), ("top-down", "cpu"), ("bottom-up", "cpu")]
         for direction, strategy in runs:

@@ -174,15 +174,6 @@ def _scenarios(name):
                bitmap_from_vertices(frontier, graph.num_vertices))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fast_simulator_threads():
-    """The simulator's threads hand over the GIL at barriers: switch faster."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    yield
-    sys.setswitchinterval(old)
-
-
 def _config(block_size):
     from taskbfs.kernels.gpu import launch_config
 

@@ -28,7 +28,11 @@ from taskbfs.errors import (
 )
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task
 
-from programs import cholesky, summed_area_table  # isort: skip  (tests/programs.py)
+from programs import (  # isort: skip  (tests/programs.py)
+    cholesky,
+    runtime_without_warm_up,
+    summed_area_table,
+)
 
 SLOW = 0.6  # seconds a "slow" task sleeps; long against a task's ~ms overhead
 
@@ -105,10 +109,11 @@ def embedded():
 
 @pytest.fixture(scope="module")
 def processes():
-    """Two worker processes, one thread each, no declared resources (a plain Dask cluster)."""
+    """Two worker processes, one thread each, no declared resources (a plain Dask cluster);
+    no search runs here, so its runtime skips the BFS warm-up."""
     with LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0",
                       silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
-        with Runtime(client) as rt:
+        with runtime_without_warm_up(client) as rt:
             yield rt
 
 

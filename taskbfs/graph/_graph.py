@@ -100,7 +100,8 @@ class Graph:
     # ------------------------------------------------------------------ building
     @classmethod
     def from_edges(cls, src, dst=None, num_vertices: int | None = None, directed: bool = False,
-                   relabel: bool | None = None) -> Graph:
+                   relabel: bool | None = None, *, source: str | None = None,
+                   target: str | None = None) -> Graph:
         """Build a graph from an edge list.
 
         Parameters
@@ -108,8 +109,8 @@ class Graph:
         src, dst : array_like
             Edge endpoints, the same length. Integer ids are kept as given (ids that never
             appear become isolated vertices) unless ``relabel``. ``src`` may also be a
-            pandas DataFrame with columns ``source`` and ``target`` (``dst`` None); see
-            :meth:`from_pandas` for other column names.
+            DataFrame of edges, pandas or dask (``dst`` None), read as
+            :meth:`from_pandas` reads it.
         num_vertices : int, optional
             Number of vertices; default ``max(src, dst) + 1``. Must exceed every id.
             Not with relabelled ids.
@@ -120,6 +121,9 @@ class Graph:
             None (default): ids that are not integers (strings, tuples, ...) are numbered
             0..k-1 in sorted order and kept as ``labels``; True: any ids are
             (:func:`~taskbfs.graph.relabel`); False: ids must be integers.
+        source, target : str, optional
+            Only with a DataFrame: the columns of the edge endpoints (default ``"source"``
+            and ``"target"``, as networkx's ``from_pandas_edgelist``).
 
         Returns
         -------
@@ -138,10 +142,19 @@ class Graph:
         >>> g = Graph.from_edges(["a", "b"], ["b", "c"])
         >>> g.labels.tolist(), g.vertex("c")
         (['a', 'b', 'c'], 2)
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"u": [0, 1], "v": [1, 2]})
+        >>> Graph.from_edges(df, source="u", target="v").neighbors(1).tolist()
+        [0, 2]
         """
         if dst is None and hasattr(src, "columns"):
-            return cls.from_pandas(src, directed=directed, num_vertices=num_vertices,
+            return cls.from_pandas(src, source=source or "source", target=target or "target",
+                                   directed=directed, num_vertices=num_vertices,
                                    relabel=relabel)
+        if source is not None or target is not None:
+            raise InvalidParameterError(
+                "source= and target= name the columns of a DataFrame of edges; got "
+                f"{type(src).__name__} as src" + ("" if dst is None else " and dst as well"))
         if dst is None:
             raise InvalidParameterError("from_edges needs dst (or a DataFrame as src)")
         if relabel or (relabel is None and not (_integer_ids(src) and _integer_ids(dst))):

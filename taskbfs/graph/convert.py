@@ -221,7 +221,9 @@ def from_pandas(df, source: str = "source", target: str = "target", directed: bo
 
     Parameters
     ----------
-    df : pandas.DataFrame
+    df : pandas.DataFrame or dask.dataframe.DataFrame
+        A dask DataFrame's two columns are computed here (a :class:`Graph` is in this
+        process's memory; :meth:`DistributedGraph.from_dask` builds one on the workers).
     source, target : str
         Column names of the edge endpoints (networkx's ``from_pandas_edgelist`` defaults).
     directed : bool, default False
@@ -249,6 +251,8 @@ def from_pandas(df, source: str = "source", target: str = "target", directed: bo
                 f"the DataFrame has no {role} column {name!r} (columns: {columns}); "
                 f"name it with {role}=..."
             )
+    if hasattr(df, "__dask_graph__"):
+        df = df[[source, target]].compute()
     src, dst = df[source], df[target]
     missing = src.isna().to_numpy() | dst.isna().to_numpy()
     if missing.any():
