@@ -362,7 +362,8 @@ LOST_WORKER_WAIT = 5.0
 
 def _workers_lost_since(rt, since: float) -> list[str]:
     """Addresses of the workers the scheduler removed since ``since`` (``time.time()``),
-    from its event log; empty when it cannot say."""
+    from its event log; empty when it cannot say. No slack before ``since``: a worker
+    removed just before the call (an earlier search's loss) is not this search's."""
     give_up = time.monotonic() + LOST_WORKER_WAIT
     while True:
         try:
@@ -372,7 +373,7 @@ def _workers_lost_since(rt, since: float) -> list[str]:
             return []
         lost = sorted({msg["worker"] for stamp, msg in events
                        if isinstance(msg, dict) and msg.get("action") == "remove-worker"
-                       and stamp >= since - 1.0})
+                       and stamp >= since})
         if lost or time.monotonic() > give_up:
             return lost
         time.sleep(0.1)
