@@ -99,14 +99,23 @@ def cluster(gpus: int, cpu_threads: int, share: bool, simulate: bool, timeout: f
             finally:
                 client.close()
         finally:
-            for p in reversed(procs):
-                p.terminate()
-            for p in reversed(procs):
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            # the workers first, while their scheduler is up (without it they retry to
+            # reconnect until the wait's timeout), then the scheduler
+            _stop(procs[1:])
+            _stop(procs[:1])
             logs.close()
+
+
+def _stop(procs, timeout: float = 15) -> None:
+    """SIGTERM to ``procs``, then SIGKILL to any still running after ``timeout`` s."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def _wait_for(ready, timeout: float, what: str) -> None:
