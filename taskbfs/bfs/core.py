@@ -203,7 +203,8 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
     from level 0."""
     heard = _Heard()
     resuming = kept.level >= 1
-    with _faults(rt, graph, called_wall, clock, heard):
+    began = called_wall if attempt == 1 else time.time()  # what it loses is lost from then
+    with _faults(rt, graph, began, clock, heard):
         rt.share_settings()
         resources = rt.resources(clock.left())
         # A task owns at least one vertex: more tasks than vertices means one task per vertex.
