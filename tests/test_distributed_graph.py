@@ -223,10 +223,13 @@ def test_from_dask_dataframe(rt):
     dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe needs pandas and pyarrow")
     s = shape("grid_40x40")
     frame = dd.from_pandas(pd.DataFrame({"a": s.src, "b": s.dst, "w": 1.0}), npartitions=4)
-    dg = DistributedGraph.from_dask(frame, runtime=rt, columns=("a", "b"))
+    dg = DistributedGraph.from_dask(frame, runtime=rt, source="a", target="b")
     g = _local(s)
     _same_csr(dg, g)
     _searches_match_scipy(dg, g, rt, 17, tasks=2)
+    named = r"no column 'source' \(columns: \['a', 'b', 'w'\]\)"
+    with pytest.raises(tb.InvalidParameterError, match=named):
+        DistributedGraph.from_dask(frame, runtime=rt)  # the default names: source, target
 
 
 def test_validation_on_workers_finds_what_the_graph_in_hand_finds(rt):

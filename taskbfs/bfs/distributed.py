@@ -138,11 +138,12 @@ class DistributedGraph:
 
     @classmethod
     def from_dask(cls, edges, dst=None, num_vertices: int | None = None, directed: bool = False,
-                  runtime=None, ranges: int | None = None,
-                  columns: tuple[str, str] = ("src", "dst")) -> DistributedGraph:
-        """Build from a dask collection of edges: a ``dask.dataframe`` with the
-        ``columns`` (source, target), or two 1-D dask arrays ``edges`` (sources) and
-        ``dst`` with the same chunks. Each partition becomes one edge chunk on the
+                  runtime=None, ranges: int | None = None, *, source: str = "source",
+                  target: str = "target") -> DistributedGraph:
+        """Build from a dask collection of edges: a ``dask.dataframe`` with the columns
+        ``source`` and ``target`` (named as :meth:`Graph.from_edges` and networkx's
+        ``from_pandas_edgelist`` name them), or two 1-D dask arrays ``edges`` (sources)
+        and ``dst`` with the same chunks. Each partition becomes one edge chunk on the
         workers."""
         rt = _as_runtime(runtime)
         client = rt.client
@@ -150,6 +151,7 @@ class DistributedGraph:
             if not hasattr(edges, "to_delayed") or not hasattr(edges, "columns"):
                 raise InvalidParameterError(
                     "from_dask takes a dask.dataframe, or two dask arrays (src, dst)")
+            columns = (source, target)
             missing = [c for c in columns if c not in edges.columns]
             if missing:
                 raise InvalidParameterError(f"the dataframe has no column {missing[0]!r} "
