@@ -757,13 +757,13 @@ def cluster_resources(client, timeout: float | None = None) -> dict:
 
 
 def fetch_trace(client, program: str, timeout: float | None = None,
-                decided=()) -> tuple[list, list]:
+                decided=(), kept=()) -> tuple[list, list]:
     """``(records, placements)`` of one program (see :meth:`PlacementPlugin.trace`;
-    within ``timeout`` seconds); ``decided`` as for :func:`fetch_trace_later`."""
+    within ``timeout`` seconds); ``decided`` and ``kept`` as for :func:`fetch_trace_later`."""
     trace = client.sync(client.scheduler.taskbfs_trace, program=program,
                         callback_timeout=timeout)
     records, placements = _flat_trace(trace)
-    return records, [*decided, *placements]
+    return [*kept, *records], [*decided, *placements]
 
 
 def fetch_trace_later(client, program: str, decided=(), kept=()):

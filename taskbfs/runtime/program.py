@@ -445,8 +445,7 @@ class Program:
         call (:meth:`call`: their records came with their values)."""
         if not self._records_out:
             return self._taken_back()
-        records, placements = fetch_trace(self.client, self.id, timeout, self._decided)
-        return [*self._kept, *records], placements
+        return fetch_trace(self.client, self.id, timeout, self._decided, self._kept)
 
     def finished_later(self):
         """:meth:`finished` without waiting for it: a :class:`concurrent.futures.Future` of
