@@ -435,6 +435,7 @@ def test_device_levels_enter_from_the_reached_pairs(name, block_size):
                 levels.entry_capacity = twice.size + ids.size  # to check the kernels
                 levels.entry = levels._workspace("levels_entry", levels.entry_capacity,
                                                  levels.dtype)
+                levels.host_entry = np.zeros(levels.entry_capacity, levels.dtype)
             moved = levels.enter_reached(level, top_down, twice, ids.astype(np.int32))
             assert moved == (twice.size + ids.size) * 4
             parents = levels.parents.copy_to_host()[:n]

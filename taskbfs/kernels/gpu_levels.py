@@ -104,8 +104,10 @@ class DeviceLevels:
         #: bytes as two bitmaps, the visited set and a frontier (what :meth:`enter` sends).
         self.entry_capacity = 2 * words * 8 // self.dtype.itemsize
         self.entry = workspace("levels_entry", self.entry_capacity, self.dtype)
+        #: The entry as the host packs it: page-locked, so that its copy is one transfer.
+        self.host_entry = _host_array(cuda, config.simulated, self.entry_capacity, self.dtype)
         self.rows = [cuda.device_array(ROW, dtype=np.int64) for _ in range(ROWS)]
-        self.host_row = _host_row(cuda, config.simulated)
+        self.host_row = _host_array(cuda, config.simulated, ROW, np.int64, shared=True)
         self.entered = False  # whether the result arrays hold this search's state
         #: A top-down level whose frontier has at most this many out-arcs runs as one
         #: launch (``top_down_small``); 0: every level through the tiled kernels.
@@ -133,7 +135,7 @@ class DeviceLevels:
         if 3 * k + f > self.entry_capacity:
             raise ValueError(f"{k} pairs and {f} frontier ids exceed the entry's "
                              f"{self.entry_capacity} (use enter)")
-        packed = np.empty(3 * k + f, dtype=self.dtype)
+        packed = self.host_entry[: 3 * k + f]
         packed[: 3 * k] = reached.ravel()
         packed[3 * k:] = frontier
         entry = self.entry
@@ -261,7 +263,7 @@ class DeviceLevels:
 
     def _counts(self, level: int, seconds: float) -> LevelCounts:
         row = self.host_row
-        self.rows[level % ROWS].copy_to_host(row)
+        self._download(row, self.rows[level % ROWS])
         return LevelCounts(int(row[FOUND]), int(row[NEXT_EDGES]), int(row[EXAMINED]), seconds)
 
     def _scan(self, data, n: int, depth: int = 0) -> None:
@@ -274,22 +276,40 @@ class DeviceLevels:
             self._scan(sums, num_tiles, depth + 1)
             base.add_tile_offsets[cfg.blocks_for(n), cfg.block_size](data, n, sums)
 
-    @staticmethod
-    def _upload(buffer, host: np.ndarray) -> None:
-        if host.size:
+    def _upload(self, buffer, host: np.ndarray) -> None:
+        """Copy ``host`` (contiguous) into the start of the device array ``buffer``."""
+        if not host.size:
+            return
+        if self.config.simulated:
             buffer[: host.size].copy_to_device(host)
+        else:  # the driver's copy itself: a device array's view and checks cost ~40 us each
+            from numba.cuda.cudadrv.driver import host_to_device
+
+            host_to_device(buffer, host, host.nbytes)
+
+    def _download(self, host: np.ndarray, buffer) -> None:
+        """Fill ``host`` (contiguous) from the start of the device array ``buffer``."""
+        if self.config.simulated:
+            buffer[: host.size].copy_to_host(host)
+        else:
+            from numba.cuda.cudadrv.driver import device_to_host
+
+            device_to_host(host, buffer, host.nbytes)
 
 
-_HOST_ROWS: dict = {}
+_SHARED_HOST_ARRAYS: dict = {}
 
 
-def _host_row(cuda, simulated: bool) -> np.ndarray:
-    """The process's page-locked array the counts are read into (made once)."""
-    row = _HOST_ROWS.get(simulated)
-    if row is None:
-        row = np.zeros(ROW, np.int64) if simulated else cuda.pinned_array(ROW, np.int64)
-        _HOST_ROWS[simulated] = row
-    return row
+def _host_array(cuda, simulated: bool, size: int, dtype, shared: bool = False) -> np.ndarray:
+    """A page-locked host array of ``size`` ``dtype`` entries (pageable under the
+    simulator); ``shared``: the process's one array of that size and type (made once)."""
+    key = (simulated, size, np.dtype(dtype).str)
+    array = _SHARED_HOST_ARRAYS.get(key) if shared else None
+    if array is None:
+        array = np.zeros(size, dtype) if simulated else cuda.pinned_array(size, dtype)
+        if shared:
+            _SHARED_HOST_ARRAYS[key] = array
+    return array
 
 
 __all__ = ["COUNTS_BYTES", "DEFERRED", "DeviceLevels", "LevelCounts", "vertex_dtype"]

@@ -148,7 +148,7 @@ def _levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets, 
     counts = np.zeros(num_tasks, dtype=np.int64)
     task_edges = np.zeros(num_tasks, dtype=np.int64)
     next_frontier = np.empty(max_edges, dtype=np.int64)
-    seen = np.zeros(words, dtype=np.uint64)  # a unique step's own reports
+    seen = np.zeros(0, dtype=np.uint64)  # a unique step's own reports (made when one runs)
     while True:
         if state[1] == 0:
             return 0
@@ -175,7 +175,9 @@ def _levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets, 
             mine = frontier[first:last]
             size = frontier_edge_count(indptr, lo, mine)
             unique = size > words  # as the level loop's CPU step decides (bfs/steps.py)
-            if unique:
+            if unique and seen.size == 0:
+                seen = np.zeros(words, dtype=np.uint64)
+            elif unique:
                 seen[:] = 0
             found, _edges = _top_down(indptr, indices_list[t], lo, mine, visited, seen, unique,
                                       cand_v[ncand:], cand_u[ncand:])
