@@ -110,6 +110,15 @@ def main(argv=None) -> None:
         levels.enter_reached(0, True, reached, ids)
         levels.top_down(0, 1, 2)
     parts["enter + one-vertex top-down level"] = _timed(one_vertex_level, r)
+    from taskbfs.kernels.gpu import Stopwatch
+
+    def stopwatch():
+        with Stopwatch(cuda, cfg.simulated):
+            pass
+    parts["Stopwatch around nothing"] = _timed(stopwatch, r)
+    levels.enter_reached(0, True, reached, ids)
+    parts["one-vertex top-down level (top_down)"] = _timed(lambda: levels.top_down(0, 1, 2), r)
+    parts["bottom-up level over every vertex (bottom_up)"] = _timed(lambda: levels.bottom_up(1), r)
     bounds = np.array([0, n], dtype=np.int64)
     degrees = graph.degrees()
     total = int(degrees.sum())
@@ -123,15 +132,14 @@ def main(argv=None) -> None:
         print(f"  {name:<52s} {us:10.1f}")
     if args.profile_launches:
         _profile_launches(levels, args.profile_launches)
+        _profile(lambda: [levels.top_down(0, 1, 2) for _ in range(args.profile_launches // 4)],
+                 "one-vertex top-down levels")
     del cuda
 
 
 def _profile_launches(levels, count: int) -> None:
     """The Python functions a numba-cuda launch runs, by own time (``write_reached``: eight
     arguments, five of them device arrays)."""
-    import cProfile
-    import pstats
-
     from numba import cuda
 
     k = levels.k
@@ -147,8 +155,16 @@ def _profile_launches(levels, count: int) -> None:
     launches()
     print(f"{count} launches: {1e6 * (time.perf_counter() - start) / count:.1f} us each "
           f"(not profiled)")
+    _profile(launches, "launches")
+
+
+def _profile(fn, what: str) -> None:
+    import cProfile
+    import pstats
+
+    print(f"\n{what}, profiled:")
     profile = cProfile.Profile()
-    profile.runcall(launches)
+    profile.runcall(fn)
     pstats.Stats(profile).sort_stats("tottime").print_stats(18)
 
 

@@ -523,7 +523,8 @@ class NumbaAllocator:
 class Stopwatch:
     """Kernel time: CUDA events on a device, the host clock under the simulator.
 
-    ``with Stopwatch(cuda, simulated) as watch: ...`` then ``watch.seconds``.
+    ``with Stopwatch(cuda, simulated) as watch: ...`` then ``watch.seconds``. One stopwatch
+    may time any number of windows, one after another: its two events are made once.
     """
 
     def __init__(self, cuda, simulated: bool):

@@ -107,6 +107,7 @@ class DeviceLevels:
         #: The entry as the host packs it: page-locked, so that its copy is one transfer.
         self.host_entry = _host_array(cuda, config.simulated, self.entry_capacity, self.dtype)
         self.rows = [cuda.device_array(ROW, dtype=np.int64) for _ in range(ROWS)]
+        self._watch = Stopwatch(cuda, config.simulated)  # times each level's kernels
         self.host_row = _host_array(cuda, config.simulated, ROW, np.int64, shared=True)
         self.entered = False  # whether the result arrays hold this search's state
         #: A top-down level whose frontier has at most this many out-arcs runs as one
@@ -201,7 +202,7 @@ class DeviceLevels:
         cfg, base = self.config, self.k.base
         frontier = self.queues[level % 2]
         if edges <= self.small_level_arcs:
-            with Stopwatch(self._cuda, cfg.simulated) as watch:
+            with self._watch as watch:
                 self.k.top_down_small[max(1, min(size, cfg.grid_size)), cfg.block_size](
                     self.graph.indptr, self.graph.indices, frontier, size, level + 1,
                     self.parents, self.distances, self.queues[(level + 1) % 2],
@@ -210,7 +211,7 @@ class DeviceLevels:
         offsets = self._workspace("levels_offsets", size + 1, np.int64)
         num_tiles = -(-int(edges) // self.k.tile)
         tile_first = self._workspace("levels_tile_first", num_tiles + 1, np.int64)
-        with Stopwatch(self._cuda, cfg.simulated) as watch:
+        with self._watch as watch:
             base.frontier_degrees[cfg.blocks_for(size + 1), cfg.block_size](
                 self.graph.indptr, 0, frontier, size, offsets)
             self._scan(offsets, size + 1)
@@ -229,7 +230,7 @@ class DeviceLevels:
         g, gin = self.graph, self.in_graph
         word_tile = max(cfg.block_size, 64) // 64
         blocks = max(1, min(-(-self.words // word_tile), cfg.grid_size))
-        with Stopwatch(self._cuda, cfg.simulated) as watch:
+        with self._watch as watch:
             self.k.bottom_up[blocks, cfg.block_size](
                 gin.indptr, gin.indices, g.indptr, self.n, self.words, self.bits[level % 2],
                 level + 1, limit, self.parents, self.distances, self.bits[(level + 1) % 2],
@@ -245,7 +246,7 @@ class DeviceLevels:
         (``to_top_down``) or back; returns the kernels' device seconds."""
         cfg, fill = self.config, self.k.base.fill
         p = level % 2
-        with Stopwatch(self._cuda, cfg.simulated) as watch:
+        with self._watch as watch:
             if to_top_down:
                 fill[1, cfg.block_size](self.tail, 0)
                 self.k.bits_to_queue[cfg.blocks_for(self.words), cfg.block_size](
