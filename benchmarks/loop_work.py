@@ -40,7 +40,12 @@ def _label(handle) -> str:
     owner = getattr(callback, "__self__", None)
     if isinstance(owner, asyncio.Task):
         coro = owner.get_coro()
-        return getattr(coro, "__qualname__", repr(coro))
+        name = getattr(coro, "__qualname__", repr(coro))
+        frame = getattr(coro, "cr_frame", None)
+        if name == "PeriodicCallback._run" and frame is not None:  # name what it runs
+            periodic = getattr(frame.f_locals.get("self"), "callback", None)
+            name = f"PeriodicCallback({getattr(periodic, '__qualname__', repr(periodic))[:70]})"
+        return name
     for attr in ("__qualname__", "__name__"):
         if hasattr(callback, attr):
             return getattr(callback, attr)
@@ -52,11 +57,12 @@ def _wrap_handles() -> None:
     run = asyncio.events.Handle._run
 
     def timed(self):
+        label = _label(self)  # before the run: a finished coroutine has no frame to name
         start = time.perf_counter()
         try:
             return run(self)
         finally:
-            SPANS.append((start, time.perf_counter(), _label(self)))
+            SPANS.append((start, time.perf_counter(), label))
 
     asyncio.events.Handle._run = timed
 
