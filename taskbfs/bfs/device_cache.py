@@ -85,6 +85,7 @@ class DeviceCache:
         self._result = None  # (search, distances, parents): see search_result
         self._levels = None  # ((graph, in-graph), DeviceLevels): see device_levels
         self._config = None
+        self._stopwatch = None
         self.results = 0
 
     # ------------------------------------------------------------------ bookkeeping
@@ -121,6 +122,17 @@ class DeviceCache:
             _quiet_occupancy_warnings()
             self._config = launch_config()
         return self._config
+
+    def stopwatch(self):
+        """The one :class:`~taskbfs.kernels.gpu.Stopwatch` that times this worker's steps
+        (they run one at a time: they share the output buffers too)."""
+        from numba import cuda
+
+        from taskbfs.kernels.gpu import Stopwatch
+
+        if self._stopwatch is None:
+            self._stopwatch = Stopwatch(cuda, self.launch_config().simulated)
+        return self._stopwatch
 
     def buffer(self, name: str, size: int, dtype):
         """A shared device scratch buffer of at least ``size`` entries (grows, never shrinks)."""
@@ -389,14 +401,6 @@ def _pin_result_buffers(num_vertices: int) -> None:
         pool.grow(num_vertices, dtype)
 
 
-def _stopwatch(simulated: bool):
-    from numba import cuda
-
-    from taskbfs.kernels.gpu import Stopwatch
-
-    return Stopwatch(cuda, simulated)
-
-
 def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,
                     words: bool = True) -> Discoveries:
     """One task's BFS step on this worker's GPU, its slice kept in device memory.
@@ -477,7 +481,7 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
     sole = _sole_step(part, dev, bounds)
     offsets = None
     read_back = _COUNTER_BYTES + (8 if total is None else 0)
-    with _stopwatch(config.simulated) as timer:
+    with cache.stopwatch() as timer:
         n_found, edges = gpu_top_down_step(
             dev.indptr, dev.indices, dev.lo, d_frontier, d_visited, out_v, out_u,
             mask_bits=mask, dedupe=True, config=config, workspace=cache.buffer,
@@ -531,7 +535,7 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool) 
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
     out_u = cache.buffer("out_parents", dev.num_vertices, np.int64)
     config = cache.launch_config()
-    with _stopwatch(config.simulated) as timer:
+    with cache.stopwatch() as timer:
         n_found, edges = gpu_bottom_up_step(
             dev.indptr, dev.indices, dev.lo, dev.hi, d_visited, d_bits, out_v, out_u,
             config=config, workspace=cache.buffer)
