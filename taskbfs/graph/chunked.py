@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from taskbfs.errors import InvalidParameterError
-from taskbfs.graph._graph import index_dtype
+from taskbfs.graph._graph import _drop_repeats, index_dtype
 from taskbfs.graph.kronecker import (
     _check_edgefactor,
     _check_scale,
@@ -131,24 +131,14 @@ def split_arcs(src: np.ndarray, dst: np.ndarray, bounds: np.ndarray, num_vertice
 def range_csr(pieces, lo: int, hi: int, num_vertices: int):
     """Rows ``[lo, hi)`` of the graph from the key arrays (:func:`split_arcs`) every
     chunk sent to this range: ``(indptr_local int64[hi - lo + 1], indices)``, rows
-    sorted, duplicates dropped, ``indices`` of the graph's index dtype.
-
-    The keys are counted and scattered into their rows piece by piece (no concatenation),
-    so that the memory held beyond the pieces is the result's own and one sorted piece."""
-    n = np.int64(num_vertices)
-    pieces = [np.asarray(p, dtype=np.int64) for p in pieces]
+    sorted, duplicates dropped, ``indices`` of the graph's index dtype."""
+    keys = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces]) if len(pieces) \
+        else np.empty(0, dtype=np.int64)
+    keys.sort()
+    keys = keys[: _drop_repeats(keys)]
     indptr = np.zeros(hi - lo + 1, dtype=np.int64)
-    for keys in pieces:
-        _count_rows(keys, n, indptr)
-    np.cumsum(indptr, out=indptr)
-    indices = np.empty(int(indptr[-1]), dtype=index_dtype(num_vertices))
-    for keys in pieces:  # indptr[u] is row u's next free slot meanwhile
-        _scatter_rows(np.sort(keys), n, indptr, indices)  # sorted: the writes go in order
-    indptr[1:] = indptr[:-1].copy()
-    indptr[0] = 0
-    kept = _sort_rows_drop_repeats(indptr, indices)
-    if kept < indices.size:
-        indices.resize(kept, refcheck=False)  # it is this function's own: shrinks in place
+    indices = np.empty(keys.size, dtype=index_dtype(num_vertices))
+    _local_keys_to_csr(keys, np.int64(num_vertices), indptr, indices)
     return indptr, indices
 
 
@@ -222,41 +212,11 @@ def _fill_keys(src, dst, bounds, n, directed, cursor, keys):  # pragma: no cover
 
 
 @njit(nogil=True, cache=True)
-def _count_rows(keys, n, indptr):  # pragma: no cover - numba
-    """``indptr[u + 1] += 1`` for each local key of row ``u``."""
-    for i in range(keys.size):
-        indptr[keys[i] // n + 1] += 1
-
-
-@njit(nogil=True, cache=True)
-def _scatter_rows(keys, n, cursor, indices):  # pragma: no cover - numba
-    """Each key's column into its row's next free slot (``cursor[u]``, advanced)."""
+def _local_keys_to_csr(keys, n, indptr, indices):  # pragma: no cover - numba
+    """Sorted distinct local keys to the range's CSR (``indptr`` zeroed on entry)."""
     for i in range(keys.size):
         u = keys[i] // n
-        indices[cursor[u]] = keys[i] - u * n
-        cursor[u] += 1
-
-
-@njit(nogil=True, cache=True)
-def _sort_rows_drop_repeats(indptr, indices):  # pragma: no cover - numba
-    """Sort each row of the CSR ``(indptr, indices)`` and drop its repeated columns,
-    moving the rows left over the gaps (``indptr`` updated); returns the entries kept."""
-    kept = 0
-    start = indptr[0]
+        indices[i] = keys[i] - u * n
+        indptr[u + 1] += 1
     for u in range(indptr.size - 1):
-        stop = indptr[u + 1]
-        row = indices[start:stop]
-        row.sort()
-        indptr[u] = kept
-        last = indices.dtype.type(0)
-        for i in range(row.size):
-            v = row[i]  # read before the write: kept <= start + i
-            if i == 0 or v != last:
-                indices[kept] = v
-                kept += 1
-            last = v
-        start = stop
-    indptr[indptr.size - 1] = kept
-    return kept
-
-
+        indptr[u + 1] += indptr[u]
