@@ -11,7 +11,8 @@ Approach
     Builds :class:`~taskbfs.kernels.gpu_levels.DeviceLevels` as ``tests/test_kernels_gpu.py``
     does (a device-data service, the default launch configuration) and times each call
     with ``time.perf_counter`` around it and a ``cuda.synchronize()`` inside the window,
-    so that a launch's queued work is counted where it was issued.
+    so that a launch's queued work is counted where it was issued. The generic operations
+    (launches by argument count, copies, events) are in ``gpu_launch_costs.py``.
 
     python benchmarks/gpu_entry_profile.py --log-vertices 24 --repeats 50
 """
