@@ -283,7 +283,7 @@ class DeviceLevels:
             return
         if self.config.simulated:
             buffer[: host.size].copy_to_device(host)
-        else:  # the driver's copy itself: a device array's view and checks cost ~40 us each
+        else:  # the driver's copy itself, without a device-array view and its checks
             from numba.cuda.cudadrv.driver import host_to_device
 
             host_to_device(buffer, host, host.nbytes)
