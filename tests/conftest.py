@@ -8,25 +8,37 @@ import sys
 import pytest
 
 
-#: The modules that take longest, longest first (wall seconds on 2 cores, in the
-#: measurements of benchmarks/RESULTS.md, "Session 18 — test time"). pyproject's
-#: ``--no-loadscope-reorder`` makes pytest-xdist hand out modules in collection order, so
-#: these start first and the short ones fill in at the end; xdist's own order (most tests
-#: first) started the simulator runs after 2-3 minutes, with no regard to their length.
+#: The modules that take longest, longest first (wall seconds on 2 cores in a full run of
+#: the test command, session 20: test_bfs_gpu 161, test_faults 115, test_kernels_gpu 85,
+#: ... test_memory_limited 10; each module's sum over its tests, setup included).
+#: pyproject's ``--no-loadscope-reorder`` makes pytest-xdist hand out modules in
+#: collection order, so these start first and the short ones fill in at the end; xdist's
+#: own order (most tests first) started the simulator runs after 2-3 minutes, with no
+#: regard to their length.
 SLOWEST_MODULES = (
-    "test_bfs_gpu.py",  # the CUDA simulator in one process, ~4 min
+    "test_bfs_gpu.py",  # the CUDA simulator in one process
     "test_faults.py",
-    "test_distributed_search.py",
     "test_kernels_gpu.py",  # the CUDA simulator in one process
     "test_distributed_graph.py",
-    "test_bfs.py",
-    "test_tls.py",
     "test_dispatched.py",
-    "test_distributed_gpu.py",
-    "test_notebooks.py",
-    "test_deploy.py",
-    "test_runtime_cluster.py",
+    "test_bfs.py",
     "test_included.py",
+    "test_runtime_cluster.py",
+    "test_deploy.py",
+    "test_distributed_search.py",
+    "test_distributed_gpu.py",
+    "test_dashboard.py",
+    "test_notebooks.py",
+    "test_first_search.py",
+    "test_faults_waits.py",
+    "test_graph_build.py",
+    "test_slice_drift.py",
+    "test_nx_backend.py",
+    "test_runtime.py",
+    "test_tls.py",
+    "test_memory_growth.py",
+    "test_example_cholesky.py",
+    "test_memory_limited.py",
 )
 
 

@@ -260,13 +260,15 @@ def test_retries_setting_is_checked(runtime, setting):
         tb.bfs(_path_graph(4), 0, runtime=runtime)
 
 
-def test_search_fails_when_no_worker_is_left(processes):
+def test_search_fails_when_no_worker_is_left(processes, setting):
     """The only worker killed mid-search: nothing to run again on, one WorkerLostError
-    (after ``runtime.connect-timeout`` seconds of waiting for a worker)."""
+    (after ``runtime.connect-timeout`` seconds of waiting for a worker: 2 s here, set once
+    the client has connected, instead of the default 10 s)."""
     with tb.Runtime(processes.address) as rt:
         processes.add_worker("a", rt.client)
         graph = tb.kronecker(9, seed=5)
         _check(graph, 1, tb.bfs(graph, 1, tasks=2, runtime=rt))
+        setting("runtime.connect-timeout", 2)
 
         def kill(summary):
             if summary.level == 1 and processes.procs["a"].poll() is None:
