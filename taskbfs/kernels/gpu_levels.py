@@ -84,7 +84,6 @@ class DeviceLevels:
         if graph.lo != 0 or graph.hi != num_vertices:
             raise ValueError(f"the device levels need one slice of every vertex, got "
                              f"[{graph.lo}, {graph.hi}) of {num_vertices}")
-        self._cuda = cuda
         self.graph, self.in_graph = graph, in_graph
         self.n = int(num_vertices)
         self.words = words_for(self.n)
@@ -108,7 +107,7 @@ class DeviceLevels:
         self.host_entry = _host_array(cuda, config.simulated, self.entry_capacity, self.dtype)
         self.rows = [cuda.device_array(ROW, dtype=np.int64) for _ in range(ROWS)]
         self._watch = Stopwatch(cuda, config.simulated)  # times each level's kernels
-        self.host_row = _host_array(cuda, config.simulated, ROW, np.int64, shared=True)
+        self.host_row = _host_array(cuda, config.simulated, ROW, np.int64)  # the counts
         self.entered = False  # whether the result arrays hold this search's state
         #: A top-down level whose frontier has at most this many out-arcs runs as one
         #: launch (``top_down_small``); 0: every level through the tiled kernels.
@@ -298,19 +297,9 @@ class DeviceLevels:
             device_to_host(host, buffer, host.nbytes)
 
 
-_SHARED_HOST_ARRAYS: dict = {}
-
-
-def _host_array(cuda, simulated: bool, size: int, dtype, shared: bool = False) -> np.ndarray:
-    """A page-locked host array of ``size`` ``dtype`` entries (pageable under the
-    simulator); ``shared``: the process's one array of that size and type (made once)."""
-    key = (simulated, size, np.dtype(dtype).str)
-    array = _SHARED_HOST_ARRAYS.get(key) if shared else None
-    if array is None:
-        array = np.zeros(size, dtype) if simulated else cuda.pinned_array(size, dtype)
-        if shared:
-            _SHARED_HOST_ARRAYS[key] = array
-    return array
+def _host_array(cuda, simulated: bool, size: int, dtype) -> np.ndarray:
+    """A page-locked host array of ``size`` ``dtype`` entries (pageable under the simulator)."""
+    return np.zeros(size, dtype) if simulated else cuda.pinned_array(size, dtype)
 
 
 __all__ = ["COUNTS_BYTES", "DEFERRED", "DeviceLevels", "LevelCounts", "vertex_dtype"]

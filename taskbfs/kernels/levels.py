@@ -175,10 +175,11 @@ def _levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets, 
             mine = frontier[first:last]
             size = frontier_edge_count(indptr, lo, mine)
             unique = size > words  # as the level loop's CPU step decides (bfs/steps.py)
-            if unique and seen.size == 0:
-                seen = np.zeros(words, dtype=np.uint64)
-            elif unique:
-                seen[:] = 0
+            if unique:
+                if seen.size == 0:
+                    seen = np.zeros(words, dtype=np.uint64)
+                else:
+                    seen[:] = 0
             found, _edges = _top_down(indptr, indices_list[t], lo, mine, visited, seen, unique,
                                       cand_v[ncand:], cand_u[ncand:])
             ncand += found
