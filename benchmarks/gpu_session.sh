@@ -45,7 +45,7 @@ STEPS=${STEPS:-env tests lambda strategies}
 unset NUMBA_ENABLE_CUDASIM
 export PYTHONUNBUFFERED=1 NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=0
 
-if ls .whl/*.whl >/dev/null 2>&1; then
+if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/distributed ]; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
 fi

@@ -132,8 +132,10 @@ def resources_of(client) -> dict:
     return {w["name"]: dict(w.get("resources", {})) for w in info.values()}
 
 
-def measure(client, scale: int, strategy: str, keys: int, tasks: int | None,
-            dispatch: str = "auto") -> dict:
+def measure(client, scale: int, configs, keys: int, tasks: int | None):
+    """Build the Kronecker graph of ``scale`` on the workers once, then for each
+    ``(strategy, dispatch)`` of ``configs`` one untimed search and ``keys`` timed ones
+    (each validated on the workers); yields one row per configuration."""
     import numpy as np
 
     import taskbfs as tb
@@ -144,30 +146,33 @@ def measure(client, scale: int, strategy: str, keys: int, tasks: int | None,
         build = time.perf_counter() - start
         sources = tb.search_keys(graph, keys)
         names = {a: w["name"] for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
-        tb.bfs(graph, int(sources[0]), runtime=rt, strategy=strategy, tasks=tasks,
-               dispatch=dispatch)  # warm-up
-        walls, edges, devices, workers, moved = [], [], {}, {}, {}
-        for s in sources.tolist():
-            start = time.perf_counter()
-            r = tb.bfs(graph, s, runtime=rt, strategy=strategy, tasks=tasks, dispatch=dispatch)
-            walls.append(time.perf_counter() - start)
-            tb.validate(graph, s, r.parents, levels=r.distances)
-            edges.append(r.traversed_edges)
-            for device, count in r.trace["device"].value_counts().items():
-                devices[device] = devices.get(device, 0) + int(count)
-            for worker, count in r.trace["worker"].value_counts().items():
-                name = str(names.get(worker, worker))
-                workers[name] = workers.get(name, 0) + int(count)
-            ex = getattr(r, "exchange", None)
-            if ex is not None:
-                for c in ex.columns:
-                    if c.endswith("_bytes"):
-                        moved[c] = moved.get(c, 0) + int(ex[c].sum())
-        stats = tb.teps_statistics(np.array(walls), np.array(edges))
-    return {"scale": scale, "strategy": strategy, "dispatch": dispatch, "edges": graph.num_edges,
-            "build_s": build, "walls_s": walls,
-            "harmonic_mean_teps": stats.get("harmonic_mean_TEPS"), "tasks_per_device": devices,
-            "tasks_per_worker": workers, "bytes_moved": moved, "num_tasks": r.num_tasks}
+        for strategy, dispatch in configs:
+            tb.bfs(graph, int(sources[0]), runtime=rt, strategy=strategy, tasks=tasks,
+                   dispatch=dispatch)  # warm-up
+            walls, edges, devices, workers, moved = [], [], {}, {}, {}
+            for s in sources.tolist():
+                start = time.perf_counter()
+                r = tb.bfs(graph, s, runtime=rt, strategy=strategy, tasks=tasks,
+                           dispatch=dispatch)
+                walls.append(time.perf_counter() - start)
+                tb.validate(graph, s, r.parents, levels=r.distances)
+                edges.append(r.traversed_edges)
+                for device, count in r.trace["device"].value_counts().items():
+                    devices[device] = devices.get(device, 0) + int(count)
+                for worker, count in r.trace["worker"].value_counts().items():
+                    name = str(names.get(worker, worker))
+                    workers[name] = workers.get(name, 0) + int(count)
+                ex = getattr(r, "exchange", None)
+                if ex is not None:
+                    for c in ex.columns:
+                        if c.endswith("_bytes"):
+                            moved[c] = moved.get(c, 0) + int(ex[c].sum())
+            stats = tb.teps_statistics(np.array(walls), np.array(edges))
+            yield {"scale": scale, "strategy": strategy, "dispatch": dispatch,
+                   "edges": graph.num_edges, "build_s": build, "walls_s": walls,
+                   "harmonic_mean_teps": stats.get("harmonic_mean_TEPS"),
+                   "tasks_per_device": devices, "tasks_per_worker": workers,
+                   "bytes_moved": moved, "num_tasks": r.num_tasks}
 
 
 def main(argv=None) -> None:
@@ -204,12 +209,10 @@ def main(argv=None) -> None:
                 continue
             scales = [args.scale] + ([args.scale + gpus.bit_length() - 1]
                                      if args.weak and gpus > 1 else [])
+            configs = [(s, d) for s in args.strategies for d in args.dispatch]
             for scale in scales:
-                for strategy in args.strategies:
-                    for dispatch in args.dispatch:
-                        row = {"gpus": gpus, **measure(client, scale, strategy, args.keys,
-                                                       args.tasks, dispatch)}
-                        print("ROW " + json.dumps(row), flush=True)
+                for row in measure(client, scale, configs, args.keys, args.tasks):
+                    print("ROW " + json.dumps({"gpus": gpus, **row}), flush=True)
 
 
 if __name__ == "__main__":
