@@ -66,8 +66,10 @@ def worker_commands(scheduler_file: str, gpus: int, cpu_threads: int, share: boo
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     commands = [([*base, "--name", "cpu", "--nthreads", str(cpu_threads), "--resources",
                   f"CPU={cpu_threads}"], {**env, "CUDA_VISIBLE_DEVICES": ""})]
+    # the GPUs this process may use, as the host numbers them (sharing: the first)
+    visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
     for i in range(gpus):
-        device = "0" if share else str(i)
+        device = (visible or ["0"])[0] if share else (visible[i] if i < len(visible) else str(i))
         commands.append(([*base, "--name", f"gpu-{i}", "--nthreads", "1", "--resources",
                           "GPU=1"], {**env, "CUDA_VISIBLE_DEVICES": device}))
     return commands

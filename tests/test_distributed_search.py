@@ -189,7 +189,8 @@ def test_worker_restarted_between_searches(rt):
     tb.validate(g, 0, r.parents, levels=r.distances)
 
 
-def test_multi_gpu_script_starts_one_worker_per_gpu():
+def test_multi_gpu_script_starts_one_worker_per_gpu(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     commands = multi_gpu.worker_commands("sched.json", gpus=3, cpu_threads=5, share=False,
                                          simulate=True)
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in commands] == ["", "0", "1", "2"]
@@ -200,6 +201,13 @@ def test_multi_gpu_script_starts_one_worker_per_gpu():
     assert all(argv[-4:] == ["--nthreads", "1", "--resources", "GPU=1"] for argv, _ in commands[1:])
     shared = multi_gpu.worker_commands("s", gpus=2, cpu_threads=1, share=True, simulate=False)
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in shared] == ["", "0", "0"]
+    # the GPUs the script was given, as the host numbers them
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    given = multi_gpu.worker_commands("s", gpus=2, cpu_threads=1, share=False, simulate=False)
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, env in given] == ["", "3", "5"]
+    shared = multi_gpu.worker_commands("s", gpus=2, cpu_threads=1, share=True, simulate=False)
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, env in shared] == ["", "3", "3"]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     with multi_gpu.cluster(2, 1, share=False, simulate=True) as client:
         assert multi_gpu.resources_of(client) == {"cpu": {"CPU": 1.0}, "gpu-0": {"GPU": 1.0},
                                                   "gpu-1": {"GPU": 1.0}}
