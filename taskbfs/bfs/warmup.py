@@ -140,6 +140,21 @@ def _device_entries(graph: Graph, dask_worker) -> None:
             levels.enter(0, top_down, visited, source if top_down else visited)
 
 
+def _result_merges() -> None:
+    """The host's writes of CPU steps' pairs over a GPU search's result
+    (:func:`~taskbfs.bfs.device_cache.result_to_host`), for the vertex ids a CPU step or a
+    block of compiled levels gives (int32 or int64) into int32 results: a search reaches
+    them only when its levels leave the GPU for the host, which the tiny graphs' searches
+    do or not by the seconds a move took."""
+    from taskbfs.kernels.merge import record_pairs, record_pairs_at
+
+    results = [np.full(2, -1, dtype=np.int32) for _ in range(2)]
+    for dtype in (np.int32, np.int64):
+        pairs = np.zeros(1, dtype=dtype)
+        record_pairs(pairs, pairs, 0, 1, 0, 2, 1, *results)
+        record_pairs_at(pairs, pairs, pairs, 0, 2, *results)
+
+
 def _compiled_levels(on: bool):
     """Leave ``taskbfs.search.compiled-level-edges`` and ``taskbfs.gpu.small-level-arcs``
     as set, or turn the compiled small levels and the GPU's one-launch small levels off
@@ -172,6 +187,7 @@ def warm_up(dask_worker=None) -> float:
         if on_gpu:
             for graph in _graphs():
                 _device_entries(graph, dask_worker)
+        _result_merges()
         for graph in _graphs():
             for tasks in (1, 3):
                 _steps(graph, tasks)
