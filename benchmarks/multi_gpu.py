@@ -134,7 +134,27 @@ def resources_of(client) -> dict:
     return {w["name"]: dict(w.get("resources", {})) for w in info.values()}
 
 
-def measure(client, scale: int, configs, keys: int, tasks: int | None):
+def level_table(result) -> str:
+    """One search's levels: wall time of each (its summary's start to stop), its barrier's
+    seconds, its steps' longest and summed durations and device figures (``r.trace``)."""
+    import pandas as pd
+
+    lv = result.levels
+    tr = result.trace
+    steps = tr[tr["name"] == "bfs_step"].assign(seconds=lambda t: t["stop"] - t["start"])
+    by = steps.groupby("level").agg(steps=("task", "size"), step_max_s=("seconds", "max"),
+                                    step_sum_s=("seconds", "sum"),
+                                    kernel_s=("kernel_seconds", "sum"),
+                                    h2d=("h2d_bytes", "sum"), d2h=("d2h_bytes", "sum"))
+    table = lv[["level", "direction", "frontier_size", "discovered", "start", "stop",
+                "barrier_seconds"]].assign(level_s=lambda t: t["stop"] - t["start"])
+    table = table.drop(columns=["start", "stop"]).merge(by, on="level", how="left")
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        return table.round(5).to_string(index=False)
+
+
+def measure(client, scale: int, configs, keys: int, tasks: int | None,
+            timeline: bool = False):
     """Build the Kronecker graph of ``scale`` on the workers once, then for each
     ``(strategy, dispatch)`` of ``configs`` one untimed search and ``keys`` timed ones
     (each validated on the workers); yields one row per configuration."""
@@ -170,6 +190,10 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None):
                         if c.endswith("_bytes"):
                             moved[c] = moved.get(c, 0) + int(ex[c].sum())
             stats = tb.teps_statistics(np.array(walls), np.array(edges))
+            if timeline:  # the last key's levels
+                print(f"LEVELS scale {scale} {strategy} {dispatch} (wall {walls[-1]:.4f} s, "
+                      f"elapsed {r.elapsed:.4f} s, search {r.search_seconds:.4f} s)\n"
+                      + level_table(r), flush=True)
             yield {"scale": scale, "strategy": strategy, "dispatch": dispatch,
                    "edges": graph.num_edges, "build_s": build, "walls_s": walls,
                    "harmonic_mean_teps": stats.get("harmonic_mean_TEPS"),
@@ -193,6 +217,8 @@ def main(argv=None) -> None:
                         help="CPU worker threads (default: cores - GPUs, at least 1)")
     parser.add_argument("--share", action="store_true", help="every GPU worker on GPU 0")
     parser.add_argument("--simulate", action="store_true", help="NUMBA_ENABLE_CUDASIM=1 workers")
+    parser.add_argument("--timeline", action="store_true",
+                        help="print the last key's levels (wall, barrier, steps, device)")
     parser.add_argument("--check-only", action="store_true",
                         help="start each cluster, print its workers' resources, stop it")
     args = parser.parse_args(argv)
@@ -213,7 +239,8 @@ def main(argv=None) -> None:
                                      if args.weak and gpus > 1 else [])
             configs = [(s, d) for s in args.strategies for d in args.dispatch]
             for scale in scales:
-                for row in measure(client, scale, configs, args.keys, args.tasks):
+                for row in measure(client, scale, configs, args.keys, args.tasks,
+                                   args.timeline):
                     print("ROW " + json.dumps({"gpus": gpus, **row}), flush=True)
 
 
