@@ -117,3 +117,38 @@ def test_kept_levels_widen_with_depth_and_restart_from_scratch():
     assert fresh.start(2, "p2", _summary(0), 5) == 0  # nothing completed: from level 0
     assert fresh.attempts == [(2, "p2", 0)] and fresh.num_tasks == 5
     assert fresh.levels.tolist() == [-1, -1, -1, 0, -1, -1, -1, -1, -1, -1]
+
+
+def test_owners_report_what_they_reached_in_the_fewer_bytes():
+    """An owner's barrier reports its new frontier to the client's KeptLevels as vertex
+    ids, or as its ranges' bitmap words when those are fewer bytes (a large level); both
+    name the same vertices, and the kept levels decode the words only when read."""
+    from taskbfs.bfs.owners import ReachedWords, _reached_report, init_owner
+    from taskbfs.kernels.merge import frontier_bitmap, word_span
+
+    graph = _graph(path(1000))
+    parts = partition(graph, 3, balance="vertices")
+    slices = _slices(graph, parts, "t")
+    mine = [slices[0], slices[2]]  # an owner of two ranges that are not neighbours
+    front, state = init_owner(*mine, source=0, num_vertices=1000, search="s",
+                              bounds=parts.bounds, owner_of=np.array([0, 1, 0]))
+    spans = tuple(word_span(p.lo, p.hi) for p in mine)
+    for frontier in ([5, 7], list(range(mine[0].lo + 2, mine[0].hi, 2)) + [mine[1].hi - 1]):
+        ids = np.array(frontier, dtype=np.int64)
+        front.frontiers = [ids[ids < mine[0].hi], ids[ids >= mine[1].lo]]
+        front.counts = np.array([f.size for f in front.frontiers], dtype=np.int64)
+        frontier_bitmap(front.current(), front.bits)
+        data, as_words = _reached_report(front, state)
+        assert as_words == (4 * ids.size > 8 * state.words)
+        got = ReachedWords(spans, data).ids() if as_words else np.frombuffer(data, np.int32)
+        assert sorted(set(got.tolist())) == frontier
+
+    kept = KeptLevels(1000, source=0)
+    kept.start(1, "p", _summary(0), 3)
+    kept.complete(_summary(1), [np.array([1], dtype=np.int32)])
+    kept.complete(_summary(2), [ReachedWords(spans, data)])
+    assert kept._pending  # nothing decoded yet
+    levels = kept.levels
+    assert levels[0] == 0 and levels[1] == 1 and levels[mine[1].hi - 1] == 2
+    assert levels[mine[0].lo + 2] == 2 and levels[3] == -1
+    assert np.count_nonzero(levels == 2) == len(frontier)

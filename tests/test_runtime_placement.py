@@ -336,3 +336,37 @@ def test_default_tasks_one_per_gpu_for_the_strategies_that_use_it(hetero, plain)
         tb.default_tasks(hetero, "fastest")
     g = tb.Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 4])
     assert tb.bfs(g, 0, strategy="cpu", runtime=hetero).num_tasks == 4
+
+
+def _array(nbytes: int) -> np.ndarray:
+    return np.ones(nbytes // 8)
+
+
+def _length_smp(array) -> tuple:
+    return SMP, array.size
+
+
+def _length_cuda(array) -> tuple:
+    return CUDA, array.size
+
+
+MAKE_ARRAY = Task("make_array", smp=_array)
+LENGTH = Task("length", smp=_length_smp, cuda=_length_cuda)
+
+
+@pytest.mark.parametrize("nbytes, where", [(2**21, CUDA), (2**12, SMP)], ids=["large", "small"])
+def test_a_cpu_task_runs_where_its_large_input_is(hetero, addresses, nbytes, where):
+    # a CPU task whose largest input only the GPU worker holds runs there (its smp
+    # implementation) when that input is at least taskbfs.runtime.stay-with-data-bytes;
+    # a smaller one is copied to the CPU worker, as Dask would
+    import dask
+
+    p = Program(hetero, Policy("cpu"))
+    p.submit(MAKE_ARRAY, outs=["data"], worker=addresses[CUDA], kwargs={"nbytes": nbytes})
+    p.gather(["data"])  # held by the GPU worker before the task is placed
+    with dask.config.set({"taskbfs.runtime.stay-with-data-bytes": 2**20}):
+        key = p.submit(LENGTH, ins=["data"], outs=["n"])
+        assert p.get("n") == (SMP, nbytes // 8)
+    records = {r["key"]: r for r in p.records()}
+    assert records[key]["worker"] == addresses[where] and records[key]["device"] == SMP
+    p.close()

@@ -530,10 +530,13 @@ class _Search:
 
     def _hear_latest(self) -> None:
         """Read the summaries a one-task search sent and no one read (for the level an
-        error names)."""
+        error names; the program's other messages, e.g. a resident call's placement, are
+        skipped)."""
         with contextlib.suppress(TimeoutError):
             while True:
-                self.heard.level = summaries_of(self.program.next_message(timeout=0))[-1].level
+                message = self.program.next_message(timeout=0)
+                if isinstance(message, dict) and "summaries" in message:
+                    self.heard.level = summaries_of(message)[-1].level
 
     def result(self, outcome: _Outcome, strategy: str, wall_start: float) -> BFSResult:
         """The :class:`BFSResult` of ``outcome``; its tables are built when first read

@@ -75,7 +75,7 @@ from taskbfs.kernels.recovery import parents_from_levels
 from taskbfs.runtime import Task, publish
 from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of, workers_with
 
-__all__ = ["KeptLevels", "OwnerFrontier", "OwnerState", "Piece", "owned_search"]
+__all__ = ["KeptLevels", "OwnerFrontier", "OwnerState", "Piece", "ReachedWords", "owned_search"]
 
 #: The key of an owner barrier's message (its report) to the client.
 REPORT = "owner_report"
@@ -385,8 +385,9 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
         front.unvisited[i] -= n
     frontier_bitmap(front.current(), front.bits)
     mine = [p for p in pieces if p.task in state.owns]
+    reached, as_words = _reached_report(front, state)
     publish({REPORT: {
-        "reached": _reached_bytes(front, state.num_vertices),
+        "reached": reached, "reached_words": as_words,
         "level": level, "owner": owner,
         # per range (the owner's, in its order): new frontier vertices, their edges, unvisited
         "ranges": np.stack([front.counts, state.edges, front.unvisited]).tobytes(),
@@ -401,10 +402,38 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
 _NO_VERTICES = np.empty(0, np.int64)
 
 
-def _reached_bytes(front: OwnerFrontier, num_vertices: int) -> bytes:
-    """The owner's new frontier (the vertices its barrier just reached) as the bytes of
-    one array of the result's dtype, for the client's :class:`KeptLevels`."""
-    return front.current().astype(result_dtype(num_vertices), copy=False).tobytes()
+def _reached_report(front: OwnerFrontier, state: OwnerState) -> tuple[bytes, bool]:
+    """The owner's new frontier (the vertices its barrier just reached) for the client's
+    :class:`KeptLevels`, in the fewer bytes of two forms: its vertex ids (the result's
+    dtype), or its ranges' words of the frontier bitmap one after another (in the owner's
+    order, ``word_span`` of each); ``(bytes, whether words)``. A large level's ids would
+    be up to 32 times the words, and they travel through the scheduler."""
+    ids = front.current()
+    dtype = result_dtype(state.num_vertices)
+    if ids.size * dtype.itemsize <= 8 * state.words:
+        return ids.astype(dtype, copy=False).tobytes(), False
+    words = [front.bits[r.first_word : r.stop_word] for r in state.ranges]
+    return (words[0] if len(words) == 1 else np.concatenate(words)).tobytes(), True
+
+
+@dataclass(frozen=True)
+class ReachedWords:
+    """One owner's new frontier as its ranges' bitmap words (:func:`_reached_report`),
+    decoded only when a resume reads the kept levels."""
+
+    spans: tuple  # (first_word, stop_word) of each of the owner's ranges, in its order
+    data: bytes
+
+    def ids(self) -> np.ndarray:
+        """The vertex ids whose bits are set (int64; a word two of the owner's ranges
+        share names its vertices twice)."""
+        words = np.frombuffer(self.data, dtype=np.uint64)
+        parts, at = [], 0
+        for first, stop in self.spans:
+            bits = np.unpackbits(words[at : at + stop - first].view(np.uint8), bitorder="little")
+            parts.append(np.flatnonzero(bits) + 64 * first)
+            at += stop - first
+        return np.concatenate(parts) if parts else _NO_VERTICES
 
 
 def _joined_pieces(pieces, ranges: int):
@@ -488,7 +517,9 @@ class KeptLevels:
 
     def __init__(self, num_vertices: int, source: int):
         self.num_vertices, self.source = num_vertices, source
-        self.levels = np.empty(0, dtype=np.int8)  # made when a dispatched attempt starts
+        self._levels = np.empty(0, dtype=np.int8)  # made when a dispatched attempt starts
+        #: ``(level, reached)`` of the levels completed since :attr:`levels` was last read
+        self._pending: list[tuple[int, list]] = []
         self.summaries: list[LevelSummary] = []
         self.exchange: list[dict] = []
         #: ``(attempt, program id, first level)`` of each attempt that ran levels, in order
@@ -500,13 +531,25 @@ class KeptLevels:
         """The last completed level (its frontier is known): where a resume starts."""
         return len(self.summaries) - 1
 
+    @property
+    def levels(self) -> np.ndarray:
+        """The distance of every vertex the completed levels reached (-1 elsewhere),
+        written from the kept levels when read (a resume reads it; a search that ends
+        without one never pays for it)."""
+        if self._pending:
+            deepest = self._pending[-1][0]
+            if deepest > np.iinfo(self._levels.dtype).max:
+                self._levels = self._levels.astype(np.int16 if deepest < 2**15 else np.int32)
+            for level, reached in self._pending:
+                for ids in reached:
+                    self._levels[ids.ids() if isinstance(ids, ReachedWords) else ids] = level
+            self._pending = []
+        return self._levels
+
     def complete(self, summary: LevelSummary, reached, exchange: dict | None = None) -> None:
         """Keep ``summary`` (which opens level L) and the vertices at distance L
-        (``reached``: arrays of vertex ids)."""
-        if summary.level > np.iinfo(self.levels.dtype).max:
-            self.levels = self.levels.astype(np.int16 if summary.level < 2**15 else np.int32)
-        for ids in reached:
-            self.levels[ids] = summary.level
+        (``reached``: arrays of vertex ids, or :class:`ReachedWords`)."""
+        self._pending.append((summary.level, reached))
         self.summaries.append(summary)
         if exchange is not None:
             self.exchange.append(exchange)
@@ -518,8 +561,9 @@ class KeptLevels:
         if self.level < 1:  # nothing to resume from: start again
             self.summaries, self.exchange, self.attempts = [first], [], []
             self.num_tasks = num_tasks
-            self.levels = np.full(self.num_vertices, -1, dtype=np.int8)
-            self.levels[self.source] = 0
+            self._pending = []
+            self._levels = np.full(self.num_vertices, -1, dtype=np.int8)
+            self._levels[self.source] = 0
         self.attempts.append((attempt, program, self.level))
         return self.level
 
@@ -711,8 +755,7 @@ class OwnedSearch:
             program.forget(name)
         reports = self._reports(level)
         merged = self._merged(reports)
-        dtype = result_dtype(self.n)
-        self._made = ([np.frombuffer(r["reached"], dtype) for r in reports],
+        self._made = ([self._reached(w, r) for w, r in enumerate(reports)],
                       self._moved(level, direction, merged, bits))
         return self._next_summary(summary, merged)
 
@@ -726,6 +769,15 @@ class OwnedSearch:
             self.kept.complete(summary, *self._made)
             self._made = None
         return summary, self.waits.report([summary])
+
+    def _reached(self, owner: int, report: dict):
+        """What owner ``owner``'s barrier reached, as its report sent it: vertex ids, or
+        :class:`ReachedWords` over its ranges' spans (:func:`_reached_report`)."""
+        if not report["reached_words"]:
+            return np.frombuffer(report["reached"], result_dtype(self.n))
+        spans = tuple(word_span(int(self.bounds[t]), int(self.bounds[t + 1]))
+                      for t in self.owned[owner].tolist())
+        return ReachedWords(spans, report["reached"])
 
     def _frontier_bits(self, needed: set) -> dict:
         """The whole frontier bitmap, on each owner of ``needed`` (data names by owner)."""

@@ -8,7 +8,8 @@ Scheduler half
     to the user policy its program registered), asks the policy's ``decide``, and sets the task's
     ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``; a task placed on a CPU is
     also pinned to the CPU workers that hold its largest input (:func:`_pin_to_data`: Dask's
-    work stealing must not carry it, and then its data, to another worker). The worker then runs the
+    work stealing must not carry it, and then its data, to another worker), or, when only
+    other workers hold it and it is large, to those (its CPU implementation runs there). The worker then runs the
     matching implementation (see :mod:`taskbfs.runtime.worker`). A task submitted with
     ``follow`` (keys of tasks whose outputs it reads, e.g. a BFS level's barrier) goes to
     the GPU worker when all of those were placed there for good, so that their outputs stay
@@ -517,8 +518,10 @@ class LatencyPlugin(WorkerPlugin):
 
 def _pin_to_data(ts) -> None:
     """Pin a task placed on a CPU to the CPU workers that hold its largest input (every
-    worker runs CPU tasks on a cluster without a ``CPU`` resource), when any does; else
-    leave it to Dask.
+    worker runs CPU tasks on a cluster without a ``CPU`` resource), when any does; when
+    only workers that run no CPU tasks hold it (a GPU worker) and it has at least
+    ``taskbfs.runtime.stay-with-data-bytes``, to those, without the resource restriction
+    (the worker then runs the task's CPU implementation); else leave it to Dask.
 
     Without the pin, Dask's work stealing moves a task queued on a busy worker to an idle
     one, which fetches the task's input; the Active Memory Manager then drops one of the
@@ -535,6 +538,12 @@ def _pin_to_data(ts) -> None:
     holders = None if largest is None else {
         ws.address for ws in largest.who_has
         if _runs_resources(ws, ts.resource_restrictions)}
+    if (not holders and largest is not None
+            and largest.nbytes >= config.get("runtime.stay-with-data-bytes")):
+        # only workers that run no CPU tasks hold it (a graph's range on its GPU worker),
+        # and moving it costs more than the task: a holder runs the CPU implementation
+        ts.resource_restrictions = None
+        holders = {ws.address for ws in largest.who_has}
     ts.worker_restrictions = holders or None
     if holders:
         ts.loose_restrictions = False
