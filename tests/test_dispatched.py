@@ -132,12 +132,12 @@ def test_accepting_spans_is_accepting_each_span_in_turn():
         out = np.empty(900, np.int64)
         if together:
             n, edges = accept_spans_into_range(vertices, parents, starts, stops, lo, words, first,
-                                               degrees, 4, dist, par, out)
+                                               np.r_[0, np.cumsum(degrees)], 4, dist, par, out)
         else:
             n, edges = 0, 0
             for a, b in zip(starts, stops, strict=True):
                 n, e = accept_into_range(vertices, parents, int(a), int(b), lo, words, first,
-                                         degrees, 4, dist, par, out, n)
+                                         np.r_[0, np.cumsum(degrees)], 4, dist, par, out, n)
                 edges += e
         runs.append((out[:n].tolist(), edges, dist.tolist(), par.tolist(), words.tolist()))
     assert runs[0] == runs[1] and len(runs[0][0]) > 0

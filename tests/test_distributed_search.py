@@ -65,7 +65,8 @@ def test_owner_accept_keeps_first_unvisited():
     vertices = rng.integers(lo, hi, 500).astype(np.int32)
     parent_of = rng.integers(0, 1000, 500).astype(np.int32)
     out = np.empty(500, np.int64)
-    n, edges = accept_into_range(vertices, parent_of, 10, 480, lo, words, first, degrees, 3,
+    n, edges = accept_into_range(vertices, parent_of, 10, 480, lo, words, first,
+                                 np.r_[0, np.cumsum(degrees)], 3,
                                  distances, parents, out, 0)
     expected, naive_parent = [], {}
     for v, p in zip(vertices[10:480].tolist(), parent_of[10:480].tolist(), strict=True):

@@ -11,8 +11,8 @@ Returns
 Approach
     Each worker holding slices of the graph *owns* those vertex ranges (W owners: one on
     the embedded cluster, several when the slices were spread). It keeps two data: an
-    :class:`OwnerState` (per range its out-degrees, distances and parents: what the
-    barriers and the result read) and an :class:`OwnerFrontier` (per range its current
+    :class:`OwnerState` (per range its distances and parents, and its slice's offsets as
+    out-degrees: what the barriers and the result read) and an :class:`OwnerFrontier` (per range its current
     frontier and unvisited count, for all its ranges the visited bits it knows and its
     frontier as bits: what the steps read, about n/4 bytes, so that a step placed on
     another worker copies that, not the result arrays). A level is one batch of tasks:
@@ -92,7 +92,9 @@ class RangeState:
     hi: int
     first_word: int
     stop_word: int
-    degrees: np.ndarray  # out-degrees, int64, indexed v - lo
+    #: the slice's out-adjacency offsets (a view, not a copy: the out-degree of v is
+    #: ``offsets[v - lo + 1] - offsets[v - lo]``)
+    offsets: np.ndarray
     distances: np.ndarray
     parents: np.ndarray
 
@@ -100,8 +102,9 @@ class RangeState:
 @dataclass
 class OwnerState:
     """What one owner worker keeps of a search for its barriers and the result: per range
-    its degrees, distances and parents. Steps never read it (they read the
-    :class:`OwnerFrontier`), so a step that runs on another worker copies none of it."""
+    its distances and parents, and its slice's out-adjacency offsets (the degrees). Steps
+    never read it (they read the :class:`OwnerFrontier`), so a step that runs on another
+    worker copies none of it."""
 
     worker: str
     ranges: list[RangeState]
@@ -114,7 +117,8 @@ class OwnerState:
     owns: frozenset = field(init=False)  # the owner's ranges
 
     def __post_init__(self):
-        self.nbytes = sum(a.nbytes for r in self.ranges for a in (r.degrees, r.distances, r.parents))
+        # the arrays the search made (the offsets are the slice's)
+        self.nbytes = sum(a.nbytes for r in self.ranges for a in (r.distances, r.parents))
         self.words = sum(r.stop_word - r.first_word for r in self.ranges)
         self.owns = frozenset(r.task for r in self.ranges)
 
@@ -226,8 +230,7 @@ def init_owner(*slices, source: int, num_vertices: int, search: str,
     ranges = []
     for i, part in enumerate(slices):
         first, stop = word_span(part.lo, part.hi)
-        rs = RangeState(part.task, part.lo, part.hi, first, stop,
-                        np.diff(part.out_offsets).astype(np.int64),
+        rs = RangeState(part.task, part.lo, part.hi, first, stop, part.out_offsets,
                         np.full(part.hi - part.lo, -1, dtype), np.full(part.hi - part.lo, -1, dtype))
         if part.lo <= source < part.hi:
             front.visited[source >> 6] |= np.uint64(1) << np.uint64(source & 63)
@@ -236,7 +239,7 @@ def init_owner(*slices, source: int, num_vertices: int, search: str,
             front.frontiers[i] = np.array([source], dtype=np.int64)
             front.counts[i] = 1
             front.unvisited[i] -= 1
-            edges[i] = rs.degrees[source - part.lo]
+            edges[i] = rs.offsets[source - part.lo + 1] - rs.offsets[source - part.lo]
         ranges.append(rs)
     frontier_bitmap(front.current(), front.bits)
     return front, OwnerState(here, ranges, int(num_vertices), edges)
@@ -379,7 +382,7 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
         out = np.empty(int(received[i]), dtype=np.int64)
         n, edges = accept_spans_into_range(vertices, parents, starts, stops, rs.lo,
                                            front.visited[rs.first_word : rs.stop_word],
-                                           rs.first_word, rs.degrees, depth, rs.distances,
+                                           rs.first_word, rs.offsets, depth, rs.distances,
                                            rs.parents, out)
         front.frontiers[i], front.counts[i], state.edges[i] = out[:n], n, edges
         front.unvisited[i] -= n
@@ -486,7 +489,7 @@ def resume_owner(*args, source: int, level: int, num_vertices: int, search: str,
                                f"one level nearer the source")
         set_bits(front.visited, np.flatnonzero(mine >= 0) + part.lo)
         frontier = np.flatnonzero(mine == level)
-        state.edges[i] = rs.degrees[frontier].sum()
+        state.edges[i] = int((rs.offsets[frontier + 1] - rs.offsets[frontier]).sum())
         front.frontiers[i], front.counts[i] = frontier + part.lo, frontier.size
         front.unvisited[i] = np.count_nonzero(mine < 0)
     frontier_bitmap(front.current(), front.bits)

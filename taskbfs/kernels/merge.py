@@ -255,7 +255,7 @@ def record_pairs_at(vertices, parents_of, depths, lo, hi, parents, distances):
 
 
 @njit(nogil=True, cache=True)
-def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, degrees, depth,
+def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, offsets, depth,
                       distances, parents, out_frontier, n_out):
     """Keep the first unvisited of the pairs ``start <= i < stop`` (vertices of one range
     ``[lo, hi)``), writing its state: the range owner's barrier (:mod:`taskbfs.bfs.owners`).
@@ -271,8 +271,9 @@ def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, 
         The range's visited words (``word_span``), updated in place.
     first_word : int
         Index of ``words[0]`` in a whole-graph bitmap.
-    degrees : ndarray of int64
-        Out-degrees of the range's vertices (indexed ``v - lo``).
+    offsets : ndarray of int
+        The range's out-adjacency offsets (``hi - lo + 1`` of them): vertex ``v``'s
+        out-degree is ``offsets[v - lo + 1] - offsets[v - lo]``.
     depth : int
         Distance written for the accepted vertices.
     distances, parents : ndarray
@@ -298,12 +299,12 @@ def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, 
         parents[v - lo] = parents_of[i]
         out_frontier[n_out] = v
         n_out += 1
-        edges += degrees[v - lo]
+        edges += offsets[v - lo + 1] - offsets[v - lo]
     return n_out, edges
 
 
 @njit(nogil=True, cache=True)
-def accept_spans_into_range(vertices, parents_of, starts, stops, lo, words, first_word, degrees,
+def accept_spans_into_range(vertices, parents_of, starts, stops, lo, words, first_word, offsets,
                             depth, distances, parents, out_frontier):
     """:func:`accept_into_range` over the spans ``starts[j] <= i < stops[j]`` in order (one
     range's pairs from each step of a level, one after another); returns ``(accepted,
@@ -312,7 +313,7 @@ def accept_spans_into_range(vertices, parents_of, starts, stops, lo, words, firs
     for j in range(starts.size):
         if stops[j] > starts[j]:
             n_out, e = accept_into_range(vertices, parents_of, starts[j], stops[j], lo, words,
-                                         first_word, degrees, depth, distances, parents,
+                                         first_word, offsets, depth, distances, parents,
                                          out_frontier, n_out)
             edges += e
     return n_out, edges
