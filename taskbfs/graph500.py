@@ -54,12 +54,9 @@ __all__ = [
     "format_statistics",
 ]
 
-#: Arcs examined per vectorised chunk in the rule 3/4 pass (bounds temporary memory to
-#: a few tens of MB whatever the graph size).
 #: Search keys (roots) per run, as the specification says: "Sampling 64 Search Keys".
 SEARCH_KEYS = 64
 
-_ARC_CHUNK = 1 << 22
 
 # Outcome codes of the numba parent-chain walk.
 _OK, _CYCLE, _BROKEN = 0, 1, 2
@@ -146,23 +143,48 @@ def row_witnesses(indptr, indices, lo: int, levels: np.ndarray, parents: np.ndar
     vertex's tree level and parent: ``{3: (u, v) | None, 4: (u, v) | None, 5: v | None}``,
     each the first witness in row order (rule 5: the smallest vertex whose parent's row
     lies here and does not hold it)."""
-    lev = levels.astype(np.int32) if levels.size < 2**31 else levels
     hi = lo + indptr.size - 1
-    deg = np.diff(indptr)
-    witness = {3: None, 4: None, 5: None}
-    for a, b in _row_chunks(indptr, _ARC_CHUNK):
-        a0 = int(indptr[a])
-        dst = indices[a0 : indptr[b]]
-        lu = np.repeat(lev[lo + a : lo + b], deg[a:b])
-        for rule, mask in _edge_rule_masks(lu, lev[dst], directed):
-            hit = np.flatnonzero(mask)
-            if witness[rule] is None and hit.size:
-                arc = a0 + int(hit[0])
-                u = lo + int(np.searchsorted(indptr, arc, side="right")) - 1
-                witness[rule] = (u, int(indices[arc]))
+    witness = _level_witnesses(indptr, indices, lo, levels, directed)
     v = _first_missing_parent_arc_in(indptr, indices, lo, hi, parents, source)
     witness[5] = None if v < 0 else int(v)
     return witness
+
+
+def _level_witnesses(indptr, indices, lo: int, levels: np.ndarray, directed: bool) -> dict:
+    """Rules 3 and 4 over the rows ``lo ..`` of a CSR (``indptr`` local, ``indices``
+    global): ``{3: (u, v) | None, 4: (u, v) | None}``, each the first breaking arc in
+    row order."""
+    lev = levels.astype(np.int32) if levels.size < 2**31 else levels
+    u4, v4, u3, v3 = _first_level_breaks(indptr, indices, lo, lev, directed)
+    return {4: None if u4 < 0 else (int(u4), int(v4)), 3: None if u3 < 0 else (int(u3), int(v3))}
+
+
+@njit(cache=True, nogil=True)
+def _first_level_breaks(indptr, indices, lo, levels, directed):  # pragma: no cover
+    """``(u4, v4, u3, v3)``: the first arc in row order breaking rule 4 and the first
+    breaking rule 3 (-1 where none), over the rows of a local CSR whose first is ``lo``;
+    the scan ends once both are found."""
+    u4, v4, u3, v3 = -1, -1, -1, -1
+    for r in range(indptr.size - 1):
+        u = lo + r
+        lu = levels[u]
+        if directed and lu < 0:  # arcs from an unreached vertex are never examined
+            continue
+        for a in range(indptr[r], indptr[r + 1]):
+            v = indices[a]
+            lv = levels[v]
+            if directed:
+                breaks4, breaks3 = lv < 0, lv > lu + 1
+            else:
+                breaks4 = (lu >= 0) != (lv >= 0)
+                breaks3 = lu >= 0 and lv >= 0 and abs(lu - lv) > 1
+            if breaks4 and u4 < 0:
+                u4, v4 = u, v
+            if breaks3 and u3 < 0:
+                u3, v3 = u, v
+        if u4 >= 0 and u3 >= 0:
+            break
+    return u4, v4, u3, v3
 
 
 def _raise_witnesses(witness: dict, directed: bool, levels, parents, tree_levels,
@@ -349,38 +371,11 @@ def _check_reported_levels(levels, parents, tree_levels, source: int) -> None:
 
 def _check_graph_edges(graph, levels: np.ndarray) -> None:
     """Rules 3 and 4 in one pass over the arcs; rule 4 is reported first if both break."""
-    lev = levels.astype(np.int32) if graph.num_vertices < 2**31 else levels
-    deg = graph.degrees()
-    witness = {3: None, 4: None}
-    for lo, hi in _row_chunks(graph.indptr, _ARC_CHUNK):
-        a0 = int(graph.indptr[lo])
-        dst = graph.indices[a0 : graph.indptr[hi]]
-        lu = np.repeat(lev[lo:hi], deg[lo:hi])
-        lv = lev[dst]
-        for rule, mask in _edge_rule_masks(lu, lv, graph.directed):
-            if witness[rule] is None:
-                hit = np.flatnonzero(mask)
-                if hit.size:
-                    arc = a0 + int(hit[0])
-                    u = int(np.searchsorted(graph.indptr, arc, side="right")) - 1
-                    witness[rule] = (u, int(graph.indices[arc]))
-        if witness[4] is not None:
-            break
+    witness = _level_witnesses(graph.indptr, graph.indices, 0, levels, graph.directed)
     if witness[4] is not None:
         _raise_rule4(witness[4], levels, graph.directed)
     if witness[3] is not None:
         _raise_rule3(witness[3], levels, graph.directed)
-
-
-def _edge_rule_masks(lu: np.ndarray, lv: np.ndarray, directed: bool):
-    """Boolean masks of arcs (u, v) breaking rule 4 and rule 3, given their levels."""
-    if directed:
-        reached_u = lu >= 0
-        yield 4, reached_u & (lv < 0)
-        yield 3, reached_u & (lv > lu + 1)
-    else:
-        yield 4, (lu >= 0) != (lv >= 0)
-        yield 3, (lu >= 0) & (lv >= 0) & (np.abs(lu - lv) > 1)
 
 
 def _raise_rule4(edge, levels, directed: bool):
@@ -408,15 +403,6 @@ def _raise_rule3(edge, levels, directed: bool):
         f"the level of {v} must be {bound} the level of {u}",
         edge,
     )
-
-
-def _row_chunks(indptr: np.ndarray, arcs_per_chunk: int):
-    """Yield ``(lo, hi)`` vertex ranges holding about ``arcs_per_chunk`` arcs each."""
-    n = indptr.size - 1
-    targets = np.arange(arcs_per_chunk, int(indptr[-1]), arcs_per_chunk)
-    cuts = np.unique(np.concatenate([[0], np.searchsorted(indptr, targets), [n]]))
-    for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
-        yield int(lo), int(hi)
 
 
 # ------------------------------------------------------------------ traversed edges

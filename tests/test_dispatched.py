@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dask
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
@@ -141,3 +142,40 @@ def test_accepting_spans_is_accepting_each_span_in_turn():
                 edges += e
         runs.append((out[:n].tolist(), edges, dist.tolist(), par.tolist(), words.tolist()))
     assert runs[0] == runs[1] and len(runs[0][0]) > 0
+
+
+def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
+    """The owner barrier's accept in shares on several threads (atomic visited bits)
+    accepts the same vertices at the same depth with the same edges as one thread; each
+    accepted vertex's parent is one of its candidates' (any is a BFS parent)."""
+    from taskbfs.bfs import owners
+    from taskbfs.bfs.owners import RangeState, _accept
+    from taskbfs.kernels.merge import word_span
+
+    rng = np.random.default_rng(11)
+    lo, hi = 1000, 41000
+    first, stop = word_span(lo, hi)
+    vertices = rng.integers(lo, hi, 200_000).astype(np.int32)
+    parents = rng.integers(0, 50_000, vertices.size).astype(np.int32)
+    starts = np.array([0, 70_000, 70_000, 150_000], np.int64)
+    stops = np.array([60_000, 70_000, 140_000, 200_000], np.int64)
+    offsets = np.r_[0, np.cumsum(rng.integers(0, 9, hi - lo))].astype(np.int64)
+    monkeypatch.setattr(owners.os, "cpu_count", lambda: 4)
+    runs = []
+    for parallel_min in (10**9, 4096):  # one thread, then 4 shares
+        with dask.config.set({"taskbfs.search.parallel-accept-min": parallel_min}):
+            words = np.zeros(stop - first, np.uint64)
+            words[3] = np.uint64(0xFFFF0000FFFF)  # some visited already
+            rs = RangeState(0, lo, hi, first, stop, offsets, np.full(hi - lo, -1, np.int32),
+                            np.full(hi - lo, -1, np.int32))
+            out = np.empty(int((stops - starts).sum()), np.int64)
+            n, edges = _accept(vertices, parents, starts, stops, rs, words, 5, out)
+            runs.append((out[:n].copy(), edges, rs, words))
+    (one, edges_one, rs_one, words_one), (many, edges_many, rs_many, words_many) = runs
+    assert sorted(one.tolist()) == sorted(many.tolist()) and len(set(many.tolist())) == many.size
+    assert edges_one == edges_many and one.size > 10_000
+    np.testing.assert_array_equal(rs_one.distances, rs_many.distances)
+    np.testing.assert_array_equal(words_one, words_many)
+    used = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops, strict=True)])
+    candidates = set(zip(vertices[used].tolist(), parents[used].tolist(), strict=True))
+    assert all((v, int(rs_many.parents[v - lo])) in candidates for v in many[:2000].tolist())

@@ -355,18 +355,16 @@ LENGTH = Task("length", smp=_length_smp, cuda=_length_cuda)
 
 
 @pytest.mark.parametrize("nbytes, where", [(2**21, CUDA), (2**12, SMP)], ids=["large", "small"])
-def test_a_cpu_task_runs_where_its_large_input_is(hetero, addresses, nbytes, where):
+def test_a_cpu_task_runs_where_its_large_input_is(hetero, addresses, nbytes, where, setting):
     # a CPU task whose largest input only the GPU worker holds runs there (its smp
-    # implementation) when that input is at least taskbfs.runtime.stay-with-data-bytes;
-    # a smaller one is copied to the CPU worker, as Dask would
-    import dask
-
+    # implementation) when that input is at least taskbfs.runtime.stay-with-data-bytes
+    # (read by this in-process scheduler); a smaller one is copied to the CPU worker
+    setting("runtime.stay-with-data-bytes", 2**20)
     p = Program(hetero, Policy("cpu"))
     p.submit(MAKE_ARRAY, outs=["data"], worker=addresses[CUDA], kwargs={"nbytes": nbytes})
     p.gather(["data"])  # held by the GPU worker before the task is placed
-    with dask.config.set({"taskbfs.runtime.stay-with-data-bytes": 2**20}):
-        key = p.submit(LENGTH, ins=["data"], outs=["n"])
-        assert p.get("n") == (SMP, nbytes // 8)
+    key = p.submit(LENGTH, ins=["data"], outs=["n"])
+    assert p.get("n") == (SMP, nbytes // 8)
     records = {r["key"]: r for r in p.records()}
     assert records[key]["worker"] == addresses[where] and records[key]["device"] == SMP
     p.close()

@@ -36,6 +36,7 @@ TESTED_ELSEWHERE = {
     "search.compiled-level-edges": "test_included.py",
     "search.summary-interval": "test_included.py",
     "search.parallel-accept-min": "test_bfs_state.py",
+    "runtime.stay-with-data-bytes": "test_runtime_placement.py",
     "gpu.pinned-pool-bytes": "test_pinned.py",
     "gpu.device-memory-budget": "test_device_data.py",
     "gpu.device-memory-fraction": "test_device_data.py",

@@ -49,6 +49,7 @@ Encoding
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -70,9 +71,15 @@ from taskbfs.bfs.state import (
 from taskbfs.bfs.steps import STEP, step_cuda, step_smp
 from taskbfs.errors import TaskBFSError
 from taskbfs.kernels.bitmap import empty_bitmap, set_bits
-from taskbfs.kernels.merge import accept_spans_into_range, frontier_bitmap, word_span
+from taskbfs import config
+from taskbfs.kernels.merge import (
+    accept_share,
+    accept_spans_into_range,
+    frontier_bitmap,
+    word_span,
+)
 from taskbfs.kernels.recovery import parents_from_levels
-from taskbfs.runtime import Task, publish
+from taskbfs.runtime import Task, on_threads, publish
 from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of, workers_with
 
 __all__ = ["KeptLevels", "OwnerFrontier", "OwnerState", "Piece", "ReachedWords", "owned_search"]
@@ -380,10 +387,8 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
         rs = state.ranges[i]
         starts, stops = spans[:, i], spans[:, i + 1]
         out = np.empty(int(received[i]), dtype=np.int64)
-        n, edges = accept_spans_into_range(vertices, parents, starts, stops, rs.lo,
-                                           front.visited[rs.first_word : rs.stop_word],
-                                           rs.first_word, rs.offsets, depth, rs.distances,
-                                           rs.parents, out)
+        n, edges = _accept(vertices, parents, starts, stops, rs,
+                           front.visited[rs.first_word : rs.stop_word], depth, out)
         front.frontiers[i], front.counts[i], state.edges[i] = out[:n], n, edges
         front.unvisited[i] -= n
     frontier_bitmap(front.current(), front.bits)
@@ -403,6 +408,37 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
 
 
 _NO_VERTICES = np.empty(0, np.int64)
+
+
+def _accept(vertices, parents, starts, stops, rs: RangeState, words, depth: int,
+            out: np.ndarray) -> tuple[int, int]:
+    """The first unvisited occurrence of each vertex of one range's pairs (``starts[j] ..
+    stops[j]``) accepted into its state; ``(accepted, edges leaving them)``, the vertices
+    in ``out[:accepted]``. From ``taskbfs.search.parallel-accept-min`` pairs on, on the
+    host's threads in equal shares (:func:`~taskbfs.kernels.merge.accept_share`), the
+    shares' vertices then moved together."""
+    total = int(out.size)
+    cores = os.cpu_count() or 1
+    shares = min(cores, total // max(1, config.get("search.parallel-accept-min") // 4))
+    if total < config.get("search.parallel-accept-min") or shares < 2:
+        return accept_spans_into_range(vertices, parents, starts, stops, rs.lo, words,
+                                       rs.first_word, rs.offsets, depth, rs.distances,
+                                       rs.parents, out)
+    cuts = np.linspace(0, total, shares + 1).astype(np.int64)
+    made = [(0, 0)] * shares
+
+    def share(k):
+        made[k] = accept_share(vertices, parents, starts, stops, rs.lo, words, rs.first_word,
+                               rs.offsets, depth, rs.distances, rs.parents, out,
+                               int(cuts[k]), int(cuts[k + 1]))
+
+    on_threads(share, shares, cores)
+    n = made[0][0]
+    for k in range(1, shares):
+        count = made[k][0]
+        out[n : n + count] = out[cuts[k] : cuts[k] + count]
+        n += count
+    return n, sum(e for _, e in made)
 
 
 def _reached_report(front: OwnerFrontier, state: OwnerState) -> tuple[bytes, bool]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from taskbfs.kernels.atomics import fetch_or
 from taskbfs.kernels.bitmap import test_and_set
 
 
@@ -317,3 +318,31 @@ def accept_spans_into_range(vertices, parents_of, starts, stops, lo, words, firs
                                          out_frontier, n_out)
             edges += e
     return n_out, edges
+
+
+@njit(nogil=True, cache=True)
+def accept_share(vertices, parents_of, starts, stops, lo, words, first_word, offsets, depth,
+                 distances, parents, out_frontier, begin, end):
+    """:func:`accept_spans_into_range` over the pairs ``begin <= k < end`` of the spans
+    laid one after another, run by several threads at once on disjoint shares: a vertex's
+    visited bit is set atomically, so exactly one thread accepts it (which of its
+    candidate parents wins is then the first to get there: any is valid). The accepted
+    vertices are written from ``out_frontier[begin]`` on; returns ``(accepted, edges
+    leaving them)``."""
+    n_out, edges, at = begin, 0, 0
+    for j in range(starts.size):
+        size = stops[j] - starts[j]
+        for k in range(max(begin, at), min(end, at + size)):
+            i = starts[j] + k - at
+            v = vertices[i]
+            w = (v >> 6) - first_word
+            bit = np.uint64(1) << np.uint64(v & 63)
+            if words[w] & bit or fetch_or(words, w, bit) & bit:
+                continue
+            distances[v - lo] = depth
+            parents[v - lo] = parents_of[i]
+            out_frontier[n_out] = v
+            n_out += 1
+            edges += offsets[v - lo + 1] - offsets[v - lo]
+        at += size
+    return n_out - begin, edges
