@@ -8,7 +8,8 @@
 # Environment: OUT (./out), PYTHON (python3), GPUS ("1 2 4"), SCALE (22), KEYS (4),
 # SHARE ("--share": every GPU worker on GPU 0; set it empty on a machine of several GPUs),
 # WEAK ("": set it to --weak for scale + log2(G) on G GPUs too), DISPATCH ("tasks auto"),
-# STRATEGIES ("gpu hybrid"), LOG (multi_gpu_share.log), SECONDS_LEFT (the run's timeout, 570).
+# STRATEGIES ("gpu hybrid"), LOG (multi_gpu_share.log), SECONDS_LEFT (the run's timeout, 570),
+# TIMELINE ("": --timeline prints the last key's levels of each configuration).
 # The device image lacks dask/distributed (wheels in .whl/, installed into /tmp/site) and
 # numpy names numba-cuda overloads (benchmarks/numpy_shim.sh), as in gpu_session.sh.
 set -u -o pipefail
@@ -25,5 +26,5 @@ export PYTHONPATH="/tmp/shim:/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUN
 # shellcheck disable=SC2086
 timeout "${SECONDS_LEFT:-570}" "$PY" benchmarks/multi_gpu.py ${SHARE---share} ${WEAK:-} \
   --gpus ${GPUS:-1 2 4} --scale "${SCALE:-22}" --keys "${KEYS:-4}" \
-  --strategies ${STRATEGIES:-gpu hybrid} --dispatch ${DISPATCH:-tasks auto} 2>&1 \
+  --strategies ${STRATEGIES:-gpu hybrid} ${TIMELINE:-} --dispatch ${DISPATCH:-tasks auto} 2>&1 \
   | tee -a "$OUT/${LOG:-multi_gpu_share.log}"
