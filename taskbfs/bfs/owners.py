@@ -37,8 +37,9 @@ Approach
     loop (:func:`~taskbfs.bfs.levels.run_levels`; the other runs a search as one task,
     :class:`~taskbfs.bfs.included.IncludedLevels`).
 
-    Per level that is T' steps and W barriers (with W > 1, a getitem per step and owner
-    splits a step's output, and bottom-up levels add 2W bitmap tasks). Parents and
+    Per level that is T' steps and W barriers (with W > 1, a top-down level adds a getitem
+    per step and owner to split a step's output, and a bottom-up level 2W bitmap tasks: its
+    steps make one piece each, for their owner). Parents and
     distances are written by the owners level by level, so the result is ready where it
     lives when the last level ends.
 Encoding
@@ -346,6 +347,8 @@ def _owner_step(step, args, level, direction):
     frontier = as_frontier(front, level, direction, bits)
     found = step(part, frontier, barrier_form=False)  # the barriers read the pairs alone
     pieces = split_for_owners(found, frontier, front.owner_of, part.task, inbound)
+    if direction == BOTTOM_UP:  # its own vertices: only its owner gets a piece
+        return pieces[int(front.owner_of[part.task])]
     return pieces[0] if len(pieces) == 1 else tuple(pieces)
 
 
@@ -774,23 +777,26 @@ class OwnedSearch:
                 w = int(self.owner_of[t])
                 ins = self.slices[t][-1:] if direction == BOTTOM_UP else self.slices[t][:1]
                 ins = [*ins, self.fronts[w], *([bits[w]] if w in bits else [])]
-                names = [f"to/{level}/{t}/{o}" for o in range(owners)]
+                # a bottom-up step finds its own vertices: one piece, for its owner (no
+                # getitem per owner to split its output)
+                names = [f"to/{level}/{t}/{o}" if direction == TOP_DOWN or o == w else None
+                         for o in range(owners)]
                 size = int(summary.sizes[t])
                 # the live page (taskbfs.dashboard) reads these tags as they are placed
-                program.submit(OWNER_STEP, ins=ins, outs=names, kwargs=kwargs, task_id=t,
-                               size=size, tags={"level": level, "task": t,
-                                                "direction": direction, "size": size})
+                program.submit(OWNER_STEP, ins=ins, outs=[n for n in names if n], kwargs=kwargs,
+                               task_id=t, size=size, tags={"level": level, "task": t,
+                                                           "direction": direction, "size": size})
                 outs.append(names)
             for w in range(owners):
                 tags = {"level": level, "owner": w}
                 if w == 0:  # the level's frontier, once
                     tags.update(frontier=summary.frontier_size,
                                 frontier_edges=summary.frontier_edges)
-                program.submit(OWNER_BARRIER, ins=[names[w] for names in outs],
+                program.submit(OWNER_BARRIER, ins=[names[w] for names in outs if names[w]],
                                inouts=[self.fronts[w], self.states[w]], in_place=True,
                                worker=self.workers[w],
                                kwargs={"level": level, "owner": w}, tags=tags)
-        for name in [*(n for names in outs for n in names), *bits.values()]:
+        for name in [*(n for names in outs for n in names if n), *bits.values()]:
             program.forget(name)
         reports = self._reports(level)
         merged = self._merged(reports)
