@@ -19,8 +19,8 @@ Approach
 
     1. per range with work, a step task (placed by the policy, CPU or GPU, as everywhere)
        reading its slice and its owner's frontier (on the owner's worker: no copy); bottom-up
-       with several owners also the whole frontier as a bitmap, ORed on its owner's
-       worker from every owner's share. The step splits what it found into one
+       with several owners also every owner's share of the frontier bits, ORed into the
+       whole bitmap once per level on the step's worker. The step splits what it found into one
        :class:`Piece` per owner (top-down candidates go to whoever owns them; bottom-up
        discoveries are the step's own vertices, so only its own owner gets any);
     2. per owner, one barrier task pinned to its worker: it writes the first unvisited
@@ -38,10 +38,10 @@ Approach
     :class:`~taskbfs.bfs.included.IncludedLevels`).
 
     Per level that is T' steps and W barriers (with W > 1, a top-down level adds a getitem
-    per step and owner to split a step's output, and a bottom-up level 2W bitmap tasks: its
-    steps make one piece each, for their owner). Parents and
-    distances are written by the owners level by level, so the result is ready where it
-    lives when the last level ends.
+    per step and owner to split a step's output, and a bottom-up level W tasks that cut
+    each owner's share of the frontier bits; its steps make one piece each, for their
+    owner). Parents and distances are written by the owners level by level, so the result
+    is ready where it lives when the last level ends.
 Encoding
     Bitmaps are uint64 words over global vertex ids (:mod:`taskbfs.kernels.bitmap`); a
     range's words are ``word_span(lo, hi)``, so neighbouring ranges may share a boundary
@@ -156,6 +156,9 @@ class OwnerFrontier:
     #: ``(level, direction, bitmap, Frontier)``: the one frontier object the level's steps
     #: share (a GPU worker uploads a level's inputs once per frontier object).
     view: tuple | None = field(default=None, repr=False)
+    #: ``(level, bitmap)``: the whole frontier a bottom-up level's steps on this worker
+    #: assembled from the owners' shares (:func:`frontier_bits`).
+    assembled: tuple | None = field(default=None, repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -173,15 +176,6 @@ class OwnerFrontier:
         return 64 + self.nbytes
 
 
-@dataclass
-class FrontierBits:
-    """The whole frontier as a bitmap, assembled on one owner's worker (bottom-up)."""
-
-    bits: np.ndarray
-    worker: str
-
-    def __sizeof__(self) -> int:  # what Dask counts
-        return 64 + self.bits.nbytes
 
 
 @dataclass
@@ -260,17 +254,23 @@ def owner_words(front: OwnerFrontier) -> tuple[str, list]:
     return front.worker, [(first, front.bits[first:stop].copy()) for first, stop in spans]
 
 
-def frontier_bits(*shares, num_vertices: int) -> FrontierBits:
-    """The whole frontier bitmap from every owner's :func:`owner_words`."""
-    bits = empty_bitmap(num_vertices)
+def frontier_bits(front: OwnerFrontier, level: int, shares) -> np.ndarray:
+    """The whole frontier bitmap of ``level`` from every owner's :func:`owner_words`
+    (``shares``), made once per level on a worker and kept with ``front`` for the other
+    steps there (a bottom-up step reads it)."""
+    made = front.assembled
+    if made is not None and made[0] == level:
+        return made[1]
+    bits = empty_bitmap(front.visited.size * 64)
     for _worker, spans in shares:
         for first, words in spans:
             bits[first : first + words.size] |= words
-    return FrontierBits(bits, _here())
+    front.assembled = (level, bits)  # two steps may both make it: alike
+    return bits
 
 
 def as_frontier(front: OwnerFrontier, level: int, direction: str,
-                bits: FrontierBits | None) -> Frontier:
+                bits: np.ndarray | None) -> Frontier:
     """The :class:`~taskbfs.bfs.state.Frontier` the shared step code reads, made once per
     level of the owner's arrays (no copies of the visited bits: the owner's barrier writes
     them once the level's steps are done): its visited bits are what the owner knows (its
@@ -279,7 +279,7 @@ def as_frontier(front: OwnerFrontier, level: int, direction: str,
     client applies the switch rule (:meth:`OwnedSearch._next_summary`)."""
     whole = None
     if direction == BOTTOM_UP:
-        whole = front.bits if bits is None else bits.bits
+        whole = front.bits if bits is None else bits
     view = front.view
     if view is not None and view[:2] == (level, direction) and view[2] is whole:
         return view[3]
@@ -338,12 +338,13 @@ def _owned(found, tasks: np.ndarray):
 
 
 def _owner_step(step, args, level, direction):
-    part, front, *rest = args
-    bits = rest[0] if rest else None
+    part, front, *shares = args
     here = _here()
-    inbound = front.nbytes if front.worker != here else 0
-    if bits is not None and bits.worker != here:
-        inbound += bits.bits.nbytes
+    inbound = 0
+    if front.worker != here:  # away from its owner: what it read from other workers
+        inbound = front.nbytes + sum(8 * sum(w.size for _, w in spans)
+                                     for worker, spans in shares if worker != here)
+    bits = frontier_bits(front, level, shares) if shares else None
     frontier = as_frontier(front, level, direction, bits)
     found = step(part, frontier, barrier_form=False)  # the barriers read the pairs alone
     pieces = split_for_owners(found, frontier, front.owner_of, part.task, inbound)
@@ -360,8 +361,9 @@ def _owner_step_cuda(*args, level, direction):
     return _owner_step(step_cuda, args, level, direction)
 
 
-#: The step: ``ins = [slice, OwnerFrontier (, FrontierBits)]``, one :class:`Piece` out per
-#: owner worker. Named as the one-task search's steps, so that traces read alike.
+#: The step: ``ins = [slice, OwnerFrontier (, every owner's share of the frontier bits:
+#: bottom-up, several owners)]``, one :class:`Piece` out per owner worker (bottom-up: one,
+#: for its owner). Named as the one-task search's steps, so that traces read alike.
 OWNER_STEP = Task(STEP.name, smp=_owner_step_smp, cuda=_owner_step_cuda)
 
 
@@ -371,7 +373,7 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
     state)``) and publish the counts the client needs (:data:`REPORT`)."""
     *pieces, front, state = args
     start = time.time()
-    front.view = None
+    front.view = front.assembled = None
     depth = level + 1
     remote = local = 0
     for p in pieces:
@@ -538,7 +540,6 @@ def resume_owner(*args, source: int, level: int, num_vertices: int, search: str,
 INIT = Task("bfs_init", smp=init_owner)
 RESUME = Task("bfs_resume", smp=resume_owner)
 BITS_SHARE = Task("bfs_bits_share", smp=owner_words)
-BITS = Task("bfs_bits", smp=frontier_bits)
 RESULT = Task(RESULT_NAME, smp=owner_result)
 RANGE = Task(RESULT_NAME, smp=range_result)
 
@@ -765,18 +766,19 @@ class OwnedSearch:
         program, level, direction = self.program, summary.level, summary.direction
         working = np.flatnonzero(summary.frontier_counts).tolist()
         owners = len(self.workers)
-        bits = {}
+        bits, shares = set(), []
         outs = []
         kwargs = {"level": level, "direction": direction}
         with program.batch():
             if not self.started:
                 self._start(level)
             if direction == BOTTOM_UP and owners > 1:
-                bits = self._frontier_bits({int(self.owner_of[t]) for t in working})
+                shares = self._shares()
+                bits = {int(self.owner_of[t]) for t in working}  # the owners that read them
             for t in working:
                 w = int(self.owner_of[t])
                 ins = self.slices[t][-1:] if direction == BOTTOM_UP else self.slices[t][:1]
-                ins = [*ins, self.fronts[w], *([bits[w]] if w in bits else [])]
+                ins = [*ins, self.fronts[w], *(shares if bits else [])]
                 # a bottom-up step finds its own vertices: one piece, for its owner (no
                 # getitem per owner to split its output)
                 names = [f"to/{level}/{t}/{o}" if direction == TOP_DOWN or o == w else None
@@ -796,7 +798,7 @@ class OwnedSearch:
                                inouts=[self.fronts[w], self.states[w]], in_place=True,
                                worker=self.workers[w],
                                kwargs={"level": level, "owner": w}, tags=tags)
-        for name in [*(n for names in outs for n in names if n), *bits.values()]:
+        for name in [*(n for names in outs for n in names if n), *(shares if bits else [])]:
             program.forget(name)
         reports = self._reports(level)
         merged = self._merged(reports)
@@ -824,19 +826,13 @@ class OwnedSearch:
                       for t in self.owned[owner].tolist())
         return ReachedWords(spans, report["reached"])
 
-    def _frontier_bits(self, needed: set) -> dict:
-        """The whole frontier bitmap, on each owner of ``needed`` (data names by owner)."""
+    def _shares(self) -> list[str]:
+        """Every owner's share of the frontier bitmap (data names, in owner order): what a
+        bottom-up step reads beside its owner's frontier, assembled on its worker."""
         shares = [f"share/{w}" for w in range(len(self.workers))]
         for w, front in enumerate(self.fronts):
             self.program.submit(BITS_SHARE, ins=[front], outs=[shares[w]], worker=self.workers[w])
-        bits = {}
-        for w in sorted(needed):
-            bits[w] = f"bits/{w}"
-            self.program.submit(BITS, ins=shares, outs=[bits[w]], worker=self.workers[w],
-                                kwargs={"num_vertices": self.n})
-        for name in shares:
-            self.program.forget(name)
-        return bits
+        return shares
 
     def _reports(self, level: int) -> list[dict]:
         """The W owners' reports of ``level``, in owner order."""
@@ -898,7 +894,7 @@ class OwnedSearch:
                       np.array(device, dtype=np.int64).reshape(-1, 4), words, moved,
                       min(r["start"] for r in reports), max(r["stop"] for r in reports))
 
-    def _moved(self, level: int, direction: str, merged: _Level, bits: dict) -> dict:
+    def _moved(self, level: int, direction: str, merged: _Level, bits: set) -> dict:
         """Bytes the level moved: the steps' pieces (between workers and within one), the
         frontier bitmap's shares (each owner assembling it gets every other owner's words)
         and the step frontiers read on another worker than their owner's (GPU steps)."""
