@@ -166,11 +166,29 @@ def test_no_worker_holds_the_graph(rt):
     words = 8 * -(-g.num_vertices // 64)
     for moved in bottom_up["bitmap_remote_bytes"]:
         assert (WORKERS - 1) * words <= moved <= (WORKERS - 1) * (words + 8 * 8)
-    # its discoveries are its own vertices: only the empty pieces' offsets cross
-    # (unless a step ran away from its owner)
-    offsets_only = 8 * (WORKERS - 1) * 8 * (8 + 1)
+    # its discoveries are its own vertices: its one piece goes to its owner, nothing to
+    # the others (unless a step ran away from its owner)
     assert ((bottom_up["frontier_remote_bytes"] > 0)
-            | (bottom_up["pieces_remote_bytes"] <= offsets_only)).all()
+            | (bottom_up["pieces_remote_bytes"] == 0)).all()
+
+
+def test_top_down_pieces_split_by_owner_or_sent_whole_search_alike(rt, setting):
+    """A top-down level's step pieces reach their owners split (a getitem per step and
+    owner) or, for a small level, whole (every owner reads all of a step's pieces): the
+    same distances, valid parents, and about W times the bytes when whole."""
+    s = shape("kronecker_like_10_8")
+    g = tb.Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
+    dg = _built(s, rt, 8)
+    expected = scipy_distances(g, 0)
+    moved = {}
+    for limit in (0, 2**40):  # always split, always whole
+        setting("search.whole-pieces-bytes", limit)
+        r = tb.bfs(dg, 0, tasks=8, direction="top-down", strategy="cpu", runtime=rt)
+        np.testing.assert_array_equal(r.distances, expected)
+        tb.validate(g, 0, r.parents, levels=r.distances)
+        moved[limit] = int((r.exchange["pieces_remote_bytes"]
+                            + r.exchange["pieces_local_bytes"]).sum())
+    assert moved[2**40] > 2 * moved[0] > 0
 
 
 def test_worker_restarted_between_searches(rt):

@@ -37,6 +37,7 @@ TESTED_ELSEWHERE = {
     "search.summary-interval": "test_included.py",
     "search.parallel-accept-min": "test_bfs_state.py",
     "runtime.stay-with-data-bytes": "test_runtime_placement.py",
+    "search.whole-pieces-bytes": "test_distributed_search.py",
     "gpu.pinned-pool-bytes": "test_pinned.py",
     "gpu.device-memory-budget": "test_device_data.py",
     "gpu.device-memory-fraction": "test_device_data.py",

@@ -37,10 +37,10 @@ Approach
     loop (:func:`~taskbfs.bfs.levels.run_levels`; the other runs a search as one task,
     :class:`~taskbfs.bfs.included.IncludedLevels`).
 
-    Per level that is T' steps and W barriers (with W > 1, a top-down level adds a getitem
-    per step and owner to split a step's output, and a bottom-up level W tasks that cut
-    each owner's share of the frontier bits; its steps make one piece each, for their
-    owner). Parents and distances are written by the owners level by level, so the result
+    Per level that is T' steps and W barriers (with W > 1, a large top-down level adds a
+    getitem per step and owner to split a step's output, where a small one sends every
+    owner the step's pieces whole; a bottom-up level adds W tasks that cut each owner's
+    share of the frontier bits, and its steps make one piece each, for their owner). Parents and distances are written by the owners level by level, so the result
     is ready where it lives when the last level ends.
 Encoding
     Bitmaps are uint64 words over global vertex ids (:mod:`taskbfs.kernels.bitmap`); a
@@ -369,18 +369,23 @@ OWNER_STEP = Task(STEP.name, smp=_owner_step_smp, cuda=_owner_step_cuda)
 
 def owner_barrier(*args, level: int, owner: int) -> tuple:
     """Merge the pieces the steps of ``level`` sent this owner into its frontier and state
-    (in place; called as ``owner_barrier(*pieces, front, state)``, returns ``(front,
-    state)``) and publish the counts the client needs (:data:`REPORT`)."""
-    *pieces, front, state = args
+    (in place; called as ``owner_barrier(*pieces, front, state)``, a piece being a
+    :class:`Piece` or a step's tuple of one piece per owner, of which ``owner``'s is read;
+    returns ``(front, state)``) and publish the counts the client needs (:data:`REPORT`)."""
+    *received, front, state = args
     start = time.time()
     front.view = front.assembled = None
     depth = level + 1
     remote = local = 0
-    for p in pieces:
-        if p.worker != state.worker:
-            remote += p.nbytes
+    pieces = []
+    for p in received:  # a Piece, or every owner's pieces of a small top-down level's step
+        whole = p if isinstance(p, tuple) else (p,)
+        nbytes = sum(q.nbytes for q in whole)
+        if whole[0].worker != state.worker:
+            remote += nbytes
         else:
-            local += p.nbytes
+            local += nbytes
+        pieces.append(p[owner] if isinstance(p, tuple) else p)
     vertices, parents, spans = _joined_pieces(pieces, len(state.ranges))
     received = (spans[:, 1:] - spans[:, :-1]).sum(axis=0)
     # ranges no piece names keep their state, but their frontier ends
@@ -768,6 +773,9 @@ class OwnedSearch:
         owners = len(self.workers)
         bits, shares = set(), []
         outs = []
+        whole = direction == TOP_DOWN and owners > 1 and (
+            2 * result_dtype(self.n).itemsize * owners * summary.frontier_edges
+            <= config.get("search.whole-pieces-bytes"))
         kwargs = {"level": level, "direction": direction}
         with program.batch():
             if not self.started:
@@ -780,12 +788,17 @@ class OwnedSearch:
                 ins = self.slices[t][-1:] if direction == BOTTOM_UP else self.slices[t][:1]
                 ins = [*ins, self.fronts[w], *(shares if bits else [])]
                 # a bottom-up step finds its own vertices: one piece, for its owner (no
-                # getitem per owner to split its output)
-                names = [f"to/{level}/{t}/{o}" if direction == TOP_DOWN or o == w else None
-                         for o in range(owners)]
+                # getitem per owner to split its output); a small top-down level's pieces
+                # go to every owner whole
+                if whole:
+                    names = [f"to/{level}/{t}"] * owners
+                else:
+                    names = [f"to/{level}/{t}/{o}" if direction == TOP_DOWN or o == w else None
+                             for o in range(owners)]
                 size = int(summary.sizes[t])
                 # the live page (taskbfs.dashboard) reads these tags as they are placed
-                program.submit(OWNER_STEP, ins=ins, outs=[n for n in names if n], kwargs=kwargs,
+                program.submit(OWNER_STEP, ins=ins, outs=list(dict.fromkeys(n for n in names if n)),
+                               kwargs=kwargs,
                                task_id=t, size=size, tags={"level": level, "task": t,
                                                            "direction": direction, "size": size})
                 outs.append(names)
@@ -798,7 +811,7 @@ class OwnedSearch:
                                inouts=[self.fronts[w], self.states[w]], in_place=True,
                                worker=self.workers[w],
                                kwargs={"level": level, "owner": w}, tags=tags)
-        for name in [*(n for names in outs for n in names if n), *(shares if bits else [])]:
+        for name in {*(n for names in outs for n in names if n), *(shares if bits else [])}:
             program.forget(name)
         reports = self._reports(level)
         merged = self._merged(reports)

@@ -6,10 +6,10 @@ Scheduler half
     ``taskbfs`` annotation (program, size, implementations, task id) and the batch's
     ``taskbfs_policy`` annotation (a built-in :class:`Policy` as plain data, or a reference
     to the user policy its program registered), asks the policy's ``decide``, and sets the task's
-    ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``; a task placed on a CPU is
-    also pinned to the CPU workers that hold its largest input (:func:`_pin_to_data`: Dask's
-    work stealing must not carry it, and then its data, to another worker), or, when only
-    other workers hold it and it is large, to those (its CPU implementation runs there). The worker then runs the
+    ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``; a task is also pinned to
+    the workers of its device that hold its largest input (:func:`_pin_to_data`: Dask's
+    work stealing must not carry it, and then its data, to another worker), and a CPU task
+    whose large input only other workers hold, to those (its CPU implementation runs there). The worker then runs the
     matching implementation (see :mod:`taskbfs.runtime.worker`). A task submitted with
     ``follow`` (keys of tasks whose outputs it reads, e.g. a BFS level's barrier) goes to
     the GPU worker when all of those were placed there for good, so that their outputs stay
@@ -313,6 +313,7 @@ class PlacementPlugin(SchedulerPlugin):
         if device == CUDA:
             ts.resource_restrictions = {GPU_RESOURCE: 1}
             ts.worker_restrictions = None  # a provisional CPU placement's pin
+            _pin_to_data(ts)  # a GPU worker that holds it (its device cache has it too)
             return
         if totals.get(CPU_RESOURCE, 0) > 0:
             ts.resource_restrictions = {CPU_RESOURCE: 1}
@@ -521,7 +522,10 @@ def _pin_to_data(ts) -> None:
     worker runs CPU tasks on a cluster without a ``CPU`` resource), when any does; when
     only workers that run no CPU tasks hold it (a GPU worker) and it has at least
     ``taskbfs.runtime.stay-with-data-bytes``, to those, without the resource restriction
-    (the worker then runs the task's CPU implementation); else leave it to Dask.
+    (the worker then runs the task's CPU implementation); else leave it to Dask. A task
+    placed on a GPU is pinned to the GPU workers that hold its largest input, when any does
+    (a range built on its GPU worker: every step of it runs there, where the device cache
+    holds it, whatever the sizes of its other inputs).
 
     Without the pin, Dask's work stealing moves a task queued on a busy worker to an idle
     one, which fetches the task's input; the Active Memory Manager then drops one of the
@@ -538,7 +542,7 @@ def _pin_to_data(ts) -> None:
     holders = None if largest is None else {
         ws.address for ws in largest.who_has
         if _runs_resources(ws, ts.resource_restrictions)}
-    if (not holders and largest is not None
+    if (not holders and largest is not None and ts.resource_restrictions != {GPU_RESOURCE: 1}
             and largest.nbytes >= config.get("runtime.stay-with-data-bytes")):
         # only workers that run no CPU tasks hold it (a graph's range on its GPU worker),
         # and moving it costs more than the task: a holder runs the CPU implementation
