@@ -135,7 +135,6 @@ def main(argv=None) -> None:
         _profile_launches(levels, args.profile_launches)
         _profile(lambda: [levels.top_down(0, 1, 2) for _ in range(args.profile_launches // 4)],
                  "one-vertex top-down levels")
-    del cuda
 
 
 def _profile_launches(levels, count: int) -> None:

@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-
 #: The modules that take longest, longest first (wall seconds on 2 cores in a full run of
 #: the test command, session 20: test_bfs_gpu 161, test_faults 115, test_kernels_gpu 85,
 #: ... test_memory_limited 10; each module's sum over its tests, setup included).

@@ -12,16 +12,17 @@ Approach
     Each worker holding slices of the graph *owns* those vertex ranges (W owners: one on
     the embedded cluster, several when the slices were spread). It keeps two data: an
     :class:`OwnerState` (per range its distances and parents, and its slice's offsets as
-    out-degrees: what the barriers and the result read) and an :class:`OwnerFrontier` (per range its current
-    frontier and unvisited count, for all its ranges the visited bits it knows and its
-    frontier as bits: what the steps read, about n/4 bytes, so that a step placed on
-    another worker copies that, not the result arrays). A level is one batch of tasks:
+    out-degrees: what the barriers and the result read) and an :class:`OwnerFrontier`
+    (per range its current frontier and unvisited count, for all its ranges the visited
+    bits it knows and its frontier as bits: what the steps read, about n/4 bytes, so that
+    a step placed on another worker copies that, not the result arrays). A level is one
+    batch of tasks:
 
     1. per range with work, a step task (placed by the policy, CPU or GPU, as everywhere)
        reading its slice and its owner's frontier (on the owner's worker: no copy); bottom-up
        with several owners also every owner's share of the frontier bits, ORed into the
-       whole bitmap once per level on the step's worker. The step splits what it found into one
-       :class:`Piece` per owner (top-down candidates go to whoever owns them; bottom-up
+       whole bitmap once per level on the step's worker. The step splits what it found
+       into one :class:`Piece` per owner (top-down candidates go to whoever owns them; bottom-up
        discoveries are the step's own vertices, so only its own owner gets any);
     2. per owner, one barrier task pinned to its worker: it writes the first unvisited
        occurrence of each vertex of its pieces into its frontier and state in place
@@ -40,8 +41,9 @@ Approach
     Per level that is T' steps and W barriers (with W > 1, a large top-down level adds a
     getitem per step and owner to split a step's output, where a small one sends every
     owner the step's pieces whole; a bottom-up level adds W tasks that cut each owner's
-    share of the frontier bits, and its steps make one piece each, for their owner). Parents and distances are written by the owners level by level, so the result
-    is ready where it lives when the last level ends.
+    share of the frontier bits, and its steps make one piece each, for their owner).
+    Parents and distances are written by the owners level by level, so the result is
+    ready where it lives when the last level ends.
 Encoding
     Bitmaps are uint64 words over global vertex ids (:mod:`taskbfs.kernels.bitmap`); a
     range's words are ``word_span(lo, hi)``, so neighbouring ranges may share a boundary
@@ -57,6 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from taskbfs import config
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.bfs.levels import run_levels
 from taskbfs.bfs.result import result_dtype
@@ -72,7 +75,6 @@ from taskbfs.bfs.state import (
 from taskbfs.bfs.steps import STEP, step_cuda, step_smp
 from taskbfs.errors import TaskBFSError
 from taskbfs.kernels.bitmap import empty_bitmap, set_bits
-from taskbfs import config
 from taskbfs.kernels.merge import (
     accept_share,
     accept_spans_into_range,
@@ -174,8 +176,6 @@ class OwnerFrontier:
 
     def __sizeof__(self) -> int:  # what Dask counts
         return 64 + self.nbytes
-
-
 
 
 @dataclass

@@ -9,8 +9,9 @@ Scheduler half
     ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``; a task is also pinned to
     the workers of its device that hold its largest input (:func:`_pin_to_data`: Dask's
     work stealing must not carry it, and then its data, to another worker), and a CPU task
-    whose large input only other workers hold, to those (its CPU implementation runs there). The worker then runs the
-    matching implementation (see :mod:`taskbfs.runtime.worker`). A task submitted with
+    whose large input only other workers hold, to those (its CPU implementation runs
+    there). The worker then runs the matching implementation (see
+    :mod:`taskbfs.runtime.worker`). A task submitted with
     ``follow`` (keys of tasks whose outputs it reads, e.g. a BFS level's barrier) goes to
     the GPU worker when all of those were placed there for good, so that their outputs stay
     where they are; otherwise the policy decides. Every decision is logged (bounded) and
