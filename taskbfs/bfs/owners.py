@@ -261,7 +261,7 @@ def frontier_bits(front: OwnerFrontier, level: int, shares) -> np.ndarray:
     made = front.assembled
     if made is not None and made[0] == level:
         return made[1]
-    bits = empty_bitmap(front.visited.size * 64)
+    bits = np.zeros_like(front.visited)
     for _worker, spans in shares:
         for first, words in spans:
             bits[first : first + words.size] |= words
@@ -372,20 +372,20 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
     (in place; called as ``owner_barrier(*pieces, front, state)``, a piece being a
     :class:`Piece` or a step's tuple of one piece per owner, of which ``owner``'s is read;
     returns ``(front, state)``) and publish the counts the client needs (:data:`REPORT`)."""
-    *received, front, state = args
+    *inputs, front, state = args
     start = time.time()
     front.view = front.assembled = None
     depth = level + 1
     remote = local = 0
     pieces = []
-    for p in received:  # a Piece, or every owner's pieces of a small top-down level's step
+    for p in inputs:  # a Piece, or every owner's pieces of a small top-down level's step
         whole = p if isinstance(p, tuple) else (p,)
         nbytes = sum(q.nbytes for q in whole)
         if whole[0].worker != state.worker:
             remote += nbytes
         else:
             local += nbytes
-        pieces.append(p[owner] if isinstance(p, tuple) else p)
+        pieces.append(whole[owner] if isinstance(p, tuple) else p)
     vertices, parents, spans = _joined_pieces(pieces, len(state.ranges))
     received = (spans[:, 1:] - spans[:, :-1]).sum(axis=0)
     # ranges no piece names keep their state, but their frontier ends
@@ -429,8 +429,9 @@ def _accept(vertices, parents, starts, stops, rs: RangeState, words, depth: int,
     shares' vertices then moved together."""
     total = int(out.size)
     cores = os.cpu_count() or 1
-    shares = min(cores, total // max(1, config.get("search.parallel-accept-min") // 4))
-    if total < config.get("search.parallel-accept-min") or shares < 2:
+    least = config.get("search.parallel-accept-min")
+    shares = min(cores, total // max(1, least // 4))
+    if total < least or shares < 2:
         return accept_spans_into_range(vertices, parents, starts, stops, rs.lo, words,
                                        rs.first_word, rs.offsets, depth, rs.distances,
                                        rs.parents, out)
@@ -771,8 +772,8 @@ class OwnedSearch:
         program, level, direction = self.program, summary.level, summary.direction
         working = np.flatnonzero(summary.frontier_counts).tolist()
         owners = len(self.workers)
-        bits, shares = set(), []
-        outs = []
+        readers, shares = set(), []  # bottom-up, several owners: who reads the shares
+        outs, made = [], []  # per step, its output's name for each owner; every name
         whole = direction == TOP_DOWN and owners > 1 and (
             2 * result_dtype(self.n).itemsize * owners * summary.frontier_edges
             <= config.get("search.whole-pieces-bytes"))
@@ -782,26 +783,19 @@ class OwnedSearch:
                 self._start(level)
             if direction == BOTTOM_UP and owners > 1:
                 shares = self._shares()
-                bits = {int(self.owner_of[t]) for t in working}  # the owners that read them
+                readers = {int(self.owner_of[t]) for t in working}
             for t in working:
                 w = int(self.owner_of[t])
                 ins = self.slices[t][-1:] if direction == BOTTOM_UP else self.slices[t][:1]
-                ins = [*ins, self.fronts[w], *(shares if bits else [])]
-                # a bottom-up step finds its own vertices: one piece, for its owner (no
-                # getitem per owner to split its output); a small top-down level's pieces
-                # go to every owner whole
-                if whole:
-                    names = [f"to/{level}/{t}"] * owners
-                else:
-                    names = [f"to/{level}/{t}/{o}" if direction == TOP_DOWN or o == w else None
-                             for o in range(owners)]
+                names, step_outs = _step_outputs(level, t, w, owners, direction, whole)
                 size = int(summary.sizes[t])
                 # the live page (taskbfs.dashboard) reads these tags as they are placed
-                program.submit(OWNER_STEP, ins=ins, outs=list(dict.fromkeys(n for n in names if n)),
-                               kwargs=kwargs,
-                               task_id=t, size=size, tags={"level": level, "task": t,
-                                                           "direction": direction, "size": size})
+                program.submit(OWNER_STEP, ins=[*ins, self.fronts[w], *shares], outs=step_outs,
+                               kwargs=kwargs, task_id=t, size=size,
+                               tags={"level": level, "task": t, "direction": direction,
+                                     "size": size})
                 outs.append(names)
+                made += step_outs
             for w in range(owners):
                 tags = {"level": level, "owner": w}
                 if w == 0:  # the level's frontier, once
@@ -811,12 +805,12 @@ class OwnedSearch:
                                inouts=[self.fronts[w], self.states[w]], in_place=True,
                                worker=self.workers[w],
                                kwargs={"level": level, "owner": w}, tags=tags)
-        for name in {*(n for names in outs for n in names if n), *(shares if bits else [])}:
+        for name in [*made, *shares]:
             program.forget(name)
         reports = self._reports(level)
         merged = self._merged(reports)
         self._made = ([self._reached(w, r) for w, r in enumerate(reports)],
-                      self._moved(level, direction, merged, bits))
+                      self._moved(level, direction, merged, readers))
         return self._next_summary(summary, merged)
 
     def announce(self, summary: LevelSummary) -> tuple[LevelSummary, bool]:
@@ -907,7 +901,7 @@ class OwnedSearch:
                       np.array(device, dtype=np.int64).reshape(-1, 4), words, moved,
                       min(r["start"] for r in reports), max(r["stop"] for r in reports))
 
-    def _moved(self, level: int, direction: str, merged: _Level, bits: set) -> dict:
+    def _moved(self, level: int, direction: str, merged: _Level, readers: set) -> dict:
         """Bytes the level moved: the steps' pieces (between workers and within one), the
         frontier bitmap's shares (each owner assembling it gets every other owner's words)
         and the step frontiers read on another worker than their owner's (GPU steps)."""
@@ -915,7 +909,7 @@ class OwnedSearch:
         return {"level": level, "direction": direction, "owners": len(self.workers),
                 "pieces_remote_bytes": merged.moved["remote"],
                 "pieces_local_bytes": merged.moved["local"],
-                "bitmap_remote_bytes": sum(total_words - merged.words[w] for w in bits),
+                "bitmap_remote_bytes": sum(total_words - merged.words[w] for w in readers),
                 "frontier_remote_bytes": merged.moved["inbound"]}
 
     def _next_summary(self, summary: LevelSummary, merged: _Level) -> LevelSummary:
@@ -926,6 +920,21 @@ class OwnedSearch:
             summary.unexplored_edges, merged.counts, merged.edges, merged.unvisited,
             edges_examined=merged.examined, found=merged.found, start=merged.start,
             stop=merged.stop, device_stats=merged.device)
+
+
+def _step_outputs(level: int, task: int, owner: int, owners: int, direction: str,
+                  whole: bool) -> tuple[list, list]:
+    """A level's step of range ``task`` (owned by ``owner``): the name of the datum each
+    owner's barrier reads of it (None: nothing for that owner), and the step's outputs.
+    Top-down: one piece per owner, each its own output (a getitem splits them), or with
+    ``whole`` one output every owner reads; bottom-up: one piece, for its owner (the
+    step finds its own vertices)."""
+    if whole:
+        name = f"to/{level}/{task}"
+        return [name] * owners, [name]
+    names = [f"to/{level}/{task}/{o}" if direction == TOP_DOWN or o == owner else None
+             for o in range(owners)]
+    return names, [n for n in names if n]
 
 
 def owned_search(program, placed, slices, source: int, first: LevelSummary, direction_mode: str,
