@@ -44,14 +44,15 @@ from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 # ---------------------------------------------------------------------- no Dask: the pieces
 
 
-def _chunked_csr(src, dst, n, directed, chunks, ranges, bins):
-    """The chunk-level build run in this process: returns (bounds, [(indptr, indices)])."""
+def _chunked_csr(src, dst, n, directed, chunks, ranges, bins, threads=1):
+    """The chunk-level build run in this process (each range's rows sorted on
+    ``threads`` threads): returns (bounds, [(indptr, indices)])."""
     pairs = list(zip(np.array_split(src, chunks), np.array_split(dst, chunks), strict=True))
     hist = sum(arc_histogram(s, d, n, bins, directed) for s, d in pairs)
     bounds = range_bounds(hist, n, ranges)
     splits = [split_arcs(s, d, bounds, n, directed) for s, d in pairs]
-    rows = [range_csr([k[o[r]:o[r + 1]] for k, o in splits], int(bounds[r]), int(bounds[r + 1]), n)
-            for r in range(ranges)]
+    rows = [range_csr([k[o[r]:o[r + 1]] for k, o in splits], int(bounds[r]), int(bounds[r + 1]), n,
+                      threads) for r in range(ranges)]
     return bounds, rows
 
 
@@ -64,12 +65,14 @@ def _joined(bounds, rows):
 
 
 @pytest.mark.parametrize("s", shapes(), ids=lambda s: s.name)
-@pytest.mark.parametrize("chunks, ranges, bins", [(1, 1, 64), (3, 2, 5), (7, 5, 1 << 16)])
-def test_pieces_are_from_edges_csr(s, chunks, ranges, bins):
+@pytest.mark.parametrize("chunks, ranges, bins, threads",
+                         [(1, 1, 64, 1), (3, 2, 5, 3), (7, 5, 1 << 16, 2)])
+def test_pieces_are_from_edges_csr(s, chunks, ranges, bins, threads):
     ranges = min(ranges, s.num_vertices)
     bins = min(max(bins, ranges), s.num_vertices)
     g = tb.Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
-    bounds, rows = _chunked_csr(s.src, s.dst, s.num_vertices, s.directed, chunks, ranges, bins)
+    bounds, rows = _chunked_csr(s.src, s.dst, s.num_vertices, s.directed, chunks, ranges, bins,
+                                threads)
     assert bounds[0] == 0 and bounds[-1] == s.num_vertices and np.all(np.diff(bounds) > 0)
     indptr, indices = _joined(bounds, rows)
     np.testing.assert_array_equal(indptr, g.indptr)
@@ -87,7 +90,9 @@ def test_pieces_are_from_edges_csr(s, chunks, ranges, bins):
     gt = g.transpose()
     for r in range(ranges):
         lo, hi = int(bounds[r]), int(bounds[r + 1])
-        ip, ix = range_csr([k[o[r]:o[r + 1]] for k, o in reversed_], lo, hi, s.num_vertices)
+        ip, ix = range_csr([k[o[r]:o[r + 1]] for k, o in reversed_], lo, hi, s.num_vertices,
+                           threads)
+        np.testing.assert_array_equal(ip, gt.indptr[lo:hi + 1] - gt.indptr[lo])
         np.testing.assert_array_equal(ix, gt.indices[gt.indptr[lo]:gt.indptr[hi]])
 
 

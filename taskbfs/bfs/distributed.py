@@ -57,6 +57,7 @@ from taskbfs.graph.chunked import (
 )
 from taskbfs.graph.partition import partition_indptr
 from taskbfs.runtime.plugin import GPU_RESOURCE, workers_of, workers_with
+from taskbfs.runtime.worker import cores_per_thread
 
 __all__ = ["DistributedGraph", "build_from_files", "build_kronecker"]
 
@@ -416,7 +417,7 @@ def _group(split, r: int) -> np.ndarray:
 
 
 def _range_slice(r: int, lo: int, hi: int, n: int, token: str, *groups) -> GraphSlice:
-    indptr, indices = range_csr(groups, lo, hi, n)
+    indptr, indices = range_csr(groups, lo, hi, n, cores_per_thread())
     return GraphSlice(r, lo, hi, indptr, indices, token)
 
 
@@ -453,7 +454,7 @@ def _reversed_split(piece: GraphSlice, bounds: np.ndarray, n: int):
 
 
 def _transposed_slice(piece: GraphSlice, n: int, token: str, *groups) -> GraphSlice:
-    indptr, indices = range_csr(groups, piece.lo, piece.hi, n)
+    indptr, indices = range_csr(groups, piece.lo, piece.hi, n, cores_per_thread())
     return GraphSlice(piece.task, piece.lo, piece.hi, indptr, indices, token, piece.indptr)
 
 

@@ -27,6 +27,8 @@ ranges, side by side, are that graph's CSR.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numba import njit
 
@@ -56,6 +58,14 @@ __all__ = [
 #: Largest vertex count a chunked build takes: a range's local key ``(u - lo) * n + v``
 #: must fit int64.
 MAX_BUILD_VERTICES = 1 << 31
+
+#: Bins of the vertex ids whose owning range :func:`split_arcs` looks up in a table (then
+#: steps over the ranges that start inside the bin), instead of a binary search per arc.
+OWNER_TABLE_BINS = 1 << 16
+
+#: Row blocks per thread in :func:`range_csr`: more blocks than threads, so that a block
+#: of heavy rows does not leave the other threads idle.
+BLOCKS_PER_THREAD = 16
 
 
 # ====================================================================== Kronecker chunks
@@ -119,27 +129,60 @@ def split_arcs(src: np.ndarray, dst: np.ndarray, bounds: np.ndarray, num_vertice
     src = np.ascontiguousarray(src, dtype=np.int64)
     dst = np.ascontiguousarray(dst, dtype=np.int64)
     bounds = np.asarray(bounds, dtype=np.int64)
+    width = -(-num_vertices // min(num_vertices, OWNER_TABLE_BINS))
+    table = np.searchsorted(bounds, np.arange(0, num_vertices, width), side="right") - 1
     counts = np.zeros(bounds.size - 1, dtype=np.int64)
-    _count_owners(src, dst, bounds, directed, counts)
+    _count_owners(src, dst, bounds, table, np.int64(width), directed, counts)
     offsets = np.zeros(bounds.size, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     keys = np.empty(offsets[-1], dtype=np.int64)
-    _fill_keys(src, dst, bounds, np.int64(num_vertices), directed, offsets[:-1].copy(), keys)
+    _fill_keys(src, dst, bounds, table, np.int64(width), np.int64(num_vertices), directed,
+               offsets[:-1].copy(), keys)
     return keys, offsets
 
 
-def range_csr(pieces, lo: int, hi: int, num_vertices: int):
+def range_csr(pieces, lo: int, hi: int, num_vertices: int, threads: int = 1):
     """Rows ``[lo, hi)`` of the graph from the key arrays (:func:`split_arcs`) every
     chunk sent to this range: ``(indptr_local int64[hi - lo + 1], indices)``, rows
-    sorted, duplicates dropped, ``indices`` of the graph's index dtype."""
-    keys = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces]) if len(pieces) \
-        else np.empty(0, dtype=np.int64)
-    keys.sort()
-    keys = keys[: _drop_repeats(keys)]
-    indptr = np.zeros(hi - lo + 1, dtype=np.int64)
-    indices = np.empty(keys.size, dtype=index_dtype(num_vertices))
-    _local_keys_to_csr(keys, np.int64(num_vertices), indptr, indices)
+    sorted, duplicates dropped, ``indices`` of the graph's index dtype.
+
+    A bucket sort on ``threads`` threads: every key is moved into the block of rows it
+    belongs to (blocks of consecutive rows, :data:`BLOCKS_PER_THREAD` per thread), then
+    each block is sorted and its repeats dropped on its own, and written out as its rows.
+    """
+    rows = hi - lo
+    n = np.int64(num_vertices)
+    pieces = [np.asarray(p, dtype=np.int64) for p in pieces] or [np.empty(0, dtype=np.int64)]
+    width = max(1, -(-rows // (BLOCKS_PER_THREAD * threads)))
+    blocks = max(1, -(-rows // width))
+    span = np.int64(width) * n  # block b's keys: [b * span, (b + 1) * span)
+    counts = np.zeros((len(pieces), blocks), dtype=np.int64)
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda i: _count_blocks(pieces[i], span, counts[i]), range(len(pieces))))
+        ends = np.cumsum(counts.T).reshape(blocks, len(pieces)).T  # block by block
+        cursors = ends - counts
+        starts, stops = cursors[0].copy(), ends[-1]  # (the scatter moves the cursors on)
+        keys = np.empty(int(stops[-1]), dtype=np.int64)
+        list(pool.map(lambda i: _scatter_blocks(pieces[i], span, cursors[i], keys),
+                      range(len(pieces))))
+        kept = np.fromiter(pool.map(lambda b: _sorted_distinct(keys[starts[b] : stops[b]]),
+                                    range(blocks)), dtype=np.int64, count=blocks)
+        out = np.zeros(blocks + 1, dtype=np.int64)
+        np.cumsum(kept, out=out[1:])
+        indptr = np.zeros(rows + 1, dtype=np.int64)
+        indices = np.empty(int(out[-1]), dtype=index_dtype(num_vertices))
+        list(pool.map(lambda b: _keys_to_rows(keys[starts[b] : starts[b] + kept[b]], n,
+                                              indptr, indices[out[b] : out[b + 1]]),
+                      range(blocks)))
+    np.cumsum(indptr, out=indptr)
     return indptr, indices
+
+
+def _sorted_distinct(keys: np.ndarray) -> int:
+    """Sort ``keys`` in place (numpy's sort, which releases the GIL) and move its distinct
+    values to the front; returns their number."""
+    keys.sort()
+    return _drop_repeats(keys)
 
 
 def piece_arcs(indptr: np.ndarray, indices: np.ndarray, lo: int):
@@ -181,42 +224,61 @@ def _count_bins(src, dst, width, directed, counts):  # pragma: no cover - numba
 
 
 @njit(nogil=True, cache=True)
-def _owner(bounds, v):  # pragma: no cover - numba
-    return np.searchsorted(bounds, v, side="right") - 1
+def _owner(bounds, table, width, v):  # pragma: no cover - numba
+    """The range of ``v``: the one holding the first vertex of ``v``'s table bin, or one
+    of the (few) ranges that start later in that bin."""
+    r = table[v // width]
+    while bounds[r + 1] <= v:
+        r += 1
+    return r
 
 
 @njit(nogil=True, cache=True)
-def _count_owners(src, dst, bounds, directed, counts):  # pragma: no cover - numba
+def _count_owners(src, dst, bounds, table, width, directed, counts):  # pragma: no cover - numba
     for i in range(src.size):
         u, v = src[i], dst[i]
         if u == v:
             continue
-        counts[_owner(bounds, u)] += 1
+        counts[_owner(bounds, table, width, u)] += 1
         if not directed:
-            counts[_owner(bounds, v)] += 1
+            counts[_owner(bounds, table, width, v)] += 1
 
 
 @njit(nogil=True, cache=True)
-def _fill_keys(src, dst, bounds, n, directed, cursor, keys):  # pragma: no cover - numba
+def _fill_keys(src, dst, bounds, table, width, n, directed, cursor, keys):  # pragma: no cover - numba
     for i in range(src.size):
         u, v = src[i], dst[i]
         if u == v:
             continue
-        r = _owner(bounds, u)
+        r = _owner(bounds, table, width, u)
         keys[cursor[r]] = (u - bounds[r]) * n + v
         cursor[r] += 1
         if not directed:
-            r = _owner(bounds, v)
+            r = _owner(bounds, table, width, v)
             keys[cursor[r]] = (v - bounds[r]) * n + u
             cursor[r] += 1
 
 
 @njit(nogil=True, cache=True)
-def _local_keys_to_csr(keys, n, indptr, indices):  # pragma: no cover - numba
-    """Sorted distinct local keys to the range's CSR (``indptr`` zeroed on entry)."""
+def _count_blocks(keys, span, counts):  # pragma: no cover - numba
+    for i in range(keys.size):
+        counts[keys[i] // span] += 1
+
+
+@njit(nogil=True, cache=True)
+def _scatter_blocks(keys, span, cursor, out):  # pragma: no cover - numba
+    """Every key written at its block's ``cursor`` (then moved on by one)."""
+    for i in range(keys.size):
+        b = keys[i] // span
+        out[cursor[b]] = keys[i]
+        cursor[b] += 1
+
+
+@njit(nogil=True, cache=True)
+def _keys_to_rows(keys, n, counts, indices):  # pragma: no cover - numba
+    """Sorted distinct local keys of whole rows: their targets into ``indices``, one more
+    arc counted at ``counts[u + 1]`` per key of row ``u`` (no other block has row ``u``)."""
     for i in range(keys.size):
         u = keys[i] // n
         indices[i] = keys[i] - u * n
-        indptr[u + 1] += 1
-    for u in range(indptr.size - 1):
-        indptr[u + 1] += indptr[u]
+        counts[u + 1] += 1

@@ -50,6 +50,13 @@ def worker_threads() -> int:
     return int(worker.state.nthreads)
 
 
+def cores_per_thread() -> int:
+    """The host's cores over the running task's worker's threads (at least 1): how many
+    threads one task may use without crowding its worker's other tasks (all the cores
+    outside a worker)."""
+    return max(1, (os.cpu_count() or 1) // worker_threads())
+
+
 def current_device(worker=None) -> str:
     """The device the scheduler chose for the task running in this thread."""
     from distributed.worker import thread_state
