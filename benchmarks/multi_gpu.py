@@ -153,6 +153,33 @@ def level_table(result) -> str:
         return table.round(5).to_string(index=False)
 
 
+def build_table(records) -> str:
+    """Where a build's time went, from its task stream: per kind of task (the key's
+    prefix) the count, the seconds computing and transferring summed over workers, and
+    the first start and last stop (s, from the first task's start)."""
+    import pandas as pd
+    from dask.utils import key_split
+
+    rows = []
+    for rec in records:
+        for ss in rec["startstops"]:
+            rows.append({"task": key_split(rec["key"]), "action": ss["action"],
+                         "start": ss["start"], "stop": ss["stop"]})
+    if not rows:
+        return "(no tasks)"
+    t = pd.DataFrame(rows)
+    t0 = t["start"].min()
+    t["seconds"] = t["stop"] - t["start"]
+    table = t.pivot_table(index="task", columns="action", values="seconds",
+                          aggfunc="sum", fill_value=0.0)
+    spans = t.groupby("task").agg(tasks=("action", lambda a: int((a == "compute").sum())),
+                                  first=("start", "min"), last=("stop", "max"))
+    spans[["first", "last"]] -= t0
+    out = spans.join(table).sort_values("first")
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        return out.round(2).to_string()
+
+
 def measure(client, scale: int, configs, keys: int, tasks: int | None,
             timeline: bool = False):
     """Build the Kronecker graph of ``scale`` on the workers once, then for each
@@ -162,10 +189,15 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None,
 
     import taskbfs as tb
 
+    from distributed import get_task_stream
+
     with tb.Runtime(client) as rt:
         start = time.perf_counter()
-        graph = tb.kronecker(scale, 16, seed=1, runtime=rt)
+        with get_task_stream(client) as stream:
+            graph = tb.kronecker(scale, 16, seed=1, runtime=rt)
         build = time.perf_counter() - start
+        print(f"BUILD scale {scale}: {build:.1f} s wall\n" + build_table(stream.data),
+              flush=True)
         sources = tb.search_keys(graph, keys)
         names = {a: w["name"] for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
         for strategy, dispatch in configs:
