@@ -24,7 +24,8 @@ import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
+from dask.utils import key_split
+from distributed import Client, LocalCluster, get_task_stream
 from reference import scipy_distances
 from shapes import shape, shapes
 
@@ -184,6 +185,33 @@ def test_from_dask_arrays_equals_from_edges(rt, name):
     _searches_match_scipy(dg, g, rt, source, tasks=min(3, s.num_vertices))
     _searches_match_scipy(dg, g, rt, source, tasks=min(2, s.num_vertices), balance="vertices",
                           direction="bottom-up")
+
+
+@pytest.mark.parametrize("share, sends_per_chunk", [(0.125, 3), (1e-12, 5)])
+def test_each_chunk_sends_each_owner_its_ranges_in_one_task(setting, share, sends_per_chunk):
+    """On 3 workers of 2 GB, 5 ranges: a chunk's keys reach a worker in one task for all
+    of its ranges (3 a chunk), or one per range where they would be above
+    ``build.send-share-of-memory`` of a worker's memory limit (5); the same graph either
+    way, and a directed graph's transpose built the same way."""
+    setting("build.send-share-of-memory", share)
+    setting("kronecker.chunk-edges", 3000)
+    s = shape("random_directed_400_1200")
+    g = _local(s)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, memory_limit="2GB",
+                      host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster, set_as_default=False) as client, \
+            runtime_without_warm_up(client) as rt:
+        with get_task_stream(client) as stream:
+            dk = tb.kronecker(11, edgefactor=8, seed=4, runtime=rt, ranges=5)
+            dd = DistributedGraph.from_dask(da.from_array(s.src, chunks=400),
+                                            da.from_array(s.dst, chunks=400), s.num_vertices,
+                                            directed=True, runtime=rt, ranges=5)
+        chunks = -(-(8 << 11) // 3000) + 3
+        sends = sum(1 for t in stream.data if key_split(t["key"]) == "run_keys")
+        assert sends == chunks * sends_per_chunk
+        _same_csr(dk, tb.kronecker(11, edgefactor=8, seed=4))
+        _same_csr(dd, g)
+        _searches_match_scipy(dd, g, rt, s.sources[-1], tasks=5, direction="bottom-up")
 
 
 @pytest.mark.parametrize("chunk_edges", [1 << 10, 3000, 1 << 20])

@@ -18,9 +18,11 @@ Approach (all Dask tasks; no edge crosses the client)
    about equal arcs (:func:`~taskbfs.graph.chunked.range_bounds`), the ``"edges"``
    balance.
 2. All-to-all: each chunk groups its arcs by owning range
-   (:func:`~taskbfs.graph.chunked.split_arcs`); a task per (chunk, range) takes one
-   group, and a task per range builds its rows from the groups every chunk sent it
-   (:func:`~taskbfs.graph.chunked.range_csr`), exactly as ``Graph.from_edges`` would.
+   (:func:`~taskbfs.graph.chunked.split_arcs`); consecutive ranges go to the same worker,
+   so a task per (chunk, owner) copies one slice of the groups, and a task per range
+   builds its rows from what every chunk sent its owner
+   (:func:`~taskbfs.graph.chunked.range_csr`, on the worker's spare cores), exactly as
+   ``Graph.from_edges`` would.
 3. A search with other ranges (another T, or ``balance="vertices"``) gets its partition
    computed on a worker from the degrees (the same cut ``partition`` makes) and its
    slices cut out of the built ones by tasks (:func:`~taskbfs.graph.chunked.join_rows`);
@@ -176,22 +178,25 @@ class DistributedGraph:
         while len(counts) > 1:
             counts = [client.submit(_summed, *counts[i : i + _FAN_IN])
                       for i in range(0, len(counts), _FAN_IN)]
-        bounds = client.submit(range_bounds, counts[0], n, ranges).result()
+        bounds, arcs = client.gather([client.submit(range_bounds, counts[0], n, ranges),
+                                      client.submit(_total, counts[0])])
         del counts
-        # chunk by chunk, its split then its groups: Dask runs them in that order, and a
-        # group is a copy, so a chunk and its split are released as soon as its groups are
-        # cut (and a range built on a worker over its memory target reads its own groups
-        # back from disk, not every split)
-        cut = []
+        # chunk by chunk, its split then what it sends each owner: Dask runs them in that
+        # order, and what is sent is a copy, so a chunk and its split are released as soon
+        # as it is cut (and a range built on a worker over its memory target reads its
+        # groups back from disk, not every split)
+        owners = _owners(client, ranges)
+        runs = _owner_runs(owners, _ranges_per_send(client, arcs, ranges))
+        sent = []
         for chunk in chunks:
             split = client.submit(_split, chunk, bounds, n, directed)
-            cut.append([client.submit(_group, split, r) for r in range(ranges)])
+            sent.append([client.submit(_run_keys, split, first, stop) for first, stop in runs])
         chunks.clear()  # the caller's list too
         del chunk, split
         slices = [client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n, token,
-                                *[c[r] for c in cut], **owner)
-                  for r, owner in enumerate(_owners(client, ranges))]
-        del cut
+                                r - runs[j][0], *[s[j] for s in sent], **owners[r])
+                  for j, (first, stop) in enumerate(runs) for r in range(first, stop)]
+        del sent
         arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
         return cls(rt, Partition(bounds), slices, arcs, directed, token)
 
@@ -268,13 +273,14 @@ class DistributedGraph:
         client, n = self.runtime.client, self.num_vertices
         bounds = placed.parts.bounds
         splits = [client.submit(_reversed_split, s, bounds, n) for s in placed.slices]
-        out = []
         owners = _owners(client, placed.parts.num_tasks)  # as the slices were dealt out
-        for t in range(placed.parts.num_tasks):
-            groups = [client.submit(_group, s, t) for s in splits]
-            out.append(client.submit(_transposed_slice, placed.slices[t], n,
-                                     self.token + "/T", *groups, **owners[t]))
-        return out
+        runs = _owner_runs(owners, _ranges_per_send(client, self.num_arcs,
+                                                    placed.parts.num_tasks))
+        sent = [[client.submit(_run_keys, s, first, stop) for first, stop in runs]
+                for s in splits]
+        return [client.submit(_transposed_slice, placed.slices[t], n, self.token + "/T",
+                              t - runs[j][0], *[s[j] for s in sent], **owners[t])
+                for j, (first, stop) in enumerate(runs) for t in range(first, stop)]
 
     def _check_runtime(self, runtime) -> None:
         if runtime.client is not self.runtime.client:
@@ -407,17 +413,29 @@ def _histogram(pair, n: int, bins: int, directed: bool) -> np.ndarray:
     return arc_histogram(pair[0], pair[1], n, bins, directed)
 
 
+def _total(counts: np.ndarray) -> int:
+    return int(counts.sum())
+
+
 def _summed(*counts) -> np.ndarray:
     return np.sum(counts, axis=0)
 
 
-def _group(split, r: int) -> np.ndarray:
+def _run_keys(split, first: int, stop: int):
+    """What a split sends the owner of ranges ``first .. stop - 1``: their keys (a copy,
+    so that the split can go) and their offsets in it."""
     keys, offsets = split
-    return keys[offsets[r] : offsets[r + 1]].copy()  # not a view: the split can go
+    return (keys[offsets[first] : offsets[stop]].copy(),
+            offsets[first : stop + 1] - offsets[first])
 
 
-def _range_slice(r: int, lo: int, hi: int, n: int, token: str, *groups) -> GraphSlice:
-    indptr, indices = range_csr(groups, lo, hi, n, cores_per_thread())
+def _keys_of(k: int, sent) -> list:
+    """The keys of the ``k``-th range of each owner's share in ``sent`` (views)."""
+    return [keys[offsets[k] : offsets[k + 1]] for keys, offsets in sent]
+
+
+def _range_slice(r: int, lo: int, hi: int, n: int, token: str, k: int, *sent) -> GraphSlice:
+    indptr, indices = range_csr(_keys_of(k, sent), lo, hi, n, cores_per_thread())
     return GraphSlice(r, lo, hi, indptr, indices, token)
 
 
@@ -453,8 +471,8 @@ def _reversed_split(piece: GraphSlice, bounds: np.ndarray, n: int):
     return split_arcs(dst, src, bounds, n, True)
 
 
-def _transposed_slice(piece: GraphSlice, n: int, token: str, *groups) -> GraphSlice:
-    indptr, indices = range_csr(groups, piece.lo, piece.hi, n, cores_per_thread())
+def _transposed_slice(piece: GraphSlice, n: int, token: str, k: int, *sent) -> GraphSlice:
+    indptr, indices = range_csr(_keys_of(k, sent), piece.lo, piece.hi, n, cores_per_thread())
     return GraphSlice(piece.task, piece.lo, piece.hi, indptr, indices, token, piece.indptr)
 
 
@@ -487,18 +505,44 @@ def _as_runtime(runtime):
 
 
 def _owners(client, count: int) -> list[dict]:
-    """``submit`` keywords that deal ``count`` ranges out to the workers in turn (the
-    scheduler would put them where most of their input lies, often all on one); a
-    preference, not a restriction. Where there are GPU workers, the ranges go to them
-    only: a range's owner runs its barriers and its steps run best beside it, and the big
-    steps of a search that may use a GPU run on one (CPU steps copy only the owner's
-    frontier, :class:`~taskbfs.bfs.owners.OwnerFrontier`)."""
+    """``submit`` keywords that deal ``count`` ranges out to the workers, consecutive
+    ranges to the same worker (the scheduler would put them where most of their input
+    lies, often all on one); a preference, not a restriction. Consecutive, so that
+    another cut of the same vertices finds most of its rows on its own worker. Where
+    there are GPU workers, the ranges go to them only: a range's owner runs its barriers
+    and its steps run best beside it, and the big steps of a search that may use a GPU
+    run on one (CPU steps copy only the owner's frontier,
+    :class:`~taskbfs.bfs.owners.OwnerFrontier`)."""
     info = workers_of(client)
     workers = workers_with(info, GPU_RESOURCE) or sorted(info)
     if len(info) < 2:
         return [{}] * count
-    return [{"workers": [workers[r % len(workers)]], "allow_other_workers": True}
+    return [{"workers": [workers[r * len(workers) // count]], "allow_other_workers": True}
             for r in range(count)]
+
+
+def _owner_runs(owners: list[dict], most: int) -> list[tuple[int, int]]:
+    """``(first, stop)`` of each run of at most ``most`` consecutive ranges dealt to the
+    same worker: what one split sends in one piece (an all-to-all of a task per owner,
+    not per range)."""
+    runs, first = [], 0
+    for r in range(1, len(owners) + 1):
+        if r == len(owners) or owners[r] != owners[first] or r - first == most:
+            runs.append((first, r))
+            first = r
+    return runs
+
+
+def _ranges_per_send(client, arcs: int, ranges: int) -> int:
+    """How many ranges' keys one split sends a worker in one piece: their keys (8 bytes
+    an arc, ranges of about equal arcs) at most the setting ``build.send-share-of-memory``
+    of the smallest worker ``memory_limit`` (every range, where no worker has one)."""
+    limits = [w.get("memory_limit") or 0 for w in workers_of(client).values()]
+    limits = [m for m in limits if m > 0]
+    if not limits:
+        return ranges
+    range_bytes = max(1, 8 * arcs // ranges)
+    return max(1, int(config.get("build.send-share-of-memory") * min(limits)) // range_bytes)
 
 
 def _check_ranges(ranges, rt, n: int) -> int:
