@@ -41,6 +41,8 @@ out-edges, so rules 3-5 are read along arcs (see :func:`validate`).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numba import njit
 
@@ -137,16 +139,32 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
 
 
 def row_witnesses(indptr, indices, lo: int, levels: np.ndarray, parents: np.ndarray,
-                  source: int, directed: bool) -> dict:
+                  source: int, directed: bool, threads: int = 1) -> dict:
     """Rules 3, 4 and 5 over the rows ``lo .. lo + len(indptr) - 2`` of a graph (a
     range's local CSR: ``indptr`` starts at 0, ``indices`` are global ids), given every
     vertex's tree level and parent: ``{3: (u, v) | None, 4: (u, v) | None, 5: v | None}``,
     each the first witness in row order (rule 5: the smallest vertex whose parent's row
-    lies here and does not hold it)."""
+    lies here and does not hold it). On ``threads`` threads, each over a block of the
+    rows (of about equal arcs) and of the vertices."""
     hi = lo + indptr.size - 1
-    witness = _level_witnesses(indptr, indices, lo, levels, directed)
-    v = _first_missing_parent_arc_in(indptr, indices, lo, hi, parents, source)
-    witness[5] = None if v < 0 else int(v)
+    lev = levels.astype(np.int32) if levels.size < 2**31 else levels
+    rows = np.searchsorted(indptr, np.linspace(0, indptr[-1], threads + 1)[1:-1])
+    rows = np.concatenate([[0], rows, [indptr.size - 1]]).astype(np.int64)
+    vertices = np.linspace(0, parents.size, threads + 1).astype(np.int64)
+    with ThreadPoolExecutor(threads) as pool:
+        breaks = list(pool.map(lambda b: _first_level_breaks(
+            indptr[rows[b] : rows[b + 1] + 1], indices, lo + rows[b], lev, directed),
+            range(threads)))
+        missing = list(pool.map(lambda b: _first_missing_parent_arc_in(
+            indptr, indices, lo, hi, parents, source, vertices[b], vertices[b + 1]),
+            range(threads)))
+    witness = {4: None, 3: None}
+    for u4, v4, u3, v3 in breaks:  # the first block's witness is the first in row order
+        if witness[4] is None and u4 >= 0:
+            witness[4] = (int(u4), int(v4))
+        if witness[3] is None and u3 >= 0:
+            witness[3] = (int(u3), int(v3))
+    witness[5] = next((int(v) for v in missing if v >= 0), None)
     return witness
 
 
@@ -297,11 +315,12 @@ def _raise_rule5(v: int, parents: np.ndarray, directed: bool):
     raise ValidationError(5, f"vertex {v} has parent {p} but ({p}, {v}) is not {kind} of the graph", v)
 
 
-@njit(cache=True)
-def _first_missing_parent_arc_in(indptr, indices, lo, hi, parents, source):  # pragma: no cover
-    """:func:`_first_missing_parent_arc` for the vertices whose parent is in ``[lo, hi)``,
-    rows local to the range."""
-    for v in range(parents.size):
+@njit(cache=True, nogil=True)
+def _first_missing_parent_arc_in(indptr, indices, lo, hi, parents, source, first,
+                                 stop):  # pragma: no cover
+    """:func:`_first_missing_parent_arc` for the vertices ``first .. stop - 1`` whose
+    parent is in ``[lo, hi)``, rows local to the range."""
+    for v in range(first, stop):
         p = parents[v]
         if p < lo or p >= hi or v == source:
             continue

@@ -430,3 +430,53 @@ def test_format_statistics_block():
     names = [line.split(":")[0] for line in lines]
     assert names[-2:] == ["harmonic_mean_TEPS", "harmonic_stddev_TEPS"]
     assert len(names) == 1 + 7 * 3
+
+
+def _naive_row_witnesses(g, lo, hi, levels, parents, source):
+    """Rules 3, 4 and 5 over rows lo..hi-1, by Python loops over the arcs."""
+    out = {3: None, 4: None, 5: None}
+    for u in range(lo, hi):
+        if g.directed and levels[u] < 0:
+            continue
+        for v in g.indices[g.indptr[u]:g.indptr[u + 1]]:
+            lu, lv = int(levels[u]), int(levels[v])
+            if g.directed:
+                b4, b3 = lv < 0, lv > lu + 1
+            else:
+                b4, b3 = (lu >= 0) != (lv >= 0), lu >= 0 and lv >= 0 and abs(lu - lv) > 1
+            if b4 and out[4] is None:
+                out[4] = (u, int(v))
+            if b3 and out[3] is None:
+                out[3] = (u, int(v))
+    for v in range(parents.size):
+        p = parents[v]
+        if lo <= p < hi and v != source and v not in set(g.indices[g.indptr[p]:g.indptr[p + 1]]):
+            out[5] = v
+            break
+    return out
+
+
+@pytest.mark.parametrize("s", [s for s in shapes() if 30 <= s.num_vertices <= 2000],
+                         ids=lambda s: s.name)
+def test_row_witnesses_on_threads_are_the_first_in_row_order(s):
+    """Each rule's witness over a range of rows, found on 1 to 4 threads, is the one a
+    loop over the rows in order finds first (levels and parents broken at random)."""
+    from taskbfs.graph500 import row_witnesses
+
+    g = Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
+    rng = np.random.default_rng(7)
+    levels = scipy_distances(g, s.sources[0]).astype(np.int64)
+    parents = scipy_parents(g, s.sources[0]).astype(np.int64)
+    for k in range(3):
+        bad_levels, bad_parents = levels.copy(), parents.copy()
+        picked = rng.choice(g.num_vertices, size=k * 3, replace=False)
+        bad_levels[picked] = rng.integers(-1, 5, size=picked.size)
+        bad_parents[picked] = rng.integers(0, g.num_vertices, size=picked.size)
+        for lo, hi in [(0, g.num_vertices), (g.num_vertices // 3, g.num_vertices - 5)]:
+            expected = _naive_row_witnesses(g, lo, hi, bad_levels, bad_parents, s.sources[0])
+            indptr = g.indptr[lo:hi + 1] - g.indptr[lo]
+            indices = g.indices[g.indptr[lo]:g.indptr[hi]]
+            for threads in (1, 3, 4):
+                got = row_witnesses(indptr, indices, lo, bad_levels, bad_parents,
+                                    s.sources[0], g.directed, threads)
+                assert got == expected, (lo, hi, threads)

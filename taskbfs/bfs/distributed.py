@@ -479,7 +479,8 @@ def _transposed_slice(piece: GraphSlice, n: int, token: str, k: int, *sent) -> G
 def _slice_witnesses(piece: GraphSlice, levels, parents, source: int, directed: bool) -> dict:
     from taskbfs.graph500 import row_witnesses
 
-    return row_witnesses(piece.indptr, piece.indices, piece.lo, levels, parents, source, directed)
+    return row_witnesses(piece.indptr, piece.indices, piece.lo, levels, parents, source, directed,
+                         cores_per_thread())
 
 
 def _frame_pair(frame, source: str, target: str):
