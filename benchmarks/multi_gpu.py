@@ -153,6 +153,16 @@ def level_table(result) -> str:
         return table.round(5).to_string(index=False)
 
 
+def holders(client, futures, names) -> dict:
+    """``{worker name(s): how many of futures}``: where Dask holds each (several names
+    where it holds copies)."""
+    counts: dict[str, int] = {}
+    for workers in client.who_has(futures).values():
+        key = "+".join(sorted(str(names.get(w, w)) for w in workers)) or "nowhere"
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def build_table(records) -> str:
     """Where a build's time went, from its task stream: per kind of task (the key's
     prefix) the count, the seconds computing and transferring summed over workers, and
@@ -200,9 +210,13 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None,
               flush=True)
         sources = tb.search_keys(graph, keys)
         names = {a: w["name"] for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
+        print(f"HELD built ranges: {holders(client, graph.slices, names)}", flush=True)
         for strategy, dispatch in configs:
             tb.bfs(graph, int(sources[0]), runtime=rt, strategy=strategy, tasks=tasks,
                    dispatch=dispatch)  # warm-up
+            print(f"HELD searched ranges ({strategy}, {dispatch}): "
+                  f"{holders(client, [s for p in graph._placed.values() for s in p.slices], names)}",
+                  flush=True)
             walls, edges, devices, workers, moved = [], [], {}, {}, {}
             for s in sources.tolist():
                 start = time.perf_counter()
