@@ -196,10 +196,9 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None,
     ``(strategy, dispatch)`` of ``configs`` one untimed search and ``keys`` timed ones
     (each validated on the workers); yields one row per configuration."""
     import numpy as np
+    from distributed import get_task_stream
 
     import taskbfs as tb
-
-    from distributed import get_task_stream
 
     with tb.Runtime(client) as rt:
         start = time.perf_counter()
