@@ -161,3 +161,19 @@ def test_ranges_live_on_gpu_workers_and_steps_stay_with_their_owner(rt):
         steps = int((cpu.trace["level"] == row.level).sum())
         frontier = int((expected == row.level).sum())
         assert 0 < row.frontier_remote_bytes <= steps * (bitmaps + ranges + 8 * frontier), row
+
+
+def test_ranges_cut_for_a_search_stay_on_one_gpu_worker_each(rt):
+    """A search with other ranges than the built ones cuts its slices on the GPU workers
+    and uploads each into the device of the worker that holds it only: no slice is copied
+    to another worker (a copy that Dask's memory manager may keep instead of the owner's,
+    moving ranges together onto one worker)."""
+    dg = tb.kronecker(9, 16, seed=6, runtime=rt, ranges=RANGES)
+    g = dg.gather()
+    source = int(np.argmax(g.degrees()))
+    r = tb.bfs(dg, source, tasks=GPU_WORKERS, strategy="gpu", dispatch="tasks", runtime=rt)
+    np.testing.assert_array_equal(r.distances, scipy_distances(g, source))
+    placed = dg.place(rt, GPU_WORKERS, "edges", False)
+    held = rt.client.who_has(placed.slices)
+    assert all(len(held[f.key]) == 1 for f in placed.slices), held
+    assert {next(iter(held[f.key])) for f in placed.slices} == _gpu_workers(rt), held

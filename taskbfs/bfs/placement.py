@@ -16,6 +16,8 @@ import uuid
 import weakref
 from collections import OrderedDict
 
+from distributed import wait as distributed_wait
+
 from taskbfs.bfs.steps import GraphSlice
 from taskbfs.graph import Graph, Partition, partition
 
@@ -158,7 +160,11 @@ def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int,
     if keys <= placed.uploaded:
         return
     gpus = set(runtime.gpu_workers())
-    who = runtime.client.who_has(futures) if len(gpus) > 1 else {}
+    who = {}
+    if len(gpus) > 1:  # where each slice is once it exists (one still being cut is held
+        # nowhere yet, and would be copied to every GPU worker)
+        distributed_wait(futures, timeout=timeout)
+        who = runtime.client.who_has(futures)
     held = {f.key: gpus.intersection(who.get(f.key, ())) for f in futures}
 
     def slices_for(address: str) -> list:
