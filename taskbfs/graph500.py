@@ -147,16 +147,27 @@ def row_witnesses(indptr, indices, lo: int, levels: np.ndarray, parents: np.ndar
     lies here and does not hold it). On ``threads`` threads, each over a block of the
     rows (of about equal arcs) and of the vertices."""
     hi = lo + indptr.size - 1
+    witness = _level_witnesses(indptr, indices, lo, levels, directed, threads)
+    vertices = np.linspace(0, parents.size, threads + 1).astype(np.int64)
+    with ThreadPoolExecutor(threads) as pool:
+        missing = list(pool.map(lambda b: _first_missing_parent_arc_in(
+            indptr, indices, lo, hi, parents, source, vertices[b], vertices[b + 1]),
+            range(threads)))
+    witness[5] = next((int(v) for v in missing if v >= 0), None)  # the first block's
+    return witness
+
+
+def _level_witnesses(indptr, indices, lo: int, levels: np.ndarray, directed: bool,
+                     threads: int = 1) -> dict:
+    """Rules 3 and 4 over the rows ``lo ..`` of a CSR (``indptr`` local, ``indices``
+    global): ``{3: (u, v) | None, 4: (u, v) | None}``, each the first breaking arc in
+    row order; on ``threads`` threads, each over a block of rows of about equal arcs."""
     lev = levels.astype(np.int32) if levels.size < 2**31 else levels
     rows = np.searchsorted(indptr, np.linspace(0, indptr[-1], threads + 1)[1:-1])
     rows = np.concatenate([[0], rows, [indptr.size - 1]]).astype(np.int64)
-    vertices = np.linspace(0, parents.size, threads + 1).astype(np.int64)
     with ThreadPoolExecutor(threads) as pool:
         breaks = list(pool.map(lambda b: _first_level_breaks(
             indptr[rows[b] : rows[b + 1] + 1], indices, lo + rows[b], lev, directed),
-            range(threads)))
-        missing = list(pool.map(lambda b: _first_missing_parent_arc_in(
-            indptr, indices, lo, hi, parents, source, vertices[b], vertices[b + 1]),
             range(threads)))
     witness = {4: None, 3: None}
     for u4, v4, u3, v3 in breaks:  # the first block's witness is the first in row order
@@ -164,17 +175,7 @@ def row_witnesses(indptr, indices, lo: int, levels: np.ndarray, parents: np.ndar
             witness[4] = (int(u4), int(v4))
         if witness[3] is None and u3 >= 0:
             witness[3] = (int(u3), int(v3))
-    witness[5] = next((int(v) for v in missing if v >= 0), None)
     return witness
-
-
-def _level_witnesses(indptr, indices, lo: int, levels: np.ndarray, directed: bool) -> dict:
-    """Rules 3 and 4 over the rows ``lo ..`` of a CSR (``indptr`` local, ``indices``
-    global): ``{3: (u, v) | None, 4: (u, v) | None}``, each the first breaking arc in
-    row order."""
-    lev = levels.astype(np.int32) if levels.size < 2**31 else levels
-    u4, v4, u3, v3 = _first_level_breaks(indptr, indices, lo, lev, directed)
-    return {4: None if u4 < 0 else (int(u4), int(v4)), 3: None if u3 < 0 else (int(u3), int(v3))}
 
 
 @njit(cache=True, nogil=True)
