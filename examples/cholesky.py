@@ -135,15 +135,15 @@ def _compile() -> dict:
                 a[i, j] = 0.0
 
     @cuda.jit
-    def trsm(l, a):
-        # a <- a @ inv(l).T in place: row r solves l @ x = a[r] by forward substitution
+    def trsm(low, a):
+        # a <- a @ inv(low).T in place: row r solves low @ x = a[r] by forward substitution
         r = cuda.grid(1)
         if r < a.shape[0]:
             for j in range(a.shape[1]):
                 s = a[r, j]
                 for m in range(j):
-                    s -= a[r, m] * l[j, m]
-                a[r, j] = s / l[j, j]
+                    s -= a[r, m] * low[j, m]
+                a[r, j] = s / low[j, j]
 
     @cuda.jit
     def gemm(x, y, c):
@@ -179,9 +179,9 @@ def potrf_gpu(a_kk):
 def trsm_gpu(l_kk, a_ik):
     """:func:`trsm_cpu` on the GPU."""
     cuda, k = _gpu()
-    l, a = _to_device(cuda, l_kk), _to_device(cuda, a_ik)
+    low, a = _to_device(cuda, l_kk), _to_device(cuda, a_ik)
     block = max(1, min(ROW_BLOCK, a.shape[0]))
-    k["trsm"][-(-a.shape[0] // block), block](l, a)
+    k["trsm"][-(-a.shape[0] // block), block](low, a)
     return a.copy_to_host()
 
 
