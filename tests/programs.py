@@ -117,3 +117,26 @@ def _on_gpu(v):
 PROBE = Task("probe", smp=_on_cpu, cuda=_on_gpu)
 CPU_ONLY = Task("cpu_only", smp=_on_cpu)
 GPU_ONLY = Task("gpu_only", cuda=_on_gpu)
+
+
+def _exchange_rounds(*, peers, me, channel, rounds):
+    """Peer ``me`` of ``peers`` sends peer p the array ``[100 r + 10 me + p] * (p + 1)`` in
+    each round r; returns per round what every peer sent it (each message's first item,
+    and its length)."""
+    from taskbfs.runtime import Exchange
+
+    exchange = Exchange(channel, peers, me)
+    try:
+        seen = []
+        for r in range(rounds):
+            got = exchange.all_to_all(("round", r), [np.full(p + 1, 100 * r + 10 * me + p)
+                                                     for p in range(len(peers))])
+            seen.append([(int(g[0]), g.size) for g in got])
+        return seen
+    finally:
+        exchange.close()
+
+
+#: One peer of an exchange between tasks running at once (``kwargs``: peers, me,
+#: channel, rounds).
+EXCHANGE_ROUNDS = Task("exchange_rounds", smp=_exchange_rounds)

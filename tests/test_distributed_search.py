@@ -139,7 +139,11 @@ def test_searches_match_scipy_and_one_process(rt, runtime, name):
     tb.validate(dg, source, r.parents, levels=r.distances)  # range by range on the workers
 
 
-def test_no_worker_holds_the_graph(rt):
+@pytest.mark.parametrize("dispatch", ["auto", "tasks"])
+def test_no_worker_holds_the_graph(rt, dispatch):
+    """``auto``: each owner runs the levels in one task and trades pieces and reports
+    with the others (taskbfs.bfs.owner_levels); ``tasks``: every level is step tasks and
+    owner barriers through the scheduler (taskbfs.bfs.owners)."""
     dg = tb.kronecker(14, edgefactor=16, seed=2, runtime=rt, ranges=8)
     g = dg.gather()
     assert _graph_bytes(g) > MEMORY_LIMIT
@@ -148,7 +152,7 @@ def test_no_worker_holds_the_graph(rt):
     source = int(np.argmax(g.degrees()))
     expected = scipy_distances(g, source)
     progress = []
-    r = tb.bfs(dg, source, tasks=8, runtime=rt, progress=progress.append)
+    r = tb.bfs(dg, source, tasks=8, runtime=rt, progress=progress.append, dispatch=dispatch)
     held = _worker_bytes(rt)
     assert max(held.values()) < min(MEMORY_LIMIT, _graph_bytes(g)), held
     np.testing.assert_array_equal(r.distances, expected)
@@ -160,12 +164,18 @@ def test_no_worker_holds_the_graph(rt):
     # top-down candidates go to their owners: most cross to another worker
     top_down = ex[ex["direction"] == "top-down"]
     assert top_down["pieces_remote_bytes"].sum() > top_down["pieces_local_bytes"].sum() > 0
-    # bottom-up: each owner with steps gets every other owner's share of the bitmap,
-    # (W - 1) / W of ceil(n / 64) words (plus boundary words counted by both neighbours)
+    # bottom-up, dispatched: each owner with steps gets every other owner's share of the
+    # bitmap, (W - 1) / W of ceil(n / 64) words (plus boundary words counted by both
+    # neighbours); exchanged: every owner sends the others what it reached each level, as
+    # ids or as its words, whichever is fewer bytes
     bottom_up = ex[ex["direction"] == "bottom-up"]
     words = 8 * -(-g.num_vertices // 64)
     for moved in bottom_up["bitmap_remote_bytes"]:
-        assert (WORKERS - 1) * words <= moved <= (WORKERS - 1) * (words + 8 * 8)
+        least = (WORKERS - 1) * words if dispatch == "tasks" else 1
+        assert least <= moved <= (WORKERS - 1) * (words + 8 * 8)
+    # auto: every step included in its owner's one task, on the owner's worker
+    assert (r.trace["included"] == (dispatch == "auto")).all()
+    assert r.trace["worker"].nunique() == WORKERS
     # its discoveries are its own vertices: its one piece goes to its owner, nothing to
     # the others (unless a step ran away from its owner)
     assert ((bottom_up["frontier_remote_bytes"] > 0)
@@ -183,7 +193,8 @@ def test_top_down_pieces_split_by_owner_or_sent_whole_search_alike(rt, setting):
     moved = {}
     for limit in (0, 2**40):  # always split, always whole
         setting("search.whole-pieces-bytes", limit)
-        r = tb.bfs(dg, 0, tasks=8, direction="top-down", strategy="cpu", runtime=rt)
+        r = tb.bfs(dg, 0, tasks=8, direction="top-down", strategy="cpu", runtime=rt,
+                   dispatch="tasks")
         np.testing.assert_array_equal(r.distances, expected)
         tb.validate(g, 0, r.parents, levels=r.distances)
         moved[limit] = int((r.exchange["pieces_remote_bytes"]

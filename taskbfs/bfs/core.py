@@ -38,6 +38,7 @@ from taskbfs import config
 from taskbfs.bfs.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
 from taskbfs.bfs.distributed import DistributedGraph, KeptResult, outcome_summaries
 from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
+from taskbfs.bfs.owner_levels import exchanged_search
 from taskbfs.bfs.owners import KeptLevels, owned_search
 from taskbfs.bfs.placement import forget_graph, forget_lost, is_placed, place_graph
 from taskbfs.bfs.result import BFSResult, result_dtype
@@ -229,7 +230,7 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
                          attempt, kept)
         try:
             if site is None:
-                outcome = search.dispatched()
+                outcome = search.dispatched(exchanged=dispatch != "tasks")
             else:
                 outcome = search.included(site)
             result = search.result(outcome, strategy, called_wall)
@@ -453,17 +454,20 @@ class _Search:
         return _Outcome(outcome.distances, outcome.parents, outcome.summaries,
                         time.perf_counter() - start, outcome.assembly_d2h_bytes)
 
-    def dispatched(self) -> _Outcome:
+    def dispatched(self, exchanged: bool = False) -> _Outcome:
         """Every level as T' step tasks and one barrier per owner worker through the
-        scheduler (:mod:`taskbfs.bfs.owners`); the result gathered from the owners, or
-        left there for a graph kept on the workers."""
+        scheduler (:mod:`taskbfs.bfs.owners`), or with ``exchanged`` as one task per owner
+        worker that runs them all and trades pieces with the others
+        (:mod:`taskbfs.bfs.owner_levels`); the result gathered from the owners, or left
+        there for a graph kept on the workers."""
         start = time.perf_counter()
         first = first_summary(self.parts.bounds, self.source, self.graph.degree(self.source),
                               self.placed.num_arcs, self.direction, self.init["alpha"],
                               self.init["beta"])
         if self.kept.level >= 1:  # a resumed search reported its first levels already
             self.heard.level = self.kept.level
-        summaries, result, exchange = owned_search(
+        search = exchanged_search if exchanged else owned_search
+        summaries, result, exchange = search(
             self.program, self.placed, self.slices, self.source, first, self.direction,
             self.init["alpha"], self.init["beta"], self, self.tags, self.keep, self.kept)
         seconds = time.perf_counter() - start

@@ -373,6 +373,15 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
     :class:`Piece` or a step's tuple of one piece per owner, of which ``owner``'s is read;
     returns ``(front, state)``) and publish the counts the client needs (:data:`REPORT`)."""
     *inputs, front, state = args
+    publish({REPORT: accept_pieces(inputs, front, state, level, owner)})
+    return front, state
+
+
+def accept_pieces(inputs, front: OwnerFrontier, state: OwnerState, level: int,
+                  owner: int) -> dict:
+    """The owner barrier's work (see :func:`owner_barrier`): ``inputs`` merged into
+    ``front`` and ``state``; the owner's report of the level (what the client, and with
+    :mod:`taskbfs.bfs.owner_levels` every other owner, sums into the next summary)."""
     start = time.time()
     front.view = front.assembled = None
     depth = level + 1
@@ -404,7 +413,7 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
     frontier_bitmap(front.current(), front.bits)
     mine = [p for p in pieces if p.task in state.owns]
     reached, as_words = _reached_report(front, state)
-    publish({REPORT: {
+    return {
         "reached": reached, "reached_words": as_words,
         "level": level, "owner": owner,
         # per range (the owner's, in its order): new frontier vertices, their edges, unvisited
@@ -413,8 +422,7 @@ def owner_barrier(*args, level: int, owner: int) -> tuple:
         "steps": [[p.task, p.edges_examined, p.found, *p.device] for p in mine],
         "inbound": sum(p.inbound for p in mine),
         "remote": remote, "local": local, "start": start, "stop": time.time(),
-    }})
-    return front, state
+    }
 
 
 _NO_VERTICES = np.empty(0, np.int64)
@@ -883,23 +891,7 @@ class OwnedSearch:
         return futures
 
     def _merged(self, reports) -> _Level:
-        tasks = self.bounds.size - 1
-        counts, edges, unvisited = (np.zeros(tasks, np.int64) for _ in range(3))
-        examined, found = np.zeros(tasks, np.int64), np.zeros(tasks, np.int64)
-        device, words, moved = [], {}, {"remote": 0, "local": 0, "inbound": 0}
-        for w, r in enumerate(reports):
-            idx = self.owned[w]
-            counts[idx], edges[idx], unvisited[idx] = np.frombuffer(r["ranges"], np.int64).reshape(3, -1)
-            for t, e, f, h2d, d2h, ns in r["steps"]:
-                examined[t], found[t] = e, f
-                if h2d or d2h or ns:
-                    device.append((t, h2d, d2h, ns))
-            words[w] = r["words"]
-            for k in moved:
-                moved[k] += r[k]
-        return _Level(counts, edges, unvisited, examined, found,
-                      np.array(device, dtype=np.int64).reshape(-1, 4), words, moved,
-                      min(r["start"] for r in reports), max(r["stop"] for r in reports))
+        return merged_reports(reports, self.owned)
 
     def _moved(self, level: int, direction: str, merged: _Level, readers: set) -> dict:
         """Bytes the level moved: the steps' pieces (between workers and within one), the
@@ -913,13 +905,39 @@ class OwnedSearch:
                 "frontier_remote_bytes": merged.moved["inbound"]}
 
     def _next_summary(self, summary: LevelSummary, merged: _Level) -> LevelSummary:
-        """The summary of the level after ``summary``'s, from the summed counts
-        (:meth:`~taskbfs.bfs.state.SwitchRule.summary`, as every runner makes it)."""
-        return self.rule.summary(
-            summary.level + 1, summary.direction, summary.frontier_size,
-            summary.unexplored_edges, merged.counts, merged.edges, merged.unvisited,
-            edges_examined=merged.examined, found=merged.found, start=merged.start,
-            stop=merged.stop, device_stats=merged.device)
+        return next_summary(self.rule, summary, merged)
+
+
+def merged_reports(reports, owned: list) -> _Level:
+    """The W owners' reports of a level (in owner order; ``owned[w]``: owner w's ranges)
+    summed over the graph's ranges."""
+    tasks = sum(len(o) for o in owned)
+    counts, edges, unvisited = (np.zeros(tasks, np.int64) for _ in range(3))
+    examined, found = np.zeros(tasks, np.int64), np.zeros(tasks, np.int64)
+    device, words, moved = [], {}, {"remote": 0, "local": 0, "inbound": 0}
+    for w, r in enumerate(reports):
+        idx = owned[w]
+        counts[idx], edges[idx], unvisited[idx] = np.frombuffer(r["ranges"], np.int64).reshape(3, -1)
+        for t, e, f, h2d, d2h, ns in r["steps"]:
+            examined[t], found[t] = e, f
+            if h2d or d2h or ns:
+                device.append((t, h2d, d2h, ns))
+        words[w] = r["words"]
+        for k in moved:
+            moved[k] += r[k]
+    return _Level(counts, edges, unvisited, examined, found,
+                  np.array(device, dtype=np.int64).reshape(-1, 4), words, moved,
+                  min(r["start"] for r in reports), max(r["stop"] for r in reports))
+
+
+def next_summary(rule, summary: LevelSummary, merged: _Level) -> LevelSummary:
+    """The summary of the level after ``summary``'s, from the summed counts
+    (:meth:`~taskbfs.bfs.state.SwitchRule.summary`, as every runner makes it)."""
+    return rule.summary(
+        summary.level + 1, summary.direction, summary.frontier_size,
+        summary.unexplored_edges, merged.counts, merged.edges, merged.unvisited,
+        edges_examined=merged.examined, found=merged.found, start=merged.start,
+        stop=merged.stop, device_stats=merged.device)
 
 
 def _step_outputs(level: int, task: int, owner: int, owners: int, direction: str,

@@ -19,6 +19,8 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 ``device_data``     this worker's DeviceData (made with the caller's allocator)
 ``worker_cache``    per-worker store (the device-data service lives there)
 ``publish``         a task sends a small message to its program (``Program.next_message``)
+``Exchange``        tasks running at once on several workers trade messages, worker to
+                    worker (``abort_channel`` ends a channel's waits from the client)
 ``include``         run work now inside the running task (OmpSs ``final``), traced as a task
 ``include_each``    several such pieces, side by side on a thread pool
 ``record_included`` records of included pieces that compiled code ran and timed
@@ -29,6 +31,7 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 
 from taskbfs.runtime.cluster import Runtime, detect_gpus
 from taskbfs.runtime.device_data import DeviceData, device_data
+from taskbfs.runtime.mailbox import Exchange, ExchangeAborted, abort_channel
 from taskbfs.runtime.plugin import PlacementPlugin, fetch_placements
 from taskbfs.runtime.policy import (
     POLICY_KINDS,
@@ -55,6 +58,8 @@ from taskbfs.runtime.worker import (
 __all__ = [
     "CUDA",
     "DeviceData",
+    "Exchange",
+    "ExchangeAborted",
     "POLICY_KINDS",
     "FunctionPolicy",
     "Placement",
@@ -66,6 +71,7 @@ __all__ = [
     "Runtime",
     "SMP",
     "Task",
+    "abort_channel",
     "current_device",
     "detect_gpus",
     "device_data",

@@ -43,6 +43,7 @@ from distributed.protocol.pickle import loads
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
+from taskbfs.runtime.mailbox import MAILBOX_OP, deliver, forget_mailbox
 from taskbfs.runtime.policy import Policy, checked_device, policy_label
 from taskbfs.runtime.resident import RESIDENT_KEY, RESIDENT_OP, run_resident
 from taskbfs.runtime.task import CUDA, DEVICES, SMP
@@ -487,7 +488,8 @@ class LatencyPlugin(WorkerPlugin):
     It also serves a program's records: to a watcher while it runs (the worker handler
     :data:`~taskbfs.runtime.worker.RECORDS_OP`) and to :meth:`PlacementPlugin.trace` when
     it ends (:data:`~taskbfs.runtime.worker.COLLECT_OP`); and the runtime's resident calls
-    (:data:`~taskbfs.runtime.resident.RESIDENT_OP`). ``teardown`` (when the last
+    (:data:`~taskbfs.runtime.resident.RESIDENT_OP`), and the exchanges between running
+    tasks (:data:`~taskbfs.runtime.mailbox.MAILBOX_OP`). ``teardown`` (when the last
     runtime leaves, :func:`detach`) removes the handlers, puts the worker's interval back and drops what the runtime kept on the worker (:func:`~taskbfs.runtime.worker_cache`,
     uncollected trace records).
     """
@@ -504,13 +506,14 @@ class LatencyPlugin(WorkerPlugin):
             self._intervals.setdefault(id(worker), stream.interval)
             stream.interval = self.interval
         for op, handler in ((RECORDS_OP, peek_records), (COLLECT_OP, collect_records),
-                            (RESIDENT_OP, run_resident)):
+                            (RESIDENT_OP, run_resident), (MAILBOX_OP, deliver)):
             worker.handlers[op] = functools.update_wrapper(
                 functools.partial(handler, dask_worker=worker), handler)
 
     def teardown(self, worker) -> None:
-        for op in (RECORDS_OP, COLLECT_OP, RESIDENT_OP):
+        for op in (RECORDS_OP, COLLECT_OP, RESIDENT_OP, MAILBOX_OP):
             worker.handlers.pop(op, None)
+        forget_mailbox(worker.address)
         interval = self._intervals.pop(id(worker), None)
         stream = getattr(worker, "batched_stream", None)
         if interval is not None and stream is not None:

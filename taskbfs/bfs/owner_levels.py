@@ -1,0 +1,305 @@
+"""Owners that run the levels themselves: one task per owner worker, pieces traded worker to worker.
+
+Returns
+    :func:`exchanged_search` → ``(summaries, result, exchange)``, as
+    :func:`~taskbfs.bfs.owners.owned_search` returns them, for a search whose ranges
+    several workers own and whose levels the runtime may include (``dispatch="auto"``).
+Approach
+    A dispatched level (:mod:`taskbfs.bfs.owners`) is a batch of step tasks and W barriers
+    through the scheduler, and the client's round trip for the owners' reports: 25-110 ms
+    a level on 4 GPU workers at scale 26 against steps of 4-13 ms (benchmarks/RESULTS.md,
+    session 23). Here each owner runs one task, :data:`OWNER_LEVELS`, on its worker for
+    the whole search (seceded from the worker's thread pool: it waits on its peers most of
+    the time). Per level it
+
+    1. runs the steps of its ranges with work as tasks included in it (OmpSs ``final``),
+       each on the device the runtime's one rule gives its size
+       (:class:`~taskbfs.runtime.policy.Placement`; a CPU worker's are all CPU steps,
+       side by side on its threads), and splits what they found into one
+       :class:`~taskbfs.bfs.owners.Piece` per owner, as a dispatched step does;
+    2. sends every other owner its pieces and receives theirs
+       (:class:`~taskbfs.runtime.mailbox.Exchange`: worker to worker, no scheduler);
+    3. merges them as the dispatched owner barrier does
+       (:func:`~taskbfs.bfs.owners.accept_pieces`, included), which makes its report;
+    4. publishes the report to the client (who keeps the level for a resume and reports
+       it, as for a dispatched level) and sends it to every other owner; with all W
+       reports every owner makes the same next summary (the one switch rule), learns the
+       vertices the others reached (their visited bits; a bottom-up level's whole frontier
+       bitmap) and goes on.
+
+    So a level costs two rounds of messages between the owners instead of a scheduler
+    batch and a client round trip. The client's side, :class:`ExchangedSearch`, submits
+    the owners' states and tasks once and then reads the reports, level by level, as the
+    dispatched runner does (the same :class:`~taskbfs.bfs.owners.KeptLevels`, result
+    tasks and faults: a lost owner fails the search, which resumes dispatched from the
+    last level the client kept).
+Faults
+    An owner task waits for its peers up to ``taskbfs.runtime.exchange-timeout``; the
+    client aborts the exchange when its search fails (a lost worker, the call's timeout),
+    so the others end at once.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from taskbfs.bfs.included import BARRIER_NAME
+from taskbfs.bfs.levels import run_levels
+from taskbfs.bfs.owners import (
+    REPORT,
+    OwnedSearch,
+    _reached_report,
+    accept_pieces,
+    as_frontier,
+    merged_reports,
+    next_summary,
+    split_for_owners,
+)
+from taskbfs.bfs.result import result_dtype
+from taskbfs.bfs.state import BOTTOM_UP, LevelSummary
+from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
+from taskbfs.kernels.bitmap import set_bits
+from taskbfs.kernels.merge import word_span
+from taskbfs.runtime import (
+    CUDA,
+    SMP,
+    Exchange,
+    Placement,
+    Task,
+    abort_channel,
+    include,
+    include_each,
+    publish,
+    thread_pool,
+)
+from taskbfs.runtime.plugin import GPU_RESOURCE, workers_of, workers_with
+
+__all__ = ["OWNER_LEVELS", "ExchangedSearch", "OwnerLevels", "exchanged_search"]
+
+
+# ====================================================================== on the workers
+def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
+                 opening: LevelSummary, rule, policy) -> tuple:
+    """The task :data:`OWNER_LEVELS`: every level of the search from ``opening`` for the
+    ranges of owner ``owner`` (called as ``owner_levels(*slices, front, state)``: per
+    owned range, in the owner's order, ``layout[i]`` slices: its out-adjacency slice, then
+    its transposed one when it has one); ``peers`` are the owners' workers, ``channel``
+    names the search's exchange. Returns ``(front, state)``, updated in place."""
+    from distributed import secede
+
+    *names, front, state = args
+    cuts = np.cumsum([0, *layout])
+    slices = [tuple(names[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    secede()  # it waits for its peers: its thread slot is the worker's for other tasks
+    exchange = Exchange(channel, peers, owner)
+    try:
+        runner = OwnerLevels(slices, front, state, exchange, rule, policy, opening)
+        run_levels(runner, opening, announce_opening=False)
+    finally:
+        exchange.close()
+    return front, state
+
+
+#: One owner's levels: ``ins`` its ranges' slices, ``inouts`` its frontier and state
+#: (updated in place); pinned to the owner's worker.
+OWNER_LEVELS = Task("bfs_owner_levels", smp=owner_levels)
+
+
+class OwnerLevels:
+    """The runner of one owner's levels (:func:`~taskbfs.bfs.levels.run_levels`), inside
+    :data:`OWNER_LEVELS` (see the module docstring).
+
+    Parameters
+    ----------
+    slices : list of tuple of GraphSlice
+        Per owned range (in the owner's order), its slices.
+    front : OwnerFrontier
+    state : OwnerState
+    exchange : Exchange
+        Between the owners, this one ``exchange.me``.
+    rule : SwitchRule
+        The search's switch rule (the client's: every owner makes the same summaries).
+    policy : Policy or PlacementPolicy
+        Places each step (with the worker's GPU when it has one).
+    opening : LevelSummary
+        The level the search starts from here.
+    """
+
+    def __init__(self, slices, front, state, exchange: Exchange, rule, policy,
+                 opening: LevelSummary):
+        self.front, self.state, self.exchange, self.rule = front, state, exchange, rule
+        self.slices = dict(zip(front.tasks.tolist(), slices, strict=True))
+        self.me, self.owners = exchange.me, len(exchange.peers)
+        self.here = exchange.worker.address
+        has_gpu = bool(exchange.worker.state.total_resources.get(GPU_RESOURCE, 0))
+        self.placement = Placement(policy, gpu_present=has_gpu)
+        bounds = front.bounds
+        self.id_dtype = result_dtype(int(bounds[-1]))  # a report's vertex ids
+        self.owned = [np.flatnonzero(front.owner_of == w) for w in range(self.owners)]
+        self.spans = [[word_span(int(bounds[t]), int(bounds[t + 1])) for t in tasks.tolist()]
+                      for tasks in self.owned]
+        if self.owners > 1:  # the frontier the others start from (a resumed search's)
+            reached, as_words = _reached_report(front, state)
+            share = {"reached": reached, "reached_words": as_words}
+            self._learn(exchange.all_to_all(("opening", opening.level), [share] * self.owners),
+                        opening.level)
+
+    def level(self, summary: LevelSummary) -> LevelSummary:
+        """Run the level ``summary`` opens (see the module docstring); the next summary."""
+        front, level, me = self.front, summary.level, self.me
+        bits = None
+        if summary.direction == BOTTOM_UP and self.owners > 1:
+            bits = front.assembled[1]  # made by _learn for this level
+        frontier = as_frontier(front, level, summary.direction, bits)
+        outgoing = [[] for _ in range(self.owners)]
+        for task, found in self._steps(frontier, summary):
+            pieces = split_for_owners(found, frontier, front.owner_of, task, 0)
+            for owner, piece in enumerate(pieces):
+                piece.worker = self.here  # split here, found on any of the host's threads
+                if owner == me or piece.offsets[-1]:  # its own carries the step's counts
+                    outgoing[owner].append(piece)
+        received = self.exchange.all_to_all(("pieces", level), outgoing)
+        pieces = [p for got in received for p in got]
+        report = include(BARRIER_NAME, accept_pieces, {"level": level, "owner": me},
+                         pieces, front, self.state, level, me)
+        publish({REPORT: report})
+        reports = self.exchange.all_to_all(("reports", level), [report] * self.owners)
+        made = next_summary(self.rule, summary, merged_reports(reports, self.owned))
+        if self.owners > 1:
+            self._learn(reports, made.level)
+        return made
+
+    def announce(self, made: LevelSummary) -> tuple[LevelSummary, bool]:
+        """The client announces the levels (from the reports): ``(made, False)``."""
+        return made, False
+
+    def _steps(self, frontier, summary: LevelSummary) -> list:
+        """``[(range, Discoveries)]`` of this owner's steps of the level: the CPU ones side
+        by side on the host's threads, then the GPU ones one after another here."""
+        cpu, gpu = [], []
+        for task in self.front.tasks.tolist():
+            size = int(summary.sizes[task])
+            if not size:
+                continue
+            tags = {"level": frontier.level, "task": task, "size": size,
+                    "direction": frontier.direction}
+            call = (tags, (slice_for(self.slices[task], frontier), frontier))
+            (gpu if self.placement.device(size, task) == CUDA else cpu).append(call)
+        executor = thread_pool() if len(cpu) > 1 else None
+        found = include_each(STEP.name, functools.partial(step_smp, barrier_form=False), cpu,
+                             executor=executor, device=SMP)
+        found += include_each(STEP.name, functools.partial(step_cuda, barrier_form=False), gpu,
+                              device=CUDA)
+        return [(tags["task"], f) for (tags, _), f in zip(cpu + gpu, found, strict=True)]
+
+    def _learn(self, reports, level: int) -> None:
+        """The vertices the other owners reached (their ``reports``) marked visited here,
+        and the whole frontier bitmap of ``level`` (this owner's with theirs) kept for a
+        bottom-up level's steps."""
+        front = self.front
+        bits = front.bits.copy()
+        for owner, report in enumerate(reports):
+            if owner == self.me:
+                continue
+            if report["reached_words"]:
+                words = np.frombuffer(report["reached"], dtype=np.uint64)
+                at = 0
+                for first, stop in self.spans[owner]:
+                    share = words[at : at + stop - first]
+                    bits[first:stop] |= share
+                    front.visited[first:stop] |= share
+                    at += stop - first
+            else:
+                ids = np.frombuffer(report["reached"], dtype=self.id_dtype)
+                set_bits(bits, ids)
+                set_bits(front.visited, ids)
+        front.assembled = (level, bits)
+
+
+# ====================================================================== the client's runner
+class ExchangedSearch(OwnedSearch):
+    """The client side of a search whose owners run its levels themselves: their states
+    and :data:`OWNER_LEVELS` tasks submitted once, then the owners' reports read level by
+    level as :class:`~taskbfs.bfs.owners.OwnedSearch` reads a dispatched level's (the
+    same parameters)."""
+
+    def run(self):
+        try:
+            return super().run()
+        except BaseException:
+            abort_channel(self.client, self.workers, self.program.id)
+            raise
+
+    def _owners(self, keep: bool):
+        """The worker owning each range, and the list of owners: with a policy that uses
+        the GPU and a cluster with GPU workers, a GPU worker holding the range's slice
+        (the fewest-loaded one: where the search's ranges were placed), else the
+        fewest-loaded GPU worker (the slice is copied there once the search starts): an
+        owner runs every step of its ranges, so one without a GPU would run GPU steps on
+        its CPU. Otherwise as :meth:`OwnedSearch._owners`."""
+        uses_gpu = getattr(self.program.policy, "uses_gpu", True)  # a user policy may
+        gpus = workers_with(workers_of(self.client), GPU_RESOURCE) if uses_gpu else []
+        if not gpus:
+            return super()._owners(keep)
+        who = self.client.who_has(self.placed.slices)
+        if not all(who.get(f.key) for f in self.placed.slices):  # still being built, or lost
+            self.waits.settle(self.placed.slices)
+            who = self.client.who_has(self.placed.slices)
+        load: dict[str, int] = {}
+        holders = []
+        for f in self.placed.slices:
+            candidates = [w for w in sorted(who[f.key]) if w in gpus] or sorted(gpus)
+            holder = min(candidates, key=lambda w: load.get(w, 0))
+            load[holder] = load.get(holder, 0) + 1
+            holders.append(holder)
+        owners = sorted(load)
+        index = {w: i for i, w in enumerate(owners)}
+        return owners, np.array([index[h] for h in holders], dtype=np.int64)
+
+    def _start(self, level: int) -> None:
+        """The owners' states (:meth:`OwnedSearch._start`) and their level tasks, from
+        ``level``."""
+        super()._start(level)
+        opening = self.summaries[-1]
+        for w, tasks in enumerate(self.owned):
+            names = [name for t in tasks.tolist() for name in self.slices[t]]
+            self.program.submit(
+                OWNER_LEVELS, ins=names, inouts=[self.fronts[w], self.states[w]],
+                in_place=True, worker=self.workers[w],
+                kwargs={"layout": [len(self.slices[t]) for t in tasks.tolist()],
+                        "peers": self.workers, "owner": w, "channel": self.program.id,
+                        "opening": opening, "rule": self.rule, "policy": self.program.policy},
+                tags={"level": level, "owner": w})
+
+    def level(self, summary: LevelSummary) -> LevelSummary:
+        """The summary after ``summary``'s, from the owners' reports of its level (their
+        tasks started with the first level)."""
+        if not self.started:
+            with self.program.batch():
+                self._start(summary.level)
+        merged = self._merged(self._reports(summary.level))
+        self._made = ([self._reached(w, r) for w, r in enumerate(self._last_reports)],
+                      self._moved(summary.level, summary.direction, merged, set()))
+        return self._next_summary(summary, merged)
+
+    def _reports(self, level: int) -> list[dict]:
+        self._last_reports = super()._reports(level)
+        return self._last_reports
+
+    def _moved(self, level: int, direction: str, merged, readers: set) -> dict:
+        """Bytes the level moved between workers: the pieces, and each owner's report's
+        vertices sent to every other owner."""
+        moved = super()._moved(level, direction, merged, readers)
+        shares = sum(len(r["reached"]) for r in self._last_reports)
+        moved["bitmap_remote_bytes"] = shares * (len(self.workers) - 1)
+        return moved
+
+
+def exchanged_search(program, placed, slices, source: int, first: LevelSummary,
+                     direction_mode: str, alpha: float, beta: float, waits, tags: dict,
+                     keep: bool, kept):
+    """Run :class:`ExchangedSearch`; ``(summaries, result, exchange)``."""
+    return ExchangedSearch(program, placed, slices, source, first, direction_mode, alpha, beta,
+                           waits, tags, keep, kept).run()
