@@ -1,9 +1,11 @@
-"""Dispatched searches of a graph built on W worker processes: wall time per search and level.
+"""Searches of a graph built on W worker processes: wall time per search and level.
 
 Returns
-    One line per run: W, the direction mode, the median wall time around ``tb.bfs`` over
-    ``--keys`` Graph500 keys × ``--repeats``, and the median of each search's wall time
-    divided by its levels (ms per level).
+    One line per dispatch mode (``--dispatch``, default both: "auto", each owner running
+    the levels in one task and trading pieces worker to worker, and "tasks", every level
+    dispatched; keys interleaved, so the two are paired): W, the direction mode, the
+    median wall time around ``tb.bfs`` over ``--keys`` Graph500 keys × ``--repeats``, and
+    the median of each search's wall time divided by its levels (ms per level).
 Approach
     A ``LocalCluster`` of W one-thread worker processes on 127.0.0.1; the Kronecker graph
     generated on them (``tb.kronecker(scale, runtime=rt)``: its ranges stay on the workers,
@@ -31,6 +33,8 @@ def main(argv=None) -> None:
     parser.add_argument("--direction", default="auto", choices=("auto", "top-down", "bottom-up"))
     parser.add_argument("--keys", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dispatch", nargs="+", default=["auto", "tasks"],
+                        choices=("auto", "tasks"))
     args = parser.parse_args(argv)
 
     from distributed import Client, LocalCluster
@@ -42,20 +46,26 @@ def main(argv=None) -> None:
             Client(cluster) as client, tb.Runtime(client) as rt:
         graph = tb.kronecker(args.scale, 16, seed=1, runtime=rt)
         keys = tb.search_keys(graph, args.keys).tolist()
-        for source in keys[:2]:
-            tb.bfs(graph, source, runtime=rt, strategy="cpu", direction=args.direction)
-        walls, levels = [], []
+        for dispatch in args.dispatch:
+            for source in keys[:2]:
+                tb.bfs(graph, source, runtime=rt, strategy="cpu", direction=args.direction,
+                       dispatch=dispatch)
+        walls = {d: [] for d in args.dispatch}
+        levels = {d: [] for d in args.dispatch}
         for _ in range(args.repeats):
             for source in keys:
-                start = time.perf_counter()
-                r = tb.bfs(graph, source, runtime=rt, strategy="cpu", direction=args.direction)
-                walls.append(time.perf_counter() - start)
-                levels.append(len(r.levels))
-        per_level = np.array(walls) / np.array(levels)
-        print(f"W={args.workers} scale={args.scale} direction={args.direction} ranges={r.num_tasks}"
-              f" median {np.median(walls):.4f} s, {1000 * np.median(per_level):.2f} ms a level",
-              flush=True)
-
+                for dispatch in args.dispatch:
+                    start = time.perf_counter()
+                    r = tb.bfs(graph, source, runtime=rt, strategy="cpu",
+                               direction=args.direction, dispatch=dispatch)
+                    walls[dispatch].append(time.perf_counter() - start)
+                    levels[dispatch].append(len(r.levels))
+        for dispatch in args.dispatch:
+            per_level = np.array(walls[dispatch]) / np.array(levels[dispatch])
+            print(f"W={args.workers} scale={args.scale} direction={args.direction} "
+                  f"dispatch={dispatch} ranges={r.num_tasks} median "
+                  f"{np.median(walls[dispatch]):.4f} s, {1000 * np.median(per_level):.2f} ms "
+                  f"a level", flush=True)
 
 if __name__ == "__main__":
     main()
