@@ -326,10 +326,10 @@ def test_close_puts_back_everything_on_a_users_cluster(client):
     assert during[0]["worker_plugins"] == ["taskbfs-latency", "taskbfs-warm-up"]
     assert set(during[0]["intervals"]) == {0.0} and during[2] == 0.0
     assert all(w["interval"] == 0.0 and w["cache"] for w in during[1].values())
-    assert all(w["handlers"] == ["taskbfs_collect_records", "taskbfs_peek_records",
-                                 "taskbfs_run_resident"]
-               for w in during[1].values())  # trace records: at the end; live page: while
-    # running; resident calls (Program.call)
+    assert all(w["handlers"] == ["taskbfs_collect_records", "taskbfs_mailbox",
+                                 "taskbfs_peek_records", "taskbfs_run_resident"]
+               for w in during[1].values())  # trace records: at the end; exchanges between
+    # running tasks (runtime.mailbox); live page: while running; resident calls (Program.call)
 
     rt.close()
     assert _snapshot(client) == before
