@@ -190,6 +190,22 @@ def build_table(records) -> str:
         return out.round(2).to_string()
 
 
+def pinned_counts(client) -> tuple:
+    """The pinned host-buffer pools of the GPU workers (``taskbfs.kernels.pinned``),
+    summed: buffers reused, newly pinned, and refused (budget spent)."""
+
+    def counts():
+        from taskbfs.kernels.pinned import pinned_pool
+
+        pool = pinned_pool()
+        return pool.reused, pool.allocated, pool.refused
+
+    gpus = [a for a, w in client.scheduler_info(n_workers=-1)["workers"].items()
+            if w.get("resources", {}).get("GPU")]
+    got = client.run(counts, workers=gpus) if gpus else {}
+    return tuple(int(sum(c[i] for c in got.values())) for i in range(3))
+
+
 def measure(client, scale: int, configs, keys: int, tasks: int | None,
             timeline: bool = False):
     """Build the Kronecker graph of ``scale`` on the workers once, then for each
@@ -217,11 +233,15 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None,
                   f"{holders(client, [s for p in graph._placed.values() for s in p.slices], names)}",
                   flush=True)
             walls, edges, devices, workers, moved = [], [], {}, {}, {}
+            parts, pinned = [], [pinned_counts(client)]
             for s in sources.tolist():
                 start = time.perf_counter()
                 r = tb.bfs(graph, s, runtime=rt, strategy=strategy, tasks=tasks,
                            dispatch=dispatch)
                 walls.append(time.perf_counter() - start)
+                parts.append(f"{1e3 * walls[-1]:.0f}/{1e3 * r.search_seconds:.0f}/"
+                             f"{1e3 * r.assembly_seconds:.0f}")
+                pinned.append(pinned_counts(client))
                 tb.validate(graph, s, r.parents, levels=r.distances)
                 edges.append(r.traversed_edges)
                 for device, count in r.trace["device"].value_counts().items():
@@ -235,6 +255,9 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None,
                         if c.endswith("_bytes"):
                             moved[c] = moved.get(c, 0) + int(ex[c].sum())
             stats = tb.teps_statistics(np.array(walls), np.array(edges))
+            print(f"SEARCHES {strategy} {dispatch}: wall/search/assembly ms {' '.join(parts)}; "
+                  f"GPU workers' pinned pools (reused, allocated, refused) after each: "
+                  f"{' '.join(str(p) for p in pinned)}", flush=True)
             if timeline:  # the last key's levels
                 print(f"LEVELS scale {scale} {strategy} {dispatch} (wall {walls[-1]:.4f} s, "
                       f"elapsed {r.elapsed:.4f} s, search {r.search_seconds:.4f} s)\n"
