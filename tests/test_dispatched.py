@@ -150,7 +150,7 @@ def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
     accepted vertex's parent is one of its candidates' (any is a BFS parent)."""
     from taskbfs.bfs import owners
     from taskbfs.bfs.owners import RangeState, _accept
-    from taskbfs.kernels.merge import word_span
+    from taskbfs.kernels.merge import frontier_bitmap, word_span
 
     rng = np.random.default_rng(11)
     lo, hi = 1000, 41000
@@ -168,14 +168,21 @@ def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
             words[3] = np.uint64(0xFFFF0000FFFF)  # some visited already
             rs = RangeState(0, lo, hi, first, stop, offsets, np.full(hi - lo, -1, np.int32),
                             np.full(hi - lo, -1, np.int32))
-            out = np.empty(int((stops - starts).sum()), np.int64)
-            n, edges = _accept(vertices, parents, starts, stops, rs, words, 5, out)
-            runs.append((out[:n].copy(), edges, rs, words))
-    (one, edges_one, rs_one, words_one), (many, edges_many, rs_many, words_many) = runs
+            bits = np.full(2 + hi // 64, np.uint64(0))
+            frontier, edges = _accept(vertices, parents, starts, stops, rs, words, 5,
+                                      int((stops - starts).sum()), bits)
+            runs.append((frontier.copy(), edges, rs, words, bits))
+    (one, edges_one, rs_one, words_one, bits_one), (many, edges_many, rs_many, words_many,
+                                                    bits_many) = runs
     assert sorted(one.tolist()) == sorted(many.tolist()) and len(set(many.tolist())) == many.size
     assert edges_one == edges_many and one.size > 10_000
     np.testing.assert_array_equal(rs_one.distances, rs_many.distances)
     np.testing.assert_array_equal(words_one, words_many)
+    # the frontier's bits: set as the vertices are accepted, on each share's thread
+    expected_bits = np.zeros_like(bits_one)
+    frontier_bitmap(one, expected_bits)
+    np.testing.assert_array_equal(bits_one, expected_bits)
+    np.testing.assert_array_equal(bits_many, expected_bits)
     used = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops, strict=True)])
     candidates = set(zip(vertices[used].tolist(), parents[used].tolist(), strict=True))
     assert all((v, int(rs_many.parents[v - lo])) in candidates for v in many[:2000].tolist())

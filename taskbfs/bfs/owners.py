@@ -79,11 +79,13 @@ from taskbfs.kernels.merge import (
     accept_share,
     accept_spans_into_range,
     frontier_bitmap,
+    set_bits_share,
     word_span,
 )
 from taskbfs.kernels.recovery import parents_from_levels
 from taskbfs.runtime import Task, on_threads, publish
 from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of, workers_with
+from taskbfs.runtime.worker import cores_per_thread
 
 __all__ = ["KeptLevels", "OwnerFrontier", "OwnerState", "Piece", "ReachedWords", "owned_search"]
 
@@ -233,7 +235,7 @@ def init_owner(*slices, source: int, num_vertices: int, search: str,
     for i, part in enumerate(slices):
         first, stop = word_span(part.lo, part.hi)
         rs = RangeState(part.task, part.lo, part.hi, first, stop, part.out_offsets,
-                        np.full(part.hi - part.lo, -1, dtype), np.full(part.hi - part.lo, -1, dtype))
+                        _unreached(part.hi - part.lo, dtype), _unreached(part.hi - part.lo, dtype))
         if part.lo <= source < part.hi:
             front.visited[source >> 6] |= np.uint64(1) << np.uint64(source & 63)
             rs.distances[source - part.lo] = 0
@@ -245,6 +247,25 @@ def init_owner(*slices, source: int, num_vertices: int, search: str,
         ranges.append(rs)
     frontier_bitmap(front.current(), front.bits)
     return front, OwnerState(here, ranges, int(num_vertices), edges)
+
+
+#: Vertices from which a range's result arrays are filled on several threads (a fresh
+#: array's pages are first touched as it is filled: on one thread, ~60 ms for 256 MB).
+PARALLEL_FILL_MIN = 1 << 22
+
+
+def _unreached(size: int, dtype) -> np.ndarray:
+    """A new array of ``size`` -1s (a range's distances or parents before the search),
+    filled on this worker's spare cores when large."""
+    array = np.empty(size, dtype)
+    threads = min(cores_per_thread(), max(1, size // PARALLEL_FILL_MIN))
+    cuts = np.linspace(0, size, threads + 1).astype(np.int64)
+
+    def fill(k):
+        array[cuts[k] : cuts[k + 1]] = -1
+
+    on_threads(fill, threads)
+    return array
 
 
 def owner_words(front: OwnerFrontier) -> tuple[str, list]:
@@ -402,15 +423,15 @@ def accept_pieces(inputs, front: OwnerFrontier, state: OwnerState, level: int,
         front.frontiers[i] = _NO_VERTICES
     front.counts[received == 0] = 0
     state.edges[received == 0] = 0
+    front.bits[:] = 0  # the accepted vertices' bits are set as they are accepted
     for i in np.flatnonzero(received).tolist():
         rs = state.ranges[i]
         starts, stops = spans[:, i], spans[:, i + 1]
-        out = np.empty(int(received[i]), dtype=np.int64)
-        n, edges = _accept(vertices, parents, starts, stops, rs,
-                           front.visited[rs.first_word : rs.stop_word], depth, out)
-        front.frontiers[i], front.counts[i], state.edges[i] = out[:n], n, edges
-        front.unvisited[i] -= n
-    frontier_bitmap(front.current(), front.bits)
+        frontier, edges = _accept(vertices, parents, starts, stops, rs,
+                                  front.visited[rs.first_word : rs.stop_word], depth,
+                                  int(received[i]), front.bits)
+        front.frontiers[i], front.counts[i], state.edges[i] = frontier, frontier.size, edges
+        front.unvisited[i] -= frontier.size
     mine = [p for p in pieces if p.task in state.owns]
     reached, as_words = _reached_report(front, state)
     return {
@@ -428,21 +449,24 @@ def accept_pieces(inputs, front: OwnerFrontier, state: OwnerState, level: int,
 _NO_VERTICES = np.empty(0, np.int64)
 
 
-def _accept(vertices, parents, starts, stops, rs: RangeState, words, depth: int,
-            out: np.ndarray) -> tuple[int, int]:
+def _accept(vertices, parents, starts, stops, rs: RangeState, words, depth: int, total: int,
+            bits: np.ndarray) -> tuple[np.ndarray, int]:
     """The first unvisited occurrence of each vertex of one range's pairs (``starts[j] ..
-    stops[j]``) accepted into its state; ``(accepted, edges leaving them)``, the vertices
-    in ``out[:accepted]``. From ``taskbfs.search.parallel-accept-min`` pairs on, on the
-    host's threads in equal shares (:func:`~taskbfs.kernels.merge.accept_share`), the
-    shares' vertices then moved together."""
-    total = int(out.size)
+    stops[j]``, ``total`` of them) accepted into its state, its frontier bit set in
+    ``bits``; ``(accepted vertices, edges leaving them)``. From
+    ``taskbfs.search.parallel-accept-min`` pairs on, on the host's threads in equal shares
+    (:func:`~taskbfs.kernels.merge.accept_share`), each share's vertices then set in
+    ``bits`` and moved into one array by its thread."""
+    out = np.empty(total, dtype=np.int64)
     cores = os.cpu_count() or 1
     least = config.get("search.parallel-accept-min")
     shares = min(cores, total // max(1, least // 4))
     if total < least or shares < 2:
-        return accept_spans_into_range(vertices, parents, starts, stops, rs.lo, words,
-                                       rs.first_word, rs.offsets, depth, rs.distances,
-                                       rs.parents, out)
+        n, edges = accept_spans_into_range(vertices, parents, starts, stops, rs.lo, words,
+                                           rs.first_word, rs.offsets, depth, rs.distances,
+                                           rs.parents, out)
+        set_bits_share(out, 0, n, bits)
+        return out[:n], edges
     cuts = np.linspace(0, total, shares + 1).astype(np.int64)
     made = [(0, 0)] * shares
 
@@ -450,14 +474,21 @@ def _accept(vertices, parents, starts, stops, rs: RangeState, words, depth: int,
         made[k] = accept_share(vertices, parents, starts, stops, rs.lo, words, rs.first_word,
                                rs.offsets, depth, rs.distances, rs.parents, out,
                                int(cuts[k]), int(cuts[k + 1]))
+        set_bits_share(out, int(cuts[k]), int(cuts[k]) + made[k][0], bits)
 
     on_threads(share, shares, cores)
-    n = made[0][0]
-    for k in range(1, shares):
-        count = made[k][0]
-        out[n : n + count] = out[cuts[k] : cuts[k] + count]
-        n += count
-    return n, sum(e for _, e in made)
+    counts = np.array([m[0] for m in made], dtype=np.int64)
+    edges = sum(e for _, e in made)
+    if counts.sum() == total:  # every pair accepted (a bottom-up level's): in place
+        return out, edges
+    at = np.concatenate([[0], np.cumsum(counts)])
+    frontier = np.empty(int(at[-1]), dtype=np.int64)
+
+    def move(k):
+        frontier[at[k] : at[k + 1]] = out[cuts[k] : cuts[k] + counts[k]]
+
+    on_threads(move, shares, cores)
+    return frontier, edges
 
 
 def _reached_report(front: OwnerFrontier, state: OwnerState) -> tuple[bytes, bool]:

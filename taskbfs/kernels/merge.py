@@ -229,6 +229,18 @@ def frontier_bitmap(frontier, bits):
 
 
 @njit(nogil=True, cache=True)
+def set_bits_share(vertices, begin, end, bits):
+    """Set the bits of ``vertices[begin:end]`` in ``bits``, atomically: several threads may
+    set the bits of disjoint shares of one frontier at once (``frontier_bitmap`` in
+    parallel, once ``bits`` is cleared)."""
+    for i in range(begin, end):
+        v = vertices[i]
+        bit = np.uint64(1) << np.uint64(v & 63)
+        if not bits[v >> 6] & bit:
+            fetch_or(bits, v >> 6, bit)
+
+
+@njit(nogil=True, cache=True)
 def record_pairs(vertices, parents_of, start, stop, lo, hi, distance, parents, distances):
     """Write the pairs ``(vertices[i], parents_of[i])``, ``start <= i < stop``, whose vertex
     lies in ``[lo, hi)`` into that range's arrays (``parents`` / ``distances``, indexed
