@@ -119,8 +119,9 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         Default ``taskbfs.dispatch`` ("auto"). "auto": the runtime includes a level's step tasks and barrier in one task on the
         worker that holds their data when there is one that can run every device the
         policy may ask for (the embedded cluster; then the whole search is one task,
-        :mod:`taskbfs.bfs.included`), and dispatches them through the scheduler
-        otherwise. "tasks": every step and barrier is a Dask task of its own (what the
+        :mod:`taskbfs.bfs.included`), and otherwise in one task per worker owning ranges,
+        the owners trading pieces worker to worker (:mod:`taskbfs.bfs.owner_levels`).
+        "tasks": every step and barrier is a Dask task of its own (what the
         granularity notebook and the dashboard's per-task view show best; each costs the
         runtime ~1 ms). The trace has every step either way (``included`` says which).
     timeout : float, optional

@@ -8,7 +8,7 @@ Approach
     level's summary (:meth:`~taskbfs.bfs.state.SwitchRule.summary`: the next direction,
     the step sizes, the end). What varies is who runs the tasks: a *runner*. The loop asks
     its runner to run the level the current summary opens and to announce what that made,
-    until the frontier is empty. Two runners:
+    until the frontier is empty. Three runners:
 
     - :class:`taskbfs.bfs.included.IncludedLevels`, inside the one search task on the
       worker that holds every slice: each level on the device (one task on the GPU
@@ -20,7 +20,12 @@ Approach
       dispatched step tasks and one barrier per owner worker, the owners' reports summed
       into the summary; it announces by keeping the level for a resume
       (:class:`~taskbfs.bfs.owners.KeptLevels`) and handing it to ``progress`` and the
-      live page (through the client's ``waits.report``, which also says when to stop).
+      live page (through the client's ``waits.report``, which also says when to stop);
+    - :class:`taskbfs.bfs.owner_levels.OwnerLevels`, inside one task per owner worker: its
+      ranges' steps and its barrier included, pieces and reports traded with the other
+      owners worker to worker, every owner making the same summary from the W reports;
+      it announces nothing (the client's :class:`~taskbfs.bfs.owner_levels.ExchangedSearch`,
+      an ``OwnedSearch`` that submits no level, reads the reports and announces them).
 
 Runner protocol
     A runner has two methods:
