@@ -171,3 +171,38 @@ def test_directed_search_resumes_from_the_level_it_lost(spread):
     assert result.resumed_from == [4]
     again = tb.bfs(graph, 0, tasks=6, runtime=spread, dispatch="tasks", direction=direction)
     np.testing.assert_array_equal(again.distances, result.distances)
+
+
+def test_owner_levels_resume_after_a_lost_owner(spread):
+    """``dispatch="auto"`` (each owner runs the levels in one task and trades pieces with
+    the others, taskbfs.bfs.owner_levels): a worker holding slices of a 300-level path
+    SIGKILLed when the client hears of level 20. The owners left stop waiting for it (the
+    client aborts their exchange: none is still running afterwards), the search resumes
+    from a level the client kept, and returns the scipy-checked result."""
+    levels = 300
+    graph = tb.Graph.from_edges(np.arange(levels - 1), np.arange(1, levels))
+    _all_three_up(spread)
+    tb.bfs(graph, 0, tasks=6, runtime=spread)
+    placed = [p for (token, *_), p in _placed[spread].items() if token == graph.token]
+    holders = sorted({w for ws in spread.client.who_has(placed[0].slices).values() for w in ws})
+    assert len(holders) > 1  # several owners: owner levels, not one included task
+    victim, pid = holders[-1], spread.client.run(os.getpid)[holders[-1]]
+
+    def progress(summary):
+        if summary.level == 20 and victim in spread.client.nthreads():
+            os.kill(pid, signal.SIGKILL)
+
+    result = tb.bfs(graph, 0, tasks=6, runtime=spread, progress=progress, timeout=120)
+    np.testing.assert_array_equal(result.distances, scipy_distances(graph, 0))
+    tb.validate(graph, 0, result.parents, result.distances)
+    assert result.attempts == 2 and result.lost_workers == [victim]
+    assert result.resumed_from and result.resumed_from[0] >= 20
+    assert result.trace["included"].all()  # the resumed attempt ran owner levels too
+
+    def running(dask_worker):
+        return len(dask_worker.state.long_running)
+
+    deadline = time.monotonic() + 10
+    while any(spread.client.run(running).values()):
+        assert time.monotonic() < deadline, "an owner task still waits for the lost one"
+        time.sleep(0.1)
