@@ -74,7 +74,7 @@ from taskbfs.runtime import (
     publish,
     thread_pool,
 )
-from taskbfs.runtime.plugin import GPU_RESOURCE, workers_of, workers_with
+from taskbfs.runtime.plugin import GPU_RESOURCE, workers_with
 
 __all__ = ["OWNER_LEVELS", "ExchangedSearch", "OwnerLevels", "exchanged_search"]
 
@@ -232,31 +232,17 @@ class ExchangedSearch(OwnedSearch):
             abort_channel(self.client, self.workers, self.program.id)
             raise
 
-    def _owners(self, keep: bool):
-        """The worker owning each range, and the list of owners: with a policy that uses
-        the GPU and a cluster with GPU workers, a GPU worker holding the range's slice
-        (the fewest-loaded one: where the search's ranges were placed), else the
-        fewest-loaded GPU worker (the slice is copied there once the search starts): an
-        owner runs every step of its ranges, so one without a GPU would run GPU steps on
-        its CPU. Otherwise as :meth:`OwnedSearch._owners`."""
+    def _may_own(self, held: list, workers: dict, keep: bool) -> list:
+        """With a policy that uses the GPU and a cluster with GPU workers, the GPU workers
+        holding the range's slice (where the search's ranges were placed), else every GPU
+        worker (the slice is copied there when the search starts): an owner runs every
+        step of its ranges, so one without a GPU would run the GPU steps on its CPU.
+        Otherwise as :meth:`OwnedSearch._may_own`."""
         uses_gpu = getattr(self.program.policy, "uses_gpu", True)  # a user policy may
-        gpus = workers_with(workers_of(self.client), GPU_RESOURCE) if uses_gpu else []
+        gpus = workers_with(workers, GPU_RESOURCE) if uses_gpu else []
         if not gpus:
-            return super()._owners(keep)
-        who = self.client.who_has(self.placed.slices)
-        if not all(who.get(f.key) for f in self.placed.slices):  # still being built, or lost
-            self.waits.settle(self.placed.slices)
-            who = self.client.who_has(self.placed.slices)
-        load: dict[str, int] = {}
-        holders = []
-        for f in self.placed.slices:
-            candidates = [w for w in sorted(who[f.key]) if w in gpus] or sorted(gpus)
-            holder = min(candidates, key=lambda w: load.get(w, 0))
-            load[holder] = load.get(holder, 0) + 1
-            holders.append(holder)
-        owners = sorted(load)
-        index = {w: i for i, w in enumerate(owners)}
-        return owners, np.array([index[h] for h in holders], dtype=np.int64)
+            return super()._may_own(held, workers, keep)
+        return [w for w in held if w in gpus] or sorted(gpus)
 
     def _start(self, level: int) -> None:
         """The owners' states (:meth:`OwnedSearch._start`) and their level tasks, from

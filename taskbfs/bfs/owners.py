@@ -743,18 +743,22 @@ class OwnedSearch:
             self.waits.settle(self.placed.slices)
             who = self.client.who_has(self.placed.slices)
         workers = workers_of(self.client)
-        hosts = workers_with(workers, CPU_RESOURCE)
         load: dict[str, int] = {}
         holders = []
         for f in self.placed.slices:
-            held = sorted(who[f.key])
-            candidates = [w for w in held if w in hosts] or (held if keep or not hosts else hosts)
+            candidates = self._may_own(sorted(who[f.key]), workers, keep)
             holder = min(candidates, key=lambda w: load.get(w, 0))
             load[holder] = load.get(holder, 0) + 1
             holders.append(holder)
         owners = sorted(load)
         index = {w: i for i, w in enumerate(owners)}
         return owners, np.array([index[h] for h in holders], dtype=np.int64)
+
+    def _may_own(self, held: list, workers: dict, keep: bool) -> list:
+        """The workers that may own a range whose slice ``held`` hold (see
+        :meth:`_owners`)."""
+        hosts = workers_with(workers, CPU_RESOURCE)
+        return [w for w in held if w in hosts] or (held if keep or not hosts else hosts)
 
     def run(self):
         """Every level (:func:`~taskbfs.bfs.levels.run_levels`, this object its runner);
