@@ -330,7 +330,7 @@ def test_cache_evicts_least_recently_used_under_its_budget():
 def test_bottom_up_steps_of_the_owner_loop_leave_their_words_on_the_device(runtime):
     """The owner loop's barriers read a step's pairs alone (``barrier_form=False``): a
     bottom-up GPU step then copies back its pairs and counters, not its bitmap words and
-    degree sum, and finds the same pairs. End to end, every bottom-up GPU step of a
+    degree sum, and finds the same pairs as the CPU step, in the same (vertex) order. End to end, every bottom-up GPU step of a
     dispatched search moves exactly its counters and its pairs (int32 on this graph)."""
     from taskbfs.bfs.device_cache import _COUNTER_BYTES, DeviceCache, run_step_on_gpu
 
@@ -343,6 +343,12 @@ def test_bottom_up_steps_of_the_owner_loop_leave_their_words_on_the_device(runti
         bare = run_step_on_gpu(p, bu, cache=cache, words=False)
         assert _pairs(bare) == _pairs(whole) and bare.words is None
         assert whole.d2h_bytes - bare.d2h_bytes == whole.words.nbytes + 8
+        # in vertex order on the device (taskbfs.kernels._gpu_order): the CPU step's pairs,
+        # in the CPU step's order, for the host barrier to write its arrays in order
+        on_cpu = step_smp(p, bu, barrier_form=False)
+        assert bare.vertices.size > 1
+        np.testing.assert_array_equal(bare.vertices, on_cpu.vertices)
+        np.testing.assert_array_equal(bare.parents, on_cpu.parents)
     source = int(np.argmax(np.diff(g.indptr)))
     r = tb.bfs(g, source, tasks=3, strategy="gpu", direction=BOTTOM_UP, runtime=runtime)
     _check(g, source, r)

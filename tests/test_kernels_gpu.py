@@ -349,6 +349,34 @@ def test_device_exclusive_scan(n):
 
 
 @needs_gpu
+@pytest.mark.parametrize("found, size", [(2, 2), (40, 1000), (700, 1100)])
+def test_order_by_vertex_sorts_a_steps_unique_pairs(found, size):
+    """A bottom-up step's pairs (distinct vertices of its range, appended in any order)
+    rewritten in vertex order on the device, each vertex keeping its parent; the entries
+    after the first ``found`` untouched."""
+    from numba import cuda
+
+    from taskbfs.kernels.gpu import order_by_vertex
+
+    rng = np.random.default_rng(found)
+    lo = 5000
+    vertices = rng.choice(np.arange(lo, lo + size), found, replace=False)  # shuffled
+    parents = rng.integers(0, 10**6, found)
+    tail = np.full(3, -7, np.int64)
+    d_v = cuda.to_device(np.concatenate([vertices, tail]).astype(np.int64))
+    d_u = cuda.to_device(np.concatenate([parents, tail]).astype(np.int64))
+    buffers = {}
+
+    def workspace(name, n, dtype):
+        return buffers.setdefault(name, cuda.device_array(n, dtype=dtype))
+
+    order_by_vertex(d_v, d_u, found, lo, size, workspace, _config(32))
+    order = np.argsort(vertices)
+    np.testing.assert_array_equal(d_v.copy_to_host(), np.concatenate([vertices[order], tail]))
+    np.testing.assert_array_equal(d_u.copy_to_host(), np.concatenate([parents[order], tail]))
+
+
+@needs_gpu
 def test_empty_frontier_and_bad_input():
     from taskbfs.kernels.gpu import check_slice, gpu_top_down_step, launch_config
 

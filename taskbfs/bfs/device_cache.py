@@ -530,7 +530,7 @@ def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):
 
 
 def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool) -> Discoveries:
-    from taskbfs.kernels.gpu import gpu_bottom_up_step
+    from taskbfs.kernels.gpu import gpu_bottom_up_step, order_by_vertex
 
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
     out_u = cache.buffer("out_parents", dev.num_vertices, np.int64)
@@ -548,6 +548,9 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool) 
             cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
         if frontier.result_on_device:
             cache.record(frontier, out_v, out_u, n_found)
+        elif not words:  # for an owner barrier on the host: in vertex order, as the CPU's
+            order_by_vertex(out_v, out_u, n_found, dev.lo, dev.hi - dev.lo, cache.buffer,
+                            config)
         out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
     found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, _COUNTER_BYTES,
                    timer.seconds)

@@ -632,6 +632,26 @@ def narrow_pairs(vertices, parents, n: int, workspace, config: LaunchConfig):
     return small_v, small_u
 
 
+def order_by_vertex(vertices, parents, n: int, lo: int, size: int, workspace,
+                    config: LaunchConfig) -> None:
+    """Rewrite the first ``n`` device pairs, whose vertices are distinct ids of ``[lo, lo
+    + size)`` (a bottom-up step's discoveries), in ascending vertex order, in place (see
+    :mod:`taskbfs.kernels._gpu_order`; workspace buffers ``order_dense`` and
+    ``order_positions``, ``size`` int64 each)."""
+    from taskbfs.kernels import _gpu_order as k
+
+    if n < 2:
+        return
+    dense = workspace("order_dense", size, np.int64)[:size]
+    positions = workspace("order_positions", size, np.int64)[:size]
+    fill(dense, -1, config)
+    k.scatter_by_vertex[config.blocks_for(n), config.block_size](vertices, parents, n, lo, dense)
+    k.found_flags[config.blocks_for(size), config.block_size](dense, size, positions)
+    device_exclusive_scan(positions, size, config)
+    k.gather_in_order[config.blocks_for(size), config.block_size](dense, size, positions, lo,
+                                                                  vertices, parents)
+
+
 def record_found(vertices, parents_of, n: int, distance: int, distances, parents,
                  config: LaunchConfig) -> None:
     """Write ``n`` discovered pairs into a result on the device, at ``distance``."""
@@ -657,6 +677,7 @@ __all__ = [
     "gpu_top_down_step",
     "launch_config",
     "narrow_pairs",
+    "order_by_vertex",
     "or_into",
     "owned_bits",
     "record_found",
