@@ -51,6 +51,7 @@ TESTED_ELSEWHERE = {
     "runtime.dashboard-address": "test_runtime_cluster.py",
     "runtime.profile-gpu-workers": "test_runtime_placement.py",
     "runtime.worker-warm-up": "test_runtime_warmup.py",
+    "runtime.exchange-timeout": "test_runtime_mailbox.py",
     "max-tasks": "test_faults.py",
     "search.timeout": "test_faults.py",
     "search.retries-on-worker-loss": "test_faults.py",
