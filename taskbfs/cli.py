@@ -48,7 +48,9 @@ def main(argv=None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="taskbfs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="taskbfs", description="Task-based heterogeneous (CPU + GPU) breadth-first "
+        "search on Dask: run a search, or the Graph500 benchmark.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(title="commands")
     run = sub.add_parser("run", help="run BFS on a generated or given graph")
@@ -124,6 +126,10 @@ def check_cluster_options(args) -> None:
             raise InvalidParameterError(
                 "--dashboard-address is for the embedded cluster; a scheduler started "
                 "separately serves its own (dask scheduler --dashboard-address)")
+    elif args.dashboard_address is not None and args.dashboard_address.lower() != "none":
+        from taskbfs.runtime.cluster import check_dashboard_address
+
+        check_dashboard_address(args.dashboard_address)
 
 
 def open_runtime(args):
@@ -265,18 +271,20 @@ def cmd_run(args) -> int:
     _check_run_options(args)
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
     text = sys.stderr if args.json else sys.stdout  # --json: stdout is the document alone
-    graph, origin = load_graph(args, show_progress)
-    print(f"graph: {origin}", file=text)
-    print(f"       {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
-          f"{'directed' if graph.directed else 'undirected'}", file=text)
-    if args.source is not None:
-        sources = [graph.check_vertex(args.source, "--source")]
-    else:
-        sources = tb.search_keys(graph, args.keys, seed=args.seed).tolist()
-        if not sources:
-            raise tb.InvalidParameterError("the graph has no vertex of degree >= 1 to start from")
     results, verdicts = [], []
+    # the cluster first: an unreachable scheduler is said before the graph is made
     with open_runtime(args) as rt:
+        graph, origin = load_graph(args, show_progress)
+        print(f"graph: {origin}", file=text)
+        print(f"       {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
+              f"{'directed' if graph.directed else 'undirected'}", file=text)
+        if args.source is not None:
+            sources = [graph.check_vertex(args.source, "--source")]
+        else:
+            sources = tb.search_keys(graph, args.keys, seed=args.seed).tolist()
+            if not sources:
+                raise tb.InvalidParameterError("the graph has no vertex of degree >= 1 to "
+                                               "start from")
         print(f"cluster: {describe_cluster(rt)}", file=text)
         cluster = cluster_json(rt)
         _warm_up(tb, graph, sources[0], args, rt, text)
@@ -370,7 +378,7 @@ def _check_reports(args) -> None:
         if args.trace:
             trace.check_trace_path(args.trace)
         if args.timeline:
-            trace.check_plotting("--timeline")
+            trace.check_figure_path(args.timeline, "--timeline")
 
 
 def _write_reports(args, results, text=sys.stdout) -> None:

@@ -474,6 +474,24 @@ def check_trace_path(path) -> Path:
     return path
 
 
+def check_figure_path(path, what: str = "the figure") -> Path:
+    """``path`` as a Path if matplotlib can save a figure there (a format it writes, an
+    existing directory), else a clear error (nothing runs)."""
+    check_plotting(what)
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(path)
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise InvalidParameterError(
+            f"{what} {str(path)!r}: unknown image suffix {path.suffix or '(none)'!r}; use one "
+            f"of {', '.join('.' + f for f in sorted(formats))}")
+    if not path.parent.is_dir():
+        raise InvalidParameterError(f"{what} {str(path)!r}: no directory {str(path.parent)!r}")
+    return path
+
+
 def check_plotting(what: str = "plotting") -> None:
     """Raise :class:`MissingDependencyError` now if matplotlib is not installed."""
     if _find_spec("matplotlib") is None:
@@ -694,6 +712,7 @@ __all__ = [
     "thread_table",
     "to_chrome_trace",
     "to_paraver",
+    "check_figure_path",
     "check_plotting",
     "check_trace_path",
     "write_trace",

@@ -137,6 +137,20 @@ def nothing_expensive(monkeypatch):
         monkeypatch.setattr(tb, name, boom)
 
 
+def test_an_unreachable_scheduler_is_said_before_the_graph_is_made(capsys, monkeypatch,
+                                                                     setting):
+    def boom(*args, **kwargs):
+        raise AssertionError("the graph was made before the scheduler was reached")
+
+    for name in ("kronecker", "kronecker_edges", "read_graph"):
+        monkeypatch.setattr(tb, name, boom)
+    setting("runtime.connect-timeout", 2)
+    status, out, err = run(capsys, "run", "--scheduler", "tcp://127.0.0.1:1")
+    assert status == 2 and out == ""
+    assert err.startswith("taskbfs: error: cannot reach a Dask scheduler at "
+                          "'tcp://127.0.0.1:1'") and err.count("\n") == 1
+
+
 def test_a_missing_file_says_so_in_one_line(capsys, nothing_expensive):
     status, out, err = run(capsys, "run", "--graph", "/nonexistent.mtx")
     assert status == 2 and err == "taskbfs: error: no such file: /nonexistent.mtx\n"
@@ -159,6 +173,13 @@ def test_a_missing_file_says_so_in_one_line(capsys, nothing_expensive):
      "--dashboard-address is for the embedded cluster"),
     (["run", "--graph", "/"], "/ is a directory, not a graph file"),
     (["run", "--trace", "out.xlsx"], "trace file 'out.xlsx': unknown suffix"),
+    (["run", "--timeline", "out.txt"], "--timeline 'out.txt': unknown image suffix '.txt'"),
+    (["run", "--timeline", "/nonexistent/d/x.png"],
+     "--timeline '/nonexistent/d/x.png': no directory '/nonexistent/d'"),
+    (["run", "--dashboard-address", "bogus:addr"],
+     "dashboard address 'bogus:addr': expected [host]:port"),
+    (["run", "--dashboard-address", "no-such-host.invalid:8787"],
+     "host 'no-such-host.invalid' is not an address of this machine"),
     (["graph500", "--tasks", "0"], "--tasks must be >= 1, got 0"),
     (["graph500", "--scale", "6", "--tasks", "65"], "--tasks must be between 1 and the number of vertices"),
     (["graph500", "--keys", "0"], "--keys must be >= 1, got 0"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -359,6 +360,11 @@ def test_dashboard_link_names_where_the_dashboard_listens(setting):
     setting("runtime.dashboard-address", None)
     with Runtime(threads=1, gpus=0) as rt:
         assert rt.dashboard_link is None
+    # an address it could not serve on: said before any cluster starts, not a failed start
+    for bad, words in (("bogus:addr", "expected [host]:port"), (":70000", "0-65535"),
+                       ("no-such-host.invalid:0", "not an address of this machine")):
+        with pytest.raises(tb.InvalidParameterError, match=re.escape(words)):
+            Runtime(threads=1, gpus=0, dashboard_address=bad)
 
 
 # ---------------------------------------------------------------- deploy script

@@ -705,6 +705,31 @@ def _check_address(address: str) -> None:
         raise InvalidParameterError(f"not a Dask scheduler address: {address!r} ({exc})") from None
 
 
+def check_dashboard_address(address: str | None) -> None:
+    """Refuse a dashboard address the embedded cluster could not serve on (before it
+    starts): ``[host]:port`` or a port, the port 0-65535, the host one this machine can
+    resolve; None is no dashboard.
+
+    Raises
+    ------
+    InvalidParameterError
+    """
+    import socket
+
+    if address is None:
+        return
+    host, _, port = str(address).rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InvalidParameterError(f"dashboard address {address!r}: expected [host]:port with "
+                                    f"a port in 0-65535 (':0': a free port), or 'none'")
+    if host:
+        try:
+            socket.getaddrinfo(host.strip("[]"), None)
+        except OSError as exc:
+            raise InvalidParameterError(f"dashboard address {address!r}: host {host!r} is not "
+                                        f"an address of this machine ({exc})") from None
+
+
 def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
                            dashboard_address: str | None = "default") -> LocalCluster:
     """Start the in-process default cluster: one CPU worker plus one worker per GPU.
@@ -722,6 +747,7 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
     # with no dashboard wanted, keep that server off a fixed port too.
     if dashboard_address == "default":
         dashboard_address = config.get("runtime.dashboard-address")
+    check_dashboard_address(dashboard_address)
     scheduler_kwargs = {"dashboard": False} if dashboard_address is None else {}
     cluster = LocalCluster(
         n_workers=1,
