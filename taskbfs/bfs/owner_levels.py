@@ -265,20 +265,18 @@ class ExchangedSearch(OwnedSearch):
         if not self.started:
             with self.program.batch():
                 self._start(summary.level)
-        merged = self._merged(self._reports(summary.level))
-        self._made = ([self._reached(w, r) for w, r in enumerate(self._last_reports)],
-                      self._moved(summary.level, summary.direction, merged, set()))
+        reports = self._reports(summary.level)
+        merged = self._merged(reports)
+        self._made = ([self._reached(w, r) for w, r in enumerate(reports)],
+                      self._exchanged(summary.level, summary.direction, merged, reports))
         return self._next_summary(summary, merged)
 
-    def _reports(self, level: int) -> list[dict]:
-        self._last_reports = super()._reports(level)
-        return self._last_reports
-
-    def _moved(self, level: int, direction: str, merged, readers: set) -> dict:
-        """Bytes the level moved between workers: the pieces, and each owner's report's
-        vertices sent to every other owner."""
-        moved = super()._moved(level, direction, merged, readers)
-        shares = sum(len(r["reached"]) for r in self._last_reports)
+    def _exchanged(self, level: int, direction: str, merged, reports) -> dict:
+        """Bytes the level moved between workers (:meth:`OwnedSearch._moved`'s row): the
+        pieces, and what each owner's report says it reached, sent to every other owner
+        (``bitmap_remote_bytes``: no owner reads bitmap shares here)."""
+        moved = self._moved(level, direction, merged, set())
+        shares = sum(len(r["reached"]) for r in reports)
         moved["bitmap_remote_bytes"] = shares * (len(self.workers) - 1)
         return moved
 
