@@ -173,6 +173,7 @@ def test_directed_search_resumes_from_the_level_it_lost(spread):
     np.testing.assert_array_equal(again.distances, result.distances)
 
 
+@pytest.mark.filterwarnings("ignore:the trace has no record:RuntimeWarning")  # the lost worker's
 def test_owner_levels_resume_after_a_lost_owner(spread):
     """``dispatch="auto"`` (each owner runs the levels in one task and trades pieces with
     the others, taskbfs.bfs.owner_levels): a worker holding slices of a 300-level path
