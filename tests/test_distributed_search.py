@@ -82,6 +82,31 @@ def test_owner_accept_keeps_first_unvisited():
     assert (distances >= 0).sum() == len(expected)
 
 
+def test_reports_of_a_later_level_that_come_first_wait_for_their_turn():
+    """Owners that run their levels themselves go on before the client has heard every
+    owner of a level; their reports reach the client in no set order. The client keeps a
+    later level's report for that level instead of dropping it (a search hung on it)."""
+    from taskbfs.bfs.owners import REPORT, OwnedSearch
+
+    def report(level, owner):
+        return {REPORT: {"level": level, "owner": owner}}
+
+    # owner 1 runs three levels ahead; another kind of message on the same topic between
+    arriving = [report(0, 1), report(1, 1), report(2, 1), {"summaries": []}, report(0, 0),
+                report(1, 0), report(2, 0)]
+
+    class Waits:
+        def listen(self, watch, workers):
+            return arriving.pop(0)  # an IndexError: the search would wait forever
+
+    search = object.__new__(OwnedSearch)
+    search.workers, search.states, search.waits, search._ahead = ["a", "b"], [], Waits(), {}
+    for level in range(3):
+        got = search._reports(level)
+        assert [(r["level"], r["owner"]) for r in got] == [(level, 0), (level, 1)]
+    assert arriving == [] and search._ahead == {}
+
+
 # ---------------------------------------------------------------------- the cluster
 @pytest.fixture(scope="module")
 def rt():

@@ -731,6 +731,7 @@ class OwnedSearch:
         self.states = [f"owner/{w}" for w in range(len(self.workers))]
         self.fronts = [f"front/{w}" for w in range(len(self.workers))]
         self._made = None  # (reached, moved) of the level run last, until announced
+        self._ahead: dict[int, dict] = {}  # level -> {owner: report} heard before their turn
 
     def _owners(self, keep: bool):
         """The worker owning each range, and the list of owners: a worker holding its
@@ -885,13 +886,20 @@ class OwnedSearch:
         return shares
 
     def _reports(self, level: int) -> list[dict]:
-        """The W owners' reports of ``level``, in owner order."""
-        reports: dict[int, dict] = {}
+        """The W owners' reports of ``level``, in owner order. Reports of later levels that
+        come first are kept for their turn (owners that run their levels themselves,
+        :mod:`taskbfs.bfs.owner_levels`, go on before the client has heard every owner of
+        a level: their messages reach it through the scheduler in no set order)."""
+        reports = self._ahead.pop(level, {})
         while len(reports) < len(self.workers):
             message = self.waits.listen(self.states, self.workers)
             report = message.get(REPORT) if isinstance(message, dict) else None
-            if report is not None and report["level"] == level:
+            if report is None or report["level"] < level:
+                continue
+            if report["level"] == level:
                 reports[report["owner"]] = report
+            else:
+                self._ahead.setdefault(report["level"], {})[report["owner"]] = report
         return [reports[w] for w in range(len(self.workers))]
 
     def _gathered(self):
