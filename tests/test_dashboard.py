@@ -425,6 +425,50 @@ def _same_steps(snap: dict, result) -> None:
     assert snap["levels"]["gpu"] == levels["tasks_gpu"].tolist()
 
 
+def test_the_page_follows_owners_that_run_their_levels(setting):
+    """A graph kept on two worker processes, searched with owner levels (each owner runs
+    the levels in one task, taskbfs.bfs.owner_levels; no step is placed through the
+    scheduler): owner 0's summaries move the page on while the search runs, and the
+    finished page has every level of the search."""
+    from distributed import Client, LocalCluster
+
+    setting("search.summary-interval", 0.0)
+    n = 400  # a path: 400 levels, a few seconds on two processes
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster, set_as_default=False) as client, tb.Runtime(client) as rt:
+        import dask.array as da
+
+        from taskbfs.bfs.distributed import DistributedGraph
+
+        src, dst = np.arange(n - 1), np.arange(1, n)
+        graph = DistributedGraph.from_dask(da.from_array(src, chunks=200),
+                                           da.from_array(dst, chunks=200), runtime=rt,
+                                           num_vertices=n, ranges=4)
+        tb.bfs(graph, 0, runtime=rt, direction="top-down")  # installs the page, warms up
+        base = _base(rt)
+        box = {}
+        thread = threading.Thread(target=lambda: box.update(
+            result=tb.bfs(graph, 0, runtime=rt, direction="top-down")))
+        thread.start()
+        snapshots = []
+        while thread.is_alive():
+            snapshots.append(_data(base))
+            time.sleep(0.02)
+        thread.join()
+        result = box["result"]
+        assert result.trace["included"].all() and result.trace["worker"].nunique() == 2
+        program = _program_of(result)
+        live = [s for s in snapshots if s["program"] == program and s["state"] == "running"]
+        levels = [s["level"] for s in live]
+        assert len(set(levels)) >= 2 and levels == sorted(levels), levels  # it moved on
+        final = _data(base)
+        assert final["program"] == program and final["state"] == "done"
+        assert final["levels"]["level"] == result.levels["level"].tolist()
+        assert final["levels"]["frontier"] == result.levels["frontier_size"].tolist()
+        assert final["visited"] == result.reached == n
+
+
 def test_the_final_page_has_every_level_of_a_throttled_one_task_search(setting, runtime, base):
     """A search run as one task sends the live page its latest summary at most every
     summary-interval: while it ran, the page saw a few levels; once it is done, the page

@@ -42,6 +42,7 @@ Faults
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 
@@ -58,7 +59,7 @@ from taskbfs.bfs.owners import (
     split_for_owners,
 )
 from taskbfs.bfs.result import result_dtype
-from taskbfs.bfs.state import BOTTOM_UP, LevelSummary
+from taskbfs.bfs.state import BOTTOM_UP, LevelSummary, SummaryPublisher
 from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
 from taskbfs.kernels.bitmap import set_bits
 from taskbfs.kernels.merge import word_span
@@ -140,6 +141,9 @@ class OwnerLevels:
         self.owned = [np.flatnonzero(front.owner_of == w) for w in range(self.owners)]
         self.spans = [[word_span(int(bounds[t]), int(bounds[t + 1])) for t in tasks.tolist()]
                       for tasks in self.owned]
+        # owner 0 sends the live page the levels' summaries, as a one-task search does
+        self.publisher = SummaryPublisher() if self.me == 0 else None
+        self.announce(opening)
         if self.owners > 1:  # the frontier the others start from (a resumed search's)
             reached, as_words = _reached_report(front, state)
             share = {"reached": reached, "reached_words": as_words}
@@ -172,7 +176,13 @@ class OwnerLevels:
         return made
 
     def announce(self, made: LevelSummary) -> tuple[LevelSummary, bool]:
-        """The client announces the levels (from the reports): ``(made, False)``."""
+        """The client keeps and reports the levels (from the reports); owner 0 sends the
+        live page their summaries now and then (:class:`SummaryPublisher`), with the device
+        of each next step. ``(made, False)``."""
+        if self.publisher is not None:
+            gpu_steps = np.array([int(bool(size) and self.placement.device(int(size), t) == CUDA)
+                                  for t, size in enumerate(made.sizes.tolist())], dtype=np.int64)
+            self.publisher.add(replace(made, gpu_steps=gpu_steps))
         return made, False
 
     def _steps(self, frontier, summary: LevelSummary) -> list:
@@ -223,7 +233,13 @@ class ExchangedSearch(OwnedSearch):
     """The client side of a search whose owners run its levels themselves: their states
     and :data:`OWNER_LEVELS` tasks submitted once, then the owners' reports read level by
     level as :class:`~taskbfs.bfs.owners.OwnedSearch` reads a dispatched level's (the
-    same parameters)."""
+    same parameters). Its first task is tagged ``search``: the live page reads its levels
+    from owner 0's summaries, as a one-task search's (no step is placed through the
+    scheduler)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tags = {**self.tags, "search": True}
 
     def run(self):
         try:
@@ -257,7 +273,7 @@ class ExchangedSearch(OwnedSearch):
                 kwargs={"layout": [len(self.slices[t]) for t in tasks.tolist()],
                         "peers": self.workers, "owner": w, "channel": self.program.id,
                         "opening": opening, "rule": self.rule, "policy": self.program.policy},
-                tags={"level": level, "owner": w})
+                tags={"owner": w, "opening": level})
 
     def level(self, summary: LevelSummary) -> LevelSummary:
         """The summary after ``summary``'s, from the owners' reports of its level (their
