@@ -46,7 +46,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from taskbfs.bfs.included import BARRIER_NAME
+from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.bfs.levels import run_levels
 from taskbfs.bfs.owners import (
     REPORT,
@@ -56,6 +56,7 @@ from taskbfs.bfs.owners import (
     as_frontier,
     merged_reports,
     next_summary,
+    owner_result,
     split_for_owners,
 )
 from taskbfs.bfs.result import result_dtype
@@ -82,12 +83,15 @@ __all__ = ["OWNER_LEVELS", "ExchangedSearch", "OwnerLevels", "exchanged_search"]
 
 # ====================================================================== on the workers
 def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
-                 opening: LevelSummary, rule, policy) -> tuple:
+                 opening: LevelSummary, rule, policy, per_range: bool) -> tuple:
     """The task :data:`OWNER_LEVELS`: every level of the search from ``opening`` for the
     ranges of owner ``owner`` (called as ``owner_levels(*slices, front, state)``: per
     owned range, in the owner's order, ``layout[i]`` slices: its out-adjacency slice, then
     its transposed one when it has one); ``peers`` are the owners' workers, ``channel``
-    names the search's exchange. Returns ``(front, state)``, updated in place."""
+    names the search's exchange. Returns the owner's result (with ``per_range``, one
+    ``(distances, parents)`` per range, left there for a graph kept on the workers; else
+    :func:`~taskbfs.bfs.owners.owner_result`, for the client to gather), then ``(front,
+    state)``, updated in place."""
     from distributed import secede
 
     *names, front, state = args
@@ -100,11 +104,21 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
         run_levels(runner, opening, announce_opening=False)
     finally:
         exchange.close()
-    return front, state
+    result = include(RESULT_NAME, _owner_results, {"done": True, "owner": owner}, state,
+                     per_range)
+    return (*result, front, state)
 
 
-#: One owner's levels: ``ins`` its ranges' slices, ``inouts`` its frontier and state
-#: (updated in place); pinned to the owner's worker.
+def _owner_results(state, per_range: bool) -> list:
+    """The owner's result as :func:`owner_levels` returns it (the state's own arrays: no
+    level writes them any more)."""
+    if per_range:
+        return [(r.distances, r.parents) for r in state.ranges]
+    return [owner_result(state)]
+
+
+#: One owner's levels: ``ins`` its ranges' slices, ``outs`` its result (per range, or
+#: one), ``inouts`` its frontier and state (updated in place); pinned to the owner's worker.
 OWNER_LEVELS = Task("bfs_owner_levels", smp=owner_levels)
 
 
@@ -267,13 +281,27 @@ class ExchangedSearch(OwnedSearch):
         opening = self.summaries[-1]
         for w, tasks in enumerate(self.owned):
             names = [name for t in tasks.tolist() for name in self.slices[t]]
+            results = ([f"range/{t}" for t in tasks.tolist()] if self.keep else [f"result/{w}"])
             self.program.submit(
-                OWNER_LEVELS, ins=names, inouts=[self.fronts[w], self.states[w]],
-                in_place=True, worker=self.workers[w],
+                OWNER_LEVELS, ins=names, outs=results,
+                inouts=[self.fronts[w], self.states[w]], in_place=True, worker=self.workers[w],
                 kwargs={"layout": [len(self.slices[t]) for t in tasks.tolist()],
                         "peers": self.workers, "owner": w, "channel": self.program.id,
-                        "opening": opening, "rule": self.rule, "policy": self.program.policy},
+                        "opening": opening, "rule": self.rule, "policy": self.program.policy,
+                        "per_range": self.keep},
                 tags={"owner": w, "opening": level})
+
+    def _kept(self) -> list:
+        """One future of ``(distances, parents)`` per range, left on its owner (the owner
+        tasks' outputs)."""
+        futures = [self.program.future(f"range/{t}") for t in range(self.bounds.size - 1)]
+        self.waits.settle(futures, self.workers)
+        return futures
+
+    def _gathered(self):
+        """The owners' ranges (the owner tasks' outputs) gathered into two arrays."""
+        names = [f"result/{w}" for w in range(len(self.workers))]
+        return self._joined([p for ranges in self.waits.gather(names) for p in ranges])
 
     def level(self, summary: LevelSummary) -> LevelSummary:
         """The summary after ``summary``'s, from the owners' reports of its level (their

@@ -910,7 +910,11 @@ class OwnedSearch:
             for w, state in enumerate(self.states):
                 program.submit(RESULT, ins=[state], outs=[names[w]], worker=self.workers[w],
                                tags={"done": True, "owner": w})
-        pieces = [p for ranges in self.waits.gather(names) for p in ranges]
+        return self._joined([p for ranges in self.waits.gather(names) for p in ranges])
+
+    def _joined(self, pieces):
+        """``(distances, parents)`` of every vertex from the owners' ``(task, distances,
+        parents)`` pieces (:func:`owner_result`)."""
         if len(pieces) == 1:
             return pieces[0][1:]
         dtype = result_dtype(self.n)
