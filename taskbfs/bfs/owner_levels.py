@@ -156,7 +156,7 @@ class OwnerLevels:
         self.spans = [[word_span(int(bounds[t]), int(bounds[t + 1])) for t in tasks.tolist()]
                       for tasks in self.owned]
         # owner 0 sends the live page the levels' summaries, as a one-task search does
-        self.publisher = SummaryPublisher() if self.me == 0 else None
+        self.publisher = SummaryPublisher(sizes=False) if self.me == 0 else None
         self.announce(opening)
         if self.owners > 1:  # the frontier the others start from (a resumed search's)
             reached, as_words = _reached_report(front, state)

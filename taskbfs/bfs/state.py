@@ -272,17 +272,19 @@ class SummaryPublisher:
     latest of the others once ``taskbfs.search.summary-interval`` seconds have passed since
     the last message, the rest not at all, so a deep search sends a few messages a second,
     not one per level. A message carries its summary's counts as the sizes of the next
-    level's steps (for the placement plugin)."""
+    level's steps (for the placement plugin), unless ``sizes`` is False (no task of the
+    search waits for them: the scheduler need not keep them)."""
 
-    def __init__(self):
+    def __init__(self, sizes: bool = True):
         self.sent = -math.inf  # the first summary goes at once
+        self.sizes = sizes
 
     def add(self, summary: LevelSummary) -> None:
         now = time.perf_counter()
         last = summary.frontier_size == 0
         if last or now - self.sent >= config.get("search.summary-interval"):
             publish({"summaries": [summary.to_message()]},
-                    sizes=(size_label(summary.level), summary.sizes))
+                    sizes=(size_label(summary.level), summary.sizes) if self.sizes else None)
             self.sent = now
 
 
