@@ -282,25 +282,25 @@ class IncludedLevels:
     def _steps_and_barrier(self, frontier: Frontier, summary: LevelSummary):
         calls = [(_step_tags(frontier, summary, t), (slice_for(self.slices[t], frontier), frontier))
                  for t in range(len(self.slices)) if frontier.has_work(t)]
-        found = _run_steps(calls, summary.gpu_steps)
+        found = run_steps(calls, summary.gpu_steps)
         nxt, summary = include(BARRIER_NAME, advance, {"level": frontier.level},
                                frontier, found, self.degrees)
         nxt.included.extend((frontier.level, d) for d in found)
         return nxt, summary
 
 
-def _run_steps(calls, gpu_steps: np.ndarray) -> list:
+def run_steps(calls, gpu_steps: np.ndarray, smp=step_smp, cuda=step_cuda) -> list:
     """A level's steps (``calls`` as for :func:`include_each`, in task order), each on the
-    device its level's summary gives it (``gpu_steps``, decided by :meth:`IncludedLevels.announce`):
-    the CPU ones side by side on the thread pool, then the GPU ones one after another;
-    their outputs in task order."""
+    device its level's summary gives it (``gpu_steps``, decided by the runner's
+    ``announce``): the CPU ones (``smp``) side by side on the thread pool, then the GPU ones
+    (``cuda``) one after another; their outputs in task order."""
     on_gpu = [bool(gpu_steps[tags["task"]]) for tags, _ in calls]
     cpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if not g]
     gpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if g]
     # one step alone runs in this thread: there is nothing to overlap
     executor = thread_pool() if len(cpu_calls) > 1 else None
-    cpu = iter(include_each(STEP.name, step_smp, cpu_calls, executor=executor, device=SMP))
-    gpu = iter(include_each(STEP.name, step_cuda, gpu_calls, device=CUDA))
+    cpu = iter(include_each(STEP.name, smp, cpu_calls, executor=executor, device=SMP))
+    gpu = iter(include_each(STEP.name, cuda, gpu_calls, device=CUDA))
     return [next(gpu if g else cpu) for g in on_gpu]
 
 

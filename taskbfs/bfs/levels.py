@@ -24,8 +24,10 @@ Approach
     - :class:`taskbfs.bfs.owner_levels.OwnerLevels`, inside one task per owner worker: its
       ranges' steps and its barrier included, pieces and reports traded with the other
       owners worker to worker, every owner making the same summary from the W reports;
-      it announces nothing (the client's :class:`~taskbfs.bfs.owner_levels.ExchangedSearch`,
-      an ``OwnedSearch`` that submits no level, reads the reports and announces them).
+      it announces by deciding its steps' devices (and owner 0 by sending the live page
+      the latest summary now and then); the client's
+      :class:`~taskbfs.bfs.owner_levels.ExchangedSearch`, an ``OwnedSearch`` that submits
+      no level, reads the reports and keeps and reports the levels.
 
 Runner protocol
     A runner has two methods:

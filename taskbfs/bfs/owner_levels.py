@@ -46,7 +46,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
+from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, run_steps
 from taskbfs.bfs.levels import run_levels
 from taskbfs.bfs.owners import (
     REPORT,
@@ -61,20 +61,17 @@ from taskbfs.bfs.owners import (
 )
 from taskbfs.bfs.result import result_dtype
 from taskbfs.bfs.state import BOTTOM_UP, LevelSummary, SummaryPublisher
-from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
+from taskbfs.bfs.steps import slice_for, step_cuda, step_smp
 from taskbfs.kernels.bitmap import set_bits
 from taskbfs.kernels.merge import word_span
 from taskbfs.runtime import (
     CUDA,
-    SMP,
     Exchange,
     Placement,
     Task,
     abort_channel,
     include,
-    include_each,
     publish,
-    thread_pool,
 )
 from taskbfs.runtime.plugin import GPU_RESOURCE, workers_with
 
@@ -101,7 +98,7 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     exchange = Exchange(channel, peers, owner)
     try:
         runner = OwnerLevels(slices, front, state, exchange, rule, policy, opening)
-        run_levels(runner, opening, announce_opening=False)
+        run_levels(runner, opening)
     finally:
         exchange.close()
     result = include(RESULT_NAME, _owner_results, {"done": True, "owner": owner}, state,
@@ -147,7 +144,6 @@ class OwnerLevels:
         self.front, self.state, self.exchange, self.rule = front, state, exchange, rule
         self.slices = dict(zip(front.tasks.tolist(), slices, strict=True))
         self.me, self.owners = exchange.me, len(exchange.peers)
-        self.here = exchange.worker.address
         has_gpu = bool(exchange.worker.state.total_resources.get(GPU_RESOURCE, 0))
         self.placement = Placement(policy, gpu_present=has_gpu)
         bounds = front.bounds
@@ -157,7 +153,6 @@ class OwnerLevels:
                       for tasks in self.owned]
         # owner 0 sends the live page the levels' summaries, as a one-task search does
         self.publisher = SummaryPublisher(sizes=False) if self.me == 0 else None
-        self.announce(opening)
         if self.owners > 1:  # the frontier the others start from (a resumed search's)
             reached, as_words = _reached_report(front, state)
             share = {"reached": reached, "reached_words": as_words}
@@ -175,7 +170,6 @@ class OwnerLevels:
         for task, found in self._steps(frontier, summary):
             pieces = split_for_owners(found, frontier, front.owner_of, task, 0)
             for owner, piece in enumerate(pieces):
-                piece.worker = self.here  # split here, found on any of the host's threads
                 if owner == me or piece.offsets[-1]:  # its own carries the step's counts
                     outgoing[owner].append(piece)
         received = self.exchange.all_to_all(("pieces", level), outgoing)
@@ -190,33 +184,29 @@ class OwnerLevels:
         return made
 
     def announce(self, made: LevelSummary) -> tuple[LevelSummary, bool]:
-        """The client keeps and reports the levels (from the reports); owner 0 sends the
-        live page their summaries now and then (:class:`SummaryPublisher`), with the device
-        of each next step. ``(made, False)``."""
+        """``(made with the device of each of its steps, False)``: the runtime's rule
+        (:class:`Placement`) asked once per step, as the one-task search does; owner 0 sends
+        the live page the summaries now and then (:class:`SummaryPublisher`). The client
+        keeps and reports the levels (from the reports)."""
+        gpu_steps = np.array([int(bool(size) and self.placement.device(int(size), t) == CUDA)
+                              for t, size in enumerate(made.sizes.tolist())], dtype=np.int64)
+        made = replace(made, gpu_steps=gpu_steps)
         if self.publisher is not None:
-            gpu_steps = np.array([int(bool(size) and self.placement.device(int(size), t) == CUDA)
-                                  for t, size in enumerate(made.sizes.tolist())], dtype=np.int64)
-            self.publisher.add(replace(made, gpu_steps=gpu_steps))
+            self.publisher.add(made)
         return made, False
 
     def _steps(self, frontier, summary: LevelSummary) -> list:
-        """``[(range, Discoveries)]`` of this owner's steps of the level: the CPU ones side
-        by side on the host's threads, then the GPU ones one after another here."""
-        cpu, gpu = [], []
-        for task in self.front.tasks.tolist():
-            size = int(summary.sizes[task])
-            if not size:
-                continue
-            tags = {"level": frontier.level, "task": task, "size": size,
-                    "direction": frontier.direction}
-            call = (tags, (slice_for(self.slices[task], frontier), frontier))
-            (gpu if self.placement.device(size, task) == CUDA else cpu).append(call)
-        executor = thread_pool() if len(cpu) > 1 else None
-        found = include_each(STEP.name, functools.partial(step_smp, barrier_form=False), cpu,
-                             executor=executor, device=SMP)
-        found += include_each(STEP.name, functools.partial(step_cuda, barrier_form=False), gpu,
-                              device=CUDA)
-        return [(tags["task"], f) for (tags, _), f in zip(cpu + gpu, found, strict=True)]
+        """``[(range, Discoveries)]`` of this owner's steps of the level, each on the device
+        :meth:`announce` gave it (:func:`~taskbfs.bfs.included.run_steps`), their raw pairs
+        (``barrier_form=False``: the owner barrier reads pairs alone)."""
+        calls = [({"level": frontier.level, "task": t, "size": int(summary.sizes[t]),
+                   "direction": frontier.direction},
+                  (slice_for(self.slices[t], frontier), frontier))
+                 for t in self.front.tasks.tolist() if summary.sizes[t]]
+        found = run_steps(calls, summary.gpu_steps,
+                          smp=functools.partial(step_smp, barrier_form=False),
+                          cuda=functools.partial(step_cuda, barrier_form=False))
+        return [(tags["task"], f) for (tags, _), f in zip(calls, found, strict=True)]
 
     def _learn(self, reports, level: int) -> None:
         """The vertices the other owners reached (their ``reports``) marked visited here,

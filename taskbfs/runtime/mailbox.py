@@ -145,7 +145,6 @@ class Exchange:
                                f"but this task runs on {self.worker.address}")
         self.box = mailbox(self.worker.address)
         self.timeout = float(config.get("runtime.exchange-timeout"))
-        self.sent_bytes = 0
 
     def all_to_all(self, round_, messages: list) -> list:
         """Send ``messages[p]`` to peer p (``messages[me]`` stays here) as round
