@@ -113,6 +113,10 @@ class _Package(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Package
 
+# The documented defaults of the ``taskbfs.*`` settings, registered with ``dask.config`` as
+# soon as the package is imported (``dask.config.get("taskbfs.lambda")`` then answers).
+importlib.import_module(f"{__name__}.config")
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -93,6 +93,17 @@ def test_documented_defaults_are_the_values_read():
     assert config.get("search.compiled_level_edges") == config.get("search.compiled-level-edges")
 
 
+def test_dask_config_knows_the_defaults_once_taskbfs_is_imported():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    code = "import taskbfs, dask.config\nprint(dask.config.get('taskbfs.lambda'))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    with open(REPO / "taskbfs" / "taskbfs.yaml") as f:
+        assert out.stdout.split() == [str(yaml.safe_load(f)["taskbfs"]["lambda"])]
+
+
 def test_an_environment_variable_sets_a_value():
     env = dict(os.environ, DASK_TASKBFS__LAMBDA="1234",
                DASK_TASKBFS__SEARCH__COMPILED_LEVEL_EDGES="0")
