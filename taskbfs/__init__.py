@@ -114,7 +114,7 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 # The documented defaults of the ``taskbfs.*`` settings, registered with ``dask.config`` as
-# soon as the package is imported (``dask.config.get("taskbfs.lambda")`` then answers).
+# soon as the package is imported: ``dask.config`` then answers for them.
 importlib.import_module(f"{__name__}.config")
 
 __version__ = "0.1.0"

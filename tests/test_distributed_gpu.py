@@ -24,6 +24,7 @@ dispatched through the owner barrier and as one task:
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -177,3 +178,29 @@ def test_ranges_cut_for_a_search_stay_on_one_gpu_worker_each(rt):
     held = rt.client.who_has(placed.slices)
     assert all(len(held[f.key]) == 1 for f in placed.slices), held
     assert {next(iter(held[f.key])) for f in placed.slices} == _gpu_workers(rt), held
+
+
+def test_a_client_that_is_not_the_default_places_a_graph_on_several_gpu_workers(rt):
+    """A process whose only client was made with ``set_as_default=False`` (so Dask has no
+    default client) searches an in-client graph on several GPU workers: placing it waits
+    for the slices through that client (``distributed.wait`` alone asks for a default one:
+    "No clients found", seen on a machine of two GPUs)."""
+    code = (
+        "import sys, numpy as np, taskbfs as tb\n"
+        "from distributed import Client\n"
+        "from scipy.sparse.csgraph import shortest_path\n"
+        "g = tb.kronecker(7, edgefactor=8, seed=3)\n"
+        "with Client(sys.argv[1], set_as_default=False) as c, tb.Runtime(c) as rt:\n"
+        "    r = tb.bfs(g, 0, tasks=4, strategy='gpu', dispatch='tasks', runtime=rt)\n"
+        "    assert len(set(r.trace['worker'])) > 1, set(r.trace['worker'])\n"
+        "d = shortest_path(g.to_scipy(), unweighted=True, indices=0)\n"
+        "expected = np.where(np.isinf(d), -1, d).astype(np.int64)\n"
+        "assert (r.distances == expected).all()\n"
+        "print('ok')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)  # the client needs no GPU; its workers simulate one
+    out = subprocess.run([sys.executable, "-c", code, rt.client.scheduler.address], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-1:] == ["ok"]

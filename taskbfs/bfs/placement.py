@@ -163,7 +163,8 @@ def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int,
     who = {}
     if len(gpus) > 1:  # where each slice is once it exists (one still being cut is held
         # nowhere yet, and would be copied to every GPU worker)
-        distributed_wait(futures, timeout=timeout)
+        with runtime.client.as_current():  # ``wait`` uses the default client; ours may not be it
+            distributed_wait(futures, timeout=timeout)
         who = runtime.client.who_has(futures)
     held = {f.key: gpus.intersection(who.get(f.key, ())) for f in futures}
 
