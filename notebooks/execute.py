@@ -33,13 +33,27 @@ MAX_BYTES = 1 << 20
 CELL_TIMEOUT = 3600
 
 
+def _gpus() -> str:
+    """The GPUs the embedded cluster gets here (each its worker), in words."""
+    from taskbfs.runtime.cluster import detect_gpus
+
+    found = detect_gpus()
+    if not found:
+        return "no GPU unless SCHEDULER names one"
+    from numba import cuda
+
+    name = cuda.get_current_device().name
+    name = name.decode() if isinstance(name, bytes) else name
+    return f"{found} GPU ({name}), one GPU worker each"
+
+
 def execute(path: Path, parameters: str) -> int:
     """Execute ``path`` with ``parameters`` injected; write it back; return its size."""
     nb = nbformat.read(path, as_version=4)
     nb.cells = [c for c in nb.cells if "injected-parameters" not in c.metadata.get("tags", [])]
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
     stamp = (f"# Injected by notebooks/execute.py, {time.strftime('%Y-%m-%d', time.gmtime())}: "
-             f"{os.cpu_count()} CPU cores ({platform.machine()}), no GPU unless SCHEDULER names one;\n"
+             f"{os.cpu_count()} CPU cores ({platform.machine()}), {_gpus()};\n"
              f"# load average {os.getloadavg()[0]:.1f} when it started (other processes share the "
              f"cores: above {os.cpu_count()}, expect noisy times)")
     cell = nbformat.v4.new_code_cell(f"{stamp}\n{parameters}")
