@@ -204,3 +204,41 @@ def test_a_client_that_is_not_the_default_places_a_graph_on_several_gpu_workers(
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split()[-1:] == ["ok"]
+
+
+def test_gpu_owners_keep_their_results_on_their_gpus(rt):
+    """Owner levels on GPU workers: each owner's results stay on its GPU until the search
+    ends (``init_owner(results_on_device=True)``). Its bottom-up GPU steps write their
+    pairs there and copy back only their counts and the range's bitmap words (not 8 bytes
+    a vertex found); the top-down levels' accepted pairs go up to it; the result is
+    scipy's, with parents valid by the Graph500 rules (checked on the workers), and the
+    same with the results on the host (levels dispatched)."""
+    from taskbfs.bfs.device_cache import _COUNTER_BYTES
+    from taskbfs.kernels.merge import word_span
+
+    dg = tb.kronecker(10, 16, seed=5, runtime=rt, ranges=RANGES)
+    g = dg.gather()
+    source = int(np.argmax(g.degrees()))
+    expected = scipy_distances(g, source)
+    r = tb.bfs(dg, source, tasks=RANGES, strategy="gpu", dispatch="auto", runtime=rt)
+    np.testing.assert_array_equal(r.distances, expected)
+    tb.validate(dg, source, r.parents, levels=r.distances)
+    host = tb.bfs(dg, source, tasks=RANGES, strategy="gpu", dispatch="tasks", runtime=rt)
+    np.testing.assert_array_equal(host.distances, expected)
+    trace = r.trace
+    assert set(trace["device"]) == {"cuda"}
+    bottom_up = trace[trace["direction"] == "bottom-up"]
+    assert len(bottom_up) and (r.levels["direction"] == "top-down").any()
+    bounds = dg.ranges.bounds
+    for row in bottom_up.itertuples():
+        first, stop = word_span(int(bounds[row.task]), int(bounds[row.task + 1]))
+        assert row.d2h_bytes == _COUNTER_BYTES + 8 * (stop - first) + 8, row
+    found = r.levels.loc[r.levels["direction"] == "bottom-up", "discovered"].sum()
+    assert bottom_up["d2h_bytes"].sum() < 8 * found
+    # hybrid: the small steps on the owners' CPUs, their accepted pairs sent to the GPUs
+    sizes = np.sort(r.trace["size"].to_numpy())
+    mixed = tb.bfs(dg, source, tasks=RANGES, strategy="hybrid", lam=int(np.median(sizes)),
+                   dispatch="auto", runtime=rt)
+    assert set(mixed.trace["device"]) == {"smp", "cuda"}
+    np.testing.assert_array_equal(mixed.distances, expected)
+    tb.validate(dg, source, mixed.parents, levels=mixed.distances)

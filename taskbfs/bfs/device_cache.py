@@ -285,12 +285,14 @@ class DeviceCache:
         cover), -1 everywhere at the first call of
         a search: its GPU steps write their pairs there (``Frontier.result_on_device``).
         One search at a time: a new search takes the arrays over."""
+        return self.result_arrays(frontier.progress.search, 64 * int(frontier.visited_bits.size),
+                                  result_dtype(int(frontier.bounds[-1])))
+
+    def result_arrays(self, search: str, n: int, dtype):
+        """:meth:`search_result` by the search's name, its ``n`` entries and their dtype."""
         from taskbfs.kernels.gpu import fill
 
-        search = frontier.progress.search
         if self._result is None or self._result[0] != search:
-            n = 64 * int(frontier.visited_bits.size)
-            dtype = result_dtype(int(frontier.bounds[-1]))
             arrays = []
             for name in ("result_distances", "result_parents"):
                 array = self.buffer(name, n, dtype)[:n]
@@ -299,6 +301,30 @@ class DeviceCache:
             self._result = (search, *arrays)
             self.results += 1
         return self._result[1], self._result[2]
+
+    def record_host_pairs(self, search: str, n: int, dtype, vertices: np.ndarray,
+                          parents: np.ndarray, distance: int) -> None:
+        """Write host pairs (accepted by an owner's barrier on the host) into the result of
+        the search ``search`` on the device (:meth:`result_arrays`), at ``distance``."""
+        from taskbfs.kernels.gpu import record_found, upload_into
+
+        distances, parents_out = self.result_arrays(search, n, dtype)
+        count = int(vertices.size)
+        if count:
+            d_v = upload_into(self.buffer, "host_pair_vertices",
+                              np.ascontiguousarray(vertices, dtype=np.int64))
+            d_u = upload_into(self.buffer, "host_pair_parents",
+                              np.ascontiguousarray(parents, dtype=np.int64))
+            record_found(d_v, d_u, count, distance, distances, parents_out,
+                         self.launch_config())
+
+    def result_range(self, search: str, n: int, dtype, lo: int, hi: int):
+        """``(distances, parents)`` of the vertices ``[lo, hi)`` of the search's result on
+        the device (:meth:`result_arrays`), copied into new host arrays."""
+        arrays = self.result_arrays(search, n, dtype)
+        copies = tuple(_into_host(array[lo:hi], hi - lo) for array in arrays)
+        self.data.count_down(sum(c.nbytes for c in copies))
+        return copies
 
     def record(self, frontier: Frontier, out_v, out_u, n: int) -> None:
         """Write a step's ``n`` pairs (int64 device arrays) into the search's result, at the
@@ -402,7 +428,7 @@ def _pin_result_buffers(num_vertices: int) -> None:
 
 
 def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,
-                    words: bool = True) -> Discoveries:
+                    words: bool = True, pairs: bool = True) -> Discoveries:
     """One task's BFS step on this worker's GPU, its slice kept in device memory.
 
     Parameters
@@ -418,6 +444,11 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,
         Whether a bottom-up step copies back its discoveries' bitmap words and degree sum
         (``Discoveries.words``, ``frontier_edges``: what a one-task search's barrier
         reads; the owner loop's barriers read the pairs alone).
+    pairs : bool
+        Whether a bottom-up step's vertices come back. False, for an owner whose result
+        stays on its GPU (``Frontier.result_on_device``) on an undirected graph: its pairs
+        go into that result and only its words, their count and degree sum come back
+        (``Discoveries.words``, ``words_count``, ``frontier_edges``; no vertices).
 
     Returns
     -------
@@ -440,7 +471,7 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,
         d_visited, d_bits, moved = cache.level_inputs(frontier)
         h2d += moved
         if frontier.direction == BOTTOM_UP:
-            found = _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words)
+            found = _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words, pairs)
         else:
             found = _top_down(part, dev, cache, frontier, d_visited, h2d)
         cache.data.count_up(found.h2d_bytes - h2d)  # the slice and bitmaps are counted
@@ -529,7 +560,8 @@ def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):
     return bucket_by_owner(out_v, out_u, n, bounds, cache.buffer, cache.launch_config())
 
 
-def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool) -> Discoveries:
+def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool,
+               pairs: bool = True) -> Discoveries:
     from taskbfs.kernels.gpu import gpu_bottom_up_step, order_by_vertex
 
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
@@ -546,12 +578,20 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool) 
                  if part.out_indptr is None and (words or sole) else None)
         if sole:
             cache.keep_for_next_level(frontier, out_v, n_found, owned[0])
+        words_only = not pairs and owned is not None and frontier.result_on_device
         if frontier.result_on_device:
             cache.record(frontier, out_v, out_u, n_found)
         elif not words:  # for an owner barrier on the host: in vertex order, as the CPU's
             order_by_vertex(out_v, out_u, n_found, dev.lo, dev.hi - dev.lo, cache.buffer,
                             config)
-        out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
+        if not words_only:
+            out_v, out_u = _narrow(cache, out_v, out_u, n_found, part.indices.dtype)
+    if words_only:
+        empty = np.empty(0, dtype=part.indices.dtype)
+        found = Discoveries(part.task, empty, None, int(edges), h2d_bytes=h2d,
+                            d2h_bytes=_COUNTER_BYTES, kernel_seconds=timer.seconds,
+                            words_count=int(n_found))
+        return _with_owned(found, owned)
     found = _found(part, frontier, out_v, out_u, n_found, int(edges), h2d, _COUNTER_BYTES,
                    timer.seconds)
     return found if owned is None or not words else _with_owned(found, owned)

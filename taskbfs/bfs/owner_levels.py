@@ -28,7 +28,11 @@ Approach
        bitmap) and goes on.
 
     So a level costs two rounds of messages between the owners instead of a scheduler
-    batch and a client round trip. The client's side, :class:`ExchangedSearch`, submits
+    batch and a client round trip. A GPU owner keeps its ranges' results on its GPU
+    (:func:`~taskbfs.bfs.owners.init_owner` with ``results_on_device``, decided by the
+    client): its bottom-up GPU steps return their bitmap words instead of their pairs, the
+    pairs its barrier accepts on the host go up to the GPU, and the results come back once,
+    with the owner task's result (:func:`~taskbfs.bfs.owners.results_to_host`). The client's side, :class:`ExchangedSearch`, submits
     the owners' states and tasks once and then reads the reports, level by level, as the
     dispatched runner does (the same :class:`~taskbfs.bfs.owners.KeptLevels`, result
     tasks and faults: a lost owner fails the search, which resumes dispatched from the
@@ -57,6 +61,7 @@ from taskbfs.bfs.owners import (
     merged_reports,
     next_summary,
     owner_result,
+    results_to_host,
     split_for_owners,
 )
 from taskbfs.bfs.result import result_dtype
@@ -101,14 +106,15 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
         run_levels(runner, opening)
     finally:
         exchange.close()
-    result = include(RESULT_NAME, _owner_results, {"done": True, "owner": owner}, state,
+    result = include(RESULT_NAME, _owner_results, {"done": True, "owner": owner}, front, state,
                      per_range)
     return (*result, front, state)
 
 
-def _owner_results(state, per_range: bool) -> list:
+def _owner_results(front, state, per_range: bool) -> list:
     """The owner's result as :func:`owner_levels` returns it (the state's own arrays: no
-    level writes them any more)."""
+    level writes them any more; copied from its GPU first when they were kept there)."""
+    results_to_host(front, state)
     if per_range:
         return [(r.distances, r.parents) for r in state.ranges]
     return [owner_result(state)]
@@ -205,7 +211,8 @@ class OwnerLevels:
                  for t in self.front.tasks.tolist() if summary.sizes[t]]
         found = run_steps(calls, summary.gpu_steps,
                           smp=functools.partial(step_smp, barrier_form=False),
-                          cuda=functools.partial(step_cuda, barrier_form=False))
+                          cuda=functools.partial(step_cuda, barrier_form=False,
+                                                 pairs=not self.front.results_on_device))
         return [(tags["task"], f) for (tags, _), f in zip(calls, found, strict=True)]
 
     def _learn(self, reports, level: int) -> None:
@@ -260,9 +267,18 @@ class ExchangedSearch(OwnedSearch):
         Otherwise as :meth:`OwnedSearch._may_own`."""
         uses_gpu = getattr(self.program.policy, "uses_gpu", True)  # a user policy may
         gpus = workers_with(workers, GPU_RESOURCE) if uses_gpu else []
+        self._gpu_owners = set(gpus)
         if not gpus:
             return super()._may_own(held, workers, keep)
         return [w for w in held if w in gpus] or sorted(gpus)
+
+    def _init_options(self, owner: int) -> dict:
+        """A GPU owner keeps its ranges' results on its GPU (:func:`init_owner`), unless a
+        range has a transposed slice (a directed graph's bottom-up steps read in-arcs, whose
+        offsets are not the out-degrees the words' degree sum needs)."""
+        tasks = self.owned[owner].tolist()
+        on_gpu = self.workers[owner] in getattr(self, "_gpu_owners", ())
+        return {"results_on_device": on_gpu and all(len(self.slices[t]) == 1 for t in tasks)}
 
     def _start(self, level: int) -> None:
         """The owners' states (:meth:`OwnedSearch._start`) and their level tasks, from

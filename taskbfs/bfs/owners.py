@@ -123,6 +123,7 @@ class OwnerState:
     num_vertices: int
     #: Per range, the out-arcs of its current frontier (int64; what the report sends).
     edges: np.ndarray
+    source: int = -1
     nbytes: int = field(init=False)  # the arrays' bytes (their sizes never change)
     #: The bitmap words of the owner's ranges (their spans summed; the report's ``words``).
     words: int = field(init=False)
@@ -157,6 +158,9 @@ class OwnerFrontier:
     bounds: np.ndarray  # every range's bounds (T + 1, int64)
     owner_of: np.ndarray  # per range, its owner's number (int64): where a step's pairs go
     search: str = ""  # names the search (a GPU worker chains a sole step's levels by it)
+    #: The ranges' distances and parents are on this worker's GPU (a GPU owner of owner
+    #: levels, :func:`init_owner`): the state's arrays are empty until the search ends.
+    results_on_device: bool = False
     #: ``(level, direction, bitmap, Frontier)``: the one frontier object the level's steps
     #: share (a GPU worker uploads a level's inputs once per frontier object).
     view: tuple | None = field(default=None, repr=False)
@@ -170,14 +174,31 @@ class OwnerFrontier:
                 + self.owner_of.nbytes + 8 * int(self.counts.sum()))
 
     def current(self) -> np.ndarray:
-        """The owner's frontier vertices, range after range (int64)."""
-        parts = [self.frontiers[i] for i in np.flatnonzero(self.counts).tolist()]
+        """The owner's frontier vertices, range after range (int64); a range whose frontier
+        came as bitmap words alone (a GPU step of an owner whose result is on its device)
+        has its vertices read off the frontier bits on first use."""
+        parts = [self._range_frontier(i) for i in np.flatnonzero(self.counts).tolist()]
         if len(parts) == 1:
             return parts[0]
         return np.concatenate(parts) if parts else _NO_VERTICES
 
+    def _range_frontier(self, i: int) -> np.ndarray:
+        if self.frontiers[i] is None:
+            lo, hi = int(self.bounds[self.tasks[i]]), int(self.bounds[self.tasks[i] + 1])
+            self.frontiers[i] = vertices_of_bits(self.bits, lo, hi)
+        return self.frontiers[i]
+
     def __sizeof__(self) -> int:  # what Dask counts
         return 64 + self.nbytes
+
+
+def vertices_of_bits(bits: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """The vertices of ``[lo, hi)`` whose bits are set in the whole-graph bitmap ``bits``
+    (int64, ascending)."""
+    first, stop = word_span(lo, hi)
+    flags = np.unpackbits(bits[first:stop].view(np.uint8), bitorder="little")
+    found = np.flatnonzero(flags) + 64 * first
+    return found[(found >= lo) & (found < hi)]
 
 
 @dataclass
@@ -194,10 +215,15 @@ class Piece:
     found: int
     device: tuple  # (h2d_bytes, d2h_bytes, kernel_ns)
     inbound: int  # bytes of the owner's frontier (and bitmap) the step read from another worker
+    #: A bottom-up GPU step of an owner whose result is on its device: its discoveries as
+    #: bits over its range's words (no pairs) and their out-arcs.
+    words: np.ndarray | None = None
+    frontier_edges: int = 0
 
     @property
     def nbytes(self) -> int:
-        return self.vertices.nbytes + self.parents.nbytes + self.offsets.nbytes
+        words = 0 if self.words is None else self.words.nbytes
+        return self.vertices.nbytes + self.parents.nbytes + self.offsets.nbytes + words
 
     def __sizeof__(self) -> int:  # what Dask counts
         return 64 + self.nbytes
@@ -213,40 +239,85 @@ def _here() -> str:
 
 
 def init_owner(*slices, source: int, num_vertices: int, search: str,
-               bounds: np.ndarray | None = None, owner_of: np.ndarray | None = None) -> tuple:
+               bounds: np.ndarray | None = None, owner_of: np.ndarray | None = None,
+               results_on_device: bool = False) -> tuple:
     """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` (GraphSlice, this
     worker's), the source visited at distance 0 when it is one of them; ``bounds`` and
     ``owner_of`` (every range's owner) are kept for the steps (default: ``slices`` are
-    every range, and this owner the only one)."""
+    every range, and this owner the only one). With ``results_on_device`` (an owner that
+    runs its levels itself on a GPU worker) and a GPU here, the ranges' distances and
+    parents are kept on the GPU (:func:`results_to_host` at the end), so no host arrays
+    are made now."""
     if bounds is None:
         bounds = [*(p.lo for p in slices), slices[-1].hi]
         owner_of = np.zeros(len(slices), dtype=np.int64)
     dtype = result_dtype(num_vertices)
     here = _here()
     count = len(slices)
+    results_on_device = results_on_device and _has_gpu()
     front = OwnerFrontier(here, np.array([p.task for p in slices], dtype=np.int64),
                           [_NO_VERTICES] * count, np.zeros(count, np.int64),
                           np.array([p.hi - p.lo for p in slices], dtype=np.int64),
                           empty_bitmap(num_vertices), empty_bitmap(num_vertices),
                           np.asarray(bounds, dtype=np.int64), np.asarray(owner_of, dtype=np.int64),
-                          search)
+                          search, results_on_device)
     edges = np.zeros(count, np.int64)
     ranges = []
     for i, part in enumerate(slices):
         first, stop = word_span(part.lo, part.hi)
+        size = 0 if results_on_device else part.hi - part.lo
         rs = RangeState(part.task, part.lo, part.hi, first, stop, part.out_offsets,
-                        _unreached(part.hi - part.lo, dtype), _unreached(part.hi - part.lo, dtype))
+                        _unreached(size, dtype), _unreached(size, dtype))
         if part.lo <= source < part.hi:
             front.visited[source >> 6] |= np.uint64(1) << np.uint64(source & 63)
-            rs.distances[source - part.lo] = 0
-            rs.parents[source - part.lo] = source
+            if not results_on_device:
+                rs.distances[source - part.lo] = 0
+                rs.parents[source - part.lo] = source
             front.frontiers[i] = np.array([source], dtype=np.int64)
             front.counts[i] = 1
             front.unvisited[i] -= 1
             edges[i] = rs.offsets[source - part.lo + 1] - rs.offsets[source - part.lo]
         ranges.append(rs)
     frontier_bitmap(front.current(), front.bits)
-    return front, OwnerState(here, ranges, int(num_vertices), edges)
+    return front, OwnerState(here, ranges, int(num_vertices), edges, int(source))
+
+
+def _has_gpu() -> bool:
+    """Whether this process can run GPU kernels (a GPU, or the CUDA simulator)."""
+    from taskbfs.kernels.gpu import gpu_available
+
+    return gpu_available()
+
+
+def results_to_host(front: OwnerFrontier, state: OwnerState) -> None:
+    """Fill the state's result arrays from the owner's GPU at the end of a search whose
+    results were kept there (``front.results_on_device``): each range's distances and
+    parents copied into new host arrays, the source's written (it is not on the device)."""
+    if not front.results_on_device:
+        return
+    from taskbfs.bfs.device_cache import device_cache
+
+    cache = device_cache()
+    n, dtype = 64 * int(front.visited.size), result_dtype(state.num_vertices)
+    with cache.lock:
+        for rs in state.ranges:
+            rs.distances, rs.parents = cache.result_range(front.search, n, dtype, rs.lo, rs.hi)
+            if rs.lo <= state.source < rs.hi:
+                rs.distances[state.source - rs.lo] = 0
+                rs.parents[state.source - rs.lo] = state.source
+    state.nbytes = sum(a.nbytes for r in state.ranges for a in (r.distances, r.parents))
+    front.results_on_device = False
+
+
+def _record_on_device(front: OwnerFrontier, state: OwnerState, vertices: np.ndarray,
+                      parents: np.ndarray, depth: int) -> None:
+    """Pairs the owner's barrier accepted on the host written into its result on its GPU."""
+    from taskbfs.bfs.device_cache import device_cache
+
+    cache = device_cache()
+    with cache.lock:
+        cache.record_host_pairs(front.search, 64 * int(front.visited.size),
+                                result_dtype(state.num_vertices), vertices, parents, depth)
 
 
 #: Vertices from which a range's result arrays are filled on several threads (a fresh
@@ -313,7 +384,9 @@ def as_frontier(front: OwnerFrontier, level: int, direction: str,
     offsets = np.zeros(bounds.size, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     vertices = front.current() if direction == TOP_DOWN else _NO_VERTICES
-    progress = Progress(unvisited, search=front.search)
+    # a GPU owner's bottom-up steps write their pairs into its result on the device
+    progress = Progress(unvisited, search=front.search,
+                        result_on_device=front.results_on_device and direction == BOTTOM_UP)
     frontier = Frontier(level, direction, vertices, offsets, whole, front.visited, bounds,
                         progress)
     front.view = (level, direction, whole, frontier)  # two steps may both make it: alike
@@ -334,6 +407,11 @@ def split_for_owners(found, frontier: Frontier, owner_of: np.ndarray, task: int,
         if frontier.direction == BOTTOM_UP:  # a bottom-up step finds only its own vertices
             sizes = np.where(tasks == task, found.vertices.size, 0)
             vertices, parents = found.vertices, found.parents
+            if parents is None:  # words alone (see Piece.words): no pairs here
+                if found.words is None:
+                    raise TaskBFSError(f"range {task}'s step returned vertices without parents "
+                                       "and without words: its owner cannot accept them")
+                parents = vertices
         else:
             sizes = np.diff(found.offsets)[tasks]
             vertices, parents = _owned(found, tasks)
@@ -341,8 +419,10 @@ def split_for_owners(found, frontier: Frontier, owner_of: np.ndarray, task: int,
         np.cumsum(sizes, out=offsets[1:])
         if not offsets[-1]:
             vertices = parents = found.vertices[:0]
+        words = found.words if found.parents is None and (tasks == task).any() else None
+        count = found.words_count if found.parents is None else found.vertices.size
         pieces.append(Piece(task, here, vertices, parents, offsets, int(found.edges_examined),
-                            int(found.vertices.size), device, inbound))
+                            int(count), device, inbound, words, int(found.frontier_edges)))
     return pieces
 
 
@@ -418,18 +498,26 @@ def accept_pieces(inputs, front: OwnerFrontier, state: OwnerState, level: int,
         pieces.append(whole[owner] if isinstance(p, tuple) else p)
     vertices, parents, spans = _joined_pieces(pieces, len(state.ranges))
     received = (spans[:, 1:] - spans[:, :-1]).sum(axis=0)
+    position = {t: i for i, t in enumerate(front.tasks.tolist())}
+    worded = {position[p.task]: p for p in pieces if p.words is not None}
+    ended = received == 0
+    ended[list(worded)] = False
     # ranges no piece names keep their state, but their frontier ends
-    for i in np.flatnonzero((received == 0) & (front.counts > 0)).tolist():
+    for i in np.flatnonzero(ended & (front.counts > 0)).tolist():
         front.frontiers[i] = _NO_VERTICES
-    front.counts[received == 0] = 0
-    state.edges[received == 0] = 0
+    front.counts[ended] = 0
+    state.edges[ended] = 0
     front.bits[:] = 0  # the accepted vertices' bits are set as they are accepted
+    for i, piece in worded.items():
+        _take_words(front, state, i, piece)
     for i in np.flatnonzero(received).tolist():
         rs = state.ranges[i]
         starts, stops = spans[:, i], spans[:, i + 1]
-        frontier, edges = _accept(vertices, parents, starts, stops, rs,
-                                  front.visited[rs.first_word : rs.stop_word], depth,
-                                  int(received[i]), front.bits)
+        frontier, edges, accepted_parents = _accept(
+            vertices, parents, starts, stops, rs, front.visited[rs.first_word : rs.stop_word],
+            depth, int(received[i]), front.bits, front.results_on_device)
+        if front.results_on_device:
+            _record_on_device(front, state, frontier, accepted_parents, depth)
         front.frontiers[i], front.counts[i], state.edges[i] = frontier, frontier.size, edges
         front.unvisited[i] -= frontier.size
     mine = [p for p in pieces if p.task in state.owns]
@@ -449,30 +537,46 @@ def accept_pieces(inputs, front: OwnerFrontier, state: OwnerState, level: int,
 _NO_VERTICES = np.empty(0, np.int64)
 
 
+def _take_words(front: OwnerFrontier, state: OwnerState, i: int, piece: Piece) -> None:
+    """Range ``i``'s discoveries given as bitmap words (:attr:`Piece.words`: their pairs
+    are in the result on the owner's GPU): visited and frontier bits ORed in, counts
+    taken; its frontier vertices are read off the bits when first needed."""
+    rs = state.ranges[i]
+    front.visited[rs.first_word : rs.stop_word] |= piece.words
+    front.bits[rs.first_word : rs.stop_word] |= piece.words
+    front.frontiers[i] = None  # see OwnerFrontier.current
+    front.counts[i] = piece.found
+    state.edges[i] = piece.frontier_edges
+    front.unvisited[i] -= piece.found
+
+
 def _accept(vertices, parents, starts, stops, rs: RangeState, words, depth: int, total: int,
-            bits: np.ndarray) -> tuple[np.ndarray, int]:
+            bits: np.ndarray, elsewhere: bool = False) -> tuple:
     """The first unvisited occurrence of each vertex of one range's pairs (``starts[j] ..
     stops[j]``, ``total`` of them) accepted into its state, its frontier bit set in
-    ``bits``; ``(accepted vertices, edges leaving them)``. From
+    ``bits``; ``(accepted vertices, edges leaving them, their parents)``: the parents only
+    when the result is kept ``elsewhere`` (the owner's GPU: the range's arrays are empty
+    and the caller writes them there), else None. From
     ``taskbfs.search.parallel-accept-min`` pairs on, on the host's threads in equal shares
     (:func:`~taskbfs.kernels.merge.accept_share`), each share's vertices then set in
     ``bits`` and moved into one array by its thread."""
     out = np.empty(total, dtype=np.int64)
+    out_parents = np.empty(total if elsewhere else 0, dtype=np.int64)
     cores = os.cpu_count() or 1
     least = config.get("search.parallel-accept-min")
     shares = min(cores, total // max(1, least // 4))
     if total < least or shares < 2:
         n, edges = accept_spans_into_range(vertices, parents, starts, stops, rs.lo, words,
                                            rs.first_word, rs.offsets, depth, rs.distances,
-                                           rs.parents, out)
+                                           rs.parents, out, out_parents)
         set_bits_share(out, 0, n, bits)
-        return out[:n], edges
+        return out[:n], edges, out_parents[:n] if elsewhere else None
     cuts = np.linspace(0, total, shares + 1).astype(np.int64)
     made = [(0, 0)] * shares
 
     def share(k):
         made[k] = accept_share(vertices, parents, starts, stops, rs.lo, words, rs.first_word,
-                               rs.offsets, depth, rs.distances, rs.parents, out,
+                               rs.offsets, depth, rs.distances, rs.parents, out, out_parents,
                                int(cuts[k]), int(cuts[k + 1]))
         set_bits_share(out, int(cuts[k]), int(cuts[k]) + made[k][0], bits)
 
@@ -480,15 +584,18 @@ def _accept(vertices, parents, starts, stops, rs: RangeState, words, depth: int,
     counts = np.array([m[0] for m in made], dtype=np.int64)
     edges = sum(e for _, e in made)
     if counts.sum() == total:  # every pair accepted (a bottom-up level's): in place
-        return out, edges
+        return out, edges, out_parents if elsewhere else None
     at = np.concatenate([[0], np.cumsum(counts)])
     frontier = np.empty(int(at[-1]), dtype=np.int64)
+    frontier_parents = np.empty(frontier.size if elsewhere else 0, dtype=np.int64)
 
     def move(k):
         frontier[at[k] : at[k + 1]] = out[cuts[k] : cuts[k] + counts[k]]
+        if elsewhere:
+            frontier_parents[at[k] : at[k + 1]] = out_parents[cuts[k] : cuts[k] + counts[k]]
 
     on_threads(move, shares, cores)
-    return frontier, edges
+    return frontier, edges, frontier_parents if elsewhere else None
 
 
 def _reached_report(front: OwnerFrontier, state: OwnerState) -> tuple[bytes, bool]:
@@ -497,10 +604,9 @@ def _reached_report(front: OwnerFrontier, state: OwnerState) -> tuple[bytes, boo
     dtype), or its ranges' words of the frontier bitmap one after another (in the owner's
     order, ``word_span`` of each); ``(bytes, whether words)``. A large level's ids would
     be up to 32 times the words, and they travel through the scheduler."""
-    ids = front.current()
     dtype = result_dtype(state.num_vertices)
-    if ids.size * dtype.itemsize <= 8 * state.words:
-        return ids.astype(dtype, copy=False).tobytes(), False
+    if int(front.counts.sum()) * dtype.itemsize <= 8 * state.words:
+        return front.current().astype(dtype, copy=False).tobytes(), False
     words = [front.bits[r.first_word : r.stop_word] for r in state.ranges]
     return (words[0] if len(words) == 1 else np.concatenate(words)).tobytes(), True
 
@@ -806,8 +912,13 @@ class OwnedSearch:
                                 outs=[self.fronts[w], self.states[w]],
                                 kwargs={"source": self.source, "num_vertices": self.n,
                                         "search": self.program.id, "bounds": self.bounds,
-                                        "owner_of": self.owner_of},
+                                        "owner_of": self.owner_of, **self._init_options(w)},
                                 worker=self.workers[w], tags=self.tags if w == 0 else {})
+
+    def _init_options(self, owner: int) -> dict:
+        """Further keywords of owner ``owner``'s :func:`init_owner` (none here: its result
+        on the host, where any worker's steps send their pairs)."""
+        return {}
 
     def level(self, summary: LevelSummary) -> LevelSummary:
         """Submit the level ``summary`` opens as one batch, read its owners' reports,

@@ -318,6 +318,9 @@ class Discoveries:
     offsets: np.ndarray | None = None
     words: np.ndarray | None = None
     frontier_edges: int = 0
+    #: The vertices ``words`` holds when they alone came back (a GPU owner's bottom-up step
+    #: whose pairs went into its result on the device: ``vertices`` is then empty).
+    words_count: int = 0
     #: Per pair, its vertex's distance, when the pairs come from many levels (a block of
     #: compiled levels, :mod:`taskbfs.bfs.compiled_levels`; ``task`` is then -1).
     depths: np.ndarray | None = None

@@ -140,15 +140,18 @@ def _bottom_up_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
     return Discoveries(part.task, out_v[:n_found], out_p[:n_found], int(edges))
 
 
-def step_cuda(part: GraphSlice, frontier: Frontier, barrier_form: bool = True) -> Discoveries:
+def step_cuda(part: GraphSlice, frontier: Frontier, barrier_form: bool = True,
+              pairs: bool = True) -> Discoveries:
     """GPU step of one task (the slice stays in device memory between calls); with
     ``barrier_form`` False as :func:`step_smp`'s (a bottom-up step's words stay on the
-    device)."""
+    device), and with ``pairs`` False too, a bottom-up step whose pairs go into the result
+    on the device returns its words instead of its vertices (see
+    :func:`~taskbfs.bfs.device_cache.run_step_on_gpu`)."""
     if not frontier.has_work(part.task):
         return idle(part)
     from taskbfs.bfs.device_cache import run_step_on_gpu
 
-    found = run_step_on_gpu(part, frontier, words=barrier_form)
+    found = run_step_on_gpu(part, frontier, words=barrier_form or not pairs, pairs=pairs)
     return for_barrier(part, frontier, found) if barrier_form else found
 
 
