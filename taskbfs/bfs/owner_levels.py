@@ -18,7 +18,8 @@ Approach
        side by side on its threads), and splits what they found into one
        :class:`~taskbfs.bfs.owners.Piece` per owner, as a dispatched step does;
     2. sends every other owner its pieces and receives theirs
-       (:class:`~taskbfs.runtime.mailbox.Exchange`: worker to worker, no scheduler);
+       (:class:`~taskbfs.runtime.mailbox.Exchange`: worker to worker, no scheduler; not in
+       a bottom-up level, whose steps find only their own range's vertices);
     3. merges them as the dispatched owner barrier does
        (:func:`~taskbfs.bfs.owners.accept_pieces`, included), which makes its report;
     4. publishes the report to the client (who keeps the level for a resume and reports
@@ -178,8 +179,11 @@ class OwnerLevels:
             for owner, piece in enumerate(pieces):
                 if owner == me or piece.offsets[-1]:  # its own carries the step's counts
                     outgoing[owner].append(piece)
-        received = self.exchange.all_to_all(("pieces", level), outgoing)
-        pieces = [p for got in received for p in got]
+        if summary.direction == BOTTOM_UP:  # a bottom-up step finds only its own vertices:
+            pieces = outgoing[me]  # no owner sends another any (every owner skips the round)
+        else:
+            received = self.exchange.all_to_all(("pieces", level), outgoing)
+            pieces = [p for got in received for p in got]
         report = include(BARRIER_NAME, accept_pieces, {"level": level, "owner": me},
                          pieces, front, self.state, level, me)
         publish({REPORT: report})
