@@ -59,6 +59,7 @@ from taskbfs.bfs.owners import (
     _reached_report,
     accept_pieces,
     as_frontier,
+    init_owner,
     merged_reports,
     next_summary,
     owner_result,
@@ -86,20 +87,27 @@ __all__ = ["OWNER_LEVELS", "ExchangedSearch", "OwnerLevels", "exchanged_search"]
 
 # ====================================================================== on the workers
 def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
-                 opening: LevelSummary, rule, policy, per_range: bool) -> tuple:
+                 opening: LevelSummary, rule, policy, per_range: bool,
+                 init: dict | None = None) -> tuple:
     """The task :data:`OWNER_LEVELS`: every level of the search from ``opening`` for the
     ranges of owner ``owner`` (called as ``owner_levels(*slices, front, state)``: per
     owned range, in the owner's order, ``layout[i]`` slices: its out-adjacency slice, then
-    its transposed one when it has one); ``peers`` are the owners' workers, ``channel``
-    names the search's exchange. Returns the owner's result (with ``per_range``, one
-    ``(distances, parents)`` per range, left there for a graph kept on the workers; else
-    :func:`~taskbfs.bfs.owners.owner_result`, for the client to gather), then ``(front,
-    state)``, updated in place."""
+    its transposed one when it has one; at level 0 as ``owner_levels(*slices,
+    init=keywords)``, the owner's state then made here by :func:`init_owner`); ``peers``
+    are the owners' workers, ``channel`` names the search's exchange. Returns the owner's
+    result (with ``per_range``, one ``(distances, parents)`` per range, left there for a
+    graph kept on the workers; else :func:`~taskbfs.bfs.owners.owner_result`, for the
+    client to gather), then ``(front, state)``."""
     from distributed import secede
 
-    *names, front, state = args
+    if init is None:
+        *names, front, state = args
+    else:
+        names = args
     cuts = np.cumsum([0, *layout])
     slices = [tuple(names[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    if init is not None:
+        front, state = init_owner(*(s[0] for s in slices), **init)
     secede()  # it waits for its peers: its thread slot is the worker's for other tasks
     exchange = Exchange(channel, peers, owner)
     try:
@@ -276,30 +284,39 @@ class ExchangedSearch(OwnedSearch):
             return super()._may_own(held, workers, keep)
         return [w for w in held if w in gpus] or sorted(gpus)
 
-    def _init_options(self, owner: int) -> dict:
-        """A GPU owner keeps its ranges' results on its GPU (:func:`init_owner`), unless a
-        range has a transposed slice (a directed graph's bottom-up steps read in-arcs, whose
-        offsets are not the out-degrees the words' degree sum needs)."""
+    def _init_keywords(self, owner: int) -> dict:
+        """As :meth:`OwnedSearch._init_keywords`; a GPU owner keeps its ranges' results on
+        its GPU (``results_on_device``), unless a range has a transposed slice (a directed
+        graph's bottom-up steps read in-arcs, whose offsets are not the out-degrees the
+        words' degree sum needs)."""
         tasks = self.owned[owner].tolist()
         on_gpu = self.workers[owner] in getattr(self, "_gpu_owners", ())
-        return {"results_on_device": on_gpu and all(len(self.slices[t]) == 1 for t in tasks)}
+        return {**super()._init_keywords(owner),
+                "results_on_device": on_gpu and all(len(self.slices[t]) == 1 for t in tasks)}
 
     def _start(self, level: int) -> None:
-        """The owners' states (:meth:`OwnedSearch._start`) and their level tasks, from
-        ``level``."""
-        super()._start(level)
+        """The owners' level tasks from ``level``: at level 0 each makes its owner's state
+        itself (:func:`init_owner`: no task before it), else they take up the states
+        :meth:`OwnedSearch._start` rebuilds."""
+        fresh = level == 0
+        if fresh:
+            self.started = True
+        else:
+            super()._start(level)
         opening = self.summaries[-1]
         for w, tasks in enumerate(self.owned):
             names = [name for t in tasks.tolist() for name in self.slices[t]]
             results = ([f"range/{t}" for t in tasks.tolist()] if self.keep else [f"result/{w}"])
+            state = [self.fronts[w], self.states[w]]
             self.program.submit(
-                OWNER_LEVELS, ins=names, outs=results,
-                inouts=[self.fronts[w], self.states[w]], in_place=True, worker=self.workers[w],
+                OWNER_LEVELS, ins=names, outs=results + (state if fresh else []),
+                inouts=[] if fresh else state, in_place=not fresh, worker=self.workers[w],
                 kwargs={"layout": [len(self.slices[t]) for t in tasks.tolist()],
                         "peers": self.workers, "owner": w, "channel": self.program.id,
                         "opening": opening, "rule": self.rule, "policy": self.program.policy,
-                        "per_range": self.keep},
-                tags={"owner": w, "opening": level})
+                        "per_range": self.keep,
+                        "init": self._init_keywords(w) if fresh else None},
+                tags={**(self.tags if fresh and w == 0 else {}), "owner": w, "opening": level})
 
     def _kept(self) -> list:
         """One future of ``(distances, parents)`` per range, left on its owner (the owner

@@ -910,15 +910,14 @@ class OwnedSearch:
         for w, tasks in enumerate(self.owned):
             self.program.submit(INIT, ins=[self.slices[t][0] for t in tasks],
                                 outs=[self.fronts[w], self.states[w]],
-                                kwargs={"source": self.source, "num_vertices": self.n,
-                                        "search": self.program.id, "bounds": self.bounds,
-                                        "owner_of": self.owner_of, **self._init_options(w)},
+                                kwargs=self._init_keywords(w),
                                 worker=self.workers[w], tags=self.tags if w == 0 else {})
 
-    def _init_options(self, owner: int) -> dict:
-        """Further keywords of owner ``owner``'s :func:`init_owner` (none here: its result
-        on the host, where any worker's steps send their pairs)."""
-        return {}
+    def _init_keywords(self, owner: int) -> dict:
+        """The keywords of owner ``owner``'s :func:`init_owner` (its result on the host,
+        where any worker's steps send their pairs)."""
+        return {"source": self.source, "num_vertices": self.n, "search": self.program.id,
+                "bounds": self.bounds, "owner_of": self.owner_of}
 
     def level(self, summary: LevelSummary) -> LevelSummary:
         """Submit the level ``summary`` opens as one batch, read its owners' reports,
