@@ -225,6 +225,11 @@ def test_gpu_owners_keep_their_results_on_their_gpus(rt):
     tb.validate(dg, source, r.parents, levels=r.distances)
     host = tb.bfs(dg, source, tasks=RANGES, strategy="gpu", dispatch="tasks", runtime=rt)
     np.testing.assert_array_equal(host.distances, expected)
+    # a graph the client holds, placed on the GPU workers: the owners' results gathered
+    here = tb.bfs(g, source, tasks=RANGES, strategy="gpu", dispatch="auto", runtime=rt)
+    np.testing.assert_array_equal(here.distances, expected)
+    tb.validate(g, source, here.parents)
+    assert len(set(here.trace["worker"])) > 1
     trace = r.trace
     assert set(trace["device"]) == {"cuda"}
     bottom_up = trace[trace["direction"] == "bottom-up"]
