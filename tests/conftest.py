@@ -7,13 +7,6 @@ import sys
 
 import pytest
 
-# The GPU tests are written for the default runtime of a one-GPU machine (one GPU worker);
-# on a machine of several GPUs they use its first (test_distributed_gpu.py starts several
-# GPU workers on it; benchmarks/multi_gpu.py runs the searches on every GPU). Set before
-# numba's CUDA driver starts, in this process and in pytest-xdist's.
-if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
-    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
-
 #: The modules that take longest, longest first (wall seconds on 2 cores in a full run of
 #: the test command, session 20: test_bfs_gpu 161, test_faults 115, test_kernels_gpu 85,
 #: ... test_memory_limited 10; each module's sum over its tests, setup included).

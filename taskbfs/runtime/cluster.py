@@ -31,6 +31,7 @@ import contextlib
 import functools
 import gc
 import logging
+import numbers
 import os
 import threading
 import time
@@ -96,7 +97,10 @@ class Runtime:
     threads : int, optional
         Embedded default only: CPU worker threads (default: all cores).
     gpus : int, optional
-        Embedded default only: GPU workers (default: :func:`detect_gpus`).
+        Embedded default only: GPU workers, 0 or 1 (default: 1 when this process sees a
+        GPU). Its workers run in this process, where numba gives every thread the same
+        GPU: a machine's further GPUs take a worker process each
+        (``deploy/start-local-cluster.sh``, ``CUDA_VISIBLE_DEVICES`` per worker).
     security : distributed.Security, optional
         How to reach a ``tls://`` scheduler address (CA file, client certificate and
         key); default: what Dask's ``distributed.comm.tls`` settings say. A ``tls://``
@@ -732,7 +736,8 @@ def check_dashboard_address(address: str | None) -> None:
 
 def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
                            dashboard_address: str | None = "default") -> LocalCluster:
-    """Start the in-process default cluster: one CPU worker plus one worker per GPU.
+    """Start the in-process default cluster: one CPU worker plus a GPU worker when this
+    process sees a GPU (one: see :class:`Runtime`'s ``gpus``).
 
     Its workers talk to the scheduler in process (``inproc://``); the HTTP servers of its
     workers, and the scheduler's when it serves no dashboard, listen on the setting
@@ -742,7 +747,7 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
     threads = int(threads or os.cpu_count() or 1)
     if threads < 1:
         raise InvalidParameterError(f"threads must be >= 1, got {threads}")
-    gpus = detect_gpus() if gpus is None else int(gpus)
+    gpus = min(detect_gpus(), 1) if gpus is None else _embedded_gpus(gpus)
     # Dask serves HTTP (health, metrics) even without a dashboard, by default on 8787:
     # with no dashboard wanted, keep that server off a fixed port too.
     if dashboard_address == "default":
@@ -771,6 +776,18 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
             cluster.sync(cluster._correct_state)  # the GPU workers start here
         cluster.wait_for_workers(1 + gpus)
     return cluster
+
+
+def _embedded_gpus(gpus) -> int:
+    """``gpus`` as the embedded cluster's GPU workers: 0 or 1, else a clear error."""
+    if isinstance(gpus, bool) or not isinstance(gpus, numbers.Integral) or not 0 <= gpus <= 1:
+        raise InvalidParameterError(
+            f"gpus must be 0 or 1 for the embedded cluster, got {gpus!r}: its workers run in "
+            "this process, where every GPU worker would use the same GPU; for several GPUs "
+            "start one worker process per GPU (deploy/start-local-cluster.sh, or `dask "
+            "worker --resources GPU=1` with CUDA_VISIBLE_DEVICES set) and pass its "
+            "scheduler's address to tb.Runtime")
+    return int(gpus)
 
 
 def _freeze_long_lived_objects() -> None:
