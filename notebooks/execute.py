@@ -44,7 +44,7 @@ def _gpus() -> str:
 
     name = cuda.get_current_device().name
     name = name.decode() if isinstance(name, bytes) else name
-    return f"{found} GPU ({name}), one GPU worker each"
+    return f"{found} GPU ({name}); the embedded cluster's GPU worker uses the first"
 
 
 def execute(path: Path, parameters: str) -> int:
