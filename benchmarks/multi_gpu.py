@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -309,6 +310,11 @@ def main(argv=None) -> None:
             for scale in scales:
                 for row in measure(client, scale, configs, args.keys, args.tasks,
                                    args.timeline):
+                    walls = row["walls_s"]
+                    print(f"RESULT {gpus} GPU worker(s), scale {scale}, {row['strategy']} "
+                          f"{row['dispatch']}: {(row['harmonic_mean_teps'] or 0) / 1e9:.2f} GTEPS "
+                          f"(harmonic mean), median {statistics.median(walls):.3f} s "
+                          f"({min(walls):.3f}-{max(walls):.3f})", flush=True)
                     print("ROW " + json.dumps({"gpus": gpus, **row}), flush=True)
 
 
