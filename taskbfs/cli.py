@@ -132,10 +132,15 @@ def check_cluster_options(args) -> None:
         check_dashboard_address(args.dashboard_address)
 
 
-def open_runtime(args):
-    """The runtime the options name: ``--scheduler``, or the embedded cluster."""
+def open_runtime(args, text=None):
+    """The runtime the options name: ``--scheduler``, or the embedded cluster (said first
+    on ``text`` when given: its start can take a while)."""
     import taskbfs as tb
 
+    if text is not None and args.scheduler is None:
+        print("starting the embedded cluster (its workers load the search kernels: the first "
+              "run after an install compiles them, then numba's cache has them)", file=text,
+              flush=True)
     if args.scheduler is not None:
         return tb.Runtime(args.scheduler, security=_security(args))
     address = args.dashboard_address
@@ -160,13 +165,15 @@ def _security(args):
 
 
 def describe_cluster(rt) -> str:
-    """One line on the cluster: workers, CPU threads, GPU workers, dashboard."""
+    """One line on the cluster: workers, CPU threads, GPU workers, how long it took to be
+    ready, dashboard."""
     res = rt.resources()
     workers = int(res.get("workers", 0))
     parts = [f"{workers} worker{'s' if workers != 1 else ''}"]
     if "CPU" in res:
         parts.append(f"{int(res['CPU'])} CPU threads")
     parts.append(f"{int(res.get('GPU', 0))} GPU{'s' if res.get('GPU', 0) != 1 else ''}")
+    parts.append(f"ready in {rt.start_seconds:.1f} s")
     return f"{', '.join(parts)}; dashboard: {rt.dashboard_link or 'none'}"
 
 
@@ -273,7 +280,7 @@ def cmd_run(args) -> int:
     text = sys.stderr if args.json else sys.stdout  # --json: stdout is the document alone
     results, verdicts = [], []
     # the cluster first: an unreachable scheduler is said before the graph is made
-    with open_runtime(args) as rt:
+    with open_runtime(args, text) as rt:
         graph, origin = load_graph(args, show_progress)
         print(f"graph: {origin}", file=text)
         print(f"       {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "

@@ -97,7 +97,7 @@ def cmd_graph500(args) -> int:
         print(f"keys: only {len(keys)} vertices have degree >= 1, so {len(keys)} searches instead "
               f"of {args.keys}", file=text)
 
-    with open_runtime(args) as rt:
+    with open_runtime(args, text) as rt:
         resources = rt.resources()
         print(f"cluster: {describe_cluster(rt)}", file=text)
         default_t = tb.default_tasks(rt, args.strategy)

@@ -225,7 +225,10 @@ def test_keys_summary_cluster_line_and_json(capsys):
     assert status == 0, err
     doc = json.loads(out)  # stdout is the document alone; the text went to stderr
     assert "cluster: 2 workers" in err or "cluster: 1 worker" in err
-    assert "{" not in next(line for line in err.splitlines() if line.startswith("cluster:"))
+    line = next(line for line in err.splitlines() if line.startswith("cluster:"))
+    assert "{" not in line and re.search(r", ready in \d+\.\d s; dashboard: ", line)
+    # said before the embedded cluster starts (the first run compiles the kernels)
+    assert err.index("starting the embedded cluster") < err.index("cluster: ")
     assert "dashboard: http://127.0.0.1:" in err
     graph = tb.kronecker(8, seed=1)
     assert doc["graph"]["vertices"] == 256 and doc["graph"]["edges"] == graph.num_edges

@@ -126,6 +126,7 @@ class Runtime:
 
     def __init__(self, address_or_client=None, *, threads: int | None = None, gpus: int | None = None,
                  dashboard_address: str | None = "default", security=None):
+        started = time.perf_counter()
         self._owned_cluster = None
         self._dashboard_link: str | None = None
         self._owned_client = None
@@ -173,6 +174,10 @@ class Runtime:
         _listen_for_resources(self.client, self)
         self._listening_resources = True
         self._warm_up_workers()
+        #: Seconds this runtime took to be ready: connecting, or starting the embedded
+        #: cluster, with the workers' warm-up (the search code loaded; the first time after
+        #: an install, numba compiles it into its cache).
+        self.start_seconds = time.perf_counter() - started
 
 
     def _claim_dask_cuda_gpus(self) -> None:
