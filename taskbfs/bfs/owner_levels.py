@@ -28,16 +28,17 @@ Approach
        vertices the others reached (their visited bits; a bottom-up level's whole frontier
        bitmap) and goes on.
 
-    So a level costs two rounds of messages between the owners instead of a scheduler
-    batch and a client round trip. A GPU owner keeps its ranges' results on its GPU
-    (:func:`~taskbfs.bfs.owners.init_owner` with ``results_on_device``, decided by the
+    So a level costs two rounds of messages between the owners (one bottom-up) instead of a
+    scheduler batch and a client round trip. A GPU owner keeps its ranges' results on its
+    GPU (:func:`~taskbfs.bfs.owners.init_owner` with ``results_on_device``, decided by the
     client): its bottom-up GPU steps return their bitmap words instead of their pairs, the
     pairs its barrier accepts on the host go up to the GPU, and the results come back once,
-    with the owner task's result (:func:`~taskbfs.bfs.owners.results_to_host`). The client's side, :class:`ExchangedSearch`, submits
-    the owners' states and tasks once and then reads the reports, level by level, as the
-    dispatched runner does (the same :class:`~taskbfs.bfs.owners.KeptLevels`, result
-    tasks and faults: a lost owner fails the search, which resumes dispatched from the
-    last level the client kept).
+    with the owner task's result (:func:`~taskbfs.bfs.owners.results_to_host`). The client's
+    side, :class:`ExchangedSearch`, submits the owners' tasks once (from level 0 each makes
+    its owner's state itself) and then reads the reports, level by level, as the dispatched
+    runner does (the same :class:`~taskbfs.bfs.owners.KeptLevels`, result tasks and faults:
+    a lost owner fails the search, which resumes dispatched from the last level the client
+    kept).
 Faults
     An owner task waits for its peers up to ``taskbfs.runtime.exchange-timeout``; the
     client aborts the exchange when its search fails (a lost worker, the call's timeout),
