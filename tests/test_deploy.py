@@ -29,6 +29,7 @@ import yaml
 from distributed import Client
 
 import taskbfs as tb
+from taskbfs.runtime.plugin import workers_of
 
 from reference import scipy_distances  # isort: skip  (tests/)
 
@@ -105,7 +106,7 @@ def test_tls_cluster_with_security(tmp_path):
         with Client(address, security=tls.security(certs), timeout=TIMEOUT) as client:
             client.wait_for_workers(1, timeout=TIMEOUT)
             assert _hosts(client) == {"127.0.0.1"}
-            assert all(a.startswith("tls://") for a in client.scheduler_info()["workers"])
+            assert all(a.startswith("tls://") for a in workers_of(client))
             with tb.Runtime(client) as rt:
                 _search_matches_scipy(rt)
         with pytest.raises(OSError):  # plain TCP: refused

@@ -24,6 +24,7 @@ import scipy.linalg
 
 from taskbfs.errors import InvalidParameterError
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime
+from taskbfs.runtime.plugin import workers_of
 
 from gpu_support import run_module_under_simulator  # isort: skip  (tests/)
 from programs import cholesky_example, random_spd  # isort: skip  (examples/cholesky.py)
@@ -110,7 +111,7 @@ def gpu_runtime():
 
 def _workers(rt) -> dict:
     return {CUDA if "GPU" in w["resources"] else SMP: addr
-            for addr, w in rt.client.scheduler_info()["workers"].items()}
+            for addr, w in workers_of(rt.client).items()}
 
 
 @pytest.mark.gpu

@@ -26,7 +26,7 @@ from reference import scipy_distances
 import taskbfs as tb
 from taskbfs.errors import InvalidParameterError, SearchTimeoutError, WorkerLostError
 from taskbfs.runtime import Policy, Program
-from taskbfs.runtime.plugin import PLUGIN_NAME, PlacementPlugin
+from taskbfs.runtime.plugin import PLUGIN_NAME, PlacementPlugin, workers_of
 
 from programs import WORKER_PYTHONPATH  # isort: skip  (tests/programs.py)
 
@@ -310,7 +310,7 @@ def test_embedded_runtime_restarts_a_stopped_worker():
         worker = next(iter(cluster.workers.values()))
         cluster.sync(worker.close)
         _check(graph, 2, tb.bfs(graph, 2, tasks=2, runtime=rt))
-        assert len(rt.client.scheduler_info()["workers"]) == 1
+        assert len(workers_of(rt.client)) == 1
         assert not rt.heal()  # nothing left to restart
 
 

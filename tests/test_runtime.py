@@ -27,6 +27,7 @@ from taskbfs.errors import (
     TaskExecutionError,
 )
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task
+from taskbfs.runtime.plugin import workers_of
 
 from programs import (  # isort: skip  (tests/programs.py)
     cholesky,
@@ -542,7 +543,7 @@ def test_holds_together(embedded, processes):
     """In-process workers share memory; across processes one worker must hold every datum."""
     assert embedded.holds_together([embedded.client.scatter(1), embedded.client.scatter(2)])
     client = processes.client
-    a, b = sorted(client.scheduler_info()["workers"])
+    a, b = sorted(workers_of(client))
     def put(size, where):
         return client.scatter(np.arange(size), workers=[where], hash=False)
 

@@ -24,6 +24,7 @@ from distributed import Client
 import taskbfs as tb
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task, fetch_placements
+from taskbfs.runtime.plugin import workers_of
 
 from programs import (  # isort: skip  (tests/programs.py)
     HOST_CHOLESKY,
@@ -119,7 +120,7 @@ def cli_cluster(tmp_path_factory):
 
 
 def _workers_by_name(client) -> dict[str, str]:
-    return {w["name"]: addr for addr, w in client.scheduler_info()["workers"].items()}
+    return {w["name"]: addr for addr, w in workers_of(client).items()}
 
 
 # ---------------------------------------------------------------- separately started processes
@@ -331,7 +332,7 @@ def test_dask_cuda_gpu_workers_are_recognised(tmp_path):
                                       stdout=logs[2], stderr=subprocess.STDOUT, env=env))
         with Client(address, timeout=START_TIMEOUT) as client:
             client.wait_for_workers(2, timeout=START_TIMEOUT)
-            assert "GPU" not in str(client.scheduler_info()["workers"])  # as dask-cuda starts them
+            assert "GPU" not in str(workers_of(client))  # as dask-cuda starts them
         _, graph = _kronecker_like(scale=6)  # its GPU steps run in the simulator
         with Runtime(address) as rt:
             assert rt.resources() == {"CPU": 1, "GPU": 1, "workers": 2}

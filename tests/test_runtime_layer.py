@@ -36,6 +36,7 @@ from taskbfs.runtime import (
     thread_pool,
     worker_cache,
 )
+from taskbfs.runtime.plugin import workers_of
 from taskbfs.runtime.policy import as_policy
 
 from programs import CPU_ONLY, PROBE  # isort: skip  (tests/programs.py)
@@ -173,7 +174,7 @@ def client(cluster):
 
 def _roles(client) -> dict:
     return {CUDA if "GPU" in w["resources"] else SMP: addr
-            for addr, w in client.scheduler_info()["workers"].items()}
+            for addr, w in workers_of(client).items()}
 
 
 def _run(rt, policy, cases):

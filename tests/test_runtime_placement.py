@@ -18,6 +18,7 @@ from distributed import Client, LocalCluster, Scheduler, SpecCluster, Worker
 
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 from taskbfs.runtime import CUDA, SMP, Policy, Program, Runtime, Task, fetch_placements, publish
+from taskbfs.runtime.plugin import workers_of
 
 from programs import CPU_ONLY, GPU_ONLY, HOST_CHOLESKY, PROBE, cholesky  # isort: skip  (tests/programs.py)
 
@@ -40,7 +41,7 @@ def hetero():
 @pytest.fixture(scope="module")
 def addresses(hetero):
     """Worker address by role, read from the scheduler (not from the runtime)."""
-    info = hetero.client.scheduler_info()["workers"]
+    info = workers_of(hetero.client)
     by_role = {}
     for addr, w in info.items():
         by_role[CUDA if "GPU" in w["resources"] else SMP] = addr
@@ -277,7 +278,7 @@ def test_cholesky_example_split_by_lambda(hetero, addresses):
 def test_plain_cluster_runs_everything_on_cpu(plain):
     assert plain.resources() == {"workers": 1}
     assert not plain.has_gpu
-    (worker,) = plain.client.scheduler_info()["workers"]
+    (worker,) = workers_of(plain.client)
     cases = [(PROBE, size, i) for i, size in enumerate([0, 10**9])]
     for policy in (Policy("hybrid", lam=0), Policy("fixed", gpu_tasks={0, 1})):
         for decided, marker, ran, where in run_probes(plain, policy, cases):

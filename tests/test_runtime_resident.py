@@ -20,7 +20,7 @@ from programs import runtime_without_warm_up
 import taskbfs as tb
 from taskbfs.errors import TaskExecutionError
 from taskbfs.runtime import CUDA, SMP, Program, Task, fetch_placements, include_each
-from taskbfs.runtime.plugin import fetch_trace
+from taskbfs.runtime.plugin import fetch_trace, workers_of
 from taskbfs.runtime.resident import NotResident
 
 
@@ -71,7 +71,7 @@ def test_a_call_runs_resident_traced_and_placed(runtime):
     p.put("b", np.ones(4))
     value, worker, thread = p.call(WHERE, ins=["a", "b"], kwargs={"scale": 2}, tags={"tile": 7})
     assert value == 2 * (6.0 + 4.0)
-    assert worker in runtime.client.scheduler_info()["workers"]
+    assert worker in workers_of(runtime.client)
     assert not fetch_placements(runtime.client, p.id)  # nothing went through the scheduler
     records, placements = p.finished(timeout=30)
     (record,) = [r for r in records if r["name"] == "where"]
@@ -151,7 +151,7 @@ def _scatter_to(rt, p, name, value, address):
 
 def test_a_call_runs_where_its_inputs_are(two_workers):
     rt = two_workers
-    first, second = sorted(rt.client.scheduler_info()["workers"])
+    first, second = sorted(workers_of(rt.client))
     p = Program(rt, policy="cpu")
     for address in (first, second):
         _scatter_to(rt, p, "a", np.ones(3), address)
@@ -166,7 +166,7 @@ def test_inputs_apart_go_through_the_scheduler(two_workers):
     """No worker holds both inputs: the task is submitted (the scheduler's placement
     log has it), and its value is the same."""
     rt = two_workers
-    first, second = sorted(rt.client.scheduler_info()["workers"])
+    first, second = sorted(workers_of(rt.client))
     p = Program(rt, policy="cpu")
     _scatter_to(rt, p, "a", np.ones(3), first)
     _scatter_to(rt, p, "b", np.ones(3), second)
@@ -178,7 +178,7 @@ def test_inputs_apart_go_through_the_scheduler(two_workers):
 
 def test_a_worker_without_the_inputs_says_so(two_workers):
     rt = two_workers
-    first, second = sorted(rt.client.scheduler_info()["workers"])
+    first, second = sorted(workers_of(rt.client))
     a = rt.client.scatter(np.ones(3), workers=[second], hash=False)
     with pytest.raises(NotResident, match=first):
         rt.residents.call(first, "where-x-0", SMP, WHERE, {"program": "x", "tags": {}}, [a, a],
@@ -188,7 +188,7 @@ def test_a_worker_without_the_inputs_says_so(two_workers):
 def test_a_lost_worker_fails_the_call_and_the_next_one_runs(two_workers):
     rt = two_workers
     p = Program(rt, policy="cpu")
-    first = sorted(rt.client.scheduler_info()["workers"])[0]
+    first = sorted(workers_of(rt.client))[0]
     _scatter_to(rt, p, "a", 1, first)
     with pytest.raises(CommClosedError, match=first):
         p.call(DIE, ins=["a"], timeout=60)
@@ -262,7 +262,7 @@ def test_a_calls_records_come_back_with_its_value(two_workers):
     call's own and its included pieces'), taken off that worker: a program whose tasks
     all ran so has its whole trace at once, and the workers keep none of it."""
     rt = two_workers
-    first = sorted(rt.client.scheduler_info()["workers"])[0]
+    first = sorted(workers_of(rt.client))[0]
     p = Program(rt, policy="cpu")
     _scatter_to(rt, p, "a", 1, first)
     assert p.call(WITH_PIECES, ins=["a"]) == 1
@@ -280,7 +280,7 @@ def test_a_calls_records_come_back_with_its_value(two_workers):
 
 def test_a_program_with_dispatched_tasks_too_gets_every_record(two_workers):
     rt = two_workers
-    first = sorted(rt.client.scheduler_info()["workers"])[0]
+    first = sorted(workers_of(rt.client))[0]
     p = Program(rt, policy="cpu")
     _scatter_to(rt, p, "a", 1, first)
     assert p.call(WITH_PIECES, ins=["a"]) == 1
