@@ -254,12 +254,15 @@ class OwnerLevels:
 
 # ====================================================================== the client's runner
 class ExchangedSearch(OwnedSearch):
-    """The client side of a search whose owners run its levels themselves: their states
-    and :data:`OWNER_LEVELS` tasks submitted once, then the owners' reports read level by
+    """The client side of a search whose owners run its levels themselves: their
+    :data:`OWNER_LEVELS` tasks submitted once (making their states from level 0), then the owners' reports read level by
     level as :class:`~taskbfs.bfs.owners.OwnedSearch` reads a dispatched level's (the
     same parameters). Its first task is tagged ``search``: the live page reads its levels
     from owner 0's summaries, as a one-task search's (no step is placed through the
     scheduler)."""
+
+    #: The GPU workers among those that may own ranges (set by :meth:`_may_own`).
+    _gpu_owners: frozenset = frozenset()
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -280,7 +283,7 @@ class ExchangedSearch(OwnedSearch):
         Otherwise as :meth:`OwnedSearch._may_own`."""
         uses_gpu = getattr(self.program.policy, "uses_gpu", True)  # a user policy may
         gpus = workers_with(workers, GPU_RESOURCE) if uses_gpu else []
-        self._gpu_owners = set(gpus)
+        self._gpu_owners = frozenset(gpus)
         if not gpus:
             return super()._may_own(held, workers, keep)
         return [w for w in held if w in gpus] or sorted(gpus)
@@ -291,7 +294,7 @@ class ExchangedSearch(OwnedSearch):
         graph's bottom-up steps read in-arcs, whose offsets are not the out-degrees the
         words' degree sum needs)."""
         tasks = self.owned[owner].tolist()
-        on_gpu = self.workers[owner] in getattr(self, "_gpu_owners", ())
+        on_gpu = self.workers[owner] in self._gpu_owners
         return {**super()._init_keywords(owner),
                 "results_on_device": on_gpu and all(len(self.slices[t]) == 1 for t in tasks)}
 

@@ -196,9 +196,15 @@ def vertices_of_bits(bits: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """The vertices of ``[lo, hi)`` whose bits are set in the whole-graph bitmap ``bits``
     (int64, ascending)."""
     first, stop = word_span(lo, hi)
-    flags = np.unpackbits(bits[first:stop].view(np.uint8), bitorder="little")
-    found = np.flatnonzero(flags) + 64 * first
+    found = _ids_of_words(bits[first:stop], first)
     return found[(found >= lo) & (found < hi)]
+
+
+def _ids_of_words(words: np.ndarray, first_word: int) -> np.ndarray:
+    """The vertex ids of the set bits of ``words``, bitmap words from ``first_word`` on
+    (int64, ascending)."""
+    flags = np.unpackbits(words.view(np.uint8), bitorder="little")
+    return np.flatnonzero(flags) + 64 * first_word
 
 
 @dataclass
@@ -298,10 +304,10 @@ def results_to_host(front: OwnerFrontier, state: OwnerState) -> None:
     from taskbfs.bfs.device_cache import device_cache
 
     cache = device_cache()
-    n, dtype = 64 * int(front.visited.size), result_dtype(state.num_vertices)
     with cache.lock:
         for rs in state.ranges:
-            rs.distances, rs.parents = cache.result_range(front.search, n, dtype, rs.lo, rs.hi)
+            rs.distances, rs.parents = cache.result_range(*_device_result(front, state),
+                                                          rs.lo, rs.hi)
             if rs.lo <= state.source < rs.hi:
                 rs.distances[state.source - rs.lo] = 0
                 rs.parents[state.source - rs.lo] = state.source
@@ -316,8 +322,14 @@ def _record_on_device(front: OwnerFrontier, state: OwnerState, vertices: np.ndar
 
     cache = device_cache()
     with cache.lock:
-        cache.record_host_pairs(front.search, 64 * int(front.visited.size),
-                                result_dtype(state.num_vertices), vertices, parents, depth)
+        cache.record_host_pairs(*_device_result(front, state), vertices, parents, depth)
+
+
+def _device_result(front: OwnerFrontier, state: OwnerState) -> tuple:
+    """``(search, entries, dtype)`` naming the search's result on the owner's GPU
+    (:meth:`~taskbfs.bfs.device_cache.DeviceCache.result_arrays`): an entry per vertex id
+    the bitmaps cover."""
+    return front.search, 64 * int(front.visited.size), result_dtype(state.num_vertices)
 
 
 #: Vertices from which a range's result arrays are filled on several threads (a fresh
@@ -625,8 +637,7 @@ class ReachedWords:
         words = np.frombuffer(self.data, dtype=np.uint64)
         parts, at = [], 0
         for first, stop in self.spans:
-            bits = np.unpackbits(words[at : at + stop - first].view(np.uint8), bitorder="little")
-            parts.append(np.flatnonzero(bits) + 64 * first)
+            parts.append(_ids_of_words(words[at : at + stop - first], first))
             at += stop - first
         return np.concatenate(parts) if parts else _NO_VERTICES
 
