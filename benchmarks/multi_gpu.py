@@ -263,6 +263,8 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None,
                 print(f"LEVELS scale {scale} {strategy} {dispatch} (wall {walls[-1]:.4f} s, "
                       f"elapsed {r.elapsed:.4f} s, search {r.search_seconds:.4f} s)\n"
                       + level_table(r), flush=True)
+                if getattr(r, "exchange", None) is not None:  # bytes and the owners' parts
+                    print(r.exchange.to_string(index=False), flush=True)
             yield {"scale": scale, "strategy": strategy, "dispatch": dispatch,
                    "edges": graph.num_edges, "build_s": build, "walls_s": walls,
                    "harmonic_mean_teps": stats.get("harmonic_mean_TEPS"),

@@ -215,6 +215,12 @@ def test_no_worker_holds_the_graph(rt, dispatch):
     # the others (unless a step ran away from its owner)
     assert ((bottom_up["frontier_remote_bytes"] > 0)
             | (bottom_up["pieces_remote_bytes"] == 0)).all()
+    if dispatch == "auto":  # the slowest owner's time in each part of a level
+        parts = ex[[f"{p}_seconds" for p in ("opening", "steps", "pieces", "barrier")]]
+        assert (parts >= 0).all().all() and (parts["steps_seconds"] > 0).all()
+        assert ex["opening_seconds"].iloc[0] == 0 and (ex["opening_seconds"].iloc[1:] > 0).all()
+        # a bottom-up level trades no pieces: its owners only split their steps' output
+        assert (bottom_up["pieces_seconds"] < top_down["pieces_seconds"].max()).all()
 
 
 def test_top_down_pieces_split_by_owner_or_sent_whole_search_alike(rt, setting):

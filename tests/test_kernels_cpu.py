@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from taskbfs.graph import Graph
-from taskbfs.kernels.bitmap import bitmap_from_vertices
+from taskbfs.kernels.bitmap import bitmap_from_vertices, count_bits, ids_of_words
 from taskbfs.kernels.cpu import run_bottom_up, run_top_down
 
 
@@ -183,3 +183,19 @@ def test_ticks_become_wall_times_in_proportion_or_the_calls_entry():
                                [[10.0, 10.5, 11.0], [11.0, 12.0, 13.0]])
     still = ticks_to_times(np.zeros((2, 3), np.int64), np.zeros(2, np.int64), 10.0, 14.0)
     np.testing.assert_array_equal(still, np.full((2, 3), 10.0))
+
+
+@pytest.mark.parametrize("ids", [[], [0], [63], [64], [0, 1, 62, 63, 64, 127, 128, 4095],
+                                 list(range(0, 4096, 3)), list(range(4096))])
+@pytest.mark.parametrize("first_word", [0, 5])
+def test_ids_of_words_lists_every_set_bit_once_in_order(ids, first_word):
+    """The compiled decoder against Python's own reading of each bit, every bit of a word
+    included (bit 63 is the sign bit of an int64)."""
+    words = bitmap_from_vertices(ids, 4096)
+    expected = [64 * w + b for w in range(words.size) for b in range(64)
+                if (int(words[w]) >> b) & 1]
+    assert expected == ids  # the bitmap holds what was put in
+    got = ids_of_words(words, first_word)
+    assert got.dtype == np.int64
+    assert got.tolist() == [v + 64 * first_word for v in ids]
+    assert count_bits(words) == len(ids)

@@ -48,6 +48,7 @@ Faults
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -130,6 +131,14 @@ def _owner_results(front, state, per_range: bool) -> list:
     return [owner_result(state)]
 
 
+#: The parts of a level on an owner that its report times (the slowest owner's go into
+#: ``BFSResult.exchange`` as ``<part>_seconds``): ``opening``, from its previous report to
+#: this level's first step (the previous level's reports traded and learnt, the next
+#: summary made; 0 at the first level); ``steps``, the level's steps; ``pieces``, their
+#: pairs split and traded (top-down); ``barrier``, the pieces accepted and the report made.
+PHASES = ("opening", "steps", "pieces", "barrier")
+
+
 #: One owner's levels: ``ins`` its ranges' slices, ``outs`` its result (per range, or
 #: one), ``inouts`` its frontier and state (updated in place); pinned to the owner's worker.
 OWNER_LEVELS = Task("bfs_owner_levels", smp=owner_levels)
@@ -169,6 +178,7 @@ class OwnerLevels:
                       for tasks in self.owned]
         # owner 0 sends the live page the levels' summaries, as a one-task search does
         self.publisher = SummaryPublisher(sizes=False) if self.me == 0 else None
+        self._reported = None  # when this owner's last report was made (perf_counter)
         if self.owners > 1:  # the frontier the others start from (a resumed search's)
             reached, as_words = _reached_report(front, state)
             share = {"reached": reached, "reached_words": as_words}
@@ -176,14 +186,18 @@ class OwnerLevels:
                         opening.level)
 
     def level(self, summary: LevelSummary) -> LevelSummary:
-        """Run the level ``summary`` opens (see the module docstring); the next summary."""
+        """Run the level ``summary`` opens (see the module docstring); the next summary.
+        Its report says how long each part took on this owner (``phases``)."""
+        opened = time.perf_counter()
         front, level, me = self.front, summary.level, self.me
         bits = None
         if summary.direction == BOTTOM_UP and self.owners > 1:
             bits = front.assembled[1]  # made by _learn for this level
         frontier = as_frontier(front, level, summary.direction, bits)
         outgoing = [[] for _ in range(self.owners)]
-        for task, found in self._steps(frontier, summary):
+        found_steps = self._steps(frontier, summary)
+        stepped = time.perf_counter()
+        for task, found in found_steps:
             pieces = split_for_owners(found, frontier, front.owner_of, task, 0)
             for owner, piece in enumerate(pieces):
                 if owner == me or piece.offsets[-1]:  # its own carries the step's counts
@@ -193,8 +207,14 @@ class OwnerLevels:
         else:
             received = self.exchange.all_to_all(("pieces", level), outgoing)
             pieces = [p for got in received for p in got]
+        traded = time.perf_counter()
         report = include(BARRIER_NAME, accept_pieces, {"level": level, "owner": me},
                          pieces, front, self.state, level, me)
+        reported = time.perf_counter()
+        report["phases"] = {
+            "opening": 0.0 if self._reported is None else opened - self._reported,
+            "steps": stepped - opened, "pieces": traded - stepped, "barrier": reported - traded}
+        self._reported = reported
         publish({REPORT: report})
         reports = self.exchange.all_to_all(("reports", level), [report] * self.owners)
         made = next_summary(self.rule, summary, merged_reports(reports, self.owned))
@@ -349,10 +369,13 @@ class ExchangedSearch(OwnedSearch):
     def _exchanged(self, level: int, direction: str, merged, reports) -> dict:
         """Bytes the level moved between workers (:meth:`OwnedSearch._moved`'s row): the
         pieces, and what each owner's report says it reached, sent to every other owner
-        (``bitmap_remote_bytes``: no owner reads bitmap shares here)."""
+        (``bitmap_remote_bytes``: no owner reads bitmap shares here), and the slowest
+        owner's time in each part of the level (:data:`PHASES`)."""
         moved = self._moved(level, direction, merged, set())
         shares = sum(len(r["reached"]) for r in reports)
         moved["bitmap_remote_bytes"] = shares * (len(self.workers) - 1)
+        for phase in PHASES:
+            moved[f"{phase}_seconds"] = max(r["phases"][phase] for r in reports)
         return moved
 
 

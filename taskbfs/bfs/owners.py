@@ -74,7 +74,7 @@ from taskbfs.bfs.state import (
 )
 from taskbfs.bfs.steps import STEP, step_cuda, step_smp
 from taskbfs.errors import TaskBFSError
-from taskbfs.kernels.bitmap import empty_bitmap, set_bits
+from taskbfs.kernels.bitmap import empty_bitmap, ids_of_words, set_bits
 from taskbfs.kernels.merge import (
     accept_share,
     accept_spans_into_range,
@@ -196,15 +196,10 @@ def vertices_of_bits(bits: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """The vertices of ``[lo, hi)`` whose bits are set in the whole-graph bitmap ``bits``
     (int64, ascending)."""
     first, stop = word_span(lo, hi)
-    found = _ids_of_words(bits[first:stop], first)
+    found = ids_of_words(bits[first:stop], first)
     return found[(found >= lo) & (found < hi)]
 
 
-def _ids_of_words(words: np.ndarray, first_word: int) -> np.ndarray:
-    """The vertex ids of the set bits of ``words``, bitmap words from ``first_word`` on
-    (int64, ascending)."""
-    flags = np.unpackbits(words.view(np.uint8), bitorder="little")
-    return np.flatnonzero(flags) + 64 * first_word
 
 
 @dataclass
@@ -637,7 +632,7 @@ class ReachedWords:
         words = np.frombuffer(self.data, dtype=np.uint64)
         parts, at = [], 0
         for first, stop in self.spans:
-            parts.append(_ids_of_words(words[at : at + stop - first], first))
+            parts.append(ids_of_words(words[at : at + stop - first], first))
             at += stop - first
         return np.concatenate(parts) if parts else _NO_VERTICES
 

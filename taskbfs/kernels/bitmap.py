@@ -51,3 +51,39 @@ def bitmap_from_vertices(vertices, num_vertices: int) -> np.ndarray:
     bits = empty_bitmap(num_vertices)
     set_bits(bits, np.asarray(vertices, dtype=np.int64))
     return bits
+
+
+@njit(nogil=True, cache=True)
+def _popcount(x):
+    """Set bits of the uint64 ``x`` (SWAR)."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@njit(nogil=True, cache=True)
+def count_bits(words):
+    """Set bits of the bitmap words ``words``."""
+    n = 0
+    for i in range(words.size):
+        if words[i]:
+            n += _popcount(words[i])
+    return n
+
+
+@njit(nogil=True, cache=True)
+def ids_of_words(words, first_word):
+    """The vertex ids of the set bits of ``words`` (bitmap words from word ``first_word``
+    on), ascending, int64: the zero words skipped, a set bit found by its lowest-bit mask."""
+    out = np.empty(count_bits(words), dtype=np.int64)
+    at = 0
+    for i in range(words.size):
+        x = words[i]
+        base = (first_word + i) * 64
+        while x:
+            low = x & (~x + np.uint64(1))
+            out[at] = base + np.int64(_popcount(low - np.uint64(1)))
+            at += 1
+            x ^= low
+    return out
