@@ -218,7 +218,7 @@ def test_no_worker_holds_the_graph(rt, dispatch):
     if dispatch == "auto":  # the slowest owner's time in each part of a level
         parts = ex[[f"{p}_seconds" for p in ("opening", "steps", "pieces", "barrier")]]
         assert (parts >= 0).all().all() and (parts["steps_seconds"] > 0).all()
-        assert ex["opening_seconds"].iloc[0] == 0 and (ex["opening_seconds"].iloc[1:] > 0).all()
+        assert (ex["opening_seconds"] > 0).all()
         # a bottom-up level trades no pieces: its owners only split their steps' output
         assert (bottom_up["pieces_seconds"] < top_down["pieces_seconds"].max()).all()
 

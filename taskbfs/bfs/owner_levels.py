@@ -102,6 +102,7 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     client to gather), then ``(front, state)``."""
     from distributed import secede
 
+    entered = time.perf_counter()
     if init is None:
         *names, front, state = args
     else:
@@ -113,7 +114,7 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     secede()  # it waits for its peers: its thread slot is the worker's for other tasks
     exchange = Exchange(channel, peers, owner)
     try:
-        runner = OwnerLevels(slices, front, state, exchange, rule, policy, opening)
+        runner = OwnerLevels(slices, front, state, exchange, rule, policy, opening, entered)
         run_levels(runner, opening)
     finally:
         exchange.close()
@@ -134,7 +135,8 @@ def _owner_results(front, state, per_range: bool) -> list:
 #: The parts of a level on an owner that its report times (the slowest owner's go into
 #: ``BFSResult.exchange`` as ``<part>_seconds``): ``opening``, from its previous report to
 #: this level's first step (the previous level's reports traded and learnt, the next
-#: summary made; 0 at the first level); ``steps``, the level's steps; ``pieces``, their
+#: summary made; at the first level, from the owner task's start: its state made, the
+#: exchange opened, the opening frontier traded); ``steps``, the level's steps; ``pieces``, their
 #: pairs split and traded (top-down); ``barrier``, the pieces accepted and the report made.
 PHASES = ("opening", "steps", "pieces", "barrier")
 
@@ -162,10 +164,13 @@ class OwnerLevels:
         Places each step (with the worker's GPU when it has one).
     opening : LevelSummary
         The level the search starts from here.
+    entered : float
+        When the owner's task started (``time.perf_counter()``): the first level's
+        ``opening`` phase runs from then.
     """
 
     def __init__(self, slices, front, state, exchange: Exchange, rule, policy,
-                 opening: LevelSummary):
+                 opening: LevelSummary, entered: float):
         self.front, self.state, self.exchange, self.rule = front, state, exchange, rule
         self.slices = dict(zip(front.tasks.tolist(), slices, strict=True))
         self.me, self.owners = exchange.me, len(exchange.peers)
@@ -178,7 +183,7 @@ class OwnerLevels:
                       for tasks in self.owned]
         # owner 0 sends the live page the levels' summaries, as a one-task search does
         self.publisher = SummaryPublisher(sizes=False) if self.me == 0 else None
-        self._reported = None  # when this owner's last report was made (perf_counter)
+        self._reported = entered  # when this owner's last report was made (perf_counter)
         if self.owners > 1:  # the frontier the others start from (a resumed search's)
             reached, as_words = _reached_report(front, state)
             share = {"reached": reached, "reached_words": as_words}
@@ -212,7 +217,7 @@ class OwnerLevels:
                          pieces, front, self.state, level, me)
         reported = time.perf_counter()
         report["phases"] = {
-            "opening": 0.0 if self._reported is None else opened - self._reported,
+            "opening": opened - self._reported,
             "steps": stepped - opened, "pieces": traded - stepped, "barrier": reported - traded}
         self._reported = reported
         publish({REPORT: report})
