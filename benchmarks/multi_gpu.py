@@ -207,6 +207,11 @@ def pinned_counts(client) -> tuple:
     return tuple(int(sum(c[i] for c in got.values())) for i in range(3))
 
 
+def clock() -> str:
+    """The wall clock (UTC) for the progress lines: a call cut by its limit shows where."""
+    return time.strftime("%H:%M:%S", time.gmtime())
+
+
 def measure(client, scale: int, configs, keys: int, tasks: int | None,
             timeline: bool = False):
     """Build the Kronecker graph of ``scale`` on the workers once, then for each
@@ -222,7 +227,7 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None,
         with get_task_stream(client) as stream:
             graph = tb.kronecker(scale, 16, seed=1, runtime=rt)
         build = time.perf_counter() - start
-        print(f"BUILD scale {scale}: {build:.1f} s wall\n" + build_table(stream.data),
+        print(f"BUILD scale {scale} (at {clock()}): {build:.1f} s wall\n" + build_table(stream.data),
               flush=True)
         sources = tb.search_keys(graph, keys)
         names = {a: w["name"] for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
@@ -241,7 +246,7 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None,
                            dispatch=dispatch)
                 walls.append(time.perf_counter() - start)
                 parts.append(f"{1e3 * walls[-1]:.0f}/{1e3 * r.search_seconds:.0f}/"
-                             f"{1e3 * r.assembly_seconds:.0f}")
+                             f"{1e3 * r.assembly_seconds:.0f}/{len(r.levels)}")
                 pinned.append(pinned_counts(client))
                 tb.validate(graph, s, r.parents, levels=r.distances)
                 edges.append(r.traversed_edges)
@@ -256,7 +261,8 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None,
                         if c.endswith("_bytes"):
                             moved[c] = moved.get(c, 0) + int(ex[c].sum())
             stats = tb.teps_statistics(np.array(walls), np.array(edges))
-            print(f"SEARCHES {strategy} {dispatch}: wall/search/assembly ms {' '.join(parts)}; "
+            print(f"SEARCHES {strategy} {dispatch} (at {clock()}): wall/search/assembly ms"
+                  f"/levels {' '.join(parts)}; "
                   f"GPU workers' pinned pools (reused, allocated, refused) after each: "
                   f"{' '.join(str(p) for p in pinned)}", flush=True)
             if timeline:  # the last key's levels

@@ -187,18 +187,14 @@ class OwnerLevels:
         if self.owners > 1:  # the frontier the others start from (a resumed search's)
             reached, as_words = _reached_report(front, state)
             share = {"reached": reached, "reached_words": as_words}
-            self._learn(exchange.all_to_all(("opening", opening.level), [share] * self.owners),
-                        opening.level)
+            self._learn(exchange.all_to_all(("opening", opening.level), [share] * self.owners))
 
     def level(self, summary: LevelSummary) -> LevelSummary:
         """Run the level ``summary`` opens (see the module docstring); the next summary.
         Its report says how long each part took on this owner (``phases``)."""
         opened = time.perf_counter()
         front, level, me = self.front, summary.level, self.me
-        bits = None
-        if summary.direction == BOTTOM_UP and self.owners > 1:
-            bits = front.assembled[1]  # made by _learn for this level
-        frontier = as_frontier(front, level, summary.direction, bits)
+        frontier = as_frontier(front, level, summary.direction, None)  # bits: see _learn
         outgoing = [[] for _ in range(self.owners)]
         found_steps = self._steps(frontier, summary)
         stepped = time.perf_counter()
@@ -224,7 +220,7 @@ class OwnerLevels:
         reports = self.exchange.all_to_all(("reports", level), [report] * self.owners)
         made = next_summary(self.rule, summary, merged_reports(reports, self.owned))
         if self.owners > 1:
-            self._learn(reports, made.level)
+            self._learn(reports)
         return made
 
     def announce(self, made: LevelSummary) -> tuple[LevelSummary, bool]:
@@ -253,12 +249,13 @@ class OwnerLevels:
                                                  pairs=not self.front.results_on_device))
         return [(tags["task"], f) for (tags, _), f in zip(calls, found, strict=True)]
 
-    def _learn(self, reports, level: int) -> None:
+    def _learn(self, reports) -> None:
         """The vertices the other owners reached (their ``reports``) marked visited here,
-        and the whole frontier bitmap of ``level`` (this owner's with theirs) kept for a
-        bottom-up level's steps."""
+        and in the owner's frontier bitmap, which so holds the whole frontier of the next level
+        for a bottom-up level's steps (the next barrier clears it before it sets the
+        vertices it accepts: a report or a range's frontier reads only its own words)."""
         front = self.front
-        bits = front.bits.copy()
+        bits = front.bits
         for owner, report in enumerate(reports):
             if owner == self.me:
                 continue
@@ -274,7 +271,6 @@ class OwnerLevels:
                 ids = np.frombuffer(report["reached"], dtype=self.id_dtype)
                 set_bits(bits, ids)
                 set_bits(front.visited, ids)
-        front.assembled = (level, bits)
 
 
 # ====================================================================== the client's runner
