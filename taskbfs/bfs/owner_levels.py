@@ -114,7 +114,8 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     secede()  # it waits for its peers: its thread slot is the worker's for other tasks
     exchange = Exchange(channel, peers, owner)
     try:
-        runner = OwnerLevels(slices, front, state, exchange, rule, policy, opening, entered)
+        runner = OwnerLevels(slices, front, state, exchange, rule, policy, opening, entered,
+                             fresh=init is not None)
         run_levels(runner, opening)
     finally:
         exchange.close()
@@ -167,10 +168,13 @@ class OwnerLevels:
     entered : float
         When the owner's task started (``time.perf_counter()``): the first level's
         ``opening`` phase runs from then.
+    fresh : bool
+        The search starts here from its source (its state just made): every owner knows
+        the opening frontier, so no round of messages trades it.
     """
 
     def __init__(self, slices, front, state, exchange: Exchange, rule, policy,
-                 opening: LevelSummary, entered: float):
+                 opening: LevelSummary, entered: float, fresh: bool = False):
         self.front, self.state, self.exchange, self.rule = front, state, exchange, rule
         self.slices = dict(zip(front.tasks.tolist(), slices, strict=True))
         self.me, self.owners = exchange.me, len(exchange.peers)
@@ -184,7 +188,11 @@ class OwnerLevels:
         # owner 0 sends the live page the levels' summaries, as a one-task search does
         self.publisher = SummaryPublisher(sizes=False) if self.me == 0 else None
         self._reported = entered  # when this owner's last report was made (perf_counter)
-        if self.owners > 1:  # the frontier the others start from (a resumed search's)
+        if self.owners > 1 and fresh:  # the source: visited, and the whole frontier
+            source = np.array([state.source], dtype=np.int64)
+            set_bits(front.visited, source)
+            set_bits(front.bits, source)
+        elif self.owners > 1:  # the frontier the others start from (a resumed search's)
             reached, as_words = _reached_report(front, state)
             share = {"reached": reached, "reached_words": as_words}
             self._learn(exchange.all_to_all(("opening", opening.level), [share] * self.owners))
