@@ -139,22 +139,53 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
 
 
 def row_witnesses(indptr, indices, lo: int, levels: np.ndarray, parents: np.ndarray,
-                  source: int, directed: bool, threads: int = 1) -> dict:
+                  source: int, directed: bool, threads: int = 1,
+                  own_parents: bool = False) -> dict:
     """Rules 3, 4 and 5 over the rows ``lo .. lo + len(indptr) - 2`` of a graph (a
     range's local CSR: ``indptr`` starts at 0, ``indices`` are global ids), given every
     vertex's tree level and parent: ``{3: (u, v) | None, 4: (u, v) | None, 5: v | None}``,
     each the first witness in row order (rule 5: the smallest vertex whose parent's row
     lies here and does not hold it). On ``threads`` threads, each over a block of the
-    rows (of about equal arcs) and of the vertices."""
+    rows (of about equal arcs) and of the vertices.
+
+    With ``own_parents`` (an undirected graph only), ``parents`` holds the parents of
+    these rows' vertices alone, and rule 5's witness is the smallest of them whose own row
+    does not hold its parent: in an undirected graph v's row holds p exactly when p's row
+    holds v, so over all ranges the smallest witness is the same."""
     hi = lo + indptr.size - 1
     witness = _level_witnesses(indptr, indices, lo, levels, directed, threads)
-    vertices = np.linspace(0, parents.size, threads + 1).astype(np.int64)
-    with ThreadPoolExecutor(threads) as pool:
-        missing = list(pool.map(lambda b: _first_missing_parent_arc_in(
-            indptr, indices, lo, hi, parents, source, vertices[b], vertices[b + 1]),
-            range(threads)))
+    if own_parents:
+        if directed:
+            raise InvalidParameterError("own_parents needs an undirected graph")
+        rows = _row_blocks(indptr, threads)
+        with ThreadPoolExecutor(threads) as pool:
+            missing = list(pool.map(lambda b: _first_row_without_its_parent(
+                indptr[rows[b] : rows[b + 1] + 1], indices, lo + rows[b],
+                parents[rows[b] : rows[b + 1]], source), range(threads)))
+    else:
+        vertices = np.linspace(0, parents.size, threads + 1).astype(np.int64)
+        with ThreadPoolExecutor(threads) as pool:
+            missing = list(pool.map(lambda b: _first_missing_parent_arc_in(
+                indptr, indices, lo, hi, parents, source, vertices[b], vertices[b + 1]),
+                range(threads)))
     witness[5] = next((int(v) for v in missing if v >= 0), None)  # the first block's
     return witness
+
+
+def compact_levels(levels: np.ndarray) -> np.ndarray:
+    """``levels`` (-1 unreached) in the smallest signed integer type that holds them: what
+    rules 3 and 4 read at random, so fewer bytes to send to the workers and to cache."""
+    top = int(levels.max()) if levels.size else 0
+    for dtype in (np.int8, np.int16, np.int32):
+        if top <= np.iinfo(dtype).max:
+            return levels.astype(dtype, copy=False)
+    return levels
+
+
+def _row_blocks(indptr, threads: int) -> np.ndarray:
+    """``threads + 1`` row bounds cutting a local CSR into blocks of about equal arcs."""
+    rows = np.searchsorted(indptr, np.linspace(0, indptr[-1], threads + 1)[1:-1])
+    return np.concatenate([[0], rows, [indptr.size - 1]]).astype(np.int64)
 
 
 def _level_witnesses(indptr, indices, lo: int, levels: np.ndarray, directed: bool,
@@ -162,9 +193,8 @@ def _level_witnesses(indptr, indices, lo: int, levels: np.ndarray, directed: boo
     """Rules 3 and 4 over the rows ``lo ..`` of a CSR (``indptr`` local, ``indices``
     global): ``{3: (u, v) | None, 4: (u, v) | None}``, each the first breaking arc in
     row order; on ``threads`` threads, each over a block of rows of about equal arcs."""
-    lev = levels.astype(np.int32) if levels.size < 2**31 else levels
-    rows = np.searchsorted(indptr, np.linspace(0, indptr[-1], threads + 1)[1:-1])
-    rows = np.concatenate([[0], rows, [indptr.size - 1]]).astype(np.int64)
+    lev = levels if levels.dtype.itemsize <= 4 else compact_levels(levels)
+    rows = _row_blocks(indptr, threads)
     with ThreadPoolExecutor(threads) as pool:
         breaks = list(pool.map(lambda b: _first_level_breaks(
             indptr[rows[b] : rows[b + 1] + 1], indices, lo + rows[b], lev, directed),
@@ -329,6 +359,21 @@ def _first_missing_parent_arc_in(indptr, indices, lo, hi, parents, source, first
         k = np.searchsorted(row, v)
         if k == row.size or row[k] != v:
             return v
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _first_row_without_its_parent(indptr, indices, lo, parents, source):  # pragma: no cover
+    """The first vertex ``lo + r`` (a row of a local CSR whose ``parents[r]`` is given)
+    whose sorted row does not hold its parent, else -1."""
+    for r in range(indptr.size - 1):
+        p = parents[r]
+        if p < 0 or lo + r == source:
+            continue
+        row = indices[indptr[r] : indptr[r + 1]]
+        k = np.searchsorted(row, p)
+        if k == row.size or row[k] != p:
+            return lo + r
     return -1
 
 

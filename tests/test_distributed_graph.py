@@ -278,8 +278,23 @@ def test_validation_on_workers_finds_what_the_graph_in_hand_finds(rt):
     dcycle = DistributedGraph.from_dask(da.from_array(np.arange(6), chunks=4),
                                         da.from_array((np.arange(6) + 1) % 6, chunks=4),
                                         runtime=rt, ranges=2)
+    # directed: rule 5 read from the parent's row (every range gets every parent)
+    d = shape("random_directed_400_1200")
+    gd = _local(d)
+    ddg = DistributedGraph.from_dask(da.from_array(d.src, chunks=400),
+                                     da.from_array(d.dst, chunks=400), num_vertices=d.num_vertices,
+                                     directed=True, runtime=rt, ranges=3)
+    directed_bad = tb.bfs(gd, 0).parents.copy()
+    child = int(np.flatnonzero((directed_bad >= 0) & (np.arange(d.num_vertices) != 0))[-1])
+    others = np.setdiff1d(np.flatnonzero(directed_bad >= 0),
+                          [child, *gd.indices[gd.indptr[child]:gd.indptr[child + 1]]])
+    # a reached vertex that has no arc to the child, and no arc from the child
+    stranger = next(int(u) for u in others
+                    if child not in gd.indices[gd.indptr[u]:gd.indptr[u + 1]])
+    directed_bad[child] = stranger
     cases = [(g, dg, wrong[5], 5), (g, dg, wrong[4], 4),
-             (cycle, dcycle, np.array([0, 0, 1, 2, 3, 4]), 3)]  # edge (0, 5): levels 0 and 5
+             (cycle, dcycle, np.array([0, 0, 1, 2, 3, 4]), 3),  # edge (0, 5): levels 0 and 5
+             (gd, ddg, directed_bad, 5)]
     for in_hand, kept, bad, rule in cases:
         with pytest.raises(tb.ValidationError) as here:
             tb.validate(in_hand, 0, bad)

@@ -19,6 +19,7 @@ from shapes import shapes
 from taskbfs import Graph
 from taskbfs.errors import InvalidParameterError, InvalidVertexError, ValidationError
 from taskbfs.graph500 import (
+    compact_levels,
     format_statistics,
     search_keys,
     teps_statistics,
@@ -480,3 +481,49 @@ def test_row_witnesses_on_threads_are_the_first_in_row_order(s):
                 got = row_witnesses(indptr, indices, lo, bad_levels, bad_parents,
                                     s.sources[0], g.directed, threads)
                 assert got == expected, (lo, hi, threads)
+                # the levels as the distributed check sends them: same witnesses
+                small = compact_levels(bad_levels)
+                assert small.dtype.itemsize < bad_levels.dtype.itemsize
+                assert row_witnesses(indptr, indices, lo, small, bad_parents, s.sources[0],
+                                     g.directed, threads) == expected
+
+
+@pytest.mark.parametrize("s", [s for s in shapes() if 30 <= s.num_vertices <= 2000
+                               and not s.directed], ids=lambda s: s.name)
+def test_rule_5_from_the_childs_row_finds_the_same_smallest_witness(s):
+    """Undirected: each range given only its own vertices' parents (``own_parents``), the
+    smallest rule-5 witness over the ranges is the one the whole-parents check finds, on
+    any number of threads; none when the parents are a BFS's."""
+    from taskbfs.graph500 import row_witnesses
+
+    g = Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
+    rng = np.random.default_rng(11)
+    source = s.sources[0]
+    levels = scipy_distances(g, source).astype(np.int64)
+    parents = scipy_parents(g, source).astype(np.int64)
+    cuts = [0, g.num_vertices // 3, g.num_vertices // 2 + 1, g.num_vertices]
+    for k in range(4):
+        bad = parents.copy()
+        picked = rng.choice(g.num_vertices, size=k * 2, replace=False)
+        bad[picked] = rng.integers(-1, g.num_vertices, size=picked.size)
+        whole = _naive_row_witnesses(g, 0, g.num_vertices, levels, bad, source)[5]
+        for threads in (1, 3):
+            found = []
+            for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+                indptr = g.indptr[lo:hi + 1] - g.indptr[lo]
+                indices = g.indices[g.indptr[lo]:g.indptr[hi]]
+                w = row_witnesses(indptr, indices, lo, levels, bad[lo:hi], source, False,
+                                  threads, own_parents=True)[5]
+                if w is not None:
+                    found.append(w)
+            assert (min(found) if found else None) == whole, (k, threads)
+            if k == 0:
+                assert whole is None
+
+
+def test_rule_5_from_the_childs_row_is_refused_for_a_directed_graph():
+    from taskbfs.graph500 import row_witnesses
+
+    with pytest.raises(InvalidParameterError, match="undirected"):
+        row_witnesses(np.array([0, 1]), np.array([0]), 0, np.zeros(1, np.int64),
+                      np.zeros(1, np.int64), 0, True, own_parents=True)

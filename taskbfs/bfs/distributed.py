@@ -321,15 +321,41 @@ class DistributedGraph:
         witness of each (``{3: (u, v) | None, 4: (u, v) | None, 5: v | None}``), the
         ones a whole-graph pass in vertex order finds first
         (:func:`taskbfs.graph500.validate` calls this)."""
+        from taskbfs.graph500 import compact_levels
+
         client = self.runtime.client
-        levels_f, parents_f = client.scatter([levels, parents], broadcast=False)
-        found = client.gather([client.submit(_slice_witnesses, s, levels_f, parents_f, source,
-                                             self.directed) for s in self.slices])
+        levels_f = client.scatter(compact_levels(levels), broadcast=False, hash=False)
+        if self.directed:  # rule 5 from the parent's row: every range reads every parent
+            parents_f = [client.scatter(parents, broadcast=False, hash=False)] * len(self.slices)
+        else:  # from the child's row: each range its own parents, sent to its holder
+            parents_f = self._scattered_by_range(parents)
+        found = client.gather([client.submit(_slice_witnesses, s, levels_f, p, source,
+                                             self.directed)
+                               for s, p in zip(self.slices, parents_f, strict=True)])
         out = {3: None, 4: None, 5: None}
         for rule in (3, 4):
             out[rule] = next((w[rule] for w in found if w[rule] is not None), None)
         fives = [w[5] for w in found if w[5] is not None]
         out[5] = min(fives) if fives else None
+        return out
+
+    def _scattered_by_range(self, values: np.ndarray) -> list:
+        """``values[lo:hi]`` of each built range, scattered to the worker that holds its
+        slice (one scatter per worker): one future per range."""
+        client = self.runtime.client
+        bounds = self.ranges.bounds
+        held = client.who_has(self.slices)
+        by_worker: dict = {}
+        for t, s in enumerate(self.slices):
+            worker = (held.get(s.key) or [None])[0]
+            by_worker.setdefault(worker, []).append(t)
+        out = [None] * len(self.slices)
+        for worker, ranges in by_worker.items():
+            parts = [values[int(bounds[t]) : int(bounds[t + 1])] for t in ranges]
+            sent = client.scatter(parts, workers=None if worker is None else [worker],
+                                  hash=False)
+            for t, future in zip(ranges, sent, strict=True):
+                out[t] = future
         return out
 
     def __repr__(self) -> str:
@@ -480,7 +506,7 @@ def _slice_witnesses(piece: GraphSlice, levels, parents, source: int, directed: 
     from taskbfs.graph500 import row_witnesses
 
     return row_witnesses(piece.indptr, piece.indices, piece.lo, levels, parents, source, directed,
-                         cores_per_thread())
+                         cores_per_thread(), own_parents=not directed)
 
 
 def _frame_pair(frame, source: str, target: str):
