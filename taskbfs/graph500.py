@@ -41,6 +41,7 @@ out-edges, so rules 3-5 are read along arcs (see :func:`validate`).
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -128,13 +129,12 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
     tree_levels = _tree_levels_or_raise(parents, source)
     by_rows = getattr(graph, "row_witnesses", None)  # a graph kept in pieces on workers
     if by_rows is not None:
-        _raise_witnesses(by_rows(tree_levels, parents, source), graph.directed, levels,
-                         parents, tree_levels, source)
-        return tree_levels
-    _check_parent_edges(graph, parents, source)
-    if levels is not None:
-        _check_reported_levels(levels, parents, tree_levels, source)
-    _check_graph_edges(graph, tree_levels)
+        witness = by_rows(tree_levels, parents, source)
+    else:  # the whole graph as one range, on every core
+        witness = row_witnesses(graph.indptr, graph.indices, 0, compact_levels(tree_levels),
+                                parents, source, graph.directed, os.cpu_count() or 1,
+                                own_parents=not graph.directed)
+    _raise_witnesses(witness, graph.directed, levels, parents, tree_levels, source)
     return tree_levels
 
 
@@ -333,13 +333,6 @@ def _walk_parent_chains(parents, source, levels, stack):  # pragma: no cover - n
     return _OK, -1, -1
 
 
-def _check_parent_edges(graph, parents: np.ndarray, source: int) -> None:
-    """Rule 5: the arc parents[v] → v exists for every reached v other than the source."""
-    v = _first_missing_parent_arc(graph.indptr, graph.indices, parents, source)
-    if v >= 0:
-        _raise_rule5(v, parents, graph.directed)
-
-
 def _raise_rule5(v: int, parents: np.ndarray, directed: bool):
     p = int(parents[v])
     kind = "an arc" if directed else "an edge"
@@ -349,8 +342,9 @@ def _raise_rule5(v: int, parents: np.ndarray, directed: bool):
 @njit(cache=True, nogil=True)
 def _first_missing_parent_arc_in(indptr, indices, lo, hi, parents, source, first,
                                  stop):  # pragma: no cover
-    """:func:`_first_missing_parent_arc` for the vertices ``first .. stop - 1`` whose
-    parent is in ``[lo, hi)``, rows local to the range."""
+    """The first of the vertices ``first .. stop - 1`` whose parent is in ``[lo, hi)``
+    and whose parent's sorted row (rows local to the range) does not hold it, else -1: a
+    binary search inside one row per vertex."""
     for v in range(first, stop):
         p = parents[v]
         if p < lo or p >= hi or v == source:
@@ -374,24 +368,6 @@ def _first_row_without_its_parent(indptr, indices, lo, parents, source):  # prag
         k = np.searchsorted(row, p)
         if k == row.size or row[k] != p:
             return lo + r
-    return -1
-
-
-@njit(cache=True)
-def _first_missing_parent_arc(indptr, indices, parents, source):  # pragma: no cover
-    """First vertex whose parent's sorted row does not hold it, else -1.
-
-    A binary search inside one CSR row per vertex; numpy has no segmented searchsorted,
-    and materialising a global arc key would cost a pass over every arc.
-    """
-    for v in range(parents.size):
-        p = parents[v]
-        if p < 0 or v == source:
-            continue
-        row = indices[indptr[p] : indptr[p + 1]]
-        k = np.searchsorted(row, v)
-        if k == row.size or row[k] != v:
-            return v
     return -1
 
 
@@ -432,15 +408,6 @@ def _check_reported_levels(levels, parents, tree_levels, source: int) -> None:
             f"vertex {v} must be exactly one level below its parent {p}",
             v,
         )
-
-
-def _check_graph_edges(graph, levels: np.ndarray) -> None:
-    """Rules 3 and 4 in one pass over the arcs; rule 4 is reported first if both break."""
-    witness = _level_witnesses(graph.indptr, graph.indices, 0, levels, graph.directed)
-    if witness[4] is not None:
-        _raise_rule4(witness[4], levels, graph.directed)
-    if witness[3] is not None:
-        _raise_rule3(witness[3], levels, graph.directed)
 
 
 def _raise_rule4(edge, levels, directed: bool):
