@@ -20,6 +20,10 @@ Approach
     (compiles kernels, places the graph, pins buffers), then ``time.perf_counter()`` around
     each call, key after key; every result is validated with the Graph500 rules
     (``tb.validate``) after the stopwatch stops (``--validate first``: the first key only).
+    ``--order interleaved`` warms every configuration up first and then runs the keys one
+    by one, each configuration in turn (the default, ``blocks``, a configuration's keys
+    one after another), and prints hybrid / gpu key by key: issue 16's hybrid target
+    read both ways in one run.
     Configurations (``CONFIGS``): plain-td and plain-do (the plain loop, top-down, and
     Beamer's switch with ``--alpha`` / ``--beta``, 14 and 24), gpu (taskbfs, every step on
     the GPU, its own direction switch), gpu-td, hybrid, cpu. Without CuPy, or without a
@@ -71,7 +75,7 @@ DEFAULT_CSV = Path(__file__).resolve().parent / "results" / "gpu_user_wall.csv"
 FIELDS = ["date", "host", "cpus", "gpu", "scale", "vertices", "edges", "config", "strategy",
           "direction", "tasks", "keys", "hmean_teps", "median_wall_s", "min_wall_s",
           "max_wall_s", "median_elapsed_s", "outside_share", "median_copy_s", "x_plain_do",
-          "x_plain_td", "x_plain_td_host", "median_levels", "validated"]
+          "x_plain_td", "x_plain_td_host", "median_levels", "validated", "order"]
 
 
 @dataclass
@@ -120,8 +124,8 @@ def time_taskbfs(graph, key, strategy, direction, runtime, args, check) -> Searc
                   r.num_tasks)
 
 
-def run_config(label, graph, keys, runtime, device_graph, pinned, args) -> list:
-    """Warm up once on the first key, then time every key; returns the searches."""
+def searcher(label, graph, runtime, device_graph, pinned, args):
+    """``one(key, check)``: one timed search of configuration ``label``."""
     strategy, direction = CONFIGS[label]
 
     def one(key, check):
@@ -129,8 +133,33 @@ def run_config(label, graph, keys, runtime, device_graph, pinned, args) -> list:
             return time_plain(device_graph, pinned, graph, key, direction, args, check)
         return time_taskbfs(graph, key, strategy, direction, runtime, args, check)
 
-    one(keys[0], check=False)
-    return [one(key, check=args.validate == "all" or i == 0) for i, key in enumerate(keys)]
+    return one
+
+
+def run_configs(labels, graph, keys, runtime, device_graph, pinned, args) -> dict:
+    """Per configuration, one untimed search on the first key, then every key timed:
+    ``--order blocks`` a configuration's keys one after another, then the next
+    configuration's; ``interleaved`` every configuration warmed up first, then key by
+    key each configuration in turn (a drifting machine slows them alike). Returns
+    ``{label: searches}``."""
+    ones = {label: searcher(label, graph, runtime, device_graph, pinned, args)
+            for label in labels}
+    checked = [args.validate == "all" or i == 0 for i in range(len(keys))]
+    found = {label: [] for label in labels}
+    if args.order == "interleaved":
+        for label in labels:
+            ones[label](keys[0], check=False)
+        for key, check in zip(keys, checked, strict=True):
+            for label in labels:
+                found[label].append(ones[label](key, check))
+        return found
+    for label in labels:
+        start = time.perf_counter()
+        ones[label](keys[0], check=False)
+        found[label] = [ones[label](key, check) for key, check in zip(keys, checked, strict=True)]
+        print(f"{label}: {len(keys)} keys in {time.perf_counter() - start:.1f} s with warm-up "
+              f"and validation", flush=True)
+    return found
 
 
 def summary(label, searches, args) -> dict:
@@ -144,7 +173,8 @@ def summary(label, searches, args) -> dict:
         "median_wall_s": float(np.median(walls)), "min_wall_s": float(walls.min()),
         "max_wall_s": float(walls.max()),
         "median_levels": float(np.median([s.levels for s in searches])),
-        "validated": args.validate, "median_elapsed_s": "", "outside_share": "",
+        "validated": args.validate, "order": args.order, "median_elapsed_s": "",
+        "outside_share": "",
         "median_copy_s": "",
     }
     if strategy == "plain":
@@ -223,14 +253,15 @@ def run_scale(scale, labels, runtime, args, machine, writer) -> None:
         pinned = peer.pinned_like(device_graph.parents)
         print(f"plain loop: graph and buffers on the GPU in {time.perf_counter() - start:.1f} s "
               f"({device_graph.device_bytes / 2**30:.2f} GiB)", flush=True)
-    rows = []
-    for label in labels:
-        start = time.perf_counter()
-        searches = run_config(label, graph, keys, runtime, device_graph, pinned, args)
-        rows.append(summary(label, searches, args))
-        print(f"{label}: {rows[-1]['hmean_teps'] / 1e6:.1f} MTEPS, median "
-              f"{rows[-1]['median_wall_s'] * 1e3:.2f} ms ({time.perf_counter() - start:.1f} s "
-              f"with warm-up and validation)", flush=True)
+    found = run_configs(labels, graph, keys, runtime, device_graph, pinned, args)
+    rows = [summary(label, found[label], args) for label in labels]
+    for row in rows:
+        print(f"{row['config']}: {row['hmean_teps'] / 1e6:.1f} MTEPS, median "
+              f"{row['median_wall_s'] * 1e3:.2f} ms ({args.order})", flush=True)
+    if "hybrid" in found and "gpu" in found:  # the pair the hybrid target compares
+        paired = [h.wall / g.wall for h, g in zip(found["hybrid"], found["gpu"], strict=True)]
+        print(f"hybrid / gpu wall, key by key: median {np.median(paired):.2f} "
+              f"({min(paired):.2f}-{max(paired):.2f})", flush=True)
     add_ratios(rows)
     print("\n" + markdown_table(rows) + "\n", flush=True)
     for row in rows:
@@ -257,6 +288,9 @@ def parse_args():
     parser.add_argument("--validate", choices=["all", "first"], default="all",
                         help="Graph500 validation of every search, or of each "
                              "configuration's first key only")
+    parser.add_argument("--order", choices=["blocks", "interleaved"], default="blocks",
+                        help="each configuration's keys in a block, or key by key every "
+                             "configuration in turn")
     parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
     parser.add_argument("--graph-dir", default=None,
                         help="read the graphs from (or save them into) this directory")
