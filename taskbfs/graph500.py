@@ -126,7 +126,11 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
     """
     source = graph.vertex(source, "source")  # a label, for a labelled graph
     parents = _check_parent_array(parents, graph.num_vertices)
-    tree_levels = _tree_levels_or_raise(parents, source)
+    tree_levels = _levels_if_the_trees(levels, parents, source)
+    if tree_levels is not None:  # rules 1 and 2 hold
+        levels = None
+    else:
+        tree_levels = _tree_levels_or_raise(parents, source)
     by_rows = getattr(graph, "row_witnesses", None)  # a graph kept in pieces on workers
     if by_rows is not None:
         witness = by_rows(tree_levels, parents, source)
@@ -269,6 +273,43 @@ def _check_parent_array(parents, n: int) -> np.ndarray:
             1, f"vertex {v} has parent {int(arr[v])}, outside -1..{n - 1}", v
         )
     return arr.astype(np.int64, copy=False)
+
+
+def _levels_if_the_trees(levels, parents: np.ndarray, source: int) -> np.ndarray | None:
+    """The reported ``levels`` as the tree's depths (int64) when they prove rules 1 and 2
+    at once, else None (then the parent chains are walked, and a broken rule named).
+
+    They do when the source is its own parent at level 0, every other vertex with a
+    parent is one level below it at a level >= 1, and every vertex without one is at -1:
+    each chain then descends level by level to the only vertex at level 0, the source,
+    so the parents form a tree whose depths are ``levels``. Checked on every core."""
+    if levels is None:
+        return None
+    lv = np.asarray(levels)
+    if lv.ndim != 1 or lv.size != parents.size or not np.issubdtype(lv.dtype, np.integer):
+        return None
+    threads = os.cpu_count() or 1
+    cuts = np.linspace(0, lv.size, threads + 1).astype(np.int64)
+    with ThreadPoolExecutor(threads) as pool:
+        hold = list(pool.map(lambda b: _levels_are_the_trees(parents, lv, source, cuts[b],
+                                                             cuts[b + 1]), range(threads)))
+    return lv.astype(np.int64) if all(hold) else None
+
+
+@njit(cache=True, nogil=True)
+def _levels_are_the_trees(parents, levels, source, first, stop):  # pragma: no cover
+    """Whether vertices ``first .. stop - 1`` meet :func:`_levels_if_the_trees`'s terms."""
+    for v in range(first, stop):
+        p, level = parents[v], levels[v]
+        if v == source:
+            if p != source or level != 0:
+                return False
+        elif p < 0:
+            if level != -1:
+                return False
+        elif level < 1 or levels[p] != level - 1:
+            return False
+    return True
 
 
 def _tree_levels_or_raise(parents: np.ndarray, source: int) -> np.ndarray:

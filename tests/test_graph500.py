@@ -527,3 +527,38 @@ def test_rule_5_from_the_childs_row_is_refused_for_a_directed_graph():
     with pytest.raises(InvalidParameterError, match="undirected"):
         row_witnesses(np.array([0, 1]), np.array([0]), 0, np.zeros(1, np.int64),
                       np.zeros(1, np.int64), 0, True, own_parents=True)
+
+
+@pytest.mark.parametrize("s", [s for s in shapes() if 30 <= s.num_vertices <= 2000],
+                         ids=lambda s: s.name)
+def test_reported_levels_stand_for_the_tree_walk_only_when_they_prove_it(s):
+    """A BFS's levels are the tree's depths as the walk of the parent chains finds them;
+    levels that break rule 1 or 2 anywhere (one vertex changed) are not taken, and
+    validate then names the broken rule as before."""
+    from taskbfs.graph500 import _levels_if_the_trees, _tree_levels_or_raise
+
+    g = Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
+    source = s.sources[0]
+    levels = scipy_distances(g, source).astype(np.int32)
+    parents = scipy_parents(g, source).astype(np.int64)
+    walked = _tree_levels_or_raise(parents, source)
+    np.testing.assert_array_equal(_levels_if_the_trees(levels, parents, source), walked)
+    rng = np.random.default_rng(3)
+    reached = np.flatnonzero((parents >= 0) & (np.arange(g.num_vertices) != source))
+    for v in rng.choice(reached, size=min(5, reached.size), replace=False).tolist():
+        for change in (1, -1, -int(levels[v]) - 1):  # deeper, shallower, unreached
+            bad = levels.copy()
+            bad[v] += change
+            assert _levels_if_the_trees(bad, parents, source) is None
+            with pytest.raises(ValidationError) as info:
+                validate(g, source, parents, levels=bad)
+            assert info.value.rule == 2
+    unreached = np.flatnonzero(parents < 0)
+    if unreached.size:
+        bad = levels.copy()
+        bad[unreached[0]] = 0  # an unreached vertex with a level
+        assert _levels_if_the_trees(bad, parents, source) is None
+    bad = parents.copy()
+    bad[source] = reached[0] if reached.size else source
+    if bad[source] != source:
+        assert _levels_if_the_trees(levels, bad, source) is None
