@@ -130,6 +130,10 @@ def test_rule1_out_of_range_value():
     assert err.witness == 2 and witness_in_message(err) and "7" in str(err)
     err = expect_rule(1, g, 0, [0, -2, 1])
     assert err.witness == 1 and witness_in_message(err)
+    for dtype in (np.int8, np.int32, np.uint16, np.uint64):  # any integer type, as given
+        err = expect_rule(1, g, 0, np.array([0, 0, 7], dtype=dtype))
+        assert err.witness == 2 and "7" in str(err)
+        assert validate(g, 0, np.array([0, 0, 1], dtype=dtype)).tolist() == [0, 1, 2]
 
 
 def test_rule1_not_integers():
@@ -543,6 +547,11 @@ def test_reported_levels_stand_for_the_tree_walk_only_when_they_prove_it(s):
     parents = scipy_parents(g, source).astype(np.int64)
     walked = _tree_levels_or_raise(parents, source)
     np.testing.assert_array_equal(_levels_if_the_trees(levels, parents, source), walked)
+    # taskbfs's int32 parents are read as they are, by both
+    small = parents.astype(np.int32)
+    np.testing.assert_array_equal(_tree_levels_or_raise(small, source), walked)
+    np.testing.assert_array_equal(_levels_if_the_trees(levels, small, source), walked)
+    np.testing.assert_array_equal(validate(g, source, small), walked)
     rng = np.random.default_rng(3)
     reached = np.flatnonzero((parents >= 0) & (np.arange(g.num_vertices) != source))
     for v in rng.choice(reached, size=min(5, reached.size), replace=False).tolist():
