@@ -221,6 +221,10 @@ def test_no_worker_holds_the_graph(rt, dispatch):
         assert (ex["opening_seconds"] > 0).all()
         # a bottom-up level trades no pieces: its owners only split their steps' output
         assert (bottom_up["pieces_seconds"] < top_down["pieces_seconds"].max()).all()
+        # the least any owner waited for its peers: within the rounds' own time
+        waited = ex["least_waited_seconds"]
+        assert (waited >= 0).all()
+        assert (waited <= parts["opening_seconds"] + parts["pieces_seconds"] + 1e-3).all()
 
 
 def test_top_down_pieces_split_by_owner_or_sent_whole_search_alike(rt, setting):

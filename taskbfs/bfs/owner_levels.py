@@ -139,6 +139,9 @@ def _owner_results(front, state, per_range: bool) -> list:
 #: summary made; at the first level, from the owner task's start: its state made, the
 #: exchange opened, the opening frontier traded); ``steps``, the level's steps; ``pieces``, their
 #: pairs split and traded (top-down); ``barrier``, the pieces accepted and the report made.
+#: Beside them, ``least_waited_seconds``: the least time any owner spent waiting for its
+#: peers' messages in the same window (the rounds' latency even for the slowest owner;
+#: the rest of a round's time is waiting for the slowest).
 PHASES = ("opening", "steps", "pieces", "barrier")
 
 
@@ -188,6 +191,7 @@ class OwnerLevels:
         # owner 0 sends the live page the levels' summaries, as a one-task search does
         self.publisher = SummaryPublisher(sizes=False) if self.me == 0 else None
         self._reported = entered  # when this owner's last report was made (perf_counter)
+        self._waited = 0.0  # the exchange's waits until then
         if self.owners > 1 and fresh:  # the source: visited, and the whole frontier
             source = np.array([state.source], dtype=np.int64)
             set_bits(front.visited, source)
@@ -222,8 +226,9 @@ class OwnerLevels:
         reported = time.perf_counter()
         report["phases"] = {
             "opening": opened - self._reported,
-            "steps": stepped - opened, "pieces": traded - stepped, "barrier": reported - traded}
-        self._reported = reported
+            "steps": stepped - opened, "pieces": traded - stepped, "barrier": reported - traded,
+            "waited": self.exchange.waited - self._waited}
+        self._reported, self._waited = reported, self.exchange.waited
         publish({REPORT: report})
         reports = self.exchange.all_to_all(("reports", level), [report] * self.owners)
         made = next_summary(self.rule, summary, merged_reports(reports, self.owned))
@@ -385,6 +390,7 @@ class ExchangedSearch(OwnedSearch):
         moved["bitmap_remote_bytes"] = shares * (len(self.workers) - 1)
         for phase in PHASES:
             moved[f"{phase}_seconds"] = max(r["phases"][phase] for r in reports)
+        moved["least_waited_seconds"] = min(r["phases"]["waited"] for r in reports)
         return moved
 
 

@@ -145,6 +145,8 @@ class Exchange:
                                f"but this task runs on {self.worker.address}")
         self.box = mailbox(self.worker.address)
         self.timeout = float(config.get("runtime.exchange-timeout"))
+        #: Seconds this task has waited for its peers' messages, all rounds so far.
+        self.waited = 0.0
 
     def all_to_all(self, round_, messages: list) -> list:
         """Send ``messages[p]`` to peer p (``messages[me]`` stays here) as round
@@ -162,8 +164,9 @@ class Exchange:
                 channel=self.channel, round_=round_, sender=self.me,
                 message=to_serialize(messages[peer]))
             sends.append(asyncio.run_coroutine_threadsafe(call, loop))
-        got = self.box.take(self.channel, round_, len(self.peers),
-                            time.monotonic() + self.timeout)
+        start = time.monotonic()
+        got = self.box.take(self.channel, round_, len(self.peers), start + self.timeout)
+        self.waited += time.monotonic() - start
         for sent in sends:  # delivered by now (each peer answered before it could send back)
             try:
                 sent.result(timeout=self.timeout)
