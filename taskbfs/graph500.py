@@ -39,8 +39,9 @@ mean and the Norris (1940) standard error), and its executable Octave reference
 Encoding
 --------
 ``parents[v]`` is the BFS parent of ``v`` (any integer type); ``parents[source] ==
-source``; ``-1`` marks an unreached vertex. Levels are int64, ``-1`` unreached. Directed graphs are searched along
-out-edges, so rules 3-5 are read along arcs (see :func:`validate`).
+source``; ``-1`` marks an unreached vertex. Levels are int64, ``-1`` unreached. Directed
+graphs are searched along out-edges, so rules 3-5 are read along arcs (see
+:func:`validate`).
 """
 
 from __future__ import annotations
@@ -139,9 +140,8 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
     if by_rows is not None:
         witness = by_rows(tree_levels, parents, source)
     else:  # the whole graph as one range, on every core
-        witness = row_witnesses(graph.indptr, graph.indices, 0, compact_levels(tree_levels),
-                                parents, source, graph.directed, os.cpu_count() or 1,
-                                own_parents=not graph.directed)
+        witness = row_witnesses(graph.indptr, graph.indices, 0, tree_levels, parents, source,
+                                graph.directed, _cores(), own_parents=not graph.directed)
     _raise_witnesses(witness, graph.directed, levels, parents, tree_levels, source)
     return tree_levels
 
@@ -171,13 +171,24 @@ def row_witnesses(indptr, indices, lo: int, levels: np.ndarray, parents: np.ndar
                 indptr[rows[b] : rows[b + 1] + 1], indices, lo + rows[b],
                 parents[rows[b] : rows[b + 1]], source), range(threads)))
     else:
-        vertices = np.linspace(0, parents.size, threads + 1).astype(np.int64)
-        with ThreadPoolExecutor(threads) as pool:
-            missing = list(pool.map(lambda b: _first_missing_parent_arc_in(
-                indptr, indices, lo, hi, parents, source, vertices[b], vertices[b + 1]),
-                range(threads)))
+        missing = _on_blocks(lambda first, stop: _first_missing_parent_arc_in(
+            indptr, indices, lo, hi, parents, source, first, stop), parents.size, threads)
     witness[5] = next((int(v) for v in missing if v >= 0), None)  # the first block's
     return witness
+
+
+def _cores() -> int:
+    """The threads a whole-graph check runs on: this host's cores."""
+    return os.cpu_count() or 1
+
+
+def _on_blocks(check, size: int, threads: int) -> list:
+    """``check(first, stop)`` over ``threads`` equal blocks of ``range(size)``, side by
+    side on a thread each (``check`` is numba code that releases the GIL); its answers in
+    block order."""
+    cuts = np.linspace(0, size, threads + 1).astype(np.int64)
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda b: check(cuts[b], cuts[b + 1]), range(threads)))
 
 
 def compact_levels(levels: np.ndarray) -> np.ndarray:
@@ -285,11 +296,8 @@ def _check_parent_array(parents, n: int) -> np.ndarray:
 
 def _first_outside(parents: np.ndarray, n: int) -> int:
     """The first vertex whose parent is outside ``-1 .. n-1``, else -1; on every core."""
-    threads = os.cpu_count() or 1
-    cuts = np.linspace(0, parents.size, threads + 1).astype(np.int64)
-    with ThreadPoolExecutor(threads) as pool:
-        found = list(pool.map(lambda b: _first_outside_in(parents, n, cuts[b], cuts[b + 1]),
-                              range(threads)))
+    found = _on_blocks(lambda first, stop: _first_outside_in(parents, n, first, stop),
+                       parents.size, _cores())
     return next((int(v) for v in found if v >= 0), -1)
 
 
@@ -314,11 +322,8 @@ def _levels_if_the_trees(levels, parents: np.ndarray, source: int) -> np.ndarray
     lv = np.asarray(levels)
     if lv.ndim != 1 or lv.size != parents.size or not np.issubdtype(lv.dtype, np.integer):
         return None
-    threads = os.cpu_count() or 1
-    cuts = np.linspace(0, lv.size, threads + 1).astype(np.int64)
-    with ThreadPoolExecutor(threads) as pool:
-        hold = list(pool.map(lambda b: _levels_are_the_trees(parents, lv, source, cuts[b],
-                                                             cuts[b + 1]), range(threads)))
+    hold = _on_blocks(lambda first, stop: _levels_are_the_trees(parents, lv, source, first,
+                                                                stop), lv.size, _cores())
     return lv.astype(np.int64) if all(hold) else None
 
 

@@ -137,8 +137,9 @@ def _owner_results(front, state, per_range: bool) -> list:
 #: ``BFSResult.exchange`` as ``<part>_seconds``): ``opening``, from its previous report to
 #: this level's first step (the previous level's reports traded and learnt, the next
 #: summary made; at the first level, from the owner task's start: its state made, the
-#: exchange opened, the opening frontier traded); ``steps``, the level's steps; ``pieces``, their
-#: pairs split and traded (top-down); ``barrier``, the pieces accepted and the report made.
+#: exchange opened, the opening frontier traded); ``steps``, the level's steps;
+#: ``pieces``, their pairs split and traded (top-down); ``barrier``, the pieces accepted
+#: and the report made.
 #: Beside them, ``least_waited_seconds``: the least time any owner spent waiting for its
 #: peers' messages in the same window (the rounds' latency even for the slowest owner;
 #: the rest of a round's time is waiting for the slowest).
@@ -264,8 +265,8 @@ class OwnerLevels:
 
     def _learn(self, reports) -> None:
         """The vertices the other owners reached (their ``reports``) marked visited here,
-        and in the owner's frontier bitmap, which so holds the whole frontier of the next level
-        for a bottom-up level's steps (the next barrier clears it before it sets the
+        and in the owner's frontier bitmap, which so holds the whole frontier of the next
+        level for a bottom-up level's steps (the next barrier clears it before it sets the
         vertices it accepts: a report or a range's frontier reads only its own words)."""
         front = self.front
         bits = front.bits
@@ -289,9 +290,9 @@ class OwnerLevels:
 # ====================================================================== the client's runner
 class ExchangedSearch(OwnedSearch):
     """The client side of a search whose owners run its levels themselves: their
-    :data:`OWNER_LEVELS` tasks submitted once (making their states from level 0), then the owners' reports read level by
-    level as :class:`~taskbfs.bfs.owners.OwnedSearch` reads a dispatched level's (the
-    same parameters). Its first task is tagged ``search``: the live page reads its levels
+    :data:`OWNER_LEVELS` tasks submitted once (making their states from level 0), then
+    the owners' reports read level by level as :class:`~taskbfs.bfs.owners.OwnedSearch`
+    reads a dispatched level's (the same parameters). Its first task is tagged ``search``: the live page reads its levels
     from owner 0's summaries, as a one-task search's (no step is placed through the
     scheduler)."""
 

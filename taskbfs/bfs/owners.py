@@ -200,8 +200,6 @@ def vertices_of_bits(bits: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return found[(found >= lo) & (found < hi)]
 
 
-
-
 @dataclass
 class Piece:
     """What one step sends one owner: its pairs for the owner's ranges, grouped by range

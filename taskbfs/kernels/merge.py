@@ -291,10 +291,10 @@ def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, 
         Distance written for the accepted vertices.
     distances, parents : ndarray
         The range's result arrays (indexed ``v - lo``), written for accepted vertices; empty
-        when the result is kept elsewhere (a GPU owner's device memory), and then
+        when the result is kept elsewhere (a GPU owner's device memory).
     out_parents : ndarray
-        receives each accepted vertex's parent beside it (``out_frontier``'s positions);
-        unused (empty) otherwise.
+        When ``distances`` is empty, receives each accepted vertex's parent beside it
+        (``out_frontier``'s positions); unused (empty) otherwise.
     out_frontier : ndarray of int64
         Receives the accepted vertices from ``n_out`` on.
     n_out : int
