@@ -42,7 +42,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
 
 
@@ -212,6 +214,34 @@ def clock() -> str:
     return time.strftime("%H:%M:%S", time.gmtime())
 
 
+@contextmanager
+def build_progress(client, every: float = 30.0):
+    """While the block runs, print every ``every`` seconds where a build stands: the
+    scheduler's tasks by state and each worker's memory (RSS and spilled to disk, GB), so
+    that a build cut by the call's limit says how far it got and whether it was spilling."""
+    stop = threading.Event()
+
+    def states(dask_scheduler):
+        return dict(Counter(ts.state for ts in dask_scheduler.tasks.values()))
+
+    def report():
+        while not stop.wait(every):
+            workers = client.scheduler_info(n_workers=-1)["workers"].values()
+            memory = {w["name"]: (round(w["metrics"]["memory"] / 1e9, 1),
+                                  round(w["metrics"]["spilled_bytes"]["disk"] / 1e9, 1))
+                      for w in workers}
+            print(f"BUILDING (at {clock()}): tasks {client.run_on_scheduler(states)}; "
+                  f"workers' GB (RSS, spilled) {memory}", flush=True)
+
+    thread = threading.Thread(target=report, name="build-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def measure(client, scale: int, configs, keys: int, tasks: int | None,
             timeline: bool = False):
     """Build the Kronecker graph of ``scale`` on the workers once, then for each
@@ -224,7 +254,7 @@ def measure(client, scale: int, configs, keys: int, tasks: int | None,
 
     with tb.Runtime(client) as rt:
         start = time.perf_counter()
-        with get_task_stream(client) as stream:
+        with get_task_stream(client) as stream, build_progress(client):
             graph = tb.kronecker(scale, 16, seed=1, runtime=rt)
         build = time.perf_counter() - start
         print(f"BUILD scale {scale} (at {clock()}): {build:.1f} s wall\n" + build_table(stream.data),

@@ -168,11 +168,29 @@ def test_placing_pins_the_buffers_of_two_results_ahead(monkeypatch):
     later = []
     monkeypatch.setattr(pinned, "_grower", lambda: type("Later", (), {
         "submit": staticmethod(lambda fn, *a: later.append((fn, a)))})())
-    device_cache._pin_result_buffers(5000)
+    device_cache._pin_result_buffers([(0, 5000)], 5000)
     pool = pinned.pinned_pool()
     # pinned before placement returns (not while the first search runs), on no other thread
     assert later == []
     assert pool.free_count(5000, np.int32) == 2 * device_cache.RESULTS_PINNED_AHEAD
-    device_cache._pin_result_buffers(5000)  # held already: nothing more
+    device_cache._pin_result_buffers([(0, 5000)], 5000)  # held already: nothing more
     assert pool.free_count(5000, np.int32) == 2 * device_cache.RESULTS_PINNED_AHEAD
     assert pool.take(5000, np.int32, allocate=False) is not None
+
+
+@needs_gpu
+def test_an_owner_pins_its_ranges_results_not_the_whole_graphs(monkeypatch):
+    """A worker owning two ranges of a 200,000-vertex graph copies each range's distances
+    and parents at a search's end (``copy_out`` of 60,000 and 64,000 items, one size
+    class): it pins those, four per range, and no buffer of the whole graph's size."""
+    from taskbfs.bfs import device_cache
+    from taskbfs.kernels import pinned
+
+    monkeypatch.setattr(pinned, "_pool", None)
+    device_cache._pin_result_buffers([(0, 60_000), (60_000, 124_000)], 200_000)
+    pool = pinned.pinned_pool()
+    ahead = 2 * 2 * device_cache.RESULTS_PINNED_AHEAD
+    assert pool.free_count(60_000, np.int32) == ahead
+    assert pool.free_count(200_000, np.int32) == 0
+    taken = [pool.take(n, np.int32, allocate=False) for n in [60_000, 64_000] * 4]
+    assert all(t is not None for t in taken) and pool.allocated == ahead

@@ -403,7 +403,7 @@ def upload_slices(num_vertices: int, num_tasks: int, *parts) -> dict:
 
             if GpuLevels.applies(CUDA, num_tasks):
                 cache.device_levels(parts[0], parts[-1], int(num_vertices))
-    _pin_result_buffers(int(num_vertices))
+    _pin_result_buffers(sorted({(part.lo, part.hi) for part in parts}), int(num_vertices))
     return cache.stats()
 
 
@@ -412,19 +412,19 @@ def upload_slices(num_vertices: int, num_tasks: int, *parts) -> dict:
 RESULTS_PINNED_AHEAD = 2
 
 
-def _pin_result_buffers(num_vertices: int) -> None:
-    """Have the pinned pool hold the buffers of :data:`RESULTS_PINNED_AHEAD` results of
-    ``num_vertices`` (distances and parents each) that it does not hold yet, pinned now
+def _pin_result_buffers(ranges: list, num_vertices: int) -> None:
+    """Have the pinned pool hold the buffers of :data:`RESULTS_PINNED_AHEAD` results of the
+    vertex ``ranges`` (``(lo, hi)`` pairs: the ranges of the slices this worker holds,
+    whose results it copies to the host, each range's distances and parents apart; one
+    range of every vertex for a one-task search) that it does not hold yet, pinned now
     (pinning while a search runs holds up its CUDA calls), so that the first searches copy
-    their result into pinned memory rather than pin it then
+    their results into pinned memory rather than pin it then
     (:func:`~taskbfs.kernels.pinned.copy_out`)."""
     from taskbfs.bfs.result import result_dtype
     from taskbfs.kernels.pinned import pinned_pool
 
-    pool = pinned_pool()
-    dtype = result_dtype(num_vertices)
-    for _ in range(2 * RESULTS_PINNED_AHEAD - pool.free_count(num_vertices, dtype)):
-        pool.grow(num_vertices, dtype)
+    arrays = [hi - lo for lo, hi in ranges for _ in range(2 * RESULTS_PINNED_AHEAD)]
+    pinned_pool().hold_free(arrays, result_dtype(num_vertices))
 
 
 def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -78,7 +79,7 @@ class PinnedPool:
         None when the budget does not allow one (or, with ``allocate`` False, when no free
         buffer of its size is at hand)."""
         dtype = np.dtype(dtype)
-        size = _size_class(max(int(n), 1) * dtype.itemsize)
+        size = _class_of(n, dtype)
         buffer = self._reuse(size)
         if buffer is None and allocate:
             buffer = self._allocate(size)
@@ -89,23 +90,28 @@ class PinnedPool:
     def free_count(self, n: int, dtype) -> int:
         """Free buffers (held, not lent) that would serve ``n`` items of ``dtype``, and
         those being pinned."""
-        size = _size_class(max(int(n), 1) * np.dtype(dtype).itemsize)
+        return self._free_or_growing(_class_of(n, dtype))
+
+    def _free_or_growing(self, size: int) -> int:
         with self._lock:
             return len(self._free.get(size, ())) + self._growing.get(size, 0)
 
-    def grow(self, n: int, dtype) -> None:
-        """Pin a free buffer for ``n`` items of ``dtype`` now, on this thread."""
-        size = self._growing_class(n, dtype)
-        self._grow(size)
+    def hold_free(self, sizes, dtype) -> None:
+        """Pin buffers now, on this thread, until one free buffer is held for each array of
+        ``sizes`` (item counts of ``dtype``) at once: arrays of one size class count
+        together against that class's free buffers."""
+        needed = Counter(_class_of(n, dtype) for n in sizes)
+        for size, count in needed.items():
+            for _ in range(count - self._free_or_growing(size)):
+                self._grow(self._growing_class(size))
 
     def grow_later(self, n: int, dtype) -> None:
         """Pin a free buffer for ``n`` items of ``dtype`` on a background thread (pinning
         is slower than the copy it speeds up): one per request that found none."""
-        _grower().submit(self._grow, self._growing_class(n, dtype))
+        _grower().submit(self._grow, self._growing_class(_class_of(n, dtype)))
 
-    def _growing_class(self, n: int, dtype) -> int:
-        """The size class of ``n`` items of ``dtype``, counted as growing."""
-        size = _size_class(max(int(n), 1) * np.dtype(dtype).itemsize)
+    def _growing_class(self, size: int) -> int:
+        """``size`` (a size class), counted as growing."""
         with self._lock:
             self._growing[size] = self._growing.get(size, 0) + 1
         return size
@@ -170,6 +176,11 @@ class PinnedPool:
     def _give_back(self, size: int, buffer) -> None:
         with self._lock:
             self._free.setdefault(size, []).append(buffer)
+
+
+def _class_of(n: int, dtype) -> int:
+    """The size class of an array of ``n`` items of ``dtype``."""
+    return _size_class(max(int(n), 1) * np.dtype(dtype).itemsize)
 
 
 def _size_class(nbytes: int) -> int:
