@@ -219,6 +219,8 @@ def test_no_worker_holds_the_graph(rt, dispatch):
         parts = ex[[f"{p}_seconds" for p in ("opening", "steps", "pieces", "barrier")]]
         assert (parts >= 0).all().all() and (parts["steps_seconds"] > 0).all()
         assert (ex["opening_seconds"] > 0).all()
+        # the owner tasks' wait from their submission to their start: the first level's
+        assert ex["queued_seconds"].iloc[0] > 0 and (ex["queued_seconds"].iloc[1:] == 0).all()
         # a bottom-up level trades no pieces: its owners only split their steps' output
         assert (bottom_up["pieces_seconds"] < top_down["pieces_seconds"].max()).all()
         # the least any owner waited for its peers: within the rounds' own time

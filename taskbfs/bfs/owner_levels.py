@@ -90,7 +90,7 @@ __all__ = ["OWNER_LEVELS", "ExchangedSearch", "OwnerLevels", "exchanged_search"]
 # ====================================================================== on the workers
 def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
                  opening: LevelSummary, rule, policy, per_range: bool,
-                 init: dict | None = None) -> tuple:
+                 init: dict | None = None, submitted: float | None = None) -> tuple:
     """The task :data:`OWNER_LEVELS`: every level of the search from ``opening`` for the
     ranges of owner ``owner`` (called as ``owner_levels(*slices, front, state)``: per
     owned range, in the owner's order, ``layout[i]`` slices: its out-adjacency slice, then
@@ -99,10 +99,12 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     are the owners' workers, ``channel`` names the search's exchange. Returns the owner's
     result (with ``per_range``, one ``(distances, parents)`` per range, left there for a
     graph kept on the workers; else :func:`~taskbfs.bfs.owners.owner_result`, for the
-    client to gather), then ``(front, state)``."""
+    client to gather), then ``(front, state)``. ``submitted``: when the client submitted
+    the task (``time.time()``), for the first level's ``queued`` part."""
     from distributed import secede
 
     entered = time.perf_counter()
+    queued = 0.0 if submitted is None else max(time.time() - submitted, 0.0)
     if init is None:
         *names, front, state = args
     else:
@@ -115,7 +117,7 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     exchange = Exchange(channel, peers, owner)
     try:
         runner = OwnerLevels(slices, front, state, exchange, rule, policy, opening, entered,
-                             fresh=init is not None)
+                             fresh=init is not None, queued=queued)
         run_levels(runner, opening)
     finally:
         exchange.close()
@@ -139,11 +141,12 @@ def _owner_results(front, state, per_range: bool) -> list:
 #: summary made; at the first level, from the owner task's start: its state made, the
 #: exchange opened, the opening frontier traded); ``steps``, the level's steps;
 #: ``pieces``, their pairs split and traded (top-down); ``barrier``, the pieces accepted
-#: and the report made.
+#: and the report made; and before them ``queued``, the first level's wait from the
+#: client's submission of the owner task to its start (0 at later levels).
 #: Beside them, ``least_waited_seconds``: the least time any owner spent waiting for its
 #: peers' messages in the same window (the rounds' latency even for the slowest owner;
 #: the rest of a round's time is waiting for the slowest).
-PHASES = ("opening", "steps", "pieces", "barrier")
+PHASES = ("queued", "opening", "steps", "pieces", "barrier")
 
 
 #: One owner's levels: ``ins`` its ranges' slices, ``outs`` its result (per range, or
@@ -175,10 +178,14 @@ class OwnerLevels:
     fresh : bool
         The search starts here from its source (its state just made): every owner knows
         the opening frontier, so no round of messages trades it.
+    queued : float
+        Seconds the owner's task waited from its submission to its start (the first
+        level's report says so).
     """
 
     def __init__(self, slices, front, state, exchange: Exchange, rule, policy,
-                 opening: LevelSummary, entered: float, fresh: bool = False):
+                 opening: LevelSummary, entered: float, fresh: bool = False,
+                 queued: float = 0.0):
         self.front, self.state, self.exchange, self.rule = front, state, exchange, rule
         self.slices = dict(zip(front.tasks.tolist(), slices, strict=True))
         self.me, self.owners = exchange.me, len(exchange.peers)
@@ -193,6 +200,7 @@ class OwnerLevels:
         self.publisher = SummaryPublisher(sizes=False) if self.me == 0 else None
         self._reported = entered  # when this owner's last report was made (perf_counter)
         self._waited = 0.0  # the exchange's waits until then
+        self._queued = queued  # the first report's, then 0
         if self.owners > 1 and fresh:  # the source: visited, and the whole frontier
             source = np.array([state.source], dtype=np.int64)
             set_bits(front.visited, source)
@@ -226,10 +234,10 @@ class OwnerLevels:
                          pieces, front, self.state, level, me)
         reported = time.perf_counter()
         report["phases"] = {
-            "opening": opened - self._reported,
+            "queued": self._queued, "opening": opened - self._reported,
             "steps": stepped - opened, "pieces": traded - stepped, "barrier": reported - traded,
             "waited": self.exchange.waited - self._waited}
-        self._reported, self._waited = reported, self.exchange.waited
+        self._reported, self._waited, self._queued = reported, self.exchange.waited, 0.0
         publish({REPORT: report})
         reports = self.exchange.all_to_all(("reports", level), [report] * self.owners)
         made = next_summary(self.rule, summary, merged_reports(reports, self.owned))
@@ -354,7 +362,8 @@ class ExchangedSearch(OwnedSearch):
                         "peers": self.workers, "owner": w, "channel": self.program.id,
                         "opening": opening, "rule": self.rule, "policy": self.program.policy,
                         "per_range": self.keep,
-                        "init": self._init_keywords(w) if fresh else None},
+                        "init": self._init_keywords(w) if fresh else None,
+                        "submitted": time.time()},
                 tags={**(self.tags if fresh and w == 0 else {}), "owner": w, "opening": level})
 
     def _kept(self) -> list:
