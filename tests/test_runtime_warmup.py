@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 from distributed import Client, LocalCluster
 
 import taskbfs as tb
+from taskbfs import config
 from taskbfs.bfs import warmup
+from taskbfs.bfs.device_cache import _bucket_on_device
 
 CALLS: list = []
 _lock = threading.Lock()
@@ -46,6 +49,20 @@ def test_the_bfs_warm_up_runs_the_search_body_and_never_raises(monkeypatch):
 
     monkeypatch.setattr(warmup, "run_search", broken)
     assert warmup.warm_up() >= 0.0  # logged, not raised
+
+
+def test_the_warm_up_buckets_its_gpu_steps_on_the_device():
+    """A several-task GPU step buckets its candidates by owner on the device from
+    ``gpu.device-bucket-min`` of them, more than the warm-up's star gives any step: the
+    warm-up's big-graph pass lowers that gate, so that its GPU searches of three tasks load
+    the bucketing kernels (a GPU worker compiled them inside the first search that
+    crossed the gate, ~240 ms: benchmarks/RESULTS.md, session 26)."""
+    three_owners = np.array([0, 10, 20, 30])
+    star_leaves = 2 * config.get("search.compiled-level-edges")
+    assert not _bucket_on_device(three_owners, star_leaves)
+    with warmup._compiled_levels(False):
+        assert _bucket_on_device(three_owners, 1)
+    assert not _bucket_on_device(three_owners, star_leaves)
 
 
 def _frozen_objects(dask_worker) -> int:

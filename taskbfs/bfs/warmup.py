@@ -156,13 +156,16 @@ def _result_merges() -> None:
 
 
 def _compiled_levels(on: bool):
-    """Leave ``taskbfs.search.compiled-level-edges`` and ``taskbfs.gpu.small-level-arcs``
-    as set, or turn the compiled small levels and the GPU's one-launch small levels off
-    (so that the tiny graphs' levels run as the steps and kernels of a big graph's do)."""
+    """Leave ``taskbfs.search.compiled-level-edges``, ``taskbfs.gpu.small-level-arcs`` and
+    ``taskbfs.gpu.device-bucket-min`` as set, or turn the compiled small levels and the
+    GPU's one-launch small levels off and bucket every several-task GPU step's candidates
+    on the device (so that the tiny graphs' levels run as the steps and kernels of a big
+    graph's do: a kernel a search reaches only past a size compiles in that search)."""
     if on:
         return contextlib.nullcontext()
     return dask.config.set({"taskbfs.search.compiled-level-edges": 0,
-                            "taskbfs.gpu.small-level-arcs": 0})
+                            "taskbfs.gpu.small-level-arcs": 0,
+                            "taskbfs.gpu.device-bucket-min": 1})
 
 
 def warm_up(dask_worker=None) -> float:
