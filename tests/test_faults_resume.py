@@ -101,8 +101,8 @@ def _summary(level: int) -> LevelSummary:
 
 
 def test_kept_levels_widen_with_depth_and_restart_from_scratch():
-    """The client's levels array is int8 until a level needs more (int16, int32); an
-    attempt that finds no completed level starts again from level 0."""
+    """The client's levels array is int8 until a level needs more (int16, int32), and made
+    only when read; an attempt that finds no completed level starts again from level 0."""
     kept = KeptLevels(1000, source=0)
     assert kept.start(1, "p1", _summary(0), 4) == 0
     for level in range(1, 300):
@@ -112,8 +112,9 @@ def test_kept_levels_widen_with_depth_and_restart_from_scratch():
     assert kept.num_tasks == 4 and kept.attempts == [(1, "p1", 0), (2, "p2", 299)]
 
     fresh = KeptLevels(10, source=3)
-    assert fresh.levels.size == 0  # nothing kept until a dispatched attempt starts
     assert fresh.start(1, "p1", _summary(0), 2) == 0
+    # the array of n is made when a resume reads it: a search never resumed never pays for it
+    assert fresh._levels is None
     assert fresh.start(2, "p2", _summary(0), 5) == 0  # nothing completed: from level 0
     assert fresh.attempts == [(2, "p2", 0)] and fresh.num_tasks == 5
     assert fresh.levels.tolist() == [-1, -1, -1, 0, -1, -1, -1, -1, -1, -1]
