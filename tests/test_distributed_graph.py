@@ -214,6 +214,29 @@ def test_each_chunk_sends_each_owner_its_ranges_in_one_task(setting, share, send
         _searches_match_scipy(dd, g, rt, s.sources[-1], tasks=5, direction="bottom-up")
 
 
+@pytest.mark.parametrize("share, held", [(0.5, True), (1e-9, False)])
+def test_kronecker_edge_list_held_or_generated_twice(setting, share, held):
+    """On 3 workers of 2 GB, a Kronecker build holds its edge list until its ranges are
+    cut while a worker's share of it (by threads) is at most ``build.hold-share-of-memory``
+    of its memory limit, else generates each chunk twice (for its arc counts, then for
+    its split) and holds none: the same graph either way."""
+    setting("build.hold-share-of-memory", share)
+    setting("kronecker.chunk-edges", 3000)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, memory_limit="2GB",
+                      host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster, set_as_default=False) as client, \
+            runtime_without_warm_up(client) as rt:
+        with get_task_stream(client) as stream:
+            dk = tb.kronecker(11, edgefactor=8, seed=4, runtime=rt, ranges=5)
+        names = [key_split(t["key"]) for t in stream.data]
+        chunks = -(-(8 << 11) // 3000)
+        assert names.count("kronecker_chunk") == (chunks if held else 0)
+        assert names.count("remade") == (0 if held else 2 * chunks)
+        g = tb.kronecker(11, edgefactor=8, seed=4)
+        _same_csr(dk, g)
+        _searches_match_scipy(dk, g, rt, int(np.argmax(g.degrees())), tasks=5)
+
+
 @pytest.mark.parametrize("chunk_edges", [1 << 10, 3000, 1 << 20])
 def test_kronecker_built_on_workers(rt, setting, chunk_edges):
     """Chunks generated on the workers, with the chunk size the client has set."""

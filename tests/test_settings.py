@@ -39,6 +39,7 @@ TESTED_ELSEWHERE = {
     "runtime.stay-with-data-bytes": "test_runtime_placement.py",
     "search.whole-pieces-bytes": "test_distributed_search.py",
     "build.send-share-of-memory": "test_distributed_graph.py",
+    "build.hold-share-of-memory": "test_distributed_graph.py",
     "gpu.pinned-pool-bytes": "test_pinned.py",
     "gpu.device-memory-budget": "test_device_data.py",
     "gpu.device-memory-fraction": "test_device_data.py",

@@ -35,6 +35,8 @@ from __future__ import annotations
 import os
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from distributed import Future
@@ -174,7 +176,7 @@ class DistributedGraph:
         client = rt.client
         token = uuid.uuid4().hex
         bins = min(n, max(HISTOGRAM_BINS, ranges))
-        counts = [client.submit(_histogram, c, n, bins, directed) for c in chunks]
+        counts = [_on_chunk(client, c, _histogram, n, bins, directed) for c in chunks]
         while len(counts) > 1:
             counts = [client.submit(_summed, *counts[i : i + _FAN_IN])
                       for i in range(0, len(counts), _FAN_IN)]
@@ -189,7 +191,7 @@ class DistributedGraph:
         runs = _owner_runs(owners, _ranges_per_send(client, arcs, ranges))
         sent = []
         for chunk in chunks:
-            split = client.submit(_split, chunk, bounds, n, directed)
+            split = _on_chunk(client, chunk, _split, bounds, n, directed)
             sent.append([client.submit(_run_keys, split, first, stop) for first, stop in runs])
         chunks.clear()  # the caller's list too
         del chunk, split
@@ -367,13 +369,21 @@ class DistributedGraph:
 # ====================================================================== builders
 def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int | None):
     """:func:`taskbfs.kronecker` with a runtime: each chunk of the edge list (chunks of
-    the setting ``kronecker.chunk-edges`` as the client has it) generated on a worker."""
+    the setting ``kronecker.chunk-edges`` as the client has it) generated on a worker.
+    The edge list is held on the workers until the ranges are cut (they need every
+    chunk's arc counts), unless it would not fit (:func:`_holds_chunks`): then each chunk
+    is generated twice, once for its arc counts and once for its split, and never held."""
     rt = _as_runtime(runtime)
     size = config.get("kronecker.chunk-edges")
     count = kronecker_chunk_count(scale, edgefactor, seed, size)
-    chunks = [rt.client.submit(kronecker_chunk, scale, edgefactor, seed, i, size, pure=False)
-              for i in range(count)]
-    return DistributedGraph.from_chunks(rt, chunks, 1 << scale, False, ranges)
+    specs = [(scale, edgefactor, seed, i, size) for i in range(count)]
+    n = 1 << scale
+    if _holds_chunks(rt.client, count * size * 2 * np.dtype(np.int64).itemsize):
+        chunks = [rt.client.submit(kronecker_chunk, *spec, pure=False) for spec in specs]
+        return DistributedGraph.from_chunks(rt, chunks, n, False, ranges)
+    # the generator's chunks name vertices below n by construction: nothing to check
+    return DistributedGraph._build(rt, [_Remade(kronecker_chunk, spec) for spec in specs],
+                                   n, False, _check_ranges(ranges, rt, n))
 
 
 def build_from_files(path, format: str | None, directed: bool | None, runtime,
@@ -407,7 +417,40 @@ def build_from_files(path, format: str | None, directed: bool | None, runtime,
     return DistributedGraph.from_chunks(rt, chunks, n, kinds.pop(), ranges)
 
 
+@dataclass(frozen=True)
+class _Remade:
+    """An edge chunk that a task makes again each time it reads it: ``make(*spec)``, a
+    deterministic generator's chunk (so that a build need not hold the edge list)."""
+
+    make: Callable
+    spec: tuple
+
+
+def _on_chunk(client, chunk, fn, *args):
+    """A future of ``fn(pair, *args)`` for the edge chunk ``chunk``: a future of its
+    ``(src, dst)`` pair, or a :class:`_Remade` (then the task makes the pair itself)."""
+    if isinstance(chunk, _Remade):
+        return client.submit(_remade, chunk.make, chunk.spec, fn, *args, pure=False)
+    return client.submit(fn, chunk, *args)
+
+
+def _holds_chunks(client, nbytes: int) -> bool:
+    """Whether a build may hold an edge list of ``nbytes`` on the workers until its
+    ranges are cut: its chunk tasks run wherever a thread is free, so each worker holds
+    about its share of the cluster's threads of it, which must be at most the setting
+    ``build.hold-share-of-memory`` of its ``memory_limit`` (a worker without one: any)."""
+    info = workers_of(client).values()
+    threads = sum(w.get("nthreads", 1) for w in info) or 1
+    share = float(config.get("build.hold-share-of-memory"))
+    return all(nbytes * w.get("nthreads", 1) / threads <= share * w["memory_limit"]
+               for w in info if w.get("memory_limit"))
+
+
 # ====================================================================== worker tasks
+def _remade(make, spec: tuple, fn, *args):
+    return fn(make(*spec), *args)
+
+
 def _checked_pair(pair, index: int):
     src, dst = pair
     src = _as_vertex_array(src, f"chunk {index}: src")
