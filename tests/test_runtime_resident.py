@@ -137,7 +137,7 @@ def test_calls_from_several_threads_run_side_by_side(runtime):
 def two_workers():
     """Two worker processes (one thread each, ``CPU=1``) on 127.0.0.1."""
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      host="127.0.0.1", dashboard_address=None, resources={"CPU": 1}) as cluster:
+                      host="127.0.0.1", dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster:
         rt = runtime_without_warm_up(cluster)
         try:
             yield rt
@@ -211,7 +211,7 @@ def test_close_takes_the_handler_off_a_cluster_not_its_own():
     def has_handler(dask_worker):
         return RESIDENT_OP in dask_worker.handlers
 
-    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=1, processes=False, dashboard_address="127.0.0.1:0") as cluster, \
             Client(cluster) as client:
         rt = runtime_without_warm_up(client)
         assert all(client.run(has_handler).values())

@@ -24,6 +24,7 @@ import functools
 import time
 import warnings
 import weakref
+from collections.abc import Callable
 from concurrent.futures import CancelledError
 from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, replace
@@ -217,6 +218,7 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
         if policy.needs_gpu:
             rt.require_gpu("strategy 'gpu'", resources)
 
+        source_degree = _source_degree(graph, source)  # its round trip overlaps the next ones
         _check_memory(rt, graph, num_tasks, balance, direction, clock)
         placed = place_graph(rt, graph, num_tasks, balance,
                              need_transpose=direction != TOP_DOWN or resuming,
@@ -228,7 +230,7 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
                 else rt.include_site(placed.slice_futures(), policy, clock.left(), resources))
         program = Program(rt, policy, name="bfs")
         search = _Search(program, graph, placed, source, direction, progress, clock, heard,
-                         attempt, kept)
+                         attempt, kept, source_degree)
         try:
             if site is None:
                 outcome = search.dispatched(exchanged=dispatch != "tasks")
@@ -239,6 +241,17 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
         finally:
             program.close()
     return result
+
+
+def _source_degree(graph, source: int) -> Callable[[], int]:
+    """The source's out-degree, for the client's level-0 summary of a dispatched search, as
+    a call that returns it: a graph on the workers is asked now (a task on the worker
+    holding the source's range) and answers when called, so that the round trip runs
+    beside the call's other ones."""
+    if isinstance(graph, DistributedGraph):
+        future = graph.degree_future(source)
+        return lambda: int(future.result())
+    return lambda: graph.degree(source)
 
 
 #: Bytes per vertex a search holds on the workers beside its graph: the steps' discoveries
@@ -399,8 +412,10 @@ class _Search:
     """One search's submissions, and its result (see :func:`bfs`)."""
 
     def __init__(self, program: Program, graph: Graph, placed, source: int, direction: str,
-                 progress, clock: _Deadline, heard: _Heard, attempt: int, kept: KeptLevels):
+                 progress, clock: _Deadline, heard: _Heard, attempt: int, kept: KeptLevels,
+                 source_degree: Callable[[], int]):
         self.program = program
+        self.source_degree = source_degree
         self.attempt = attempt
         self.kept = kept  # the levels earlier attempts completed (see bfs)
         self.clock = clock
@@ -462,7 +477,7 @@ class _Search:
         (:mod:`taskbfs.bfs.owner_levels`); the result gathered from the owners, or left
         there for a graph kept on the workers."""
         start = time.perf_counter()
-        first = first_summary(self.parts.bounds, self.source, self.graph.degree(self.source),
+        first = first_summary(self.parts.bounds, self.source, self.source_degree(),
                               self.placed.num_arcs, self.direction, self.init["alpha"],
                               self.init["beta"])
         if self.kept.level >= 1:  # a resumed search reported its first levels already

@@ -219,9 +219,12 @@ class DistributedGraph:
 
     def degree(self, v: int) -> int:
         """Out-degree of ``v`` (read on the worker holding its range)."""
+        return int(self.degree_future(v).result())
+
+    def degree_future(self, v: int) -> Future:
+        """A future of :meth:`degree`: asked of the worker now, read when wanted."""
         v = self.check_vertex(v)
-        t = self.ranges.owner(v)
-        return self.runtime.client.submit(_slice_degree, self.slices[t], v).result()
+        return self.runtime.client.submit(_slice_degree, self.slices[self.ranges.owner(v)], v)
 
     def degrees(self) -> np.ndarray:
         """Out-degree of every vertex (int64), gathered from the workers (8 bytes per
