@@ -20,6 +20,8 @@ What it proves
 
 from __future__ import annotations
 
+import contextlib
+
 import dask.array as da
 import numpy as np
 import pandas as pd
@@ -187,6 +189,16 @@ def test_from_dask_arrays_equals_from_edges(rt, name):
                           direction="bottom-up")
 
 
+@contextlib.contextmanager
+def three_small_workers():
+    """A runtime on 3 worker processes of one thread and 2 GB each."""
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, memory_limit="2GB",
+                      host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster, set_as_default=False) as client, \
+            runtime_without_warm_up(client) as rt:
+        yield rt
+
+
 @pytest.mark.parametrize("share, sends_per_chunk", [(0.125, 3), (1e-12, 5)])
 def test_each_chunk_sends_each_owner_its_ranges_in_one_task(setting, share, sends_per_chunk):
     """On 3 workers of 2 GB, 5 ranges: a chunk's keys reach a worker in one task for all
@@ -197,11 +209,8 @@ def test_each_chunk_sends_each_owner_its_ranges_in_one_task(setting, share, send
     setting("kronecker.chunk-edges", 3000)
     s = shape("random_directed_400_1200")
     g = _local(s)
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, memory_limit="2GB",
-                      host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
-            Client(cluster, set_as_default=False) as client, \
-            runtime_without_warm_up(client) as rt:
-        with get_task_stream(client) as stream:
+    with three_small_workers() as rt:
+        with get_task_stream(rt.client) as stream:
             dk = tb.kronecker(11, edgefactor=8, seed=4, runtime=rt, ranges=5)
             dd = DistributedGraph.from_dask(da.from_array(s.src, chunks=400),
                                             da.from_array(s.dst, chunks=400), s.num_vertices,
@@ -222,11 +231,8 @@ def test_kronecker_edge_list_held_or_generated_twice(setting, share, held):
     its split) and holds none: the same graph either way."""
     setting("build.hold-share-of-memory", share)
     setting("kronecker.chunk-edges", 3000)
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, memory_limit="2GB",
-                      host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
-            Client(cluster, set_as_default=False) as client, \
-            runtime_without_warm_up(client) as rt:
-        with get_task_stream(client) as stream:
+    with three_small_workers() as rt:
+        with get_task_stream(rt.client) as stream:
             dk = tb.kronecker(11, edgefactor=8, seed=4, runtime=rt, ranges=5)
         names = [key_split(t["key"]) for t in stream.data]
         chunks = -(-(8 << 11) // 3000)
