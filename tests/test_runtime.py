@@ -309,6 +309,24 @@ def test_multiple_results_and_argument_order(rt):
 
 
 @pytest.mark.parametrize("batch", [False, True])
+def test_the_producer_of_several_outputs_is_their_task(rt, batch):
+    """``producer``: the task whose value a several-output task's outputs are split from
+    (its value holds them all), the same for each of them and ended when its outputs can
+    be read; for a one-output task, or data put, the version itself."""
+    p = Program(rt)
+    p.put("v", 5)
+    with p.batch() if batch else contextlib.nullcontext():
+        p.submit(SPLIT, ins=["v"], outs=["inc", "dbl"])
+        p.submit(PLUS_ONE, ins=["inc"], outs=["one"])
+    made = p.producer("inc")
+    assert made.key == p.producer("dbl").key != p.future("inc").key
+    assert made.result() == (6, 10) and p.gather(["inc", "dbl"]) == [6, 10]
+    assert p.producer("one").key == p.future("one").key and p.producer("v").key == p.future("v").key
+    p.submit(PLUS_ONE, ins=["v"], outs=["inc"])  # a new version from a one-output task
+    assert p.producer("inc").key == p.future("inc").key and p.get("inc") == 6
+
+
+@pytest.mark.parametrize("batch", [False, True])
 def test_in_place_inout_waits_for_readers(rt, batch):
     old = np.arange(6, dtype=np.int64)
     p = Program(rt)

@@ -368,10 +368,12 @@ class ExchangedSearch(OwnedSearch):
 
     def _kept(self) -> list:
         """One future of ``(distances, parents)`` per range, left on its owner (the owner
-        tasks' outputs)."""
-        futures = [self.program.future(f"range/{t}") for t in range(self.bounds.size - 1)]
-        self.waits.settle(futures, self.workers)
-        return futures
+        tasks' outputs), once the owner tasks have ended (their values hold every range's
+        result; the outputs split from them may still be on their way)."""
+        ranges = [f"range/{t}" for t in range(self.bounds.size - 1)]
+        owners = {f.key: f for f in map(self.program.producer, ranges)}
+        self.waits.settle(list(owners.values()), self.workers)
+        return [self.program.future(name) for name in ranges]
 
     def _gathered(self):
         """The owners' ranges (the owner tasks' outputs) gathered into two arrays."""

@@ -117,6 +117,8 @@ class Program:
         self.id = f"{name}-{uuid.uuid4().hex[:12]}"
         self._current: dict[str, object] = {}  # name -> Future, or key str while pending
         self._readers: dict[str, list] = {}  # name -> refs of tasks reading the current version
+        # name -> ref of the task whose value holds the current version among its others
+        self._made_by: dict[str, object] = {}
         self._counter = itertools.count()
         self._pending: _Pending | None = None
         self._batch_depth = 0
@@ -147,6 +149,7 @@ class Program:
         """Make an existing future the current version of ``name``."""
         self._current[name] = future
         self._readers[name] = []
+        self._made_by.pop(name, None)
         return future
 
     def has(self, name: str) -> bool:
@@ -199,6 +202,15 @@ class Program:
         self.flush()
         return self._version(name)
 
+    def producer(self, name: str) -> Future:
+        """The future of the task that made the current version of ``name``: that version
+        itself, or for a task of several outputs the task whose value they are split from
+        (one small task each, a round through the scheduler after it: waiting for the
+        task itself skips that round; the outputs are still read as usual)."""
+        self.flush()
+        made_by = self._made_by.get(name)
+        return made_by if isinstance(made_by, Future) else self._version(name)
+
     def get(self, name: str, timeout: float | None = None):
         """The value of the current version of ``name`` (waits for it; at most
         ``timeout`` seconds, else ``TimeoutError``)."""
@@ -233,6 +245,7 @@ class Program:
         """Drop ``name`` from the directory (its versions are released when unused)."""
         self._current.pop(name, None)
         self._readers.pop(name, None)
+        self._made_by.pop(name, None)
 
     # ------------------------------------------------------------------ tasks
     @contextlib.contextmanager
@@ -348,10 +361,12 @@ class Program:
         pending.names.update(results)
         for i, name in enumerate(results):
             version = key
+            self._made_by.pop(name, None)
             if len(results) > 1:
                 version = f"{key}-out{i}"
                 pending.graph[version] = (operator.getitem, key, i)
                 pending.keys.append(version)
+                self._made_by[name] = key
             self._current[name] = version
             self._readers[name] = []
         if self._pending is None:
@@ -379,6 +394,9 @@ class Program:
             ref = self._current.get(name)
             if isinstance(ref, str) and ref in by_key:
                 self._current[name] = by_key[ref]
+            made_by = self._made_by.get(name)
+            if isinstance(made_by, str) and made_by in by_key:
+                self._made_by[name] = by_key[made_by]
             refs = self._readers.get(name)
             if refs:
                 self._readers[name] = _unfinished([by_key.get(r, r) if isinstance(r, str) else r
