@@ -194,3 +194,16 @@ def test_an_owner_pins_its_ranges_results_not_the_whole_graphs(monkeypatch):
     assert pool.free_count(200_000, np.int32) == 0
     taken = [pool.take(n, np.int32, allocate=False) for n in [60_000, 64_000] * 4]
     assert all(t is not None for t in taken) and pool.allocated == ahead
+
+
+def test_a_worker_holding_every_range_copies_the_whole_result():
+    """Where one GPU worker holds every range (T tasks of one search on it) its searches'
+    results come back whole, not range by range: placement pins for the whole graph."""
+    from types import SimpleNamespace as Part
+
+    from taskbfs.bfs.device_cache import _copied_ranges
+
+    owner = [Part(lo=0, hi=60), Part(lo=0, hi=60), Part(lo=90, hi=120)]  # a transposed twin
+    assert _copied_ranges(owner, 200) == [(0, 60), (90, 120)]
+    every = [Part(lo=lo, hi=lo + 50) for lo in range(0, 200, 50)]
+    assert _copied_ranges(every, 200) == [(0, 200)]

@@ -403,7 +403,7 @@ def upload_slices(num_vertices: int, num_tasks: int, *parts) -> dict:
 
             if GpuLevels.applies(CUDA, num_tasks):
                 cache.device_levels(parts[0], parts[-1], int(num_vertices))
-    _pin_result_buffers(sorted({(part.lo, part.hi) for part in parts}), int(num_vertices))
+    _pin_result_buffers(_copied_ranges(parts, int(num_vertices)), int(num_vertices))
     return cache.stats()
 
 
@@ -412,11 +412,20 @@ def upload_slices(num_vertices: int, num_tasks: int, *parts) -> dict:
 RESULTS_PINNED_AHEAD = 2
 
 
+def _copied_ranges(parts, num_vertices: int) -> list:
+    """The vertex ranges whose results a GPU worker holding the slices ``parts`` copies to
+    the host at a search's end: every vertex at once where it holds them all (a one-task
+    search's result), else each range of its own (an owner's ranges, copied one by one)."""
+    ranges = sorted({(part.lo, part.hi) for part in parts})
+    if sum(hi - lo for lo, hi in ranges) >= num_vertices:
+        return [(0, num_vertices)]
+    return ranges
+
+
 def _pin_result_buffers(ranges: list, num_vertices: int) -> None:
     """Have the pinned pool hold the buffers of :data:`RESULTS_PINNED_AHEAD` results of the
-    vertex ``ranges`` (``(lo, hi)`` pairs: the ranges of the slices this worker holds,
-    whose results it copies to the host, each range's distances and parents apart; one
-    range of every vertex for a one-task search) that it does not hold yet, pinned now
+    vertex ``ranges`` (``(lo, hi)`` pairs, :func:`_copied_ranges`: each range's distances
+    and parents apart) that it does not hold yet, pinned now
     (pinning while a search runs holds up its CUDA calls), so that the first searches copy
     their results into pinned memory rather than pin it then
     (:func:`~taskbfs.kernels.pinned.copy_out`)."""
