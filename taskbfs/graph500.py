@@ -165,11 +165,9 @@ def row_witnesses(indptr, indices, lo: int, levels: np.ndarray, parents: np.ndar
     if own_parents:
         if directed:
             raise InvalidParameterError("own_parents needs an undirected graph")
-        rows = _row_blocks(indptr, threads)
-        with ThreadPoolExecutor(threads) as pool:
-            missing = list(pool.map(lambda b: _first_row_without_its_parent(
-                indptr[rows[b] : rows[b + 1] + 1], indices, lo + rows[b],
-                parents[rows[b] : rows[b + 1]], source), range(threads)))
+        missing = _on_row_blocks(lambda first, stop: _first_row_without_its_parent(
+            indptr[first : stop + 1], indices, lo + first, parents[first:stop], source),
+            indptr, threads)
     else:
         missing = _on_blocks(lambda first, stop: _first_missing_parent_arc_in(
             indptr, indices, lo, hi, parents, source, first, stop), parents.size, threads)
@@ -201,10 +199,14 @@ def compact_levels(levels: np.ndarray) -> np.ndarray:
     return levels
 
 
-def _row_blocks(indptr, threads: int) -> np.ndarray:
-    """``threads + 1`` row bounds cutting a local CSR into blocks of about equal arcs."""
+def _on_row_blocks(check, indptr, threads: int) -> list:
+    """``check(first_row, stop_row)`` over ``threads`` blocks of the rows of a local CSR
+    (``indptr``) of about equal arcs, side by side on a thread each; its answers in block
+    order."""
     rows = np.searchsorted(indptr, np.linspace(0, indptr[-1], threads + 1)[1:-1])
-    return np.concatenate([[0], rows, [indptr.size - 1]]).astype(np.int64)
+    rows = np.concatenate([[0], rows, [indptr.size - 1]]).astype(np.int64)
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda b: check(rows[b], rows[b + 1]), range(threads)))
 
 
 def _level_witnesses(indptr, indices, lo: int, levels: np.ndarray, directed: bool,
@@ -213,11 +215,8 @@ def _level_witnesses(indptr, indices, lo: int, levels: np.ndarray, directed: boo
     global): ``{3: (u, v) | None, 4: (u, v) | None}``, each the first breaking arc in
     row order; on ``threads`` threads, each over a block of rows of about equal arcs."""
     lev = levels if levels.dtype.itemsize <= 4 else compact_levels(levels)
-    rows = _row_blocks(indptr, threads)
-    with ThreadPoolExecutor(threads) as pool:
-        breaks = list(pool.map(lambda b: _first_level_breaks(
-            indptr[rows[b] : rows[b + 1] + 1], indices, lo + rows[b], lev, directed),
-            range(threads)))
+    breaks = _on_row_blocks(lambda first, stop: _first_level_breaks(
+        indptr[first : stop + 1], indices, lo + first, lev, directed), indptr, threads)
     witness = {4: None, 3: None}
     for u4, v4, u3, v3 in breaks:  # the first block's witness is the first in row order
         if witness[4] is None and u4 >= 0:
