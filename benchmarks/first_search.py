@@ -87,7 +87,7 @@ def child(scale: int, strategy: str, repeats: int, sample: bool = False) -> dict
         # as tb.bfs places it: with a policy that may use the GPU, the slices go to the
         # GPU workers' device memory now
         place_graph(runtime, graph, default_tasks(runtime, strategy), tb.config.get("balance"),
-                    need_transpose=True, to_gpu=strategy != "cpu" and runtime.has_gpu)
+                    need_transpose=True, to_gpu="graph" if strategy != "cpu" and runtime.has_gpu else None)
         walls, parts, samples = [], [], []
         for i, key in enumerate(keys + keys[:1]):  # the first key again, warm, at the end
             print(f"=== search {i}", flush=True)  # numba's cache messages fall between these

@@ -185,9 +185,13 @@ def test_placing_the_graph_uploads_its_slices_not_the_first_search(runtime, stra
     before = _gpu_cache_stats(runtime)
     tb.bfs(g, 0, tasks=tasks, strategy="cpu", runtime=runtime)
     assert _gpu_cache_stats(runtime)["misses"] == before["misses"]  # cpu: nothing placed there
-    place_graph(runtime, g, tasks, tb.config.get("balance"), need_transpose=True, to_gpu=True)
+    place_graph(runtime, g, tasks, tb.config.get("balance"), need_transpose=True,
+                to_gpu="graph" if dispatch == "auto" else "slices")
     placed = _gpu_cache_stats(runtime)
-    assert placed["misses"] - before["misses"] == 2 * tasks  # offsets and neighbours per slice
+    # offsets and neighbours: per slice for steps as tasks, of the whole graph for a search
+    # run as one task on the GPU worker (its levels' batches read every range)
+    copies = 2 * tasks if dispatch == "tasks" else 2
+    assert placed["misses"] - before["misses"] == copies
     assert placed["bytes_up"] - before["bytes_up"] >= slice_bytes - 8 * (tasks - 1)
     r = tb.bfs(g, 0, tasks=tasks, strategy=strategy, runtime=runtime, dispatch=dispatch)
     _check(g, 0, r)
@@ -587,7 +591,8 @@ def test_gpu_levels_in_one_task_are_the_levels_as_tasks(runtime, monkeypatch, gr
     assert inside.trace["included"].all() and not apart.trace["included"].any()
     assert (inside.trace["device"] == "cuda").all()
     assert (inside.trace["worker"] == _gpu_worker(runtime)).all()
-    assert (inside.trace["kernel_seconds"] > 0).all()
+    # a level's GPU steps run as one batch, whose kernel time its first step reports
+    assert (inside.trace.groupby("level")["kernel_seconds"].sum() > 0).all()
     assert (inside.levels["barrier_worker"] == _gpu_worker(runtime)).all()
     assert [p["device"] for p in inside.placements] == ["cuda"]  # the one task
     assert len(apart.placements) > len(apart.trace)  # every step and barrier
@@ -783,8 +788,8 @@ def test_hybrid_levels_inside_tasks_are_placed_as_the_policy_places_steps(runtim
     assert (trace["device"] == np.where(trace["size"] > lam, "cuda", "smp")).all()
     assert trace["included"].all() and (trace["worker"] == _gpu_worker(runtime)).all()
     assert [p["device"] for p in runs[True].placements] == ["cuda"]  # the one task
-    cuda = trace[trace["device"] == "cuda"]
-    assert (cuda["kernel_seconds"] > 0).all()
+    cuda = trace[trace["device"] == "cuda"]  # one batch a level: its first step reports it
+    assert (cuda.groupby("level")["kernel_seconds"].sum() > 0).all()
     assert (trace.loc[trace["device"] == "smp", list(DEVICE_COLUMNS)] == 0).all().all()
 
 
@@ -831,50 +836,41 @@ def test_a_user_policy_places_the_steps_of_a_search_on_the_gpu_worker(tasks):
 ])
 @pytest.mark.parametrize("strategy, tasks, lam", [
     ("gpu", 1, None),
-    ("gpu", 3, None),
+    ("gpu", 3, None),  # the three tasks of a level as one batch
     ("hybrid", 1, 0),
-    ("hybrid", 1, 6),  # steps on both devices: the CPU ones' pairs are written on the host
-    ("hybrid", 1, 10**9),  # every step on the CPU: the device's result stays -1
+    ("hybrid", 1, 6),  # levels on both devices: the host levels' pairs written on the host
+    ("hybrid", 3, 2),  # a level's tasks on both devices: the CPU ones' pairs claimed there
+    ("hybrid", 1, 10**9),  # every step on the CPU: no device result at all
 ])
 def test_result_kept_on_the_device_is_the_result_assembled_on_the_host(setting,
-        runtime, monkeypatch, graph, direction, strategy, tasks, lam):
-    """With every level in one GPU task and one task (the GPU levels of
-    ``bfs/device_levels.py``) or every step on the GPU (``included._keeps_result_on_device``),
-    the result is written on the device and copied back once: the same distances as the
-    host's assembly after GPU steps that return their pairs, valid parents, the same level
-    table; one device result per search that ran a GPU step, none otherwise."""
-    from taskbfs.bfs import included
-    from taskbfs.bfs.device_levels import GpuLevels
+        runtime, graph, direction, strategy, tasks, lam):
+    """A search run as one task on the GPU worker keeps its result on the device from its
+    first GPU level and copies it back once: the same distances as the steps dispatched as
+    tasks (whose pairs the host assembles), valid parents, the same level table; one
+    device result per search that ran a GPU step, none otherwise."""
     from taskbfs.bfs.result import result_dtype
 
-    setting("dispatch", "auto")
-    keeps, applies = included._keeps_result_on_device, GpuLevels.applies
     g = graph()
     source = _hub_source(g)
     runs = {}
-    for on_device in (False, True):
-        monkeypatch.setattr(included, "_keeps_result_on_device",
-                            keeps if on_device else lambda *a: False)
-        monkeypatch.setattr(GpuLevels, "applies",
-                            staticmethod(applies if on_device else lambda *a: False))
+    for dispatch in ("tasks", "auto"):
+        setting("dispatch", dispatch)
         before = _gpu_cache_stats(runtime)["results"]
-        r = runs[on_device] = tb.bfs(g, source, tasks=tasks, strategy=strategy, lam=lam,
-                                     direction=direction, runtime=runtime)
+        r = runs[dispatch] = tb.bfs(g, source, tasks=tasks, strategy=strategy, lam=lam,
+                                    direction=direction, runtime=runtime)
         _check(g, source, r)
-        kept = on_device and (r.trace["device"] == "cuda").any()
-        assert _gpu_cache_stats(runtime)["results"] - before == int(kept)
-        # the result's copy back is accounted for: two arrays over every vertex
-        itemsize = result_dtype(g.num_vertices).itemsize
-        assert r.assembly_d2h_bytes == (2 * itemsize * g.num_vertices if kept else 0)
+        if dispatch == "auto":
+            kept = bool((r.trace["device"] == "cuda").any())
+            assert _gpu_cache_stats(runtime)["results"] - before == int(kept)
+            # the result's copy back is accounted for: two arrays over every vertex
+            itemsize = result_dtype(g.num_vertices).itemsize
+            assert r.assembly_d2h_bytes == (2 * itemsize * g.num_vertices if kept else 0)
         assert r.distances.dtype == r.parents.dtype == result_dtype(g.num_vertices)
-    columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
-               "tasks", "tasks_gpu"]
-    assert runs[True].levels[columns].equals(runs[False].levels[columns])
-    gpu_steps = runs[True].trace["device"] == "cuda"
-    d2h = runs[True].trace.loc[gpu_steps, "d2h_bytes"]
-    if tasks == 1:  # its counts, and the state before a level on the host
+    columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined", "tasks"]
+    assert runs["auto"].levels[columns].equals(runs["tasks"].levels[columns])
+    assert np.array_equal(runs["auto"].distances, runs["tasks"].distances)
+    if strategy == "gpu":  # each level reads back its counts (per task too with several)
         from taskbfs.kernels.gpu_levels import COUNTS_BYTES
 
-        assert (d2h >= COUNTS_BYTES).all() and (strategy != "gpu" or (d2h == COUNTS_BYTES).all())
-    else:  # a GPU step copies its vertices back, not its parents
-        assert (d2h <= runs[False].trace.loc[gpu_steps, "d2h_bytes"]).all()
+        d2h = runs["auto"].trace.groupby("level")["d2h_bytes"].sum()
+        assert (d2h == COUNTS_BYTES * (1 if tasks == 1 else 1 + tasks)).all()

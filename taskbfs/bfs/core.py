@@ -223,7 +223,9 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
         placed = place_graph(rt, graph, num_tasks, balance,
                              need_transpose=direction != TOP_DOWN or resuming,
                              timeout=clock.left(),
-                             to_gpu=policy.uses_gpu and resources.get(GPU_RESOURCE, 0) > 0)
+                             to_gpu=(("graph" if dispatch == "auto" else "slices")
+                                     if policy.uses_gpu and resources.get(GPU_RESOURCE, 0) > 0
+                                     else None))
         # one worker holding every slice includes the search (the degrees, 8 bytes a
         # vertex, are copied to it once if they were made elsewhere)
         site = (None if dispatch == "tasks" or resuming
@@ -738,9 +740,10 @@ def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
 
 
 def _table_step_frames(records, summaries) -> list[pd.DataFrame]:
-    """Trace rows of the steps that levels on a CPU worker's threads ran
-    (:class:`~taskbfs.bfs.level_tasks.LevelTasks`), from their step tables (one array per
-    level), in one frame: worker and device those of the search task that ran them."""
+    """Trace rows of the steps kept as step tables (one array per level: the levels on a
+    worker's threads, :class:`~taskbfs.bfs.level_tasks.LevelTasks`, and the GPU batches of
+    :class:`~taskbfs.bfs.device_levels.GpuLevels`), in one frame: the worker that of the
+    search task that ran them."""
     tables = [(level, t) for level, t in getattr(summaries, "step_tables", ()) if len(t)]
     if not tables:
         return []
@@ -750,7 +753,7 @@ def _table_step_frames(records, summaries) -> list[pd.DataFrame]:
     tasks = table[:, 0]
     df = pd.DataFrame({"level": levels, "task": tasks, "thread": table[:, 1],
                        "start": table[:, 2] / 1e9, "stop": table[:, 3] / 1e9,
-                       "name": STEP.name, "device": search.get("device", SMP),
+                       "name": STEP.name, "device": np.where(table[:, 4] > 0, CUDA, SMP),
                        "worker": search.get("worker"), "included": True})
     df["size"] = np.concatenate([summaries[level].sizes[t[:, 0]] for level, t in tables])
     df["direction"] = np.concatenate([np.full(len(t), summaries[level].direction, dtype=object)
@@ -767,12 +770,12 @@ def _table_step_columns(records, summaries) -> dict:
     search = next((r for r in records if r.get("search")), {})
     parent = str(search.get("key", ""))
     table = (np.concatenate([t for _, t in tables]) if tables
-             else np.zeros((0, 4), dtype=np.int64))
+             else np.zeros((0, 5), dtype=np.int64))
     levels = (np.concatenate([np.full(len(t), level, dtype=np.int64) for level, t in tables])
               if tables else np.zeros(0, dtype=np.int64))
     n = len(table)
     return {"key": [f"{parent}/{STEP.name}"] * n, "name": [STEP.name] * n,
-            "device": [str(search.get("device") or SMP)] * n,
+            "device": np.where(table[:, 4] > 0, CUDA, SMP).tolist(),
             "worker": [str(search.get("worker") or "")] * n, "thread": table[:, 1].tolist(),
             "start": (table[:, 2] / 1e9).tolist(), "stop": (table[:, 3] / 1e9).tolist(),
             "level": levels.tolist(), "task": table[:, 0].tolist(), "included": [parent] * n}

@@ -258,20 +258,51 @@ class DeviceCache:
         return chain if chain.level == frontier.level else None
 
     # ------------------------------------------------------------------ levels on the device
-    def device_levels(self, part, in_part, num_vertices: int):
-        """The :class:`~taskbfs.kernels.gpu_levels.DeviceLevels` over ``part`` (a slice of
-        every vertex) and ``in_part`` (its transpose, or ``part`` itself), made once per
-        pair of device slices and kept for the next searches: ``(levels, uploaded bytes)``,
-        the bytes of the slices copied to the device now (0 when they are here)."""
+    def whole(self, parts, num_vertices: int):
+        """The device copy of every vertex's adjacency, from the T slices ``parts`` (one
+        orientation's, ranges in order, together every vertex): ``(DeviceSlice, uploaded
+        bytes)``. One slice is its own copy; several are joined on the device, piece by
+        piece, never on the host."""
+        if len(parts) == 1:
+            return self.partition(parts[0], num_vertices)
+        first, hi = parts[0], int(parts[-1].hi)
+        key = (first.token, -1, 0, hi)
+        names = [(key, "indptr"), (key, "indices")]
+        joined = []  # the host's offsets, made once when needed
+
+        def offsets():
+            if not joined:
+                joined.append(_joined_indptr(parts))
+            return joined[0]
+
+        with self.lock, self.data.pinned(names):
+            known = self._slices.get(key)
+            indptr, up = self.data.fetch(names[0], offsets)
+            indices, more = self.data.fetch(names[1], lambda: [p.indices for p in parts])
+            if known is None or known.indptr is not indptr or known.indices is not indices \
+                    or known.num_vertices != int(num_vertices):
+                from taskbfs.kernels.gpu import DeviceSlice
+
+                known = self._slices[key] = DeviceSlice(0, hi, int(num_vertices), indptr,
+                                                        indices, offsets())
+            return known, up + more
+
+    def device_levels(self, slices, num_vertices: int):
+        """The :class:`~taskbfs.kernels.gpu_levels.DeviceLevels` over the whole graph, from
+        ``slices`` (per task its slice, then its transposed one when it has one), made once
+        per device copy and kept for the next searches: ``(levels, uploaded bytes)``, the
+        bytes of the graph copied to the device now (0 when it is here)."""
         from taskbfs.kernels.bitmap import words_for
         from taskbfs.kernels.gpu_levels import DeviceLevels
 
         bits = 64 * words_for(num_vertices)
+        parts = [s[0] for s in slices]
+        in_parts = [s[-1] for s in slices]
         with self.lock:
-            dev, moved = self.partition(part, bits)
+            dev, moved = self.whole(parts, bits)
             dev_in = dev
-            if in_part is not part:
-                dev_in, more = self.partition(in_part, bits)
+            if in_parts[0] is not parts[0]:
+                dev_in, more = self.whole(in_parts, bits)
                 moved += more
             if self._levels is None or self._levels[0] != (dev, dev_in):
                 levels = DeviceLevels(dev, dev_in, num_vertices, self.launch_config(), self.buffer)
@@ -374,11 +405,12 @@ def device_cache(worker=None) -> DeviceCache:
                             lambda: DeviceCache(data=device_data(NumbaAllocator, worker)), worker)
 
 
-def upload_slices(num_vertices: int, num_tasks: int, *parts) -> dict:
+def upload_slices(num_vertices: int, whole: bool, *parts) -> dict:
     """Copy a placed graph's slices into this GPU worker's device memory (run there when
     the graph is placed, :func:`~taskbfs.bfs.placement.upload_to_gpus`), with the step's
-    output buffers, and for one task the device levels' buffers too: what the first
-    search would otherwise pay. Slices beyond the budget are left for the steps to
+    output buffers: what the first search would otherwise pay. With ``whole`` and every
+    range here, the whole graph at once with the device levels' buffers (its searches run
+    here as one task); else slice by slice, those beyond the budget left for the steps to
     upload. Returns the cache's :meth:`~DeviceCache.stats`, or None on a worker that
     advertises a GPU without a usable one (its steps would say so, if it runs any)."""
     from taskbfs.kernels.bitmap import words_for
@@ -391,20 +423,41 @@ def upload_slices(num_vertices: int, num_tasks: int, *parts) -> dict:
     with cache.lock:
         for name in ("out_vertices", "out_parents"):
             cache.buffer(name, bits, np.int64)
-        room = cache.budget - cache.used_bytes
-        for part in parts:
-            room -= part.indptr.nbytes + part.indices.nbytes
-            if room < 0:
-                break
-            cache.partition(part, bits)
+        every = _every_range(parts, int(num_vertices)) if whole else None
+        if every is not None:  # its searches run here as one task: the whole graph at once
+            cache.device_levels(every, int(num_vertices))
         else:
-            from taskbfs.bfs.device_levels import GpuLevels
-            from taskbfs.runtime import CUDA
-
-            if GpuLevels.applies(CUDA, num_tasks):
-                cache.device_levels(parts[0], parts[-1], int(num_vertices))
+            room = cache.budget - cache.used_bytes
+            for part in parts:
+                room -= part.indptr.nbytes + part.indices.nbytes
+                if room < 0:
+                    break
+                cache.partition(part, bits)
     _pin_result_buffers(_copied_ranges(parts, int(num_vertices)), int(num_vertices))
     return cache.stats()
+
+
+def _every_range(parts, num_vertices: int):
+    """Per task its slices, when ``parts`` (both orientations of some slices) hold every
+    vertex's range; else None."""
+    by_token: dict = {}
+    for part in parts:
+        by_token.setdefault(part.token, []).append(part)
+    orientations = [sorted(group, key=lambda p: p.lo) for group in by_token.values()]
+    out = [g for g in orientations if g[0].out_indptr is None] or orientations[:1]
+    if not out or sum(p.hi - p.lo for p in out[0]) < num_vertices:
+        return None
+    transposed = [g for g in orientations if g is not out[0]]
+    pairs = zip(out[0], transposed[0], strict=True) if transposed else ((p,) for p in out[0])
+    return [tuple(pair) for pair in pairs]
+
+
+def _joined_indptr(parts) -> np.ndarray:
+    """The global offsets of the slices ``parts`` (ranges in order) joined."""
+    counts = [np.diff(np.asarray(p.indptr, dtype=np.int64)) for p in parts]
+    indptr = np.zeros(sum(c.size for c in counts) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(counts), out=indptr[1:])
+    return indptr
 
 
 #: Results whose host buffers are pinned ahead, when a graph is placed: the one a caller

@@ -1,27 +1,29 @@
-"""The GPU levels of a one-task search (T = 1) on the GPU worker: step and barrier on the device.
+"""The GPU levels of a search run as one task on the GPU worker: a level's GPU tasks as one batch.
 
 Returns
-    :class:`GpuLevels`: :meth:`~GpuLevels.level` runs a level whose step the policy puts
-    on the GPU and returns ``(next Frontier, LevelSummary)``, as the host's step and
-    barrier (:func:`~taskbfs.bfs.state.advance`) would; :meth:`~GpuLevels.result` gives
-    the search's ``(distances, parents)`` on the host at the end.
+    :class:`GpuLevels`: :meth:`~GpuLevels.level` runs a level with at least one step task
+    placed on the GPU and returns ``(next Frontier, LevelSummary)``, as the host's steps
+    and barrier (:func:`~taskbfs.bfs.state.advance`) would; :meth:`~GpuLevels.result`
+    gives the search's ``(distances, parents)`` on the host at the end.
 Approach
-    When one task owns every vertex, a GPU level's discoveries are the next frontier as
-    they are, so its barrier needs no host: the step (``bfs_step``, traced ``cuda``) runs
-    the level's kernels on the device (:class:`~taskbfs.kernels.gpu_levels.DeviceLevels`)
-    and reads back the level's counts (vertices found, their out-arcs, entries read); the
-    barrier (``bfs_barrier``, traced ``cuda``) applies Beamer's rule to them, converts the
-    frontier on the device when the direction changes, and makes the level's summary. The
-    frontier, the visited set and the result stay in device memory; the next
-    :class:`~taskbfs.bfs.state.Frontier` is a shell (``vertices`` and ``bits`` None) while
-    they do. A level whose step the policy puts on the CPU (hybrid) gets the state back
-    from the barrier before it (visited bitmap and frontier), and the next GPU level takes
-    it up again, unless the state stays for it: each level's device is the runtime's one
-    rule (:class:`~taskbfs.runtime.policy.Placement`), told that the state is in device
-    memory (a :class:`~taskbfs.runtime.policy.Residence`) and what moving it to the host
-    costs (``DeviceLevels.leave_seconds``), so a few small levels that cost less here than
-    the move stay (:meth:`GpuLevels.place`). The CPU steps' pairs are written over the
-    device's result on the host at the end
+    The search's state (visited set as the result's parents, the frontier, the result)
+    lives in device memory from the first level with a GPU task. A level is T step tasks,
+    each placed by the runtime's one rule (:class:`~taskbfs.runtime.policy.Placement`)
+    from its size; the tasks placed on the GPU run as one batch over the union of their
+    ranges (:class:`~taskbfs.kernels.gpu_levels.DeviceLevels`: one or two launches, the
+    other tasks' vertices skipped), so that a GPU task costs what its share of the kernels
+    costs, whatever T. The tasks placed on the CPU read the level's frontier and the
+    visited bitmap from the device and run side by side on the host's threads; their
+    pairs cross the bus back and are claimed on the device as the GPU's are. Per task,
+    the vertices found, their out-arcs and the entries read are counted on the device and
+    read back once per level with the level's counts; the barrier (``bfs_barrier``,
+    traced ``cuda``) applies Beamer's rule to them and converts the frontier on the
+    device when the direction changes. A level with no task on the GPU takes the state
+    back to the host (visited bitmap and frontier), unless the rule keeps it here: told
+    that the state is in device memory (a :class:`~taskbfs.runtime.policy.Residence`) and
+    what moving it costs (``DeviceLevels.leave_seconds``), it keeps a few small levels
+    here while they cost less than the move (:meth:`GpuLevels.devices`). The pairs of
+    levels run on the host are written over the device's result at the end
     (:func:`~taskbfs.bfs.device_cache.result_to_host`).
 """
 
@@ -33,10 +35,11 @@ from dataclasses import replace
 import numpy as np
 
 from taskbfs import config
-from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary
-from taskbfs.bfs.steps import STEP
+from taskbfs.bfs.level_tasks import batch_table
+from taskbfs.bfs.state import TOP_DOWN, Discoveries, Frontier, LevelSummary
+from taskbfs.bfs.steps import STEP, step_smp
 from taskbfs.kernels.direction import BOTTOM_UP
-from taskbfs.runtime import CUDA, Placement, Residence, include_each
+from taskbfs.runtime import CUDA, SMP, Placement, Residence, include_each, thread_pool
 
 #: The trace name of the barrier (that of the dispatched barrier task).
 BARRIER_NAME = "bfs_barrier"
@@ -47,22 +50,28 @@ class GpuLevels:
 
     Parameters
     ----------
-    slices : tuple of GraphSlice
-        The search's one task's slices: ``(part,)`` or ``(part, transposed part)``.
+    slices : list of tuple of GraphSlice
+        Per task, its slices: ``(part,)`` or ``(part, transposed part)``.
     placement : Placement
-        Where each level's step runs (the host between GPU levels when it says so).
-    num_vertices : int
+        Where each step runs.
+    degrees : ndarray of int64
+        Out-degrees of every vertex.
     source : int
+    bounds : ndarray of int64
+        The T + 1 bounds of the tasks' ranges.
     cache : DeviceCache, optional
         Default: this worker's.
     """
 
-    def __init__(self, slices, placement: Placement, num_vertices: int, source: int,
-                 cache=None):
+    def __init__(self, slices, placement: Placement, degrees: np.ndarray, source: int,
+                 bounds: np.ndarray, cache=None):
         self.slices = slices
         self.placement = placement
-        self.n = int(num_vertices)
+        self.degrees = degrees
+        self.n = int(degrees.size)
         self.source = int(source)
+        self.bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+        self.num_tasks = int(self.bounds.size - 1)
         self._cache = cache
         #: The first entries of ``Frontier.included`` whose pairs the device's result holds.
         self.logs_on_device = 0
@@ -70,35 +79,51 @@ class GpuLevels:
         #: Where the frontier and visited set are (``device`` CUDA while on the GPU), and
         #: the rent paid for levels kept there against the policy's word.
         self.residence = Residence()
+        self._largest_cpu = self._cpu_sizes()
 
     @staticmethod
-    def applies(device: str, num_tasks: int) -> bool:
-        """Whether a search task on ``device`` with ``num_tasks`` tasks runs its GPU levels
-        here: on the GPU worker, one task (see :func:`~taskbfs.bfs.state.one_range` for
-        why one task: its discoveries are the next frontier as they are). Placing a graph
-        asks it too, to have the device levels' buffers ready."""
-        return device == CUDA and num_tasks == 1
+    def applies(device: str) -> bool:
+        """Whether a search task on ``device`` runs its GPU levels here: on the GPU worker."""
+        return device == CUDA
 
     @property
     def on_device(self) -> bool:
         """Whether the frontier and visited set are on the device now."""
         return self.residence.device == CUDA
 
-    def place(self, size: int) -> bool:
-        """Whether the level whose step has ``size`` runs on the GPU, by the runtime's one
-        rule (:meth:`Placement.device`) told where the state is and what moving it to the
-        host costs (``DeviceLevels.leave_seconds``, the last move of this graph's state on
-        this GPU): a search's last few small levels (a Kronecker graph's) stay while they
-        cost less than that move; a long tail of them (a deep graph's) leaves for the
-        compiled CPU loop. Asked once per level: by the barrier of a GPU level (which
-        moves the state out when the answer is no), else when the level is announced."""
-        move = self.levels.leave_seconds if self.on_device else 0.0
-        return self.placement.device(int(size), 0, self.residence, move) == CUDA
+    # ------------------------------------------------------------------ placement
+    def _cpu_sizes(self) -> np.ndarray | None:
+        """Per task, the largest step the rule puts on the CPU (None: a policy that does
+        not say, asked task by task)."""
+        sizes = [self.placement.largest_cpu_size(t) for t in range(self.num_tasks)]
+        return None if any(s is None for s in sizes) else np.array(sizes, dtype=np.float64)
+
+    def devices(self, sizes: np.ndarray) -> np.ndarray:
+        """Per task, 1 where its step of ``sizes[t]`` runs on the GPU (0: on the CPU, or
+        no step), by the runtime's one rule. With the state on the device and no task
+        wanting the GPU, the rule is told where the state is and what moving it to the
+        host costs (the last move of this graph's state on this GPU): a search's last few
+        small levels stay while they cost less than that move; a long tail of them (a deep
+        graph's) leaves for the host."""
+        work = sizes > 0
+        if self._largest_cpu is not None:
+            wanted = work & (sizes > self._largest_cpu)
+        else:
+            wanted = np.array([bool(w) and self.placement.preferred(int(s), t) == CUDA
+                               for t, (s, w) in enumerate(zip(sizes, work, strict=True))])
+        self.residence.renting = False
+        if self.on_device and work.any() and not wanted.any():
+            largest = int(np.argmax(sizes))
+            move = self.levels.leave_seconds
+            if self.placement.device(int(sizes[largest]), largest, self.residence,
+                                     move) == CUDA:
+                wanted = work
+        return wanted.astype(np.int64)
 
     @staticmethod
     def runs(summary: LevelSummary) -> bool:
-        """Whether the level ``summary`` opens runs on the GPU (its ``gpu_steps``)."""
-        return bool(summary.gpu_steps.size and summary.gpu_steps[0])
+        """Whether the level ``summary`` opens has a step on the GPU (its ``gpu_steps``)."""
+        return bool(summary.gpu_steps.size and summary.gpu_steps.any())
 
     @property
     def cache(self):
@@ -110,58 +135,146 @@ class GpuLevels:
 
     # ------------------------------------------------------------------ a level
     def level(self, frontier: Frontier, summary: LevelSummary) -> tuple[Frontier, LevelSummary]:
-        """The level ``summary`` opens, step and barrier, as included tasks traced ``cuda``."""
+        """The level ``summary`` opens, its steps and barrier, as included tasks: the GPU
+        steps traced ``cuda`` as one batch, the CPU ones ``smp``."""
         start = time.perf_counter()
-        tags = {"level": frontier.level, "task": 0, "size": int(summary.sizes[0]),
-                "direction": frontier.direction}
-        counts, h2d = include_each(STEP.name, self._step, [(tags, (frontier, summary))],
-                                   device=CUDA)[0]
-        self.residence.pay(time.perf_counter() - start)  # before the barrier places the next
-        return include_each(BARRIER_NAME, self._barrier,
-                            [({"level": frontier.level}, (frontier, counts, h2d))], device=CUDA)[0]
-
-    def _step(self, frontier: Frontier, summary: LevelSummary):
+        on_gpu = summary.gpu_steps.astype(bool)
+        cpu_tasks = np.flatnonzero(~on_gpu & (summary.frontier_counts > 0))
         with self.cache.lock:
             h2d = 0 if self.on_device else self._enter(frontier)
-            if frontier.direction == TOP_DOWN:
-                counts = self.levels.top_down(frontier.level, summary.frontier_size,
-                                              summary.frontier_edges)
-            else:
-                counts = self.levels.bottom_up(frontier.level)
-        return counts, h2d
+            batch_start = time.time()
+            counts, tasks, moved = self._batch(frontier, summary, on_gpu, cpu_tasks)
+            batch_stop = time.time()
+        #: The level's GPU steps as a step table (the runner keeps it for the trace).
+        self.steps = batch_table(np.flatnonzero(on_gpu), batch_start, batch_stop)
+        self.residence.pay(time.perf_counter() - start)  # before the barrier places the next
+        leader = int(np.argmax(on_gpu))  # the batch's first GPU step reports its device work
+        return include_each(BARRIER_NAME, self._barrier,
+                            [({"level": frontier.level},
+                              (frontier, counts, tasks, leader, h2d + moved[0], moved[1]))],
+                            device=CUDA)[0]
 
-    def _barrier(self, frontier: Frontier, counts, h2d: int) -> tuple[Frontier, LevelSummary]:
-        """:func:`~taskbfs.bfs.state.advance` for one task whose discoveries are on the
+    def _batch(self, frontier: Frontier, summary: LevelSummary, on_gpu: np.ndarray,
+               cpu_tasks: np.ndarray):
+        """The level's GPU steps as one batch and its CPU steps beside it: ``(LevelCounts,
+        per-task counts (3, T), (bytes up, bytes down))``."""
+        levels, level = self.levels, frontier.level
+        top_down = frontier.direction == TOP_DOWN
+        several = self.num_tasks > 1
+        if several:
+            levels.place_tasks(on_gpu)
+        if not cpu_tasks.size:
+            if top_down:
+                counts = levels.top_down(level, summary.frontier_size, summary.frontier_edges)
+            else:
+                counts = levels.bottom_up(level)
+            moved = (0, 0)
+            on_host = np.zeros((3, self.num_tasks), dtype=np.int64)
+        else:
+            counts, moved, on_host = self._mixed(frontier, summary, on_gpu, cpu_tasks)
+        if not several:
+            tasks = np.array([[counts.found], [counts.next_edges], [counts.examined]],
+                             dtype=np.int64)
+        else:
+            tasks = levels.task_counts(level, top_down, counts.found)
+            if top_down:  # a top-down step reads every arc of its frontier
+                tasks[2] = np.where(on_gpu, self._task_edges(frontier), 0)
+            tasks += on_host
+        return counts, tasks, moved
+
+    def _mixed(self, frontier: Frontier, summary: LevelSummary, on_gpu: np.ndarray,
+               cpu_tasks: np.ndarray):
+        """A level whose steps run on both devices: the GPU batch, then the CPU steps'
+        pairs claimed on the device. Returns ``(LevelCounts, (bytes up, bytes down), per
+        task what the device did not count of its CPU steps: shape (3, T) as
+        :meth:`DeviceLevels.task_counts`)``."""
+        from taskbfs.kernels.gpu_levels import LevelCounts
+
+        levels, level = self.levels, frontier.level
+        top_down = frontier.direction == TOP_DOWN
+        visited = levels.visited_bits()
+        down = visited.nbytes
+        if top_down:
+            sizes = summary.frontier_counts
+            gpu_size = int(sizes[on_gpu].sum())
+            queue, cpu_vertices = levels.split(level, summary.frontier_size, gpu_size)
+            down += cpu_vertices.nbytes
+            host = _host_frontier(frontier, visited, vertices=np.sort(cpu_vertices),
+                                  counts=np.where(on_gpu, 0, sizes))
+            gpu = levels.top_down(level, gpu_size, int(self._task_edges(frontier)[on_gpu].sum()),
+                                  frontier=queue)
+        else:
+            bits = levels.frontier_bits(level)
+            down += bits.nbytes
+            host = _host_frontier(frontier, visited, bits=bits)
+            gpu = levels.bottom_up(level)
+        found = self._cpu_steps(host, summary, cpu_tasks)
+        vertices = np.concatenate([d.vertices for d in found])
+        parents = np.concatenate([d.parents for d in found])
+        up = levels.accept(level, top_down, vertices, parents)
+        on_host = np.zeros((3, self.num_tasks), dtype=np.int64)
+        on_host[2, cpu_tasks] = [d.edges_examined for d in found]
+        if not top_down:  # a bottom-up step's pairs are its own unvisited vertices: all new
+            on_host[0, cpu_tasks] = [d.vertices.size for d in found]
+            on_host[1, cpu_tasks] = [int(self.degrees[d.vertices].sum()) for d in found]
+        counts = levels.read_counts(level)
+        examined = gpu.examined + int(on_host[2].sum())
+        return (LevelCounts(counts.found, counts.next_edges, examined, gpu.seconds),
+                (up, down), on_host)
+
+    def _task_edges(self, frontier: Frontier) -> np.ndarray:
+        """Per task, the arcs leaving its frontier vertices (top-down; summed from the
+        frontier's vertices when the level that made it did not count them)."""
+        if frontier.task_edges is None:
+            ends = np.concatenate([[0], np.cumsum(self.degrees[frontier.vertices])])
+            frontier.task_edges = np.diff(ends[frontier.offsets])
+        return frontier.task_edges
+
+    def _cpu_steps(self, host: Frontier, summary: LevelSummary, cpu_tasks: np.ndarray) -> list:
+        """The level's CPU steps, side by side on the thread pool: their raw pairs."""
+        calls = [({"level": host.level, "task": int(t), "size": int(summary.sizes[t]),
+                   "direction": host.direction},
+                  (self.slices[t][-1] if host.direction == BOTTOM_UP else self.slices[t][0],
+                   host, False))
+                 for t in cpu_tasks.tolist()]
+        executor = thread_pool() if len(calls) > 1 else None
+        return include_each(STEP.name, step_smp, calls, executor=executor, device=SMP)
+
+    def _barrier(self, frontier: Frontier, counts, tasks: np.ndarray, leader: int, h2d: int,
+                 d2h: int) -> tuple[Frontier, LevelSummary]:
+        """:func:`~taskbfs.bfs.state.advance` for a level whose discoveries are on the
         device: the rule from the counts, the frontier converted there."""
         from taskbfs.kernels.gpu_levels import COUNTS_BYTES
 
         start = time.time()
         progress, tally = frontier.progress, frontier.tally
         n_new = counts.found
-        unvisited = progress.unvisited_per_task - n_new
+        found, task_edges, examined = tasks
+        unvisited = progress.unvisited_per_task - found
         summary = tally.rule.summary(
             frontier.level + 1, frontier.direction, tally.frontier_size, tally.unexplored_edges,
-            np.array([n_new], dtype=np.int64), np.array([counts.next_edges], dtype=np.int64),
-            unvisited, edges_examined=np.array([counts.examined], dtype=np.int64),
-            found=np.array([n_new], dtype=np.int64), start=start)
+            found, task_edges, unvisited, edges_examined=examined, found=found, start=start)
         top_down = not (summary.direction == BOTTOM_UP and n_new)
-        seconds, d2h = counts.seconds, COUNTS_BYTES
+        seconds = counts.seconds
+        d2h += COUNTS_BYTES * (1 if self.num_tasks == 1 else 1 + self.num_tasks)
         if n_new and top_down != (frontier.direction == TOP_DOWN):
             with self.cache.lock:
                 seconds += self.levels.convert(summary.level, top_down, n_new)
-        offsets = np.array([0, n_new if top_down else 0], dtype=np.int64)
+        offsets = np.zeros(self.num_tasks + 1, dtype=np.int64)
+        if top_down:
+            np.cumsum(found, out=offsets[1:])
         empty = np.empty(0, dtype=np.int64)
         nxt = Frontier(summary.level, summary.direction, None if n_new else empty, offsets, None,
                        frontier.visited_bits, frontier.bounds,
                        replace(progress, unvisited_per_task=unvisited), frontier.included,
+                       task_edges=task_edges.copy() if top_down else None,
                        tally=tally.after(summary))
-        size = int(summary.sizes[0])
-        stays = bool(n_new or size) and self.place(size)  # the next level's one decision
-        if n_new and not stays:
+        gpu_steps = self.devices(summary.sizes)  # the next level's one decision
+        if n_new and summary.sizes.any() and not gpu_steps.any():  # a host level is next
             d2h += self._leave(nxt)
-        device_stats = np.array([[0, h2d, d2h, round(seconds * 1e9)]], dtype=np.int64)
+        device_stats = np.array([[leader, h2d, d2h, round(seconds * 1e9)]], dtype=np.int64)
         summary = replace(summary, device_stats=device_stats, barrier_stop=time.time(),
-                          gpu_steps=np.array([int(stays and size > 0)], dtype=np.int64))
+                          gpu_steps=gpu_steps)
         return nxt, summary
 
     # ------------------------------------------------------------------ state in and out
@@ -173,8 +286,9 @@ class GpuLevels:
         moved = 0
         fresh = self.levels is None
         if fresh:
-            self.levels, moved = self.cache.device_levels(self.slices[0], self.slices[-1], self.n)
+            self.levels, moved = self.cache.device_levels(self.slices, self.n)
             self.levels.start_search()
+            self.levels.set_tasks(self.bounds)
             self.levels.small_level_arcs = int(config.get("gpu.small-level-arcs"))
             self.cache.results += 1
         top_down = frontier.direction == TOP_DOWN
@@ -220,8 +334,8 @@ class GpuLevels:
         return pairs, ids
 
     def _leave(self, frontier: Frontier) -> int:
-        """Fill the shell ``frontier`` in from the device (its visited bitmap in place);
-        bytes moved."""
+        """Fill the shell ``frontier`` in from the device (its visited bitmap in place; a
+        top-down frontier sorted, so that each task's vertices are together); bytes moved."""
         top_down = frontier.direction == TOP_DOWN
         with self.cache.lock:
             visited, data, moved = self.levels.leave(frontier.level, top_down,
@@ -229,7 +343,7 @@ class GpuLevels:
             self.cache.data.count_down(moved)
         frontier.visited_bits[:] = visited
         if top_down:
-            frontier.vertices = data
+            frontier.vertices = np.sort(data) if self.num_tasks > 1 else data
         else:
             frontier.vertices, frontier.bits = np.empty(0, dtype=np.int64), data
         self.residence.device = None
@@ -253,7 +367,7 @@ class GpuLevels:
 
     def result(self, frontier: Frontier, source: int):
         """``(distances, parents)`` on the host: the device's result, with the pairs of the
-        steps that ran on the CPU (``frontier.included``) written over it."""
+        levels that ran on the host (``frontier.included``) written over it."""
         from taskbfs.bfs.device_cache import result_to_host
 
         on_host = frontier.included[self.logs_on_device:]  # the others' are on the device
@@ -261,3 +375,18 @@ class GpuLevels:
         levels = [level for level, _ in on_host]
         return result_to_host(frontier, logs, levels, source, cache=self.cache,
                               arrays=self.levels.result())
+
+
+def _host_frontier(frontier: Frontier, visited: np.ndarray, vertices: np.ndarray | None = None,
+                   counts: np.ndarray | None = None, bits: np.ndarray | None = None) -> Frontier:
+    """The level's frontier on the host as its CPU steps read it: top-down, the CPU tasks'
+    ``vertices`` (sorted, ``counts`` per task); bottom-up, the frontier's ``bits``."""
+    offsets = np.zeros(frontier.bounds.size, dtype=np.int64)
+    if counts is not None:
+        np.cumsum(counts, out=offsets[1:])
+    empty = np.empty(0, dtype=np.int64)
+    return Frontier(frontier.level, frontier.direction, empty if vertices is None else vertices,
+                    offsets, bits, visited, frontier.bounds, frontier.progress)
+
+
+__all__ = ["BARRIER_NAME", "Discoveries", "GpuLevels"]

@@ -48,7 +48,6 @@ from taskbfs.bfs.compiled_levels import (
     LEVELS_NAME,
     LevelBlock,
     LevelSummaries,
-    SliceLists,
     cpu_sizes,
     run_small_levels,
     small_levels_apply,
@@ -56,16 +55,13 @@ from taskbfs.bfs.compiled_levels import (
 from taskbfs.bfs.device_levels import GpuLevels
 from taskbfs.bfs.level_tasks import LevelTasks
 from taskbfs.bfs.levels import run_levels
-from taskbfs.bfs.result import result_dtype
 from taskbfs.bfs.state import (
     Frontier,
     LevelSummary,
     SummaryPublisher,
-    advance,
     assemble_all,
     first_frontier,
 )
-from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
 from taskbfs.runtime import (
     CUDA,
     SMP,
@@ -74,9 +70,7 @@ from taskbfs.runtime import (
     Policy,
     Task,
     include,
-    include_each,
     record_included,
-    thread_pool,
     worker_threads,
 )
 
@@ -137,25 +131,23 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
         The worker this task runs on: "cuda" on the GPU worker.
     """
     slices = bundle.tasks
-    num_tasks = len(slices)
     placement = Placement(policy, gpu_present=device == CUDA)
     frontier, summary = first_frontier(degrees, init["bounds"], init["source"],
                                        init["direction_mode"], init["alpha"], init["beta"],
-                                       init["total_edges"],
-                                       _keeps_result_on_device(placement, device, num_tasks))
+                                       init["total_edges"])
     threads = worker_threads()
     levels = IncludedLevels(slices, degrees, placement, device, threads, frontier,
                             init["source"])
     run_levels(levels, summary)
     gpu, frontier = levels.gpu, levels.frontier
-    d2h = gpu.result_bytes() if gpu is not None and gpu.ran else _result_bytes(frontier)
+    d2h = gpu.result_bytes() if gpu is not None and gpu.ran else 0
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
                                  frontier, init["source"], threads, gpu)
     return SearchOutcome(distances, parents, levels.summaries, d2h)
 
 
 #: The ways :class:`IncludedLevels` runs a level (each: the level's step tasks and its barrier).
-ON_DEVICE, COMPILED, ON_THREADS, STEPS = "on the device", "compiled", "on threads", "steps"
+ON_DEVICE, COMPILED, ON_THREADS = "on the device", "compiled", "on threads"
 
 
 class IncludedLevels:
@@ -204,13 +196,9 @@ class IncludedLevels:
         num_tasks = len(slices)
         self.summaries = LevelSummaries(num_tasks)
         self.publisher = SummaryPublisher()
-        self.gpu = (GpuLevels(slices[0], placement, degrees.size, source)
-                    if GpuLevels.applies(device, num_tasks) else None)
-        # on a CPU worker every step runs on the CPU: a level runs on the worker's threads
-        self.on_threads = LevelTasks(slices, degrees, threads) if device == SMP else None
-        # top-down steps read the out-adjacency (a CPU worker keeps its lists with the slices)
-        self.lists = (self.on_threads.lists if self.on_threads
-                      else SliceLists(slices))
+        self.gpu = (GpuLevels(slices, placement, degrees, source, frontier.bounds)
+                    if GpuLevels.applies(device) else None)
+        self.on_threads = LevelTasks(slices, degrees, threads)
         self.cpu_max = cpu_sizes(placement, num_tasks)  # None: no level is compiled
 
     def way(self, frontier: Frontier, summary: LevelSummary) -> str:
@@ -220,7 +208,7 @@ class IncludedLevels:
             return ON_DEVICE
         if small_levels_apply(frontier, summary, self.cpu_max):
             return COMPILED
-        return ON_THREADS if self.on_threads is not None else STEPS
+        return ON_THREADS
 
     def level(self, summary: LevelSummary) -> LevelSummary | LevelBlock:
         """Run the level ``summary`` opens: its next level's summary, or for the compiled
@@ -231,13 +219,13 @@ class IncludedLevels:
         way = self.way(frontier, summary)
         if way == ON_DEVICE:
             self.frontier, made = self.gpu.level(frontier, summary)
+            self.summaries.add_steps(frontier.level, self.gpu.steps)
         elif way == COMPILED:
             self.frontier, made = include(LEVELS_NAME, run_small_levels, {"level": frontier.level},
-                                          frontier, self.lists, self.degrees, self.cpu_max)
-        elif way == ON_THREADS:
-            self.frontier, made = self._on_threads(frontier)
+                                          frontier, self.on_threads.lists, self.degrees,
+                                          self.cpu_max)
         else:
-            self.frontier, made = self._steps_and_barrier(frontier, summary)
+            self.frontier, made = self._on_threads(frontier)
         return made
 
     def announce(self, made: LevelSummary | LevelBlock) -> tuple[LevelSummary, bool]:
@@ -263,12 +251,10 @@ class IncludedLevels:
 
     def _devices(self, sizes: np.ndarray) -> np.ndarray:
         """Per task, 1 when its step of ``sizes[t]`` runs on the GPU (0: on the CPU, or no
-        step)."""
-        gpu_steps = np.zeros(sizes.size, dtype=np.int64)
-        for t in np.flatnonzero(sizes).tolist():
-            gpu_steps[t] = (self.gpu.place(int(sizes[t])) if self.gpu is not None
-                            else self.placement.device(int(sizes[t]), t) == CUDA)
-        return gpu_steps
+        step): on a CPU worker, none."""
+        if self.gpu is None:
+            return np.zeros(sizes.size, dtype=np.int64)
+        return self.gpu.devices(sizes)
 
     def _on_threads(self, frontier: Frontier):
         """One level by :class:`LevelTasks`: ``(next frontier, summary)``. Its barrier is
@@ -279,75 +265,16 @@ class IncludedLevels:
         record_included(BARRIER_NAME, [barrier])
         return nxt, summary
 
-    def _steps_and_barrier(self, frontier: Frontier, summary: LevelSummary):
-        calls = [(_step_tags(frontier, summary, t), (slice_for(self.slices[t], frontier), frontier))
-                 for t in range(len(self.slices)) if frontier.has_work(t)]
-        found = run_steps(calls, summary.gpu_steps)
-        nxt, summary = include(BARRIER_NAME, advance, {"level": frontier.level},
-                               frontier, found, self.degrees)
-        nxt.included.extend((frontier.level, d) for d in found)
-        return nxt, summary
-
-
-def run_steps(calls, gpu_steps: np.ndarray, smp=step_smp, cuda=step_cuda) -> list:
-    """A level's steps (``calls`` as for :func:`include_each`, in task order), each on the
-    device its level's summary gives it (``gpu_steps``, decided by the runner's
-    ``announce``): the CPU ones (``smp``) side by side on the thread pool, then the GPU ones
-    (``cuda``) one after another; their outputs in task order."""
-    on_gpu = [bool(gpu_steps[tags["task"]]) for tags, _ in calls]
-    cpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if not g]
-    gpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if g]
-    # one step alone runs in this thread: there is nothing to overlap
-    executor = thread_pool() if len(cpu_calls) > 1 else None
-    cpu = iter(include_each(STEP.name, smp, cpu_calls, executor=executor, device=SMP))
-    gpu = iter(include_each(STEP.name, cuda, gpu_calls, device=CUDA))
-    return [next(gpu if g else cpu) for g in on_gpu]
-
-
-def _keeps_result_on_device(placement: Placement, device: str, num_tasks: int) -> bool:
-    """Whether the GPU steps of this search write their pairs into a result on the device
-    which then crosses the bus once, at the end: on the GPU worker, with several tasks,
-    when every step runs on the GPU whatever its size (the level's vertex mask reports
-    each vertex once, so every pair a GPU step reports is one the barrier keeps). With
-    one task the GPU levels keep the whole level there (:class:`GpuLevels`). The one
-    decision, made when the search starts, asked of the runtime's rule (False when the
-    policy cannot say); read as :attr:`Frontier.result_on_device`."""
-    if GpuLevels.applies(device, num_tasks):
-        return False
-    # no step of any size on the CPU: then no step returns pairs the host must write
-    return all(placement.always_on_gpu(t) for t in range(num_tasks))
-
-
-def _result_bytes(frontier: Frontier) -> int:
-    """Bytes the assembly copies from the device: the two arrays of a result kept there,
-    else none."""
-    if not frontier.result_on_device:
-        return 0
-    n = int(frontier.bounds[-1])
-    return 2 * result_dtype(n).itemsize * n
-
-
 def _assemble(frontier: Frontier, source: int, threads: int | None = None,
               gpu: GpuLevels | None = None):
     """The search's ``(distances, parents)`` from every step's output (the last
-    frontier's ``included``), or the result on the GPU with the CPU steps' pairs."""
+    frontier's ``included``), or the result on the GPU with the host levels' pairs."""
     if gpu is not None and gpu.ran:
         return gpu.result(frontier, source)
-    if frontier.result_on_device:  # every step ran on this GPU: its pairs are there
-        from taskbfs.bfs.device_cache import result_to_host
-
-        return result_to_host(frontier, [], [], source)
     logs = [d for _, d in frontier.included]
     levels = [level for level, _ in frontier.included]
     return assemble_all(logs, levels, source=source, bounds=frontier.bounds,
                         cuts=[0, int(frontier.bounds[-1])], threads=threads)
-
-
-def _step_tags(frontier: Frontier, summary: LevelSummary, t: int) -> dict:
-    """A step's trace tags, as the level loop gives a dispatched step (its size: the one
-    it is placed by, :func:`~taskbfs.bfs.state.step_sizes`)."""
-    return {"level": frontier.level, "task": t, "size": int(summary.sizes[t]),
-            "direction": frontier.direction}
 
 
 #: The search task on a CPU worker: ``ins = [slices, degrees]`` (every task's slices as one

@@ -223,11 +223,11 @@ def _task_edges(frontier: Frontier, degrees: np.ndarray) -> np.ndarray:
 
 
 def step_table(steps: np.ndarray, stats: np.ndarray, idents: list[int]) -> np.ndarray:
-    """A level's step tasks as one int64 array, a row per step in task order: ``[task,
-    thread, start_ns, stop_ns]`` (``STEP_COLUMNS``; thread: ``threading.get_ident()`` of
-    the thread that ran it). The trace's rows are made of it when first read: no Python
-    object per task while the search runs."""
-    table = np.empty((steps.size, len(STEP_COLUMNS)), dtype=np.int64)
+    """A level's CPU step tasks as one int64 array, a row per step in task order: ``[task,
+    thread, start_ns, stop_ns, on_gpu]`` (``STEP_COLUMNS``; thread: ``threading.get_ident()``
+    of the thread that ran it; on_gpu 0). The trace's rows are made of it when first read:
+    no Python object per task while the search runs."""
+    table = np.zeros((steps.size, len(STEP_COLUMNS)), dtype=np.int64)
     table[:, 0] = steps
     table[:, 1] = np.asarray(idents, dtype=np.int64)[stats[:, SLOT]]
     table[:, 2] = stats[:, START]
@@ -235,8 +235,20 @@ def step_table(steps: np.ndarray, stats: np.ndarray, idents: list[int]) -> np.nd
     return table
 
 
+def batch_table(tasks: np.ndarray, start: float, stop: float) -> np.ndarray:
+    """The step table (:func:`step_table`'s columns) of a level's GPU steps, run as one
+    batch by this thread: each spans the batch."""
+    table = np.empty((tasks.size, len(STEP_COLUMNS)), dtype=np.int64)
+    table[:, 0] = tasks
+    table[:, 1] = threading.get_ident()
+    table[:, 2] = round(start * 1e9)
+    table[:, 3] = round(stop * 1e9)
+    table[:, 4] = 1
+    return table
+
+
 #: Columns of :func:`step_table`.
-STEP_COLUMNS = ("task", "thread", "start_ns", "stop_ns")
+STEP_COLUMNS = ("task", "thread", "start_ns", "stop_ns", "on_gpu")
 
 
-__all__ = ["LevelTasks", "LevelSummary", "STEP_COLUMNS", "step_table"]
+__all__ = ["LevelTasks", "LevelSummary", "STEP_COLUMNS", "batch_table", "step_table"]

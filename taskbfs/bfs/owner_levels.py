@@ -53,7 +53,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, run_steps
+from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.bfs.levels import run_levels
 from taskbfs.bfs.owners import (
     REPORT,
@@ -70,17 +70,20 @@ from taskbfs.bfs.owners import (
 )
 from taskbfs.bfs.result import result_dtype
 from taskbfs.bfs.state import BOTTOM_UP, LevelSummary, SummaryPublisher
-from taskbfs.bfs.steps import slice_for, step_cuda, step_smp
+from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
 from taskbfs.kernels.bitmap import set_bits
 from taskbfs.kernels.merge import word_span
 from taskbfs.runtime import (
     CUDA,
+    SMP,
     Exchange,
     Placement,
     Task,
     abort_channel,
     include,
+    include_each,
     publish,
+    thread_pool,
 )
 from taskbfs.runtime.plugin import GPU_RESOURCE, workers_with
 
@@ -259,7 +262,7 @@ class OwnerLevels:
 
     def _steps(self, frontier, summary: LevelSummary) -> list:
         """``[(range, Discoveries)]`` of this owner's steps of the level, each on the device
-        :meth:`announce` gave it (:func:`~taskbfs.bfs.included.run_steps`), their raw pairs
+        :meth:`announce` gave it (:func:`run_steps`), their raw pairs
         (``barrier_form=False``: the owner barrier reads pairs alone)."""
         calls = [({"level": frontier.level, "task": t, "size": int(summary.sizes[t]),
                    "direction": frontier.direction},
@@ -412,3 +415,18 @@ def exchanged_search(program, placed, slices, source: int, first: LevelSummary,
     """Run :class:`ExchangedSearch`; ``(summaries, result, exchange)``."""
     return ExchangedSearch(program, placed, slices, source, first, direction_mode, alpha, beta,
                            waits, tags, keep, kept).run()
+
+
+def run_steps(calls, gpu_steps: np.ndarray, smp=step_smp, cuda=step_cuda) -> list:
+    """A level's steps (``calls`` as for :func:`include_each`, in task order), each on the
+    device its level's summary gives it (``gpu_steps``, decided by the runner's
+    ``announce``): the CPU ones (``smp``) side by side on the thread pool, then the GPU ones
+    (``cuda``) one after another; their outputs in task order."""
+    on_gpu = [bool(gpu_steps[tags["task"]]) for tags, _ in calls]
+    cpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if not g]
+    gpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if g]
+    # one step alone runs in this thread: there is nothing to overlap
+    executor = thread_pool() if len(cpu_calls) > 1 else None
+    cpu = iter(include_each(STEP.name, smp, cpu_calls, executor=executor, device=SMP))
+    gpu = iter(include_each(STEP.name, cuda, gpu_calls, device=CUDA))
+    return [next(gpu if g else cpu) for g in on_gpu]

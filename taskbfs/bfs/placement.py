@@ -96,19 +96,21 @@ class SliceBundle:
 
 def place_graph(runtime, graph: Graph, tasks: int, balance: str,
                 need_transpose: bool, timeout: float | None = None,
-                to_gpu: bool = False) -> PlacedGraph:
+                to_gpu: str | None = None) -> PlacedGraph:
     """``graph`` cut into ``tasks`` ranges by ``balance`` and its slices scattered to the
     workers (within ``timeout`` seconds, else ``TimeoutError``), or what an earlier call
     placed. A graph that lives on the workers already
     (:class:`~taskbfs.bfs.distributed.DistributedGraph`) places itself there.
 
-    With ``to_gpu`` (a policy that may use the GPU) the slices are also copied into the
+    With ``to_gpu`` (a policy that may use the GPU) the graph is also copied into the
     device memory of every GPU worker now (:func:`upload_to_gpus`), so that the first
-    search does not pay for it."""
+    search does not pay for it: ``"slices"`` each slice, for steps dispatched as tasks;
+    ``"graph"`` the whole graph where a GPU worker holds every range (its searches run
+    there as one task), else each slice."""
     if not isinstance(graph, Graph):
         placed = graph.place(runtime, tasks, balance, need_transpose)
         if to_gpu:
-            upload_to_gpus(runtime, placed, graph.num_vertices, timeout)
+            upload_to_gpus(runtime, placed, graph.num_vertices, to_gpu, timeout)
         return placed
     scatter = functools.partial(runtime.client.scatter, hash=False,
                                 **({} if timeout is None else {"timeout": timeout}))
@@ -135,7 +137,7 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
         else:
             placed.transposed = placed.slices
     if to_gpu:
-        upload_to_gpus(runtime, placed, graph.num_vertices, timeout)
+        upload_to_gpus(runtime, placed, graph.num_vertices, to_gpu, timeout)
     return placed
 
 
@@ -146,17 +148,18 @@ def is_placed(runtime, graph: Graph, tasks: int, balance: str) -> bool:
     return placed is not None and placed.intact()
 
 
-def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int,
+def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int, form: str = "slices",
                    timeout: float | None = None) -> None:
     """Copy ``placed``'s slices (transposed ones too) into GPU workers' device memory, once
     per placement and orientation (see :func:`~taskbfs.bfs.device_cache.upload_slices`):
     a slice a GPU worker holds into that worker's device (its steps run there, beside the
     range's owner state), a slice no GPU worker holds (placed from the client onto CPU
-    workers) into every GPU worker's."""
+    workers) into every GPU worker's; with ``form`` "graph", a GPU worker that holds every
+    range copies the whole graph at once instead."""
     from taskbfs.bfs.device_cache import upload_slices
 
     futures = placed.slice_futures()
-    keys = frozenset(f.key for f in futures)
+    keys = frozenset((f.key, form) for f in futures)
     if keys <= placed.uploaded:
         return
     gpus = set(runtime.gpu_workers())
@@ -171,7 +174,7 @@ def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int,
     def slices_for(address: str) -> list:
         return [f for f in futures if not held[f.key] or address in held[f.key]]
 
-    runtime.on_gpu_workers(upload_slices, int(num_vertices), placed.parts.num_tasks,
+    runtime.on_gpu_workers(upload_slices, int(num_vertices), form == "graph",
                            timeout=timeout, args_of=slices_for)
     placed.uploaded = keys
 

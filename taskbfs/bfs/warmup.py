@@ -127,10 +127,9 @@ def _device_entries(graph: Graph, dask_worker) -> None:
     from taskbfs.kernels.bitmap import bitmap_from_vertices
 
     bundle, _ = _bundle(graph, 1)
-    part = bundle.tasks[0]
     cache = device_cache(dask_worker)
     with cache.lock:
-        levels, _ = cache.device_levels(part[0], part[-1], graph.num_vertices)
+        levels, _ = cache.device_levels(bundle.tasks, graph.num_vertices)
         source = np.zeros(1, dtype=levels.dtype)
         visited = bitmap_from_vertices(source.astype(np.int64), graph.num_vertices)
         for top_down in (True, False):

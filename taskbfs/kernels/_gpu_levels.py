@@ -53,6 +53,24 @@ VISITED_ON_HOST = -2
 
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
+#: Tasks whose next-frontier counts a block sums in shared memory (more: global atomics).
+SHARED_TASKS = 512
+
+
+@cuda.jit(device=True, inline=True)
+def _task_of(bounds, num_tasks, v):
+    """The task whose range ``[bounds[t], bounds[t + 1])`` holds vertex ``v``."""
+    return _upper_bound(bounds, 0, num_tasks + 1, v) - 1
+
+
+@cuda.jit(device=True, inline=True)
+def _add_counts(counts, i_found, i_arcs, i_read, found, arcs, read):
+    """Add a vertex's (or a tile's) found vertices, their out-arcs and the entries read."""
+    if found:
+        cuda.atomic.add(counts, i_found, found)
+        cuda.atomic.add(counts, i_arcs, arcs)
+    if read:
+        cuda.atomic.add(counts, i_read, read)
 
 
 @functools.cache
@@ -222,11 +240,15 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
 
     @cuda.jit
     def bottom_up(in_indptr, in_indices, out_indptr, n, num_words, frontier_bits, depth, limit,
-                  parents, distances, next_bits, deferred, row, next_row):
-        """Stage 1 of a bottom-up level: a thread per unvisited vertex, at most ``limit``
-        in-neighbours; the block writes its words of ``next_bits`` whole."""
+                  parents, distances, next_bits, deferred, row, next_row, bounds, num_tasks,
+                  on_gpu, task_rows):
+        """Stage 1 of a bottom-up level: a thread per unvisited vertex of a task placed on
+        the GPU (``on_gpu``), at most ``limit`` in-neighbours; the block writes its words
+        of ``next_bits`` whole. With several tasks, each task's counts go to ``task_rows``
+        (a tile inside one task adds its sums once)."""
         words = cuda.shared.array(tile_words, uint64)
         sums = cuda.shared.array(3, int64)  # found, their out-arcs, entries read
+        tile_sums = cuda.shared.array(3, int64)  # the same, of this tile (several tasks)
         tid = cuda.threadIdx.x
         if cuda.blockIdx.x == 0 and tid < ROW:
             next_row[tid] = 0
@@ -235,15 +257,27 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
         found = int64(0)
         arcs = int64(0)
         examined = int64(0)
+        several = num_tasks > 1
         num_tiles = (num_words + tile_words - 1) // tile_words
         t = cuda.blockIdx.x
         while t < num_tiles:
             if tid < tile_words:
                 words[tid] = 0
+            if tid < 3:
+                tile_sums[tid] = 0
+            first_v = t * word_tile
+            task = int64(0)
+            whole = True
+            if several:
+                task = _task_of(bounds, num_tasks, first_v)
+                whole = task == _task_of(bounds, num_tasks, min(first_v + word_tile, n) - 1)
             cuda.syncthreads()
             for r in range(per_thread):
-                v = t * word_tile + r * block + tid
+                v = first_v + r * block + tid
                 if v < n and parents[v] == unvisited:
+                    owner = task if whole else _task_of(bounds, num_tasks, v)
+                    if several and not on_gpu[owner]:
+                        continue
                     start = in_indptr[v]
                     stop = in_indptr[v + 1]
                     end = min(stop, start + limit)
@@ -255,22 +289,36 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                             parent = u
                             break
                         e += 1
+                    v_found = int64(0)
+                    v_arcs = int64(0)
                     if parent >= 0:
                         parents[v] = vid(parent)
                         distances[v] = vid(depth)
                         cuda.atomic.or_(words, (v >> 6) - t * tile_words,
                                         _ONE << uint64(v & 63))
-                        found += 1
-                        arcs += out_indptr[v + 1] - out_indptr[v]
-                        examined += e - start + 1
+                        v_found = 1
+                        v_arcs = out_indptr[v + 1] - out_indptr[v]
+                        v_read = e - start + 1
                     else:
-                        examined += end - start
+                        v_read = end - start
                         if stop > end:
                             deferred[cuda.atomic.add(row, DEFERRED, 1)] = vid(v)
+                    found += v_found
+                    arcs += v_arcs
+                    examined += v_read
+                    if several:
+                        if whole:
+                            _add_counts(tile_sums, 0, 1, 2, v_found, v_arcs, v_read)
+                        else:
+                            _add_counts(task_rows, owner, num_tasks + owner,
+                                        2 * num_tasks + owner, v_found, v_arcs, v_read)
             cuda.syncthreads()
             w = t * tile_words + tid
             if tid < tile_words and w < num_words:
                 next_bits[w] = words[tid]
+            if several and whole and tid == 0:
+                _add_counts(task_rows, task, num_tasks + task, 2 * num_tasks + task,
+                            tile_sums[0], tile_sums[1], tile_sums[2])
             cuda.syncthreads()  # before the next tile zeroes the words
             t += cuda.gridDim.x
         if found:
@@ -288,8 +336,9 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
 
     @cuda.jit
     def bottom_up_rest(in_indptr, in_indices, out_indptr, frontier_bits, depth, limit, deferred,
-                       parents, distances, next_bits, row):
-        """Stage 2: a block per vertex stage 1 left, the rest of its in-neighbours."""
+                       parents, distances, next_bits, row, bounds, num_tasks, task_rows):
+        """Stage 2: a block per vertex stage 1 left, the rest of its in-neighbours (its
+        task's counts in ``task_rows`` too, with several tasks)."""
         best_edge = cuda.shared.array(1, int64)
         tid = cuda.threadIdx.x
         num_deferred = row[DEFERRED]
@@ -314,17 +363,101 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                 chunk += block
             if tid == 0:
                 best = best_edge[0]
+                v_found = int64(0)
+                v_arcs = int64(0)
+                v_read = stop - start
                 if best < stop:
                     parents[v] = vid(in_indices[best])
                     distances[v] = vid(depth)
                     cuda.atomic.or_(next_bits, v >> 6, _ONE << uint64(v & 63))
-                    cuda.atomic.add(row, FOUND, 1)
-                    cuda.atomic.add(row, NEXT_EDGES, out_indptr[v + 1] - out_indptr[v])
-                    cuda.atomic.add(row, EXAMINED, best - start + 1)
-                else:
-                    cuda.atomic.add(row, EXAMINED, stop - start)
+                    v_found = 1
+                    v_arcs = out_indptr[v + 1] - out_indptr[v]
+                    v_read = best - start + 1
+                _add_counts(row, FOUND, NEXT_EDGES, EXAMINED, v_found, v_arcs, v_read)
+                if num_tasks > 1:
+                    owner = _task_of(bounds, num_tasks, v)
+                    _add_counts(task_rows, owner, num_tasks + owner, 2 * num_tasks + owner,
+                                v_found, v_arcs, v_read)
             cuda.syncthreads()
             q += cuda.gridDim.x
+
+    @cuda.jit
+    def split_queue(queue, k, bounds, num_tasks, on_gpu, gpu_queue, cpu_queue, tails):
+        """The frontier ``queue[:k]`` split by its vertices' tasks: those placed on the
+        GPU (``on_gpu``) appended to ``gpu_queue``, the others to ``cpu_queue`` (``tails``:
+        the two counts, zeroed by the caller)."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < k:
+            v = queue[i]
+            if on_gpu[_task_of(bounds, num_tasks, int64(v))]:
+                gpu_queue[cuda.atomic.add(tails, 0, 1)] = v
+            else:
+                cpu_queue[cuda.atomic.add(tails, 1, 1)] = v
+            i += stride
+
+    @cuda.jit
+    def accept_pairs(pairs, m, depth, top_down, out_indptr, parents, distances, queue, bits,
+                     row, next_row):
+        """The ``m`` pairs the level's CPU tasks found (``pairs``: their vertices, then
+        their parents) into the result: a vertex still unreached is claimed as the GPU's
+        steps claim theirs, then queued (``top_down``) or set in the next bitmap, and
+        counted in ``row``. The next level's row zeroed (a level's GPU tasks may have no
+        work)."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        if i < ROW:
+            next_row[i] = 0
+        while i < m:
+            v = int64(pairs[i])
+            if parents[v] == unvisited:
+                if cuda.atomic.cas(parents, v, unvisited, pairs[m + i]) == unvisited:
+                    distances[v] = vid(depth)
+                    at = cuda.atomic.add(row, FOUND, 1)
+                    if top_down:
+                        queue[at] = vid(v)
+                    else:
+                        cuda.atomic.or_(bits, v >> 6, _ONE << uint64(v & 63))
+                    cuda.atomic.add(row, NEXT_EDGES, out_indptr[v + 1] - out_indptr[v])
+            i += stride
+
+    @cuda.jit
+    def tally_queue(queue, k, out_indptr, bounds, num_tasks, task_rows):
+        """Per task, the vertices of the next frontier ``queue[:k]`` and their out-arcs
+        (``task_rows[t]``, ``task_rows[num_tasks + t]``; zeroed by the caller), summed in
+        shared memory first when the tasks fit there."""
+        found = cuda.shared.array(SHARED_TASKS, int64)
+        arcs = cuda.shared.array(SHARED_TASKS, int64)
+        tid = cuda.threadIdx.x
+        shared = num_tasks <= SHARED_TASKS
+        if shared:
+            t = tid
+            while t < num_tasks:
+                found[t] = 0
+                arcs[t] = 0
+                t += block
+        cuda.syncthreads()
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < k:
+            v = int64(queue[i])
+            t = _task_of(bounds, num_tasks, v)
+            degree = out_indptr[v + 1] - out_indptr[v]
+            if shared:
+                cuda.atomic.add(found, t, 1)
+                cuda.atomic.add(arcs, t, degree)
+            else:
+                cuda.atomic.add(task_rows, t, 1)
+                cuda.atomic.add(task_rows, num_tasks + t, degree)
+            i += stride
+        cuda.syncthreads()
+        if shared:
+            t = tid
+            while t < num_tasks:
+                if found[t]:
+                    cuda.atomic.add(task_rows, t, found[t])
+                    cuda.atomic.add(task_rows, num_tasks + t, arcs[t])
+                t += block
 
     @cuda.jit
     def queue_to_bits(queue, k, bits):
@@ -380,6 +513,9 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
         top_down_small=top_down_small,
         bottom_up=bottom_up,
         bottom_up_rest=bottom_up_rest,
+        split_queue=split_queue,
+        accept_pairs=accept_pairs,
+        tally_queue=tally_queue,
         queue_to_bits=queue_to_bits,
         bits_to_queue=bits_to_queue,
         visited_words=visited_words,

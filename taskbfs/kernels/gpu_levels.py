@@ -115,6 +115,24 @@ class DeviceLevels:
         #: Host seconds the last :meth:`leave` took (0.0 before the first): what keeping
         #: the state here instead would save.
         self.leave_seconds = 0.0
+        self.num_tasks = 1
+        self.set_tasks(np.array([0, self.n], dtype=np.int64))
+
+    def set_tasks(self, bounds: np.ndarray) -> None:
+        """The search's T vertex ranges (``bounds``, T + 1): with several, every level also
+        counts what it found per task (:meth:`task_counts`) and runs only its tasks placed
+        here (``on_gpu``)."""
+        cuda = require_gpu()
+        bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+        self.num_tasks = int(bounds.size - 1)
+        t = self.num_tasks
+        self.bounds = self._workspace("levels_bounds", t + 1, np.int64)
+        self._upload(self.bounds, bounds)
+        self.on_gpu = self._workspace("levels_on_gpu", t, np.uint8)
+        self._upload(self.on_gpu, np.ones(t, dtype=np.uint8))
+        self.task_rows = self._workspace("levels_task_rows", 3 * t, np.int64)
+        self.host_task_rows = _host_array(cuda, self.config.simulated, 3 * t, np.int64)
+        self.tails = self._workspace("levels_tails", 2, np.int64)
 
     def start_search(self) -> None:
         """Forget the last search: the next :meth:`enter` starts a new result."""
@@ -194,12 +212,13 @@ class DeviceLevels:
         return self.distances, self.parents
 
     # ------------------------------------------------------------------ levels
-    def top_down(self, level: int, size: int, edges: int) -> LevelCounts:
-        """Level ``level`` top-down: its ``size`` frontier vertices with ``edges`` out-arcs."""
+    def top_down(self, level: int, size: int, edges: int, frontier=None) -> LevelCounts:
+        """Level ``level`` top-down: its ``size`` frontier vertices with ``edges`` out-arcs
+        (``frontier``: the queue they are in, default the level's)."""
         if edges == 0:  # nothing to read: the search ends here
             return LevelCounts(0, 0, 0)
         cfg, base = self.config, self.k.base
-        frontier = self.queues[level % 2]
+        frontier = self.queues[level % 2] if frontier is None else frontier
         if edges <= self.small_level_arcs:
             with self._watch as watch:
                 self.k.top_down_small[max(1, min(size, cfg.grid_size)), cfg.block_size](
@@ -233,11 +252,12 @@ class DeviceLevels:
             self.k.bottom_up[blocks, cfg.block_size](
                 gin.indptr, gin.indices, g.indptr, self.n, self.words, self.bits[level % 2],
                 level + 1, limit, self.parents, self.distances, self.bits[(level + 1) % 2],
-                self.deferred, *self._rows(level))
+                self.deferred, *self._rows(level), self.bounds, self.num_tasks, self.on_gpu,
+                self.task_rows)
             self.k.bottom_up_rest[cfg.grid_size, cfg.block_size](
                 gin.indptr, gin.indices, g.indptr, self.bits[level % 2], level + 1, limit,
                 self.deferred, self.parents, self.distances, self.bits[(level + 1) % 2],
-                self.rows[level % ROWS])
+                self.rows[level % ROWS], self.bounds, self.num_tasks, self.task_rows)
         return self._counts(level, watch.seconds)
 
     def convert(self, level: int, to_top_down: bool, count: int) -> float:
@@ -255,6 +275,77 @@ class DeviceLevels:
                 self.k.queue_to_bits[cfg.blocks_for(count), cfg.block_size](
                     self.queues[p], count, self.bits[p])
         return watch.seconds
+
+    # ------------------------------------------------------------------ several tasks
+    def place_tasks(self, on_gpu: np.ndarray) -> None:
+        """Which tasks of the next level run here (``on_gpu``, per task); their counts
+        zeroed (:meth:`task_counts`)."""
+        self._upload(self.on_gpu, np.ascontiguousarray(on_gpu, dtype=np.uint8))
+        # the whole buffer: a view of a device array costs more than zeroing its spare
+        self.k.base.fill[self.config.blocks_for(3 * self.num_tasks), self.config.block_size](
+            self.task_rows, 0)
+
+    def split(self, level: int, size: int, gpu_size: int):
+        """Level ``level``'s frontier queue (``size`` vertices, ``gpu_size`` of them of
+        tasks placed here) split: ``(the GPU tasks' queue on the device, the others'
+        vertices on the host, int64)``."""
+        cfg = self.config
+        gpu_queue = self._workspace("levels_gpu_queue", max(size, 1), self.dtype)
+        cpu_queue = self._workspace("levels_cpu_queue", max(size, 1), self.dtype)
+        self.k.base.fill[1, cfg.block_size](self.tails, 0)
+        self.k.split_queue[cfg.blocks_for(size), cfg.block_size](
+            self.queues[level % 2], size, self.bounds, self.num_tasks, self.on_gpu, gpu_queue,
+            cpu_queue, self.tails)
+        cpu = np.empty(size - gpu_size, dtype=self.dtype)
+        self._download(cpu, cpu_queue)
+        return gpu_queue, cpu.astype(np.int64)
+
+    def visited_bits(self) -> np.ndarray:
+        """The visited bitmap on the host (what the level's CPU tasks read)."""
+        cfg = self.config
+        self.k.visited_words[cfg.blocks_for(self.words), cfg.block_size](
+            self.parents, self.n, self.words, self.visited)
+        bits = np.empty(self.words, dtype=np.uint64)
+        self._download(bits, self.visited)
+        return bits
+
+    def frontier_bits(self, level: int) -> np.ndarray:
+        """Level ``level``'s bottom-up frontier bitmap on the host."""
+        bits = np.empty(self.words, dtype=np.uint64)
+        self._download(bits, self.bits[level % 2])
+        return bits
+
+    def accept(self, level: int, top_down: bool, vertices: np.ndarray,
+               parents: np.ndarray) -> int:
+        """The pairs the level's CPU tasks found into the search (each vertex unreached so
+        far claimed, queued or set in the next bitmap, counted); bytes copied."""
+        cfg = self.config
+        m = int(vertices.size)
+        pairs = np.empty(2 * m, dtype=self.dtype)
+        pairs[:m], pairs[m:] = vertices, parents
+        buffer = self._workspace("levels_pairs", max(2 * m, 1), self.dtype)
+        self._upload(buffer, pairs)
+        p = (level + 1) % 2
+        self.k.accept_pairs[cfg.blocks_for(max(m, ROW)), cfg.block_size](
+            buffer, m, level + 1, top_down, self.graph.indptr, self.parents, self.distances,
+            self.queues[p], self.bits[p], *self._rows(level))
+        return int(pairs.nbytes)
+
+    def read_counts(self, level: int) -> LevelCounts:
+        """Level ``level``'s counts as they stand (after its CPU tasks' pairs)."""
+        return self._counts(level, 0.0)
+
+    def task_counts(self, level: int, top_down: bool, found: int) -> np.ndarray:
+        """Per task, ``(found, their out-arcs, entries read)`` of level ``level`` (shape
+        ``(3, T)``): a top-down level's first two counted over its next queue (``found``
+        vertices) here; a bottom-up level's GPU tasks counted theirs as they ran."""
+        cfg = self.config
+        if top_down and found:
+            self.k.tally_queue[min(cfg.blocks_for(found), cfg.grid_size), cfg.block_size](
+                self.queues[(level + 1) % 2], found, self.graph.indptr, self.bounds,
+                self.num_tasks, self.task_rows)
+        self._download(self.host_task_rows, self.task_rows)
+        return self.host_task_rows.reshape(3, self.num_tasks).copy()
 
     # ------------------------------------------------------------------ helpers
     def _rows(self, level: int):
@@ -289,6 +380,8 @@ class DeviceLevels:
 
     def _download(self, host: np.ndarray, buffer) -> None:
         """Fill ``host`` (contiguous) from the start of the device array ``buffer``."""
+        if not host.size:
+            return
         if self.config.simulated:
             buffer[: host.size].copy_to_host(host)
         else:

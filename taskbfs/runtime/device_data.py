@@ -131,17 +131,29 @@ class DeviceData:
             self.hits += 1
             return entry[0]
 
-    def put(self, name, host: np.ndarray):
-        """Upload ``host`` as the device copy of ``name`` (replacing any); a miss."""
-        host = np.ascontiguousarray(host)
+    def put(self, name, host):
+        """Upload ``host`` as the device copy of ``name`` (replacing any); a miss.
+        ``host``: an array, or a list of arrays of one dtype, uploaded one after another
+        into one device array (joined there, not on the host)."""
+        pieces = [np.ascontiguousarray(p) for p in host] if isinstance(host, list) \
+            else [np.ascontiguousarray(host)]
+        nbytes = sum(int(p.nbytes) for p in pieces)
         with self.lock:
             self.discard(name)
-            self._make_room(host.nbytes)
-            device = self.allocator.upload(host)
-            self._data[name] = (device, int(host.nbytes))
-            self._data_bytes += int(host.nbytes)
+            self._make_room(nbytes)
+            if len(pieces) == 1:
+                device = self.allocator.upload(pieces[0])
+            else:
+                device = self.allocator.empty(sum(p.size for p in pieces), pieces[0].dtype)
+                at = 0
+                for piece in pieces:
+                    if piece.size:
+                        device[at : at + piece.size].copy_to_device(piece)
+                    at += piece.size
+            self._data[name] = (device, nbytes)
+            self._data_bytes += nbytes
             self.misses += 1
-            self.bytes_up += int(host.nbytes)
+            self.bytes_up += nbytes
             return device
 
     def fetch(self, name, host) -> tuple[object, int]:
