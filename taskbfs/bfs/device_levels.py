@@ -35,11 +35,11 @@ from dataclasses import replace
 import numpy as np
 
 from taskbfs import config
-from taskbfs.bfs.level_tasks import batch_table
+from taskbfs.bfs.level_tasks import LevelTasks, batch_table, step_table
 from taskbfs.bfs.state import TOP_DOWN, Discoveries, Frontier, LevelSummary
-from taskbfs.bfs.steps import STEP, step_smp
 from taskbfs.kernels.direction import BOTTOM_UP
-from taskbfs.runtime import CUDA, SMP, Placement, Residence, include_each, thread_pool
+from taskbfs.kernels.level_tasks import EDGES
+from taskbfs.runtime import CUDA, Placement, Residence, include_each
 
 #: The trace name of the barrier (that of the dispatched barrier task).
 BARRIER_NAME = "bfs_barrier"
@@ -59,13 +59,16 @@ class GpuLevels:
     source : int
     bounds : ndarray of int64
         The T + 1 bounds of the tasks' ranges.
+    on_threads : LevelTasks
+        Runs a level's CPU steps on the host's threads, as one parallel loop.
     cache : DeviceCache, optional
         Default: this worker's.
     """
 
     def __init__(self, slices, placement: Placement, degrees: np.ndarray, source: int,
-                 bounds: np.ndarray, cache=None):
+                 bounds: np.ndarray, on_threads: LevelTasks, cache=None):
         self.slices = slices
+        self.on_threads = on_threads
         self.placement = placement
         self.degrees = degrees
         self.n = int(degrees.size)
@@ -143,10 +146,12 @@ class GpuLevels:
         with self.cache.lock:
             h2d = 0 if self.on_device else self._enter(frontier)
             batch_start = time.time()
+            self.cpu_steps = step_table(np.zeros(0, np.int64), np.zeros((0, 8), np.int64), [])
             counts, tasks, moved = self._batch(frontier, summary, on_gpu, cpu_tasks)
             batch_stop = time.time()
-        #: The level's GPU steps as a step table (the runner keeps it for the trace).
-        self.steps = batch_table(np.flatnonzero(on_gpu), batch_start, batch_stop)
+        # the level's steps as one step table (the runner keeps it for the trace)
+        self.steps = np.concatenate([batch_table(np.flatnonzero(on_gpu), batch_start,
+                                                 batch_stop), self.cpu_steps])
         self.residence.pay(time.perf_counter() - start)  # before the barrier places the next
         leader = int(np.argmax(on_gpu))  # the batch's first GPU step reports its device work
         return include_each(BARRIER_NAME, self._barrier,
@@ -176,7 +181,7 @@ class GpuLevels:
             tasks = np.array([[counts.found], [counts.next_edges], [counts.examined]],
                              dtype=np.int64)
         else:
-            tasks = levels.task_counts(level, top_down, counts.found)
+            tasks = levels.task_counts(level)
             if top_down:  # a top-down step reads every arc of its frontier
                 tasks[2] = np.where(on_gpu, self._task_edges(frontier), 0)
             tasks += on_host
@@ -199,24 +204,23 @@ class GpuLevels:
             gpu_size = int(sizes[on_gpu].sum())
             queue, cpu_vertices = levels.split(level, summary.frontier_size, gpu_size)
             down += cpu_vertices.nbytes
-            host = _host_frontier(frontier, visited, vertices=np.sort(cpu_vertices),
-                                  counts=np.where(on_gpu, 0, sizes))
+            host = _host_frontier(frontier, visited, on_gpu, vertices=np.sort(cpu_vertices),
+                                  counts=np.where(on_gpu, 0, sizes),
+                                  task_edges=np.where(on_gpu, 0, self._task_edges(frontier)))
             gpu = levels.top_down(level, gpu_size, int(self._task_edges(frontier)[on_gpu].sum()),
                                   frontier=queue)
         else:
             bits = levels.frontier_bits(level)
             down += bits.nbytes
-            host = _host_frontier(frontier, visited, bits=bits)
+            host = _host_frontier(frontier, visited, on_gpu, bits=bits)
             gpu = levels.bottom_up(level)
-        found = self._cpu_steps(host, summary, cpu_tasks)
-        vertices = np.concatenate([d.vertices for d in found])
-        parents = np.concatenate([d.parents for d in found])
+        steps, out = (self.on_threads.top_down(host) if top_down
+                      else self.on_threads.bottom_up(host))
+        _, _, _, vertices, parents, _, stats, idents = out
         up = levels.accept(level, top_down, vertices, parents)
         on_host = np.zeros((3, self.num_tasks), dtype=np.int64)
-        on_host[2, cpu_tasks] = [d.edges_examined for d in found]
-        if not top_down:  # a bottom-up step's pairs are its own unvisited vertices: all new
-            on_host[0, cpu_tasks] = [d.vertices.size for d in found]
-            on_host[1, cpu_tasks] = [int(self.degrees[d.vertices].sum()) for d in found]
+        on_host[2, steps] = stats[:, EDGES]
+        self.cpu_steps = step_table(steps, stats, idents)
         counts = levels.read_counts(level)
         examined = gpu.examined + int(on_host[2].sum())
         return (LevelCounts(counts.found, counts.next_edges, examined, gpu.seconds),
@@ -229,16 +233,6 @@ class GpuLevels:
             ends = np.concatenate([[0], np.cumsum(self.degrees[frontier.vertices])])
             frontier.task_edges = np.diff(ends[frontier.offsets])
         return frontier.task_edges
-
-    def _cpu_steps(self, host: Frontier, summary: LevelSummary, cpu_tasks: np.ndarray) -> list:
-        """The level's CPU steps, side by side on the thread pool: their raw pairs."""
-        calls = [({"level": host.level, "task": int(t), "size": int(summary.sizes[t]),
-                   "direction": host.direction},
-                  (self.slices[t][-1] if host.direction == BOTTOM_UP else self.slices[t][0],
-                   host, False))
-                 for t in cpu_tasks.tolist()]
-        executor = thread_pool() if len(calls) > 1 else None
-        return include_each(STEP.name, step_smp, calls, executor=executor, device=SMP)
 
     def _barrier(self, frontier: Frontier, counts, tasks: np.ndarray, leader: int, h2d: int,
                  d2h: int) -> tuple[Frontier, LevelSummary]:
@@ -377,16 +371,22 @@ class GpuLevels:
                               arrays=self.levels.result())
 
 
-def _host_frontier(frontier: Frontier, visited: np.ndarray, vertices: np.ndarray | None = None,
-                   counts: np.ndarray | None = None, bits: np.ndarray | None = None) -> Frontier:
-    """The level's frontier on the host as its CPU steps read it: top-down, the CPU tasks'
-    ``vertices`` (sorted, ``counts`` per task); bottom-up, the frontier's ``bits``."""
+def _host_frontier(frontier: Frontier, visited: np.ndarray, on_gpu: np.ndarray,
+                   vertices: np.ndarray | None = None, counts: np.ndarray | None = None,
+                   task_edges: np.ndarray | None = None,
+                   bits: np.ndarray | None = None) -> Frontier:
+    """The level's frontier on the host as its CPU steps read it, the GPU tasks' work left
+    out: top-down, the CPU tasks' ``vertices`` (sorted, ``counts`` and ``task_edges`` per
+    task); bottom-up, the frontier's ``bits`` and the CPU tasks' unvisited vertices."""
     offsets = np.zeros(frontier.bounds.size, dtype=np.int64)
     if counts is not None:
         np.cumsum(counts, out=offsets[1:])
+    progress = frontier.progress
+    progress = replace(progress, unvisited_per_task=np.where(on_gpu, 0,
+                                                             progress.unvisited_per_task))
     empty = np.empty(0, dtype=np.int64)
     return Frontier(frontier.level, frontier.direction, empty if vertices is None else vertices,
-                    offsets, bits, visited, frontier.bounds, frontier.progress)
+                    offsets, bits, visited, frontier.bounds, progress, task_edges=task_edges)
 
 
 __all__ = ["BARRIER_NAME", "Discoveries", "GpuLevels"]

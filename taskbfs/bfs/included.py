@@ -196,9 +196,10 @@ class IncludedLevels:
         num_tasks = len(slices)
         self.summaries = LevelSummaries(num_tasks)
         self.publisher = SummaryPublisher()
-        self.gpu = (GpuLevels(slices, placement, degrees, source, frontier.bounds)
-                    if GpuLevels.applies(device) else None)
         self.on_threads = LevelTasks(slices, degrees, threads)
+        self.gpu = (GpuLevels(slices, placement, degrees, source, frontier.bounds,
+                              self.on_threads)
+                    if GpuLevels.applies(device) else None)
         self.cpu_max = cpu_sizes(placement, num_tasks)  # None: no level is compiled
 
     def way(self, frontier: Frontier, summary: LevelSummary) -> str:

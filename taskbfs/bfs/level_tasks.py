@@ -108,9 +108,9 @@ class LevelTasks:
         ``(tags, thread, start, stop)`` (what :func:`taskbfs.runtime.record_included` takes)."""
         start = time.time()
         if frontier.direction == BOTTOM_UP:
-            steps, out = self._bottom_up(frontier)
+            steps, out = self.bottom_up(frontier)
         else:
-            steps, out = self._top_down(frontier)
+            steps, out = self.top_down(frontier)
         counts, task_edges, new_bits, next_v, next_u, next_off, stats, idents = out
         barrier_start = max(float(stats[:, STOP].max()) / 1e9, start) if steps.size else start
         num_tasks = frontier.bounds.size - 1
@@ -128,7 +128,10 @@ class LevelTasks:
                    summary.barrier_stop)
         return nxt, summary, table, barrier
 
-    def _top_down(self, frontier: Frontier):
+    def top_down(self, frontier: Frontier):
+        """The level's top-down steps and their barrier: ``(steps run, (counts per task,
+        arcs per task, next bitmap, accepted vertices, their parents, their offsets per
+        task, step stats, thread idents))``."""
         lists, degrees = self.lists, self.degrees
         bounds = frontier.bounds
         num_tasks = bounds.size - 1
@@ -169,7 +172,8 @@ class LevelTasks:
         return steps, (counts, task_edges, new_bits, next_v[:n_new], next_u[:n_new], next_off,
                        stats, idents)
 
-    def _bottom_up(self, frontier: Frontier):
+    def bottom_up(self, frontier: Frontier):
+        """The level's bottom-up steps and their barrier, as :meth:`top_down` returns them."""
         lists, degrees = self.lists, self.degrees
         bounds = frontier.bounds
         num_tasks = bounds.size - 1

@@ -53,8 +53,6 @@ VISITED_ON_HOST = -2
 
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
-#: Tasks whose next-frontier counts a block sums in shared memory (more: global atomics).
-SHARED_TASKS = 512
 
 
 @cuda.jit(device=True, inline=True)
@@ -87,6 +85,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
     word_tile = max(block, 64)  # bottom-up vertices per tile: whole bitmap words
     per_thread = word_tile // block
     tile_words = word_tile // 64
+    tally_tile = block * items  # vertices a block tallies at once
     unvisited = vid(-1)
     on_host = vid(VISITED_ON_HOST)
 
@@ -244,11 +243,11 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                   on_gpu, task_rows):
         """Stage 1 of a bottom-up level: a thread per unvisited vertex of a task placed on
         the GPU (``on_gpu``), at most ``limit`` in-neighbours; the block writes its words
-        of ``next_bits`` whole. With several tasks, each task's counts go to ``task_rows``
-        (a tile inside one task adds its sums once)."""
+        of ``next_bits`` whole. With several tasks, each task's entries read go to
+        ``task_rows[2 * num_tasks + t]`` (a tile inside one task adds its sum once)."""
         words = cuda.shared.array(tile_words, uint64)
         sums = cuda.shared.array(3, int64)  # found, their out-arcs, entries read
-        tile_sums = cuda.shared.array(3, int64)  # the same, of this tile (several tasks)
+        tile_read = cuda.shared.array(1, int64)  # entries read in this tile (several tasks)
         tid = cuda.threadIdx.x
         if cuda.blockIdx.x == 0 and tid < ROW:
             next_row[tid] = 0
@@ -263,8 +262,8 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
         while t < num_tiles:
             if tid < tile_words:
                 words[tid] = 0
-            if tid < 3:
-                tile_sums[tid] = 0
+            if tid == 0:
+                tile_read[0] = 0
             first_v = t * word_tile
             task = int64(0)
             whole = True
@@ -306,19 +305,17 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                     found += v_found
                     arcs += v_arcs
                     examined += v_read
-                    if several:
+                    if several and v_read:
                         if whole:
-                            _add_counts(tile_sums, 0, 1, 2, v_found, v_arcs, v_read)
+                            cuda.atomic.add(tile_read, 0, v_read)
                         else:
-                            _add_counts(task_rows, owner, num_tasks + owner,
-                                        2 * num_tasks + owner, v_found, v_arcs, v_read)
+                            cuda.atomic.add(task_rows, 2 * num_tasks + owner, v_read)
             cuda.syncthreads()
             w = t * tile_words + tid
             if tid < tile_words and w < num_words:
                 next_bits[w] = words[tid]
-            if several and whole and tid == 0:
-                _add_counts(task_rows, task, num_tasks + task, 2 * num_tasks + task,
-                            tile_sums[0], tile_sums[1], tile_sums[2])
+            if several and whole and tid == 0 and tile_read[0]:
+                cuda.atomic.add(task_rows, 2 * num_tasks + task, tile_read[0])
             cuda.syncthreads()  # before the next tile zeroes the words
             t += cuda.gridDim.x
         if found:
@@ -337,8 +334,8 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
     @cuda.jit
     def bottom_up_rest(in_indptr, in_indices, out_indptr, frontier_bits, depth, limit, deferred,
                        parents, distances, next_bits, row, bounds, num_tasks, task_rows):
-        """Stage 2: a block per vertex stage 1 left, the rest of its in-neighbours (its
-        task's counts in ``task_rows`` too, with several tasks)."""
+        """Stage 2: a block per vertex stage 1 left, the rest of its in-neighbours (the
+        entries read in its task's ``task_rows`` too, with several tasks)."""
         best_edge = cuda.shared.array(1, int64)
         tid = cuda.threadIdx.x
         num_deferred = row[DEFERRED]
@@ -374,10 +371,9 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                     v_arcs = out_indptr[v + 1] - out_indptr[v]
                     v_read = best - start + 1
                 _add_counts(row, FOUND, NEXT_EDGES, EXAMINED, v_found, v_arcs, v_read)
-                if num_tasks > 1:
+                if num_tasks > 1 and v_read:
                     owner = _task_of(bounds, num_tasks, v)
-                    _add_counts(task_rows, owner, num_tasks + owner, 2 * num_tasks + owner,
-                                v_found, v_arcs, v_read)
+                    cuda.atomic.add(task_rows, 2 * num_tasks + owner, v_read)
             cuda.syncthreads()
             q += cuda.gridDim.x
 
@@ -385,16 +381,32 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
     def split_queue(queue, k, bounds, num_tasks, on_gpu, gpu_queue, cpu_queue, tails):
         """The frontier ``queue[:k]`` split by its vertices' tasks: those placed on the
         GPU (``on_gpu``) appended to ``gpu_queue``, the others to ``cpu_queue`` (``tails``:
-        the two counts, zeroed by the caller)."""
-        i = cuda.grid(1)
-        stride = cuda.gridsize(1)
-        while i < k:
-            v = queue[i]
-            if on_gpu[_task_of(bounds, num_tasks, int64(v))]:
-                gpu_queue[cuda.atomic.add(tails, 0, 1)] = v
-            else:
-                cpu_queue[cuda.atomic.add(tails, 1, 1)] = v
-            i += stride
+        the two counts, zeroed by the caller); a block scan places each block's share,
+        one atomic per queue and block."""
+        scratch = cuda.shared.array(scan_len, int64)
+        at = cuda.shared.array(2, int64)
+        tid = cuda.threadIdx.x
+        start = cuda.blockIdx.x * block
+        while start < k:
+            i = start + tid
+            v = queue[i] if i < k else queue[0]
+            to_gpu = int64(0)
+            if i < k and on_gpu[_task_of(bounds, num_tasks, int64(v))]:
+                to_gpu = 1
+            to_cpu = int64(1) if i < k and to_gpu == 0 else int64(0)
+            gpu_at, gpu_count = block_scan(scratch, tid, to_gpu)
+            cuda.syncthreads()
+            cpu_at, cpu_count = block_scan(scratch, tid, to_cpu)
+            if tid == 0:
+                at[0] = cuda.atomic.add(tails, 0, gpu_count) if gpu_count else 0
+                at[1] = cuda.atomic.add(tails, 1, cpu_count) if cpu_count else 0
+            cuda.syncthreads()
+            if to_gpu:
+                gpu_queue[at[0] + gpu_at] = v
+            if to_cpu:
+                cpu_queue[at[1] + cpu_at] = v
+            cuda.syncthreads()  # before the next round's scan and placement
+            start += block * cuda.gridDim.x
 
     @cuda.jit
     def accept_pairs(pairs, m, depth, top_down, out_indptr, parents, distances, queue, bits,
@@ -422,42 +434,45 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
             i += stride
 
     @cuda.jit
-    def tally_queue(queue, k, out_indptr, bounds, num_tasks, task_rows):
-        """Per task, the vertices of the next frontier ``queue[:k]`` and their out-arcs
-        (``task_rows[t]``, ``task_rows[num_tasks + t]``; zeroed by the caller), summed in
-        shared memory first when the tasks fit there."""
-        found = cuda.shared.array(SHARED_TASKS, int64)
-        arcs = cuda.shared.array(SHARED_TASKS, int64)
+    def tally_found(distances, n, depth, out_indptr, bounds, num_tasks, task_rows):
+        """Per task, the vertices a level found (those at distance ``depth``) and their
+        out-arcs (``task_rows[t]``, ``task_rows[num_tasks + t]``; zeroed by the caller):
+        tiles of contiguous vertices, a tile inside one task adding its sums once, so that
+        the cost does not grow with the number of tasks."""
+        sums = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
-        shared = num_tasks <= SHARED_TASKS
-        if shared:
-            t = tid
-            while t < num_tasks:
-                found[t] = 0
-                arcs[t] = 0
-                t += block
-        cuda.syncthreads()
-        i = cuda.grid(1)
-        stride = cuda.gridsize(1)
-        while i < k:
-            v = int64(queue[i])
-            t = _task_of(bounds, num_tasks, v)
-            degree = out_indptr[v + 1] - out_indptr[v]
-            if shared:
-                cuda.atomic.add(found, t, 1)
-                cuda.atomic.add(arcs, t, degree)
-            else:
-                cuda.atomic.add(task_rows, t, 1)
-                cuda.atomic.add(task_rows, num_tasks + t, degree)
-            i += stride
-        cuda.syncthreads()
-        if shared:
-            t = tid
-            while t < num_tasks:
-                if found[t]:
-                    cuda.atomic.add(task_rows, t, found[t])
-                    cuda.atomic.add(task_rows, num_tasks + t, arcs[t])
-                t += block
+        level = vid(depth)
+        num_tiles = (n + tally_tile - 1) // tally_tile
+        t = cuda.blockIdx.x
+        while t < num_tiles:
+            if tid < 2:
+                sums[tid] = 0
+            first = t * tally_tile
+            task = _task_of(bounds, num_tasks, first)
+            whole = task == _task_of(bounds, num_tasks, min(first + tally_tile, n) - 1)
+            cuda.syncthreads()
+            found = int64(0)
+            arcs = int64(0)
+            for r in range(items):
+                v = first + r * block + tid
+                if v < n and distances[v] == level:
+                    degree = out_indptr[v + 1] - out_indptr[v]
+                    if whole:
+                        found += 1
+                        arcs += degree
+                    else:
+                        owner = _task_of(bounds, num_tasks, v)
+                        cuda.atomic.add(task_rows, owner, 1)
+                        cuda.atomic.add(task_rows, num_tasks + owner, degree)
+            if found:
+                cuda.atomic.add(sums, 0, found)
+                cuda.atomic.add(sums, 1, arcs)
+            cuda.syncthreads()
+            if tid == 0 and sums[0]:
+                cuda.atomic.add(task_rows, task, sums[0])
+                cuda.atomic.add(task_rows, num_tasks + task, sums[1])
+            cuda.syncthreads()  # before the next tile zeroes the sums
+            t += cuda.gridDim.x
 
     @cuda.jit
     def queue_to_bits(queue, k, bits):
@@ -515,7 +530,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
         bottom_up_rest=bottom_up_rest,
         split_queue=split_queue,
         accept_pairs=accept_pairs,
-        tally_queue=tally_queue,
+        tally_found=tally_found,
         queue_to_bits=queue_to_bits,
         bits_to_queue=bits_to_queue,
         visited_words=visited_words,

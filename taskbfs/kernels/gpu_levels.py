@@ -293,10 +293,11 @@ class DeviceLevels:
         gpu_queue = self._workspace("levels_gpu_queue", max(size, 1), self.dtype)
         cpu_queue = self._workspace("levels_cpu_queue", max(size, 1), self.dtype)
         self.k.base.fill[1, cfg.block_size](self.tails, 0)
-        self.k.split_queue[cfg.blocks_for(size), cfg.block_size](
-            self.queues[level % 2], size, self.bounds, self.num_tasks, self.on_gpu, gpu_queue,
-            cpu_queue, self.tails)
         cpu = np.empty(size - gpu_size, dtype=self.dtype)
+        if size:
+            self.k.split_queue[min(cfg.blocks_for(size), cfg.grid_size), cfg.block_size](
+                self.queues[level % 2], size, self.bounds, self.num_tasks, self.on_gpu,
+                gpu_queue, cpu_queue, self.tails)
         self._download(cpu, cpu_queue)
         return gpu_queue, cpu.astype(np.int64)
 
@@ -335,15 +336,15 @@ class DeviceLevels:
         """Level ``level``'s counts as they stand (after its CPU tasks' pairs)."""
         return self._counts(level, 0.0)
 
-    def task_counts(self, level: int, top_down: bool, found: int) -> np.ndarray:
+    def task_counts(self, level: int) -> np.ndarray:
         """Per task, ``(found, their out-arcs, entries read)`` of level ``level`` (shape
-        ``(3, T)``): a top-down level's first two counted over its next queue (``found``
-        vertices) here; a bottom-up level's GPU tasks counted theirs as they ran."""
+        ``(3, T)``): the first two counted over the level's distances here; the entries
+        read by a bottom-up level's GPU tasks counted as they ran (top-down: zero)."""
         cfg = self.config
-        if top_down and found:
-            self.k.tally_queue[min(cfg.blocks_for(found), cfg.grid_size), cfg.block_size](
-                self.queues[(level + 1) % 2], found, self.graph.indptr, self.bounds,
-                self.num_tasks, self.task_rows)
+        tiles = -(-self.n // (cfg.block_size * cfg.items_per_thread))
+        self.k.tally_found[max(1, min(tiles, cfg.grid_size)), cfg.block_size](
+            self.distances, self.n, level + 1, self.graph.indptr, self.bounds, self.num_tasks,
+            self.task_rows)
         self._download(self.host_task_rows, self.task_rows)
         return self.host_task_rows.reshape(3, self.num_tasks).copy()
 
