@@ -56,7 +56,17 @@ PARTS = [
     ("taskbfs.bfs.included", None, "first_frontier"),
     ("taskbfs.bfs.included", "IncludedLevels", "level"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "_enter"),
-    ("taskbfs.bfs.device_levels", "GpuLevels", "_step"),
+    ("taskbfs.bfs.device_levels", "GpuLevels", "_batch"),
+    ("taskbfs.bfs.device_levels", "GpuLevels", "_mixed"),
+    ("taskbfs.bfs.device_levels", "GpuLevels", "devices"),
+    ("taskbfs.bfs.level_tasks", "LevelTasks", "top_down"),
+    ("taskbfs.bfs.level_tasks", "LevelTasks", "bottom_up"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "place_tasks"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "task_counts"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "split"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "accept"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "visited_bits"),
+    ("taskbfs.kernels.gpu_levels", "DeviceLevels", "frontier_bits"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "_barrier"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "result"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "to_host"),
@@ -157,6 +167,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=20)
     parser.add_argument("--strategy", default="cpu")
+    parser.add_argument("--tasks", type=int, default=None, help="T (default: tb.bfs's)")
     parser.add_argument("--keys", type=int, default=8)
     parser.add_argument("--direction", default="auto", choices=("auto", "top-down", "bottom-up"))
     parser.add_argument("--sample-first-ms", type=float, default=None,
@@ -177,14 +188,14 @@ def main(argv=None) -> None:
     calls = []
     sampler = WindowSampler() if args.sample_first_ms else None
     with tb.Runtime() as runtime:
-        tb.bfs(graph, keys[0], strategy=args.strategy, runtime=runtime,
+        tb.bfs(graph, keys[0], strategy=args.strategy, runtime=runtime, tasks=args.tasks,
                direction=args.direction)  # warm, untimed
         if sampler is not None:
             sampler.start()
         for key in keys[1:]:
             _events.clear()
             start = time.perf_counter()
-            result = tb.bfs(graph, key, strategy=args.strategy, runtime=runtime,
+            result = tb.bfs(graph, key, strategy=args.strategy, runtime=runtime, tasks=args.tasks,
                             direction=args.direction)
             wall = time.perf_counter() - start
             calls.append((wall, start, list(_events), result.search_seconds))

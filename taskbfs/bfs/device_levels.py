@@ -163,6 +163,8 @@ class GpuLevels:
                cpu_tasks: np.ndarray):
         """The level's GPU steps as one batch and its CPU steps beside it: ``(LevelCounts,
         per-task counts (3, T), (bytes up, bytes down))``."""
+        from taskbfs.kernels.gpu_levels import LevelCounts
+
         levels, level = self.levels, frontier.level
         top_down = frontier.direction == TOP_DOWN
         several = self.num_tasks > 1
@@ -170,9 +172,10 @@ class GpuLevels:
             levels.place_tasks(on_gpu)
         if not cpu_tasks.size:
             if top_down:
-                counts = levels.top_down(level, summary.frontier_size, summary.frontier_edges)
+                counts = levels.top_down(level, summary.frontier_size, summary.frontier_edges,
+                                         read=not several)
             else:
-                counts = levels.bottom_up(level)
+                counts = levels.bottom_up(level, read=not several)
             moved = (0, 0)
             on_host = np.zeros((3, self.num_tasks), dtype=np.int64)
         else:
@@ -180,12 +183,13 @@ class GpuLevels:
         if not several:
             tasks = np.array([[counts.found], [counts.next_edges], [counts.examined]],
                              dtype=np.int64)
-        else:
-            tasks = levels.task_counts(level)
-            if top_down:  # a top-down step reads every arc of its frontier
-                tasks[2] = np.where(on_gpu, self._task_edges(frontier), 0)
-            tasks += on_host
-        return counts, tasks, moved
+            return counts, tasks, moved
+        totals, tasks = levels.task_counts(level)
+        if top_down:  # a top-down step reads every arc of its frontier
+            tasks[2] = np.where(on_gpu, self._task_edges(frontier), 0)
+        tasks += on_host
+        examined = totals.examined + int(on_host[2].sum())
+        return LevelCounts(totals.found, totals.next_edges, examined, counts.seconds), tasks, moved
 
     def _mixed(self, frontier: Frontier, summary: LevelSummary, on_gpu: np.ndarray,
                cpu_tasks: np.ndarray):
@@ -208,12 +212,12 @@ class GpuLevels:
                                   counts=np.where(on_gpu, 0, sizes),
                                   task_edges=np.where(on_gpu, 0, self._task_edges(frontier)))
             gpu = levels.top_down(level, gpu_size, int(self._task_edges(frontier)[on_gpu].sum()),
-                                  frontier=queue)
+                                  frontier=queue, read=False)
         else:
             bits = levels.frontier_bits(level)
             down += bits.nbytes
             host = _host_frontier(frontier, visited, on_gpu, bits=bits)
-            gpu = levels.bottom_up(level)
+            gpu = levels.bottom_up(level, read=False)
         steps, out = (self.on_threads.top_down(host) if top_down
                       else self.on_threads.bottom_up(host))
         _, _, _, vertices, parents, _, stats, idents = out
@@ -221,10 +225,7 @@ class GpuLevels:
         on_host = np.zeros((3, self.num_tasks), dtype=np.int64)
         on_host[2, steps] = stats[:, EDGES]
         self.cpu_steps = step_table(steps, stats, idents)
-        counts = levels.read_counts(level)
-        examined = gpu.examined + int(on_host[2].sum())
-        return (LevelCounts(counts.found, counts.next_edges, examined, gpu.seconds),
-                (up, down), on_host)
+        return LevelCounts(0, 0, 0, gpu.seconds), (up, down), on_host
 
     def _task_edges(self, frontier: Frontier) -> np.ndarray:
         """Per task, the arcs leaving its frontier vertices (top-down; summed from the
@@ -294,6 +295,8 @@ class GpuLevels:
         else:
             data = frontier.vertices if top_down else frontier.bits
             entered = self.levels.enter(frontier.level, top_down, frontier.visited_bits, data)
+            if not fresh:  # the per-task counts of the levels run here before are stale
+                self.levels.zero_task_rows()
         self.cache.data.count_up(entered)
         moved += entered
         self.residence.device = CUDA

@@ -434,13 +434,21 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
             i += stride
 
     @cuda.jit
-    def tally_found(distances, n, depth, out_indptr, bounds, num_tasks, task_rows):
+    def tally_found(distances, n, depth, out_indptr, bounds, num_tasks, row, task_rows,
+                    next_task_rows):
         """Per task, the vertices a level found (those at distance ``depth``) and their
-        out-arcs (``task_rows[t]``, ``task_rows[num_tasks + t]``; zeroed by the caller):
-        tiles of contiguous vertices, a tile inside one task adding its sums once, so that
-        the cost does not grow with the number of tasks."""
+        out-arcs (``task_rows[t]``, ``task_rows[num_tasks + t]``), in tiles of contiguous
+        vertices, a tile inside one task adding its sums once, so that the cost does not
+        grow with the number of tasks; the level's counts ``row`` copied after the tasks'
+        (one read-back), and the next level's ``next_task_rows`` zeroed."""
         sums = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
+        i = cuda.grid(1)
+        while i < 3 * num_tasks + ROW:
+            next_task_rows[i] = 0
+            if i < ROW:
+                task_rows[3 * num_tasks + i] = row[i]
+            i += cuda.gridsize(1)
         level = vid(depth)
         num_tiles = (n + tally_tile - 1) // tally_tile
         t = cuda.blockIdx.x

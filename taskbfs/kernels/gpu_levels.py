@@ -116,23 +116,37 @@ class DeviceLevels:
         #: the state here instead would save.
         self.leave_seconds = 0.0
         self.num_tasks = 1
+        self._bounds = None
         self.set_tasks(np.array([0, self.n], dtype=np.int64))
 
     def set_tasks(self, bounds: np.ndarray) -> None:
         """The search's T vertex ranges (``bounds``, T + 1): with several, every level also
         counts what it found per task (:meth:`task_counts`) and runs only its tasks placed
-        here (``on_gpu``)."""
-        cuda = require_gpu()
+        here (``on_gpu``). The buffers are kept while T and the ranges stay."""
         bounds = np.ascontiguousarray(bounds, dtype=np.int64)
-        self.num_tasks = int(bounds.size - 1)
-        t = self.num_tasks
-        self.bounds = self._workspace("levels_bounds", t + 1, np.int64)
-        self._upload(self.bounds, bounds)
-        self.on_gpu = self._workspace("levels_on_gpu", t, np.uint8)
-        self._upload(self.on_gpu, np.ones(t, dtype=np.uint8))
-        self.task_rows = self._workspace("levels_task_rows", 3 * t, np.int64)
-        self.host_task_rows = _host_array(cuda, self.config.simulated, 3 * t, np.int64)
-        self.tails = self._workspace("levels_tails", 2, np.int64)
+        if self._bounds is None or not np.array_equal(bounds, self._bounds):
+            cuda = require_gpu()
+            self._bounds = bounds
+            t = self.num_tasks = int(bounds.size - 1)
+            self.bounds = self._workspace("levels_bounds", t + 1, np.int64)
+            self._upload(self.bounds, bounds)
+            self.on_gpu = self._workspace("levels_on_gpu", t, np.uint8)
+            # per task found, their arcs, entries read, then the level's counts row: one
+            # buffer a level, in turn (a level's tally zeroes the next level's)
+            self.task_rows = [self._workspace(f"levels_task_rows{i}", 3 * t + ROW, np.int64)
+                              for i in (0, 1)]
+            self.host_task_rows = _host_array(cuda, self.config.simulated, 3 * t + ROW,
+                                              np.int64)
+            self.tails = self._workspace("levels_tails", 2, np.int64)
+        self._on_gpu = np.ones(self.num_tasks, dtype=np.uint8)
+        self._upload(self.on_gpu, self._on_gpu)
+        self.zero_task_rows()
+
+    def zero_task_rows(self) -> None:
+        """Zero both levels' per-task counts (when the state enters from the host)."""
+        cfg = self.config
+        for rows in self.task_rows:  # whole buffers: a view of a device array costs more
+            self.k.base.fill[cfg.blocks_for(3 * self.num_tasks + ROW), cfg.block_size](rows, 0)
 
     def start_search(self) -> None:
         """Forget the last search: the next :meth:`enter` starts a new result."""
@@ -212,9 +226,11 @@ class DeviceLevels:
         return self.distances, self.parents
 
     # ------------------------------------------------------------------ levels
-    def top_down(self, level: int, size: int, edges: int, frontier=None) -> LevelCounts:
+    def top_down(self, level: int, size: int, edges: int, frontier=None,
+                 read: bool = True) -> LevelCounts:
         """Level ``level`` top-down: its ``size`` frontier vertices with ``edges`` out-arcs
-        (``frontier``: the queue they are in, default the level's)."""
+        (``frontier``: the queue they are in, default the level's); with ``read`` False
+        its counts are left on the device (:meth:`task_counts` reads them)."""
         if edges == 0:  # nothing to read: the search ends here
             return LevelCounts(0, 0, 0)
         cfg, base = self.config, self.k.base
@@ -225,7 +241,7 @@ class DeviceLevels:
                     self.graph.indptr, self.graph.indices, frontier, size, level + 1,
                     self.parents, self.distances, self.queues[(level + 1) % 2],
                     *self._rows(level))
-            return self._counts(level, watch.seconds)
+            return self._counts(level, watch.seconds, read)
         offsets = self._workspace("levels_offsets", size + 1, np.int64)
         num_tiles = -(-int(edges) // self.k.tile)
         tile_first = self._workspace("levels_tile_first", num_tiles + 1, np.int64)
@@ -239,10 +255,11 @@ class DeviceLevels:
                 self.graph.indptr, self.graph.indices, frontier, offsets, size, tile_first,
                 num_tiles, level + 1, self.parents, self.distances, self.queues[(level + 1) % 2],
                 *self._rows(level))
-        return self._counts(level, watch.seconds)
+        return self._counts(level, watch.seconds, read)
 
-    def bottom_up(self, level: int) -> LevelCounts:
-        """Level ``level`` bottom-up (its frontier is the bitmap)."""
+    def bottom_up(self, level: int, read: bool = True) -> LevelCounts:
+        """Level ``level`` bottom-up (its frontier is the bitmap); ``read`` as for
+        :meth:`top_down`."""
         cfg = self.config
         limit = cfg.bu_thread_edges
         g, gin = self.graph, self.in_graph
@@ -253,12 +270,12 @@ class DeviceLevels:
                 gin.indptr, gin.indices, g.indptr, self.n, self.words, self.bits[level % 2],
                 level + 1, limit, self.parents, self.distances, self.bits[(level + 1) % 2],
                 self.deferred, *self._rows(level), self.bounds, self.num_tasks, self.on_gpu,
-                self.task_rows)
+                self.task_rows[level % 2])
             self.k.bottom_up_rest[cfg.grid_size, cfg.block_size](
                 gin.indptr, gin.indices, g.indptr, self.bits[level % 2], level + 1, limit,
                 self.deferred, self.parents, self.distances, self.bits[(level + 1) % 2],
-                self.rows[level % ROWS], self.bounds, self.num_tasks, self.task_rows)
-        return self._counts(level, watch.seconds)
+                self.rows[level % ROWS], self.bounds, self.num_tasks, self.task_rows[level % 2])
+        return self._counts(level, watch.seconds, read)
 
     def convert(self, level: int, to_top_down: bool, count: int) -> float:
         """Turn level ``level``'s frontier (``count`` vertices) from a bitmap into a queue
@@ -278,12 +295,12 @@ class DeviceLevels:
 
     # ------------------------------------------------------------------ several tasks
     def place_tasks(self, on_gpu: np.ndarray) -> None:
-        """Which tasks of the next level run here (``on_gpu``, per task); their counts
-        zeroed (:meth:`task_counts`)."""
-        self._upload(self.on_gpu, np.ascontiguousarray(on_gpu, dtype=np.uint8))
-        # the whole buffer: a view of a device array costs more than zeroing its spare
-        self.k.base.fill[self.config.blocks_for(3 * self.num_tasks), self.config.block_size](
-            self.task_rows, 0)
+        """Which tasks of the next level run here (``on_gpu``, per task): sent when they
+        change."""
+        on_gpu = np.ascontiguousarray(on_gpu, dtype=np.uint8)
+        if not np.array_equal(on_gpu, self._on_gpu):
+            self._on_gpu = on_gpu
+            self._upload(self.on_gpu, on_gpu)
 
     def split(self, level: int, size: int, gpu_size: int):
         """Level ``level``'s frontier queue (``size`` vertices, ``gpu_size`` of them of
@@ -332,28 +349,31 @@ class DeviceLevels:
             self.queues[p], self.bits[p], *self._rows(level))
         return int(pairs.nbytes)
 
-    def read_counts(self, level: int) -> LevelCounts:
-        """Level ``level``'s counts as they stand (after its CPU tasks' pairs)."""
-        return self._counts(level, 0.0)
-
-    def task_counts(self, level: int) -> np.ndarray:
-        """Per task, ``(found, their out-arcs, entries read)`` of level ``level`` (shape
-        ``(3, T)``): the first two counted over the level's distances here; the entries
-        read by a bottom-up level's GPU tasks counted as they ran (top-down: zero)."""
+    def task_counts(self, level: int) -> tuple[LevelCounts, np.ndarray]:
+        """Level ``level``'s counts and, per task, ``(found, their out-arcs, entries read)``
+        (shape ``(3, T)``), in one copy: the first two counted over the level's distances
+        here; the entries read by a bottom-up level's GPU tasks counted as they ran
+        (top-down: zero)."""
         cfg = self.config
+        t = self.num_tasks
         tiles = -(-self.n // (cfg.block_size * cfg.items_per_thread))
         self.k.tally_found[max(1, min(tiles, cfg.grid_size)), cfg.block_size](
-            self.distances, self.n, level + 1, self.graph.indptr, self.bounds, self.num_tasks,
-            self.task_rows)
-        self._download(self.host_task_rows, self.task_rows)
-        return self.host_task_rows.reshape(3, self.num_tasks).copy()
+            self.distances, self.n, level + 1, self.graph.indptr, self.bounds, t,
+            self.rows[level % ROWS], self.task_rows[level % 2], self.task_rows[(level + 1) % 2])
+        host = self.host_task_rows
+        self._download(host, self.task_rows[level % 2])
+        row = host[3 * t:]
+        counts = LevelCounts(int(row[FOUND]), int(row[NEXT_EDGES]), int(row[EXAMINED]))
+        return counts, host[: 3 * t].reshape(3, t).copy()
 
     # ------------------------------------------------------------------ helpers
     def _rows(self, level: int):
         """The counts row level ``level`` writes, and the next level's (zeroed by it)."""
         return self.rows[level % ROWS], self.rows[(level + 1) % ROWS]
 
-    def _counts(self, level: int, seconds: float) -> LevelCounts:
+    def _counts(self, level: int, seconds: float, read: bool = True) -> LevelCounts:
+        if not read:
+            return LevelCounts(0, 0, 0, seconds)
         row = self.host_row
         self._download(row, self.rows[level % ROWS])
         return LevelCounts(int(row[FOUND]), int(row[NEXT_EDGES]), int(row[EXAMINED]), seconds)
