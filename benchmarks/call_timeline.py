@@ -71,7 +71,7 @@ PARTS = [
     ("taskbfs.bfs.device_levels", "GpuLevels", "result"),
     ("taskbfs.bfs.device_levels", "GpuLevels", "to_host"),
     ("taskbfs.bfs.included", None, "run_small_levels"),
-    ("taskbfs.bfs.compiled_levels", "SliceLists", "get"),
+    ("taskbfs.bfs.level_tasks", "TaskLists", "get"),
     ("taskbfs.bfs.compiled_levels", None, "small_top_down_levels"),
     ("taskbfs.bfs.compiled_levels", None, "ticks_to_times"),
     ("taskbfs.bfs.compiled_levels", None, "empty_bitmap"),

@@ -93,16 +93,31 @@ def test_compiled_numbers_come_from_the_rule_or_not_at_all():
     np.testing.assert_array_equal(cpu_sizes(Placement(WithNumbers()), 3), [0, 3, 6])
 
 
-def test_the_result_stays_on_the_device_only_when_the_rule_says_every_step_is_there():
-    keeps = included._keeps_result_on_device
-    assert keeps(Placement(Policy("gpu")), CUDA, 3)
-    assert keeps(Placement(Policy("fixed", gpu_tasks=frozenset({0, 1, 2}))), CUDA, 3)
-    assert not keeps(Placement(Policy("fixed", gpu_tasks=frozenset({0, 1}))), CUDA, 3)
-    assert not keeps(Placement(Policy("hybrid", lam=0)), CUDA, 3)  # size 0 runs on the CPU
-    assert not keeps(Placement(Policy("gpu")), CUDA, 1)  # one task: the GPU levels keep it
-    assert not keeps(Placement(Policy("gpu"), gpu_present=False), SMP, 3)
-    # a user policy that cannot say: the host assembles the pairs every step returns
-    assert not keeps(Placement(FunctionPolicy(lambda size, task_id: CUDA)), CUDA, 3)
+def test_a_gpu_workers_level_places_each_task_by_the_one_rule():
+    """The GPU worker's levels (``GpuLevels.devices``): each task with work by the policy's
+    word for its size and id; with the state on the device and no task wanting the GPU,
+    the level stays there while its rent is below the move's price, then leaves."""
+    from types import SimpleNamespace
+
+    from taskbfs.bfs.device_levels import GpuLevels
+
+    def devices(policy, sizes, on_device=False, move=0.0):
+        levels = GpuLevels([()] * len(sizes), Placement(policy), np.ones(8, np.int64), 0,
+                           np.linspace(0, 8, len(sizes) + 1).astype(np.int64), None)
+        if on_device:
+            levels.residence.device = CUDA
+            levels.levels = SimpleNamespace(leave_seconds=move)
+        return levels, levels.devices(np.asarray(sizes, dtype=np.int64)).tolist()
+
+    assert devices(Policy("hybrid", lam=5), [0, 3, 10])[1] == [0, 0, 1]
+    assert devices(Policy("gpu"), [0, 3, 10])[1] == [0, 1, 1]
+    assert devices(Policy("fixed", gpu_tasks=frozenset({0, 1})), [4, 4, 4])[1] == [1, 1, 0]
+    user = FunctionPolicy(lambda size, task_id: CUDA if task_id == 2 else SMP)
+    assert devices(user, [4, 4, 4])[1] == [0, 0, 1]
+    levels, placed = devices(Policy("hybrid", lam=5), [0, 3, 2], on_device=True, move=1.0)
+    assert placed == [0, 1, 1]  # cheaper to rent than to move the state home
+    levels.residence.pay(2.0)
+    assert levels.devices(np.array([0, 3, 2])).tolist() == [0, 0, 0]
 
 
 def test_a_user_policy_that_fails_runs_the_task_where_it_can(caplog):

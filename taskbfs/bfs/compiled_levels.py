@@ -226,29 +226,7 @@ def cpu_sizes(placement, num_tasks: int) -> np.ndarray | None:
     return None if None in sizes else np.array(sizes, dtype=np.float64)
 
 
-class SliceLists:
-    """The tasks' out-adjacency as the numba typed lists the compiled loop reads, made on
-    first use by :class:`~taskbfs.bfs.level_tasks.TaskLists`, which keeps them with the
-    placed graph: a later search of the same slices reuses them (making them cost ~0.25 ms
-    a search on the GPU worker).
-
-    Parameters
-    ----------
-    slices : sequence of tuple of GraphSlice
-        Per task, its slices: ``(part,)`` or ``(part, transposed part)``.
-    """
-
-    def __init__(self, slices):
-        self._slices = slices
-        self._lists = None
-
-    def get(self):
-        if self._lists is None:
-            self._lists = TaskLists(self._slices).get()
-        return self._lists
-
-
-def run_small_levels(frontier: Frontier, lists: SliceLists, degrees: np.ndarray,
+def run_small_levels(frontier: Frontier, lists: TaskLists, degrees: np.ndarray,
                      cpu_max: np.ndarray):
     """Run the small top-down levels from ``frontier`` (see the module docstring);
     ``cpu_max``: per task, the largest step the policy runs on the CPU (:func:`cpu_sizes`).

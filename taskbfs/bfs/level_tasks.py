@@ -66,8 +66,8 @@ class TaskLists:
             self.searchables, self.out_offsets = head._lists[1]
 
     def get(self):
-        """The out-adjacency lists, as :class:`~taskbfs.bfs.compiled_levels.SliceLists`
-        gives them to the compiled small levels."""
+        """The out-adjacency lists, as the compiled small levels read them
+        (:func:`~taskbfs.bfs.compiled_levels.run_small_levels`)."""
         return self.out_indptrs, self.out_indices
 
     @staticmethod
