@@ -15,7 +15,6 @@ from shapes import path
 
 import taskbfs as tb
 from taskbfs import config
-from taskbfs.bfs import included
 from taskbfs.bfs.compiled_levels import cpu_sizes
 from taskbfs.bfs.included import run_search
 from taskbfs.bfs.warmup import _bundle
