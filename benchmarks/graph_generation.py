@@ -35,9 +35,9 @@ def best_of(repeats: int, call) -> float:
 def measure(scale: int, edgefactor: int, seed: int, repeats: int) -> dict:
     n = 1 << scale
     gen = best_of(repeats, lambda: tb.kronecker_edges(scale, edgefactor, seed=seed))
-    src, dst = tb.kronecker_edges(scale, edgefactor, seed=seed)
-    build = best_of(repeats, lambda: tb.Graph.from_edges(src, dst, num_vertices=n))
-    del src, dst
+    edges = list(tb.kronecker_edges(scale, edgefactor, seed=seed))
+    build = best_of(repeats, lambda: tb.Graph.from_edges(*edges, num_vertices=n))
+    edges.clear()
     both = best_of(repeats, lambda: tb.kronecker(scale, edgefactor, seed=seed))
     return {"generate": gen, "build": build, "kronecker": both}
 
