@@ -11,6 +11,7 @@ nothing from them, and the Graph500 rules are unaffected.
 
 from __future__ import annotations
 
+import itertools
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -536,14 +537,16 @@ def _chunks_to_csr(chunks: list, n: int, directed: bool, threads: int | None = N
     A two-level counting sort by source, with no atomics: the rows are cut into blocks of
     ``2**shift`` consecutive vertices (:func:`_block_shift`); each range of edges counts
     its arcs per block (:func:`_count_block_arcs`), and the prefix sums over blocks, then
-    ranges, give every range its own place in every block, where it writes its arcs'
-    targets and their row within the block (:func:`_scatter_arcs`; a pair is dropped from
-    ``chunks`` once written). Then each block, on its own, sorts its arcs by row and target
-    and drops the repeats (:func:`_sort_block`), and the blocks' kept arcs are moved
-    together (:func:`_close_gaps`). Beyond the edge list it allocates the CSR, the repeats,
-    two bytes an arc for the rows within blocks and, per thread, 16 bytes an arc of the
-    block it sorts (at most :data:`_IN_PLACE_ARCS` arcs: a larger block is sorted in
-    place, :func:`_sort_block_in_place`)."""
+    ranges, give every range its own place in every block. Then, in
+    :data:`_ROW_PASSES` passes over groups of blocks of about equal arcs, the ranges write
+    the group's arcs there, their targets and their rows within the block
+    (:func:`_scatter_arcs`; a pair is dropped from ``chunks`` once written in the last
+    pass), and each block, on its own, sorts its arcs by row and target and drops the
+    repeats (:func:`_sort_block`). Last, the blocks' kept arcs are moved together
+    (:func:`_close_gaps`). Beyond the edge list it allocates the CSR, the repeats, two
+    bytes an arc of a group for the rows within blocks and, per thread, 16 bytes an arc
+    of the block it sorts (at most :data:`_IN_PLACE_ARCS` arcs: a larger block is sorted
+    in place, :func:`_sort_block_in_place`)."""
     threads = threads or cores()
     units = _edge_ranges(chunks, threads)
     arcs = sum(hi - lo for _, lo, hi in units) * (1 if directed else 2)
@@ -551,9 +554,14 @@ def _chunks_to_csr(chunks: list, n: int, directed: bool, threads: int | None = N
     starts, cursors = _block_places(chunks, units, -(-n // (1 << shift)), directed, shift,
                                     threads)
     indices = np.empty(int(starts[-1]), dtype=index_dtype(n))
-    rows = np.empty(indices.size, dtype=np.uint16)
-    _scatter_all(chunks, units, cursors, directed, shift, indices, rows, threads)
-    indptr, kept = _sort_blocks(indices, rows, starts, n, shift, threads)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    kept = np.zeros(starts.size - 1, dtype=np.int64)
+    groups = _block_groups(starts, _ROW_PASSES)
+    rows = np.empty(max(starts[b] - starts[a] for a, b in groups), dtype=np.uint16)
+    for a, b in groups:
+        _scatter_all(chunks, units, cursors, directed, shift, (a, b, starts[a]), indices,
+                     rows, threads, drop=b == starts.size - 1)
+        kept[a:b] = _sort_blocks(indices, rows, starts, (a, b), shift, indptr, threads)
     del rows
     total = _close_gaps(indices, starts, kept)
     indices.resize(total, refcheck=False)  # gives the repeats' memory back in place
@@ -565,12 +573,16 @@ def _chunks_to_csr(chunks: list, n: int, directed: bool, threads: int | None = N
 #: many enough that a range writes its arcs to few blocks at once.
 _BLOCK_ARCS = 1 << 19
 #: Fewest blocks a thread sorts: the threads' sort keys (16 bytes an arc of a block) then
-#: add at most an eighth of the indices' bytes, and a block of heavy rows is a small
+#: add at most a sixteenth of int32 indices' bytes, and a block of heavy rows is a small
 #: part of a thread's work.
-_BLOCKS_PER_THREAD = 32
+_BLOCKS_PER_THREAD = 64
 #: Most arcs of a block sorted with a scratch copy of its keys; a larger one (a hub's rows)
 #: is sorted in place, more slowly, so that the scratch stays small beside the CSR.
 _IN_PLACE_ARCS = 4 * _BLOCK_ARCS
+#: Passes that write the arcs, each for the blocks of about an equal share of them: the
+#: rows within blocks (two bytes an arc) are held for one pass's arcs, an eighth of the
+#: bytes of int32 indices, for one more read of the edge list a pass.
+_ROW_PASSES = 4
 #: Most rows in a block: a row's place within its block is kept in 16 bits.
 _MAX_BLOCK_SHIFT = 16
 #: Fewest edges a range of the edge list holds (a thread's start costs more than fewer).
@@ -596,6 +608,15 @@ def _edge_ranges(chunks: list, threads: int) -> list[tuple[int, int, int]]:
     return units
 
 
+def _block_groups(starts: np.ndarray, passes: int) -> list[tuple[int, int]]:
+    """Up to ``passes`` ranges ``(a, b)`` of consecutive blocks, non-empty, covering every
+    block, cut where the arcs before a block (``starts``) cross k / passes of them."""
+    cut = np.searchsorted(starts, np.arange(1, passes) * (starts[-1] / passes))
+    bounds = np.unique(np.concatenate([[0], np.clip(cut, 0, starts.size - 1),
+                                       [starts.size - 1]]))
+    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+
+
 def _block_places(chunks, units, blocks, directed, shift, threads):
     """``(starts, cursors)``: block ``b``'s arcs go to ``starts[b] .. starts[b + 1] - 1``,
     and range ``j`` writes its arcs of block ``b`` from ``cursors[j, b]`` on, after those
@@ -613,28 +634,31 @@ def _block_places(chunks, units, blocks, directed, shift, threads):
     return starts, starts[:-1] + np.cumsum(counts, axis=0) - counts
 
 
-def _sort_blocks(indices, rows, starts, n: int, shift: int, threads: int):
-    """:func:`_sort_block` of every block of rows on ``threads`` threads: ``(degrees,
-    kept)``, the arcs kept per row at ``degrees[u + 1]`` (int64, ``n + 1``) and per
-    block."""
-    degrees = np.zeros(n + 1, dtype=np.int64)
+def _sort_blocks(indices, rows, starts, group, shift: int, degrees, threads: int):
+    """:func:`_sort_block` of blocks ``a .. b - 1`` (``group``; their rows within blocks
+    in ``rows`` from ``starts[a]`` on) on ``threads`` threads: the arcs kept per row
+    into ``degrees[u + 1]``; returns the arcs kept per block."""
+    n = degrees.size - 1
     target_bits = max(n - 1, 1).bit_length()
+    a, b = group
 
-    def sort(b: int) -> int:
-        lo, hi = b << shift, min(n, (b + 1) << shift)
-        s, e = starts[b], starts[b + 1]
+    def sort(k: int) -> int:
+        lo, hi = k << shift, min(n, (k + 1) << shift)
+        s, e = starts[k], starts[k + 1]
+        here = rows[s - starts[a] : e - starts[a]]
         if e - s > _IN_PLACE_ARCS:  # a hub's block: no scratch the size of its arcs
-            return _sort_block_in_place(indices[s:e], rows[s:e], degrees[lo + 1 : hi + 1])
-        return _sort_block(indices[s:e], rows[s:e], degrees[lo + 1 : hi + 1], shift,
-                           target_bits)
+            return _sort_block_in_place(indices[s:e], here, degrees[lo + 1 : hi + 1])
+        return _sort_block(indices[s:e], here, degrees[lo + 1 : hi + 1], shift, target_bits)
 
-    kept = run(sort, range(starts.size - 1), threads)
-    return degrees, np.array(kept, dtype=np.int64)
+    return run(sort, range(a, b), threads)
 
 
-def _scatter_all(chunks, units, cursors, directed, shift, indices, rows, threads) -> None:
-    """:func:`_scatter_arcs` of every range, a batch of about ``threads`` ranges at a time;
-    each pair of ``chunks`` dropped once its ranges are written (the list is emptied)."""
+def _scatter_all(chunks, units, cursors, directed, shift, group, indices, rows, threads,
+                 drop: bool) -> None:
+    """:func:`_scatter_arcs` of every range for the blocks of ``group`` (``(a, b, base)``:
+    blocks ``a .. b - 1``, whose first arc goes to ``base``), a batch of about ``threads``
+    ranges at a time; with ``drop``, each pair of ``chunks`` dropped once its ranges are
+    written (the list is emptied)."""
     j = 0
     while j < len(units):
         batch = [j]
@@ -647,13 +671,15 @@ def _scatter_all(chunks, units, cursors, directed, shift, indices, rows, threads
         def scatter(i: int) -> None:
             p, lo, hi = units[i]
             src, dst = chunks[p]
-            _scatter_arcs(src[lo:hi], dst[lo:hi], directed, shift, cursors[i], indices, rows)
+            _scatter_arcs(src[lo:hi], dst[lo:hi], directed, shift, *group, cursors[i],
+                          indices, rows)
 
         run(scatter, batch, threads)
         for p in range(units[j][0], last + 1):
-            chunks[p] = None
+            chunks[p] = None if drop else chunks[p]
         j = batch[-1] + 1
-    chunks.clear()
+    if drop:
+        chunks.clear()
 
 
 @njit(nogil=True, cache=True)
@@ -670,23 +696,26 @@ def _count_block_arcs(src, dst, directed, shift, counts):  # pragma: no cover - 
 
 
 @njit(nogil=True, cache=True)
-def _scatter_arcs(src, dst, directed, shift, cursor, indices, rows):  # pragma: no cover - numba
-    """Every arc u→v written at its block's ``cursor`` (then moved on by one): ``v`` into
-    ``indices``, u's row within the block into ``rows``."""
+def _scatter_arcs(src, dst, directed, shift, a, b, base, cursor, indices,
+                  rows):  # pragma: no cover - numba
+    """Every arc u→v of blocks ``a .. b - 1`` written at its block's ``cursor`` (then
+    moved on by one): ``v`` into ``indices``, u's row within the block into ``rows``
+    (``base`` places earlier)."""
     low = (1 << shift) - 1
     for i in range(src.size):
         u, v = src[i], dst[i]
         if u == v:
             continue
-        b = u >> shift
-        indices[cursor[b]] = v
-        rows[cursor[b]] = u & low
-        cursor[b] += 1
-        if not directed:
-            b = v >> shift
-            indices[cursor[b]] = u
-            rows[cursor[b]] = v & low
-            cursor[b] += 1
+        k = u >> shift
+        if a <= k < b:
+            indices[cursor[k]] = v
+            rows[cursor[k] - base] = u & low
+            cursor[k] += 1
+        k = v >> shift
+        if not directed and a <= k < b:
+            indices[cursor[k]] = u
+            rows[cursor[k] - base] = v & low
+            cursor[k] += 1
 
 
 #: Bits of a key that one pass of :func:`_sort_block`'s radix sort orders (2048 counters:
