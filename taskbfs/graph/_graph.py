@@ -675,8 +675,8 @@ def _scatter_all(chunks, units, cursors, directed, shift, group, indices, rows, 
                           indices, rows)
 
         run(scatter, batch, threads)
-        for p in range(units[j][0], last + 1):
-            chunks[p] = None if drop else chunks[p]
+        for p in range(units[j][0], last + 1) if drop else ():
+            chunks[p] = None
         j = batch[-1] + 1
     if drop:
         chunks.clear()

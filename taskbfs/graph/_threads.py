@@ -13,11 +13,18 @@ is not safe to launch from two threads at once.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 __all__ = ["cores", "cuts", "run"]
+
+#: The pools :func:`run` hands work to, by (process id, threads): made on first use and
+#: kept, since a build calls ``run`` once per batch of edge ranges (a forked child, whose
+#: copies of the pools have no threads, makes its own).
+_pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_lock = threading.Lock()
 
 
 def cores() -> int:
@@ -36,5 +43,13 @@ def run(work, items, threads: int) -> list:
     items = list(items)
     if threads <= 1 or len(items) <= 1:
         return [work(item) for item in items]
-    with ThreadPoolExecutor(min(threads, len(items))) as pool:
-        return list(pool.map(work, items))
+    return list(_pool(threads).map(work, items))
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """This process's pool of ``threads`` threads."""
+    key = (os.getpid(), threads)
+    with _lock:
+        if key not in _pools:
+            _pools[key] = ThreadPoolExecutor(threads, thread_name_prefix="taskbfs-graph")
+        return _pools[key]
