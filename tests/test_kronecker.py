@@ -265,9 +265,9 @@ def test_kronecker_graph_matches_scipy():
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_graph500_statistics(seed):
     """Scale 14, edgefactor 16: the kept edges, the hub, the isolated and degree-1
-    vertices as the generator before the counter-based stream made them (seeds 1-3:
-    0.812-0.813 of the edges kept, max degree 138-142x the mean, 23.4-23.7% isolated,
-    12.3-12.9% of degree 1)."""
+    vertices in the ranges of Graph500 graphs of this size drawn from another stream
+    (numpy's PCG64, seeds 1-3: 0.812-0.813 of the edges kept, max degree 138-142x the
+    mean, 23.4-23.7% isolated, 12.3-12.9% of degree 1)."""
     g = kronecker(14, 16, seed=seed)
     deg = g.degrees()
     assert 0.80 < g.num_edges / (16 << 14) < 0.825

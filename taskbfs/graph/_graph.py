@@ -476,8 +476,9 @@ def _check_fits_in_memory(num_vertices: int, edges: int = 0, directed: bool = Fa
             f"vertex ids are kept as given, so relabel sparse ids to 0..k-1 first"
         )
     arcs = edges * (1 if directed else 2)
-    # indptr, then per arc its target and its row within a block of rows (2 bytes)
-    needed = 8 * (num_vertices + 1) + arcs * (index_dtype(num_vertices).itemsize + 2) + extra
+    # indptr, the arcs' targets, and the rows within blocks of one pass's arcs (2 bytes each)
+    needed = (8 * (num_vertices + 1) + arcs * index_dtype(num_vertices).itemsize
+              + 2 * arcs // _ROW_PASSES + extra)
     check_memory(needed, f"building a graph of {num_vertices:,} vertices and {edges:,} edges")
 
 
