@@ -1,40 +1,53 @@
-"""The vectorised numpy construction of the Kronecker generator's two inner pieces, kept
-as an independent reference: ``taskbfs.graph.kronecker`` computes them with numba and
-must give the very same edges (the same seed gives the same graph).
+"""The Kronecker generator's two pieces written again in vectorised numpy, from the
+specification's formulas, as an independent reference: ``taskbfs.graph.kronecker``
+computes them with compiled loops and must give the very same edges.
 
-``raw_edges`` places each edge bit by bit from 32-bit uniforms (one 64-bit draw per edge
-and round: the first k halves for ``ii``, the next k for ``jj``), ``scramble`` is the
-Graph500 reference's seeded bijection of the vertex ids (add, multiply by an odd
-constant, reverse the low ``scale`` bits, twice).
+``raw_edges`` places edges ``first .. first + m - 1`` bit by bit with the Graph500
+formulas in floating point, ``rand`` being the 32-bit halves of the counter-based stream:
+SplitMix64's output number ``64 k + r`` for round ``r`` of edge ``k`` (low half for
+``ii``, high half for ``jj``), keyed by the seed's third ``SeedSequence`` word.
+``scramble`` is the Graph500 reference's seeded bijection of the vertex ids (add,
+multiply by an odd constant, reverse the low ``scale`` bits, twice).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-BLOCK = 1 << 16
 MASK64 = (1 << 64) - 1
 SCRAMBLE_K0 = 0x4519840211493211
 SCRAMBLE_K1 = 0x3050852102C843A5
+GAMMA = np.uint64(0x9E3779B97F4A7C15)
 
 
-def raw_edges(scale: int, m: int, rng: np.random.Generator, thresholds):
-    t_ab, t_a, t_c = thresholds
+def seed_words(seed: int) -> np.ndarray:
+    """The permutation's two keys and the stream's key."""
+    return np.random.SeedSequence(seed).generate_state(3, dtype=np.uint64)
+
+
+def splitmix64(key, counters: np.ndarray) -> np.ndarray:
+    """SplitMix64's outputs number ``counters`` (uint64) of the stream seeded ``key``."""
+    z = np.uint64(key) + (counters + np.uint64(1)) * GAMMA
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def raw_edges(scale: int, first: int, m: int, seed: int, initiator=(0.57, 0.19, 0.19)):
+    a, b, c = initiator
+    ab = a + b
+    c_norm, a_norm = c / (1.0 - ab), a / ab
+    k = np.arange(first, first + m, dtype=np.uint64)
     src = np.zeros(m, dtype=np.int64)
     dst = np.zeros(m, dtype=np.int64)
-    draw = rng.bit_generator.random_raw
-    for lo in range(0, m, BLOCK):
-        k = min(m, lo + BLOCK) - lo
-        s, d = src[lo : lo + k], dst[lo : lo + k]
-        for _ in range(scale):
-            u = draw(k).view(np.uint32)
-            u_ii, u_jj = u[:k], u[k:]
-            ii = u_ii > t_ab
-            jj = (ii & (u_jj > t_c)) | (~ii & (u_jj > t_a))
-            s <<= 1
-            s += ii
-            d <<= 1
-            d += jj
+    for r in range(scale):
+        h = splitmix64(seed_words(seed)[2], k * np.uint64(64) + np.uint64(r))
+        rand_ii = (h & np.uint64(0xFFFFFFFF)).astype(np.float64) / 2.0**32
+        rand_jj = (h >> np.uint64(32)).astype(np.float64) / 2.0**32
+        ii_bit = rand_ii > ab
+        jj_bit = rand_jj > (c_norm * ii_bit + a_norm * (1 - ii_bit))
+        src = (src << 1) + ii_bit
+        dst = (dst << 1) + jj_bit
     return src, dst
 
 

@@ -245,10 +245,11 @@ def test_kronecker_edge_list_held_or_generated_twice(setting, share, held):
 
 @pytest.mark.parametrize("chunk_edges", [1 << 10, 3000, 1 << 20])
 def test_kronecker_built_on_workers(rt, setting, chunk_edges):
-    """Chunks generated on the workers, with the chunk size the client has set."""
+    """Chunks generated on the workers, with the chunk size the client has set: the
+    graph the same seed gives in this process, at the default chunk size (one chunk)."""
+    g = tb.kronecker(11, edgefactor=8, seed=4)
     setting("kronecker.chunk-edges", chunk_edges)
     dg = tb.kronecker(11, edgefactor=8, seed=4, runtime=rt, ranges=4)
-    g = tb.kronecker(11, edgefactor=8, seed=4)
     assert isinstance(dg, DistributedGraph) and dg.ranges.num_tasks == 4
     _same_csr(dg, g)
     _searches_match_scipy(dg, g, rt, int(np.argmax(g.degrees())), tasks=4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,51 @@ def test_from_edges_random_larger(seed, directed):
     src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
     g = Graph.from_edges(src, dst, num_vertices=n, directed=directed)
     assert_matches_reference(g, src, dst, n, directed)
+
+
+def _build_cases():
+    """Edge lists of several shapes, each ``(name, n, src, dst)``."""
+    rng = np.random.default_rng(43)
+    n = 3000
+    uniform = rng.integers(0, n, 40_000), rng.integers(0, n, 40_000)
+    hub = np.zeros(30_000, dtype=np.int64), rng.integers(0, n, 30_000)  # one row of most arcs
+    repeats = np.repeat(rng.integers(0, 50, 200), 40), np.repeat(rng.integers(0, 50, 200), 40)
+    loops = np.arange(n), np.arange(n)  # self-loops only: no arcs at all
+    from taskbfs.graph import kronecker_edges
+
+    kron = kronecker_edges(12, 8, seed=2)
+    return [("uniform", n, *uniform), ("hub", n, *hub), ("repeats", 50, *repeats),
+            ("loops", n, *loops), ("kronecker", 1 << 12, *kron), ("one", 1, [0], [0])]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("layout", ["default", "small blocks", "in place"])
+def test_parallel_build_matches_scipy(threads, directed, layout, monkeypatch):
+    """The CSR built on 1-8 threads equals scipy's, with the edge list in uneven int32 and
+    int64 pieces (one empty) cut into ranges of 1000 edges, blocks of the default size
+    or of 64 arcs written in 4 passes, 7 or 1, and blocks sorted with scratch keys or in
+    place."""
+    from taskbfs.graph import _graph
+
+    monkeypatch.setattr(_graph, "_MIN_RANGE", 1000)
+    if layout == "small blocks":
+        monkeypatch.setattr(_graph, "_BLOCK_ARCS", 64)
+        monkeypatch.setattr(_graph, "_ROW_PASSES", 7)
+    if layout == "in place":
+        monkeypatch.setattr(_graph, "_IN_PLACE_ARCS", 0)
+        monkeypatch.setattr(_graph, "_ROW_PASSES", 1)
+    for name, n, src, dst in _build_cases():
+        src, dst = np.asarray(src), np.asarray(dst)
+        cuts = [0, src.size // 7, src.size // 7, src.size // 2, src.size]
+        pieces = [(src[a:b].astype(np.int32 if i % 2 else np.int64), dst[a:b])
+                  for i, (a, b) in enumerate(itertools.pairwise(cuts))]
+        indptr, indices = _graph._chunks_to_csr(pieces, n, directed, threads)
+        assert pieces == []  # every piece dropped once written
+        ref = scipy_reference(src, dst, n, directed)
+        assert indptr.dtype == np.int64 and indices.dtype == index_dtype(n), name
+        np.testing.assert_array_equal(indptr, ref.indptr, err_msg=name)
+        np.testing.assert_array_equal(indices, ref.indices, err_msg=name)
 
 
 def test_catalogue_shapes_match_scipy():

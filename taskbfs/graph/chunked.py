@@ -38,7 +38,7 @@ from taskbfs.graph.kronecker import (
     _check_edgefactor,
     _check_scale,
     _check_seed,
-    _chunk_edges,
+    _edges,
     _num_edges,
 )
 from taskbfs.graph.partition import _edge_balanced_bounds, _spread
@@ -81,11 +81,12 @@ def kronecker_chunk(scale: int, edgefactor: int, seed: int, chunk: int, chunk_ed
     """Chunk ``chunk`` of the Kronecker edge list cut into chunks of ``chunk_edges``:
     what :func:`~taskbfs.graph.kronecker_edges` gives for that chunk when
     the setting ``kronecker.chunk-edges`` is ``chunk_edges`` (passed explicitly, so that a worker
-    process generates the chunk the client asked for whatever its own settings)."""
+    process generates the chunk the client asked for whatever its own settings). On this
+    thread alone: a worker runs chunks on its other threads at the same time."""
     scale, edgefactor, seed = _check_scale(scale), _check_edgefactor(edgefactor), _check_seed(seed)
     total = _num_edges(scale, edgefactor)
     lo, hi = chunk * chunk_edges, min(total, (chunk + 1) * chunk_edges)
-    return _chunk_edges(scale, seed, chunk, (lo, hi))
+    return _edges(scale, seed, lo, hi, np.int64, threads=1)
 
 
 # ====================================================================== the partition

@@ -15,35 +15,37 @@ Each edge is placed bit by bit: for each of the ``scale`` bits, with ``ab = A + 
     jj_bit = rand > (c_norm * ii_bit + a_norm * (1 - ii_bit))
 
 so the edge falls in quadrant (0,0), (0,1), (1,0), (1,1) with probability A, B, C, D.
-``rand`` is a 32-bit uniform (the two halves of one 64-bit draw), placed by a compiled
-loop (numba) over the edges. The vertex ids are then relabelled by a permutation of
-``0 .. 2**scale - 1`` and the edges shuffled.
+The vertex ids are then relabelled by a permutation of ``0 .. 2**scale - 1``.
+
+The random stream is counter-based: round ``r`` of edge ``k`` (bit ``scale - 1 - r`` of
+its ids) draws SplitMix64's output number ``64 k + r`` from a 64-bit key of the seed,
+``mix(key + (64 k + r + 1) * 0x9E3779B97F4A7C15)``; its low 32 bits are ``ii``'s
+``rand``, its high 32 bits ``jj``'s (``rand = u / 2**32``). So edge ``k`` is a pure
+function of the seed and ``k`` (the counters are distinct for the first ``2**58`` edges):
+the same seed gives the same list whatever the chunk size
+(``taskbfs.kronecker.chunk-edges``), the number of threads or of workers. The edges are
+cut into ranges generated on every core at once (compiled loops that release the GIL).
+
+* The vertex permutation depends on the seed alone. It is a seeded bijective hash of the
+  id, the ``scramble`` function of the Graph500 reference C generator (add, multiply by an
+  odd constant, reverse the bits, twice), so it is never materialised: a range costs
+  O(range) time and memory at any scale up to 40, where an explicit
+  ``randperm(2**scale)`` would not fit.
+* The edges are not shuffled (the reference shuffles them): every edge is an independent
+  draw from the same distribution, so the list's order carries no structure for a
+  shuffle to hide, and a shuffle would make an edge depend on others.
 
 Chunks
 ------
-The edges are cut into ``num_chunks(scale, edgefactor)`` chunks of
-``taskbfs.kronecker.chunk-edges`` edges (the last one shorter). Chunk ``i`` draws from its
-own stream, ``PCG64(SeedSequence(seed, spawn_key=(i,)))`` (what ``SeedSequence.spawn``
-would give child ``i``), so a worker can generate chunk ``i`` alone; the full list is the
-chunks concatenated in chunk order. The edges depend on the seed and on the chunk size:
-change ``KRONECKER_CHUNK_EDGES`` and the same seed gives a different (equally valid) graph.
-
-* The vertex permutation is global: it depends on the seed alone and every chunk applies
-  the same one. It is a seeded bijective hash of the id, the ``scramble`` function of the
-  Graph500 reference C generator (add, multiply by an odd constant, reverse the bits,
-  twice), so it is never materialised: a chunk costs O(chunk) time and memory at any
-  scale up to 40, where an explicit ``randperm(2**scale)`` would not fit.
-* The edge shuffle is within a chunk. A global shuffle would need every edge in one place,
-  which would defeat independent generation; and since every edge is an independent draw
-  from the same distribution, the order of the chunks carries no structure (no locality)
-  for the shuffle to hide.
+The list is cut into ``num_chunks(scale, edgefactor)`` chunks of
+``taskbfs.kronecker.chunk-edges`` edges (the last one shorter), so that a worker can
+generate chunk ``i`` alone: edges ``i * chunk_edges`` onwards of the same list, which is
+the chunks concatenated in chunk order.
 """
 
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
@@ -51,6 +53,7 @@ from numba import njit
 from taskbfs import config
 from taskbfs.errors import InvalidParameterError
 from taskbfs.graph._graph import Graph, _check_fits_in_memory, _chunks_to_csr, index_dtype
+from taskbfs.graph._threads import cores, cuts, run
 
 __all__ = ["kronecker", "kronecker_edges", "num_chunks"]
 
@@ -59,11 +62,17 @@ MIN_SCALE, MAX_SCALE = 1, 40
 #: Initiator probabilities A, B, C of the Graph500 specification (D = 1 - A - B - C).
 INITIATOR = (0.57, 0.19, 0.19)
 
-_BLOCK = 1 << 16  # edges processed at a time inside a chunk (keeps temporaries in cache)
+#: Fewest edges a thread is handed at a time (a thread's start costs more than fewer).
+_MIN_RANGE = 1 << 16
 _MASK64 = (1 << 64) - 1
 # Odd multipliers of the Graph500 reference ``scramble`` (generator/graph_generator.c).
 _SCRAMBLE_K0 = 0x4519840211493211
 _SCRAMBLE_K1 = 0x3050852102C843A5
+# SplitMix64's increment (2**64 / golden ratio) and the multipliers of its output mix (as
+# in Vigna's splitmix64.c; the generator is Steele, Lea and Flood's).
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 # ====================================================================== public API
@@ -90,10 +99,11 @@ def kronecker_edges(scale: int, edgefactor: int = 16, seed: int = 1, chunk: int 
     edgefactor : int, default 16
         ``edgefactor * 2**scale`` edges in all.
     seed : int, default 1
-        Non-negative; the same seed gives the same edges, on any machine.
+        Non-negative; the same seed gives the same edges, on any machine, whatever the
+        chunk size and the number of cores.
     chunk : int, optional
         ``None``: the whole list. ``i`` in ``0 .. num_chunks(scale, edgefactor) - 1``: only
-        chunk ``i`` (generated from its own random stream, without the others).
+        chunk ``i`` (generated without the others).
 
     Returns
     -------
@@ -110,27 +120,10 @@ def kronecker_edges(scale: int, edgefactor: int = 16, seed: int = 1, chunk: int 
     scale, edgefactor = _check_scale(scale), _check_edgefactor(edgefactor)
     seed = _check_seed(seed)
     total = _num_edges(scale, edgefactor)
-    chunks = num_chunks(scale, edgefactor)
+    lo, hi = 0, total
     if chunk is not None:
-        chunk = _check_chunk(chunk, chunks)
-        return _chunk_edges(scale, seed, chunk, _chunk_bounds(chunk, total))
-    src = np.empty(total, dtype=np.int64)
-    dst = np.empty(total, dtype=np.int64)
-
-    def fill(i: int) -> None:
-        lo, hi = _chunk_bounds(i, total)
-        src[lo:hi], dst[lo:hi] = _chunk_edges(scale, seed, i, (lo, hi))
-
-    # Chunks are independent and their compiled loops and numpy's draws release the GIL:
-    # one thread per core (scale 22 on 2 cores: 7.9 s serial, 4.4 s with 2 threads).
-    workers = min(chunks, os.cpu_count() or 1)
-    if workers == 1:
-        for i in range(chunks):
-            fill(i)
-    else:
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(fill, range(chunks)))
-    return src, dst
+        lo, hi = _chunk_bounds(_check_chunk(chunk, num_chunks(scale, edgefactor)), total)
+    return _edges(scale, seed, lo, hi, np.int64, cores())
 
 
 def kronecker(scale: int, edgefactor: int = 16, seed: int = 1) -> Graph:
@@ -147,73 +140,86 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1) -> Graph:
     (64, False, True)
     """
     scale, edgefactor = _check_scale(scale), _check_edgefactor(edgefactor)
+    seed = _check_seed(seed)
     n = 1 << scale
-    ids = index_dtype(n)  # the chunks kept in the ids' own width: half the bytes below 2^31
+    ids = index_dtype(n)  # the list kept in the ids' own width: half the bytes below 2^31
     edges = _num_edges(scale, edgefactor)
-    # the edges kept (two ids each) and one chunk being generated (~32 bytes an edge)
-    working = 2 * ids.itemsize * edges + 32 * min(edges, config.get("kronecker.chunk-edges"))
-    _check_fits_in_memory(n, edges, directed=False, extra=working)
-    chunks = []
-    for i in range(num_chunks(scale, edgefactor)):
-        src, dst = kronecker_edges(scale, edgefactor, seed, chunk=i)
-        chunks.append((src.astype(ids), dst.astype(ids)))
-        del src, dst
-    if n > (1 << 31):
-        src, dst = (np.concatenate(side) for side in zip(*chunks, strict=True))
-        return Graph.from_edges(src, dst, num_vertices=n, directed=False)
-    indptr, indices = _chunks_to_csr(chunks, n, directed=False)
+    _check_fits_in_memory(n, edges, directed=False, extra=2 * ids.itemsize * edges)
+    pieces = [_edges(scale, seed, 0, edges, ids, cores())]
+    indptr, indices = _chunks_to_csr(pieces, n, directed=False)  # (it empties pieces)
     return Graph.made_valid(indptr, indices, n, False)
 
 
 # ====================================================================== the generator
-def _kronecker_raw(scale: int, edgefactor: int = 16, seed: int = 1, chunk: int = 0):
-    """Chunk ``chunk`` before the vertex permutation and the shuffle (for tests)."""
-    total = _num_edges(scale, edgefactor)
-    lo, hi = _chunk_bounds(chunk, total)
-    return _raw_edges(scale, hi - lo, _chunk_rng(seed, chunk))
+def _edges(scale: int, seed: int, lo: int, hi: int, dtype, threads: int):
+    """Edges ``lo .. hi - 1`` of the seed's list as ``dtype`` arrays, made on ``threads``
+    threads (each a range of them)."""
+    src = np.empty(hi - lo, dtype=dtype)
+    dst = np.empty(hi - lo, dtype=dtype)
+    params = _stream_key(seed), *_thresholds(), *_scramble_params(scale, _scramble_keys(seed))
+    bounds = cuts(hi - lo, max(1, min(4 * threads, (hi - lo) // _MIN_RANGE)))
 
+    def fill(i: int) -> None:
+        a, b = bounds[i], bounds[i + 1]
+        _place_edges(np.int64(lo + a), scale, *params, True, src[a:b], dst[a:b])
 
-def _chunk_edges(scale: int, seed: int, chunk: int, bounds: tuple[int, int]):
-    lo, hi = bounds
-    rng = _chunk_rng(seed, chunk)
-    src, dst = _raw_edges(scale, hi - lo, rng)
-    keys = _scramble_keys(seed)
-    src, dst = _scramble(src, scale, keys), _scramble(dst, scale, keys)
-    order = rng.permutation(hi - lo)
-    return src[order], dst[order]
-
-
-def _raw_edges(scale: int, m: int, rng: np.random.Generator):
-    """Bit-by-bit placement of ``m`` edges; bit ``b`` of the ids comes from round ``b``.
-
-    Per block of edges the stream is drawn as the numpy construction drew it, one 64-bit
-    draw per edge and round (round r's k draws, as 2k uint32: the first k for ``ii``, the
-    next k for ``jj``), and the bits are placed by a compiled loop
-    (tests/reference_kronecker.py holds the numpy construction; the edges are the same).
-    """
-    t_ab, t_a, t_c = _thresholds()
-    src = np.empty(m, dtype=np.int64)
-    dst = np.empty(m, dtype=np.int64)
-    draw = rng.bit_generator.random_raw
-    for lo in range(0, m, _BLOCK):
-        k = min(m, lo + _BLOCK) - lo
-        uniforms = draw(k * scale).view(np.uint32)
-        _place_bits(uniforms, scale, k, t_ab, t_a, t_c, src[lo : lo + k], dst[lo : lo + k])
+    run(fill, range(bounds.size - 1), threads)
     return src, dst
 
 
+def _kronecker_raw(scale: int, edgefactor: int = 16, seed: int = 1, chunk: int = 0):
+    """Chunk ``chunk`` before the vertex permutation (for tests)."""
+    lo, hi = _chunk_bounds(chunk, _num_edges(scale, edgefactor))
+    src = np.empty(hi - lo, dtype=np.int64)
+    dst = np.empty(hi - lo, dtype=np.int64)
+    params = _stream_key(seed), *_thresholds(), *_scramble_params(scale, _scramble_keys(seed))
+    _place_edges(np.int64(lo), scale, *params, False, src, dst)
+    return src, dst
+
+
+#: Edges placed side by side, round by round: the inner loop over them is what the compiler
+#: turns into vector instructions.
+_BATCH = 256
+
+
 @njit(nogil=True, cache=True)
-def _place_bits(uniforms, scale, k, t_ab, t_a, t_c, src, dst):  # pragma: no cover - numba
-    src[:] = 0
-    dst[:] = 0
-    for r in range(scale):  # round by round, as the draws lie in memory
-        base = 2 * k * r
-        for i in range(k):
-            ii = uniforms[base + i] > t_ab
-            u_jj = uniforms[base + k + i]
-            jj = (u_jj > t_c) if ii else (u_jj > t_a)
-            src[i] = (src[i] << 1) + (1 if ii else 0)
-            dst[i] = (dst[i] << 1) + (1 if jj else 0)
+def _place_edges(first, scale, key, t_ab, t_a, t_c, add, mul0, mul1, drop, scrambled,
+                 src, dst):  # pragma: no cover - numba
+    """Edges ``first .. first + src.size - 1`` into ``src``, ``dst``: bit by bit from the
+    counter-based stream, then (``scrambled``) relabelled."""
+    one = np.uint64(1)
+    state = np.empty(_BATCH, dtype=np.uint64)
+    u = np.empty(_BATCH, dtype=np.uint64)
+    v = np.empty(_BATCH, dtype=np.uint64)
+    for lo in range(0, src.size, _BATCH):
+        k = min(_BATCH, src.size - lo)
+        for j in range(k):
+            state[j] = key + np.uint64(first + lo + j) * np.uint64(64) * _GAMMA
+            u[j] = 0
+            v[j] = 0
+        for _ in range(scale):
+            for j in range(k):
+                state[j] += _GAMMA
+                h = _mix(state[j])
+                ii = (h & np.uint64(0xFFFFFFFF)) > t_ab
+                jj = (h >> np.uint64(32)) > (t_c if ii else t_a)
+                u[j] = (u[j] << one) | np.uint64(ii)
+                v[j] = (v[j] << one) | np.uint64(jj)
+        for j in range(k):
+            a, b = u[j], v[j]
+            if scrambled:
+                a = _scrambled(a, add, mul0, mul1, drop)
+                b = _scrambled(b, add, mul0, mul1, drop)
+            src[lo + j] = np.int64(a)
+            dst[lo + j] = np.int64(b)
+
+
+@njit(nogil=True, cache=True)
+def _mix(z):  # pragma: no cover - numba
+    """SplitMix64's output function of its state ``z`` (a bijection of 64-bit words)."""
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
 
 
 def _thresholds():
@@ -223,19 +229,32 @@ def _thresholds():
     c_norm, a_norm = c / (1.0 - ab), a / ab
 
     def to_u32(p):
-        return np.uint32(min(max(math.floor(p * 2.0**32), 0), 2**32 - 1))
+        return np.uint64(min(max(math.floor(p * 2.0**32), 0), 2**32 - 1))
 
     return to_u32(ab), to_u32(a_norm), to_u32(c_norm)
 
 
-def _chunk_rng(seed: int, chunk: int) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(chunk,))))
+def _seed_words(seed: int) -> np.ndarray:
+    """Three 64-bit words of the seed: the permutation's two keys, then the stream's key."""
+    return np.random.SeedSequence(seed).generate_state(3, dtype=np.uint64)
+
+
+def _stream_key(seed: int) -> np.uint64:
+    """The key of the seed's counter-based stream."""
+    return np.uint64(_seed_words(seed)[2])
 
 
 def _scramble_keys(seed: int) -> tuple[int, int]:
     """Two 64-bit keys for the vertex permutation, from the seed alone."""
-    k0, k1 = np.random.SeedSequence(seed).generate_state(2, dtype=np.uint64)
+    k0, k1 = _seed_words(seed)[:2]
     return int(k0), int(k1)
+
+
+def _scramble_params(scale: int, keys: tuple[int, int]):
+    """``(add, mul0, mul1, drop)`` of :func:`_scrambled` for ``scale`` and ``keys``."""
+    k0, k1 = keys
+    return (np.uint64((k0 + k1) & _MASK64), np.uint64(k0 | _SCRAMBLE_K0),
+            np.uint64(k1 | _SCRAMBLE_K1), np.uint64(64 - scale))
 
 
 def _scramble(v: np.ndarray, scale: int, keys: tuple[int, int]) -> np.ndarray:
@@ -244,20 +263,22 @@ def _scramble(v: np.ndarray, scale: int, keys: tuple[int, int]) -> np.ndarray:
     Adding a constant and multiplying by an odd one are bijections modulo ``2**scale``
     (only the low ``scale`` bits matter), and so is reversing those bits.
     """
-    k0, k1 = keys
     out = np.empty(v.size, dtype=np.int64)
-    _scramble_ids(v, np.uint64((k0 + k1) & _MASK64), np.uint64(k0 | _SCRAMBLE_K0),
-                  np.uint64(k1 | _SCRAMBLE_K1), np.uint64(64 - scale), out)
+    _scramble_ids(v, *_scramble_params(scale, keys), out)
     return out
 
 
 @njit(nogil=True, cache=True)
 def _scramble_ids(v, add, mul0, mul1, drop, out):  # pragma: no cover - numba
     for i in range(v.size):
-        x = np.uint64(v[i]) + add
-        x = _reverse_bits(x * mul0) >> drop
-        x = _reverse_bits(x * mul1) >> drop
-        out[i] = np.int64(x)
+        out[i] = np.int64(_scrambled(np.uint64(v[i]), add, mul0, mul1, drop))
+
+
+@njit(nogil=True, cache=True)
+def _scrambled(x, add, mul0, mul1, drop):  # pragma: no cover - numba
+    """The id ``x`` relabelled: add, multiply, keep the reversed low bits, twice."""
+    x = _reverse_bits((x + add) * mul0) >> drop
+    return _reverse_bits(x * mul1) >> drop
 
 
 @njit(nogil=True, cache=True)
