@@ -7,7 +7,11 @@ Returns
     ``distances``), the next frontier (a queue of vertex ids, or a bitmap) and one row of
     counts per level (int64): ``[FOUND, NEXT_EDGES, EXAMINED, DEFERRED]`` (vertices
     found, the sum of their out-degrees, adjacency entries read, bottom-up vertices left
-    to stage 2). That row is all the host reads back per level.
+    to stage 2). That row is all the host reads back per level, with, for a search of
+    several tasks, each task's found vertices, their out-arcs and the entries its GPU
+    steps read (``tally_found`` and the bottom-up kernels; tasks given by ``bounds``, the
+    ones placed on the GPU by ``on_gpu``), and the level's CPU tasks' pairs are claimed
+    by ``accept_pairs``.
 Approach
     A level is one or two launches plus the top-down scan: nothing goes back to the host
     but the counts, and the frontier never crosses the bus (see

@@ -2,9 +2,12 @@
 
 Returns
     :class:`DeviceLevels`: one search's state in device memory (its result, the frontier
-    as a queue or a bitmap, the counts) over one device copy of a graph whose single task
-    owns every vertex; :meth:`~DeviceLevels.top_down` / :meth:`~DeviceLevels.bottom_up` run
-    a level and return its :class:`LevelCounts`, the only data read back per level.
+    as a queue or a bitmap, the counts) over one device copy of the whole graph, cut into
+    the search's T task ranges (:meth:`~DeviceLevels.set_tasks`);
+    :meth:`~DeviceLevels.top_down` / :meth:`~DeviceLevels.bottom_up` run a level's tasks
+    placed on the GPU and return its :class:`LevelCounts`, with several tasks
+    :meth:`~DeviceLevels.task_counts` the level's counts per task: the only data read back
+    per level.
     :func:`vertex_dtype` gives the type of vertex ids and results (int32 below 2^31
     vertices, int64 beyond).
 Approach
@@ -17,7 +20,10 @@ Approach
     bottom-up one, two launches; each is followed by one 96-byte copy of the
     counts (32 bytes). The state enters from the host's visited bitmap and frontier
     (:meth:`~DeviceLevels.enter`) and can leave again (:meth:`~DeviceLevels.leave`), so
-    that levels run on the CPU between GPU ones; the kernels are in
+    that levels run on the CPU between GPU ones. A level whose tasks run on both devices
+    skips the CPU tasks' vertices (:meth:`~DeviceLevels.place_tasks`, the queue
+    :meth:`~DeviceLevels.split`), hands the host the visited bitmap and their frontier,
+    and claims the pairs they found (:meth:`~DeviceLevels.accept`). The kernels are in
     :mod:`taskbfs.kernels._gpu_levels`.
 Encoding
     Device buffers come from ``workspace(name, size, dtype)`` (a device array of at least
