@@ -35,7 +35,7 @@ from dataclasses import replace
 import numpy as np
 
 from taskbfs import config
-from taskbfs.bfs.level_tasks import LevelTasks, batch_table, step_table
+from taskbfs.bfs.level_tasks import LevelTasks, batch_table, step_table, task_edges
 from taskbfs.bfs.state import TOP_DOWN, Discoveries, Frontier, LevelSummary
 from taskbfs.kernels.direction import BOTTOM_UP
 from taskbfs.kernels.level_tasks import EDGES
@@ -186,7 +186,7 @@ class GpuLevels:
             return counts, tasks, moved
         totals, tasks = levels.task_counts(level)
         if top_down:  # a top-down step reads every arc of its frontier
-            tasks[2] = np.where(on_gpu, self._task_edges(frontier), 0)
+            tasks[2] = np.where(on_gpu, task_edges(frontier, self.degrees), 0)
         tasks += on_host
         examined = totals.examined + int(on_host[2].sum())
         return LevelCounts(totals.found, totals.next_edges, examined, counts.seconds), tasks, moved
@@ -208,11 +208,12 @@ class GpuLevels:
             gpu_size = int(sizes[on_gpu].sum())
             queue, cpu_vertices = levels.split(level, summary.frontier_size, gpu_size)
             down += cpu_vertices.nbytes
+            arcs = task_edges(frontier, self.degrees)
             host = _host_frontier(frontier, visited, on_gpu, vertices=np.sort(cpu_vertices),
                                   counts=np.where(on_gpu, 0, sizes),
-                                  task_edges=np.where(on_gpu, 0, self._task_edges(frontier)))
-            gpu = levels.top_down(level, gpu_size, int(self._task_edges(frontier)[on_gpu].sum()),
-                                  frontier=queue, read=False)
+                                  task_edges=np.where(on_gpu, 0, arcs))
+            gpu = levels.top_down(level, gpu_size, int(arcs[on_gpu].sum()), frontier=queue,
+                                  read=False)
         else:
             bits = levels.frontier_bits(level)
             down += bits.nbytes
@@ -227,14 +228,6 @@ class GpuLevels:
         self.cpu_steps = step_table(steps, stats, idents)
         return LevelCounts(0, 0, 0, gpu.seconds), (up, down), on_host
 
-    def _task_edges(self, frontier: Frontier) -> np.ndarray:
-        """Per task, the arcs leaving its frontier vertices (top-down; summed from the
-        frontier's vertices when the level that made it did not count them)."""
-        if frontier.task_edges is None:
-            ends = np.concatenate([[0], np.cumsum(self.degrees[frontier.vertices])])
-            frontier.task_edges = np.diff(ends[frontier.offsets])
-        return frontier.task_edges
-
     def _barrier(self, frontier: Frontier, counts, tasks: np.ndarray, leader: int, h2d: int,
                  d2h: int) -> tuple[Frontier, LevelSummary]:
         """:func:`~taskbfs.bfs.state.advance` for a level whose discoveries are on the
@@ -244,11 +237,11 @@ class GpuLevels:
         start = time.time()
         progress, tally = frontier.progress, frontier.tally
         n_new = counts.found
-        found, task_edges, examined = tasks
+        found, arcs, examined = tasks
         unvisited = progress.unvisited_per_task - found
         summary = tally.rule.summary(
             frontier.level + 1, frontier.direction, tally.frontier_size, tally.unexplored_edges,
-            found, task_edges, unvisited, edges_examined=examined, found=found, start=start)
+            found, arcs, unvisited, edges_examined=examined, found=found, start=start)
         top_down = not (summary.direction == BOTTOM_UP and n_new)
         seconds = counts.seconds
         d2h += COUNTS_BYTES * (1 if self.num_tasks == 1 else 1 + self.num_tasks)
@@ -262,7 +255,7 @@ class GpuLevels:
         nxt = Frontier(summary.level, summary.direction, None if n_new else empty, offsets, None,
                        frontier.visited_bits, frontier.bounds,
                        replace(progress, unvisited_per_task=unvisited), frontier.included,
-                       task_edges=task_edges.copy() if top_down else None,
+                       task_edges=arcs.copy() if top_down else None,
                        tally=tally.after(summary))
         gpu_steps = self.devices(summary.sizes)  # the next level's one decision
         if n_new and summary.sizes.any() and not gpu_steps.any():  # a host level is next

@@ -137,7 +137,7 @@ class LevelTasks:
         num_tasks = bounds.size - 1
         sizes = np.diff(frontier.offsets)
         steps = np.flatnonzero(sizes)
-        edges = _task_edges(frontier, degrees)[steps]
+        edges = task_edges(frontier, degrees)[steps]
         out_start = np.zeros(steps.size + 1, dtype=np.int64)
         np.cumsum(edges, out=out_start[1:])
         total = int(out_start[-1])
@@ -152,7 +152,7 @@ class LevelTasks:
         buck_off = np.empty((steps.size, num_tasks + 1), dtype=np.int64)
         cap_start = np.empty(num_tasks + 1, dtype=np.int64)
         counts = np.empty(num_tasks, dtype=np.int64)
-        task_edges = np.empty(num_tasks, dtype=np.int64)
+        next_edges = np.empty(num_tasks, dtype=np.int64)
         new_bits = empty_bitmap(degrees.size)
         next_off = np.empty(num_tasks + 1, dtype=np.int64)
         stats = np.empty((steps.size, STATS_WIDTH), dtype=np.int64)
@@ -165,11 +165,11 @@ class LevelTasks:
             top_down_level(k, sync, order, steps, lists.out_indptrs, lists.out_indices, bounds,
                            frontier.vertices, frontier.offsets, frontier.visited_bits, degrees,
                            seen, out_start, cand_v, cand_u, buck_v, buck_u, buck_off, cap_start,
-                           counts, task_edges, new_bits, next_v, next_u, next_off, stats)
+                           counts, next_edges, new_bits, next_v, next_u, next_off, stats)
 
         idents = on_threads(slot, threads, self.threads)
         n_new = int(next_off[-1])
-        return steps, (counts, task_edges, new_bits, next_v[:n_new], next_u[:n_new], next_off,
+        return steps, (counts, next_edges, new_bits, next_v[:n_new], next_u[:n_new], next_off,
                        stats, idents)
 
     def bottom_up(self, frontier: Frontier):
@@ -216,14 +216,14 @@ class LevelTasks:
         return self._seen
 
 
-def _task_edges(frontier: Frontier, degrees: np.ndarray) -> np.ndarray:
+def task_edges(frontier: Frontier, degrees: np.ndarray) -> np.ndarray:
     """Per task, the edges leaving its frontier vertices (known from the barrier that made
-    the frontier, else summed here)."""
-    if frontier.task_edges is not None:
-        return frontier.task_edges
-    sums = np.cumsum(degrees[frontier.vertices])
-    ends = np.concatenate([[0], sums])[frontier.offsets]
-    return np.diff(ends)
+    the frontier, else summed here and kept with it)."""
+    if frontier.task_edges is None:
+        sums = np.cumsum(degrees[frontier.vertices])
+        ends = np.concatenate([[0], sums])[frontier.offsets]
+        frontier.task_edges = np.diff(ends)
+    return frontier.task_edges
 
 
 def step_table(steps: np.ndarray, stats: np.ndarray, idents: list[int]) -> np.ndarray:
@@ -255,4 +255,5 @@ def batch_table(tasks: np.ndarray, start: float, stop: float) -> np.ndarray:
 STEP_COLUMNS = ("task", "thread", "start_ns", "stop_ns", "on_gpu")
 
 
-__all__ = ["LevelTasks", "LevelSummary", "STEP_COLUMNS", "batch_table", "step_table"]
+__all__ = ["LevelTasks", "LevelSummary", "STEP_COLUMNS", "batch_table", "step_table",
+           "task_edges"]
