@@ -44,6 +44,9 @@ class HostAllocator:
         self.live[id(device)] = device
         return device
 
+    def write(self, device, start, host):
+        device[start : start + host.size] = host
+
     def free(self, device):
         del self.live[id(device)]
 
@@ -168,3 +171,15 @@ def test_one_service_per_worker_dropped_with_the_worker_state():
         allocator = service.allocator
         forget_worker_state(worker)  # what the runtime's worker plugin does when removed
         assert allocator.live == {} and SERVICE_NAME not in worker_cache(worker)
+
+
+def test_a_datum_uploaded_in_pieces_is_joined_on_the_device():
+    """A list of arrays becomes one device datum, the pieces one after another (a graph's
+    slices joined into the whole graph's copy), counted once as a miss of its bytes."""
+    allocator = HostAllocator()
+    service = DeviceData(allocator, budget=1 << 20)
+    pieces = [np.arange(5, dtype=np.int32), np.zeros(0, dtype=np.int32), np.arange(7, 10, dtype=np.int32)]
+    device, uploaded = service.fetch("joined", lambda: pieces)
+    np.testing.assert_array_equal(device, np.concatenate(pieces))
+    assert uploaded == sum(p.nbytes for p in pieces) and service.misses == 1
+    assert service.fetch("joined", lambda: pieces) == (device, 0)  # a hit

@@ -495,6 +495,10 @@ class NumbaAllocator:
         self._release()
         return self._cuda.device_array(max(int(size), 1), dtype=dtype)
 
+    def write(self, device, start: int, host: np.ndarray) -> None:
+        """Copy ``host`` into ``device[start:start + host.size]``."""
+        device[start : start + host.size].copy_to_device(np.ascontiguousarray(host))
+
     def free(self, device) -> None:
         """``device`` is no longer held by the caller: its memory goes before the next
         allocation (or when its other holders drop it)."""

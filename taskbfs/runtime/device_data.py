@@ -49,6 +49,9 @@ class Allocator(Protocol):
     def empty(self, size: int, dtype):
         """A new device array of ``size`` entries (contents undefined)."""
 
+    def write(self, device, start: int, host: np.ndarray) -> None:
+        """Copy ``host`` into ``device[start:start + host.size]``."""
+
     def free(self, device) -> None:
         """Give ``device``'s memory back now (or as soon as the device allows)."""
 
@@ -148,7 +151,7 @@ class DeviceData:
                 at = 0
                 for piece in pieces:
                     if piece.size:
-                        device[at : at + piece.size].copy_to_device(piece)
+                        self.allocator.write(device, at, piece)
                     at += piece.size
             self._data[name] = (device, nbytes)
             self._data_bytes += nbytes
