@@ -87,7 +87,7 @@ def _graph_options(p: argparse.ArgumentParser) -> None:
 def cluster_options(p: argparse.ArgumentParser) -> None:
     """The task and cluster options every command shares (--tasks, --strategy, --lam, ...)."""
     c = p.add_argument_group("tasks and cluster")
-    c.add_argument("--tasks", type=int, default=None, help=f"number of tasks T (default: one per CPU thread of the cluster, at most {config.get('tasks')})")
+    c.add_argument("--tasks", type=int, default=None, help=f"number of tasks T (default: one per CPU thread of the cluster, at least {config.get('tasks')})")
     c.add_argument("--strategy", default="hybrid", choices=["hybrid", "fixed", "cpu", "gpu"])
     c.add_argument("--lam", type=float, default=None, help=f"hybrid threshold λ (default {config.get('lambda')})")
     c.add_argument("--direction", default="auto", choices=["auto", "top-down", "bottom-up"])
