@@ -1020,7 +1020,8 @@ def _runtime(runtime):
     from taskbfs.runtime import Runtime
 
     if runtime is None:
-        runtime = default_runtime()
+        current = _current_client()
+        runtime = default_runtime() if current is None else _wrapped_runtime(current)
     elif not isinstance(runtime, Runtime):
         if not isinstance(runtime, (str, Client)):
             raise InvalidParameterError(
@@ -1030,6 +1031,19 @@ def _runtime(runtime):
     else:
         runtime.heal()  # an embedded cluster's stopped workers start again
     return install(runtime)
+
+
+def _current_client():
+    """The user's current ``distributed.Client`` (``Client.current()``: the one of an
+    ``as_current`` block, else the default client), used as dask collections use it; None
+    when there is none or it is closed, and the embedded cluster is started instead."""
+    from distributed import Client
+
+    try:
+        client = Client.current(allow_global=True)
+    except ValueError:  # no client in this process
+        return None
+    return client if client.status in ("running", "connecting") else None
 
 
 _wrapped_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
