@@ -36,9 +36,14 @@ def test_a_runtime_is_the_current_client_in_its_block(cluster):
         src, dst = (np.asarray(a) for a in (graph.to_scipy().tocoo().row, graph.to_scipy().tocoo().col))
         dg = DistributedGraph.from_dask(da.from_array(src, chunks=500), da.from_array(dst, chunks=500),
                                         runtime=rt, ranges=2)
-        r = tb.bfs(dg, 0, tasks=2, runtime=rt)
+        r = tb.bfs(dg, 0, tasks=2)  # the runtime of the block, not a second one
         d, _ = r.to_dask()
         np.testing.assert_array_equal(d.compute(), scipy_distances(graph, 0))
+        from taskbfs.bfs.core import _wrapped_clients
+
+        plain = tb.bfs(graph, 0, tasks=2)  # this block's runtime, not a second one on its client
+        np.testing.assert_array_equal(plain.distances, scipy_distances(graph, 0))
+        assert rt.client not in _wrapped_clients
 
 
 def test_bfs_uses_the_current_client(cluster):

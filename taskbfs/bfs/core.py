@@ -1020,8 +1020,13 @@ def _runtime(runtime):
     from taskbfs.runtime import Runtime
 
     if runtime is None:
+        from taskbfs.runtime.cluster import runtime_of
+
         current = _current_client()
-        runtime = default_runtime() if current is None else _wrapped_runtime(current)
+        if current is None:
+            runtime = default_runtime()
+        else:  # the user's Runtime of a with block, else their Client
+            runtime = runtime_of(current) or _wrapped_runtime(current)
     elif not isinstance(runtime, Runtime):
         if not isinstance(runtime, (str, Client)):
             raise InvalidParameterError(

@@ -158,6 +158,7 @@ class Runtime:
                 "runtime must be a scheduler address, a distributed.Client, a Cluster (an "
                 f"object with a scheduler_address) or None, got {address_or_client!r}"
             )
+        _by_client[id(self.client)] = self  # tb.bfs finds us from the current client
         self._sped_up = _speed_up_client(self.client)
         try:
             attach(self.client, self._user)
@@ -790,6 +791,20 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
             cluster.sync(cluster._correct_state)  # the GPU workers start here
         cluster.wait_for_workers(1 + gpus)
     return cluster
+
+
+#: id(client) -> an open Runtime on that client (weak: a closed one drops out).
+_by_client: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def runtime_of(client) -> Runtime | None:
+    """An open :class:`Runtime` on ``client``, or None."""
+    rt = _by_client.get(id(client))
+    return rt if rt is not None and rt.client is client and _attached_runtime(rt) else None
+
+
+def _attached_runtime(rt) -> bool:
+    return rt._attached and rt.client.status in ("running", "connecting")
 
 
 class _EmbeddedCluster(LocalCluster):
