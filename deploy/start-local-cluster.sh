@@ -168,15 +168,16 @@ stop() {
 }
 
 status() {
-    local pidfile state any=0
+    local pidfile state any=0 running=0
     for pidfile in "$DIR"/*.pid; do
         [[ -f "$pidfile" ]] || continue
         any=1
-        if alive "$pidfile"; then state=running; else state=dead; fi
+        if alive "$pidfile"; then state=running; running=1; else state=dead; fi
         echo "$(basename "$pidfile" .pid): pid $(cat "$pidfile") $state"
     done
-    (( any )) || echo "not running"
     [[ -f "$DIR/scheduler-address" ]] && echo "address: $(cat "$DIR/scheduler-address")"
+    # Scripts test the exit status: 0 only when some process of the cluster is alive.
+    (( running )) || { echo "not running"; return 1; }
     return 0
 }
 

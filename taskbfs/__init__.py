@@ -35,11 +35,9 @@ Examples
 (True, 3)
 """
 
-from __future__ import annotations
-
-import importlib
-import sys
-import types
+import importlib as _importlib
+import sys as _sys
+import types as _types
 
 from taskbfs.errors import (
     DeviceUnavailableError,
@@ -86,9 +84,9 @@ _SUBMODULES = ("bfs", "cli", "config", "dashboard", "errors", "graph", "graph500
 def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is not None:
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(_importlib.import_module(module), name)
     elif name in _SUBMODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
+        value = _importlib.import_module(f"{__name__}.{name}")
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value  # found once; later lookups do not come here
@@ -96,26 +94,28 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))
+    # Private helpers (the aliased imports among them) stay out of tab completion.
+    public = {name for name in globals() if not name.startswith("_")}
+    return sorted(public | set(__all__) | set(_SUBMODULES) | {"__version__"})
 
 
-class _Package(types.ModuleType):
+class _Package(_types.ModuleType):
     """Keeps ``taskbfs.bfs`` the search function, as an eager ``from taskbfs.bfs import bfs``
     did: importing the subpackage ``taskbfs.bfs`` (``from taskbfs.bfs.core import ...``)
     makes the import system set the attribute ``bfs`` to the subpackage; it is rebound to
     the function the subpackage exports."""
 
     def __setattr__(self, name, value):
-        if name == "bfs" and isinstance(value, types.ModuleType) and hasattr(value, "bfs"):
+        if name == "bfs" and isinstance(value, _types.ModuleType) and hasattr(value, "bfs"):
             value = value.bfs
         super().__setattr__(name, value)
 
 
-sys.modules[__name__].__class__ = _Package
+_sys.modules[__name__].__class__ = _Package
 
 # The documented defaults of the ``taskbfs.*`` settings, registered with ``dask.config`` as
 # soon as the package is imported: ``dask.config`` then answers for them.
-importlib.import_module(f"{__name__}.config")
+_importlib.import_module(f"{__name__}.config")
 
 __version__ = "0.1.0"
 

@@ -87,7 +87,7 @@ def _graph_options(p: argparse.ArgumentParser) -> None:
 def cluster_options(p: argparse.ArgumentParser) -> None:
     """The task and cluster options every command shares (--tasks, --strategy, --lam, ...)."""
     c = p.add_argument_group("tasks and cluster")
-    c.add_argument("--tasks", type=int, default=None, help=f"number of tasks T (default: one per CPU thread of the cluster, at most {config.get('tasks')})")
+    c.add_argument("--tasks", type=int, default=None, help=f"number of tasks T (default: one per CPU thread of the cluster, at least {config.get('tasks')})")
     c.add_argument("--strategy", default="hybrid", choices=["hybrid", "fixed", "cpu", "gpu"])
     c.add_argument("--lam", type=float, default=None, help=f"hybrid threshold λ (default {config.get('lambda')})")
     c.add_argument("--direction", default="auto", choices=["auto", "top-down", "bottom-up"])
@@ -279,9 +279,11 @@ def cmd_run(args) -> int:
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
     text = sys.stderr if args.json else sys.stdout  # --json: stdout is the document alone
     results, verdicts = [], []
-    # the cluster first: an unreachable scheduler is said before the graph is made
+    # A graph file is read first, so that a malformed one is said before a cluster starts;
+    # a Kronecker graph is made after, so that an unreachable scheduler is said first.
+    loaded = load_graph(args, show_progress) if args.graph else None
     with open_runtime(args, text) as rt:
-        graph, origin = load_graph(args, show_progress)
+        graph, origin = loaded if loaded is not None else load_graph(args, show_progress)
         print(f"graph: {origin}", file=text)
         print(f"       {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
               f"{'directed' if graph.directed else 'undirected'}", file=text)

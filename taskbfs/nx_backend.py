@@ -126,8 +126,34 @@ def can_run(name, args, kwargs):
     return True
 
 
+#: Edges below which :func:`should_run` says no while no taskbfs cluster is running:
+#: networkx's own search of 10,000 edges takes milliseconds, starting the embedded
+#: cluster seconds (a first ``taskbfs.bfs`` call, issue 44: 6-23 s for a tiny graph).
+SHOULD_RUN_MIN_EDGES = 10_000
+
+
 def should_run(name, args, kwargs):
-    return True
+    """True, or why networkx's own code is better here: a graph of fewer than
+    :data:`SHOULD_RUN_MIN_EDGES` edges while no taskbfs runtime is configured or running
+    (starting a cluster would cost seconds). ``backend="taskbfs"`` still runs here."""
+    G = args[0] if args else kwargs.get("G")
+    edges = (G.num_edges if isinstance(G, tb.Graph) else
+             G.number_of_edges() if hasattr(G, "number_of_edges") else None)
+    if edges is None or edges >= SHOULD_RUN_MIN_EDGES or _runtime_ready():
+        return True
+    return (f"a graph of {edges} edges (< {SHOULD_RUN_MIN_EDGES}) is searched faster by "
+            "networkx than a taskbfs cluster starts")
+
+
+def _runtime_ready() -> bool:
+    """Whether a search would start no cluster: a runtime is configured, or the embedded
+    one is running."""
+    from taskbfs.runtime import cluster
+
+    if _search_options()["runtime"] is not None:
+        return True
+    default = cluster._default
+    return default is not None and default.client.status == "running"
 
 
 def get_info() -> dict:

@@ -280,3 +280,18 @@ def test_graph500_json(capsys):
     assert doc["SCALE"] == 7 and doc["NBFS"] == 3 and doc["validation"] == "passed"
     assert doc["min_TEPS"] <= doc["harmonic_mean_TEPS"] <= doc["max_TEPS"]
     assert "SCALE: 7" in err  # the specification's block, on stderr
+
+
+def test_a_malformed_graph_file_is_said_before_a_cluster_starts(tmp_path, capsys):
+    bad = tmp_path / "bad.mtx"
+    bad.write_text("%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\nx y\n")
+    # nothing listens on port 9: reading the file first is the only way to name it
+    code = main(["run", "--graph", str(bad), "--scheduler", "tcp://127.0.0.1:9"])
+    assert code != 0 and "bad.mtx, line 4" in capsys.readouterr().err
+
+
+def test_tasks_help_says_at_least():
+    from taskbfs.cli import _parser
+
+    run = _parser()._subparsers._group_actions[0].choices["run"]
+    assert "at least" in run.format_help() and "at most" not in run.format_help()

@@ -266,3 +266,12 @@ def test_scripts_executable_and_local_by_default():
     assert "HOST=${TASKBFS_HOST:-127.0.0.1}" in script
     assert os.access(DEPLOY / "start-local-cluster.sh", os.X_OK)
     assert os.access(DEPLOY / "tls" / "make-certs.sh", os.X_OK)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_local_script_status_fails_when_nothing_runs(tmp_path):
+    env = {"HOME": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+           "TASKBFS_CLUSTER_DIR": str(tmp_path / "cluster")}
+    done = subprocess.run(["bash", "--noprofile", "--norc", str(DEPLOY / "start-local-cluster.sh"),
+                           "status"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode != 0 and "not running" in done.stdout

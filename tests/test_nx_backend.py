@@ -174,3 +174,15 @@ def test_networkx_own_tests_pass_with_the_backend(registered):
     assert " failed" not in proc.stdout and " passed" in proc.stdout
     served = json.loads(calls.read_text())
     assert all(served.get(name, 0) > 0 for name in nx_backend.FUNCTIONS), served
+
+
+def test_should_run_says_no_for_a_tiny_graph_without_a_cluster(monkeypatch):
+    import networkx as nx
+
+    from taskbfs import nx_backend
+    from taskbfs.runtime import cluster
+
+    monkeypatch.setattr(cluster, "_default", None)  # as in a fresh process
+    tiny, big = nx.path_graph(10), nx.path_graph(nx_backend.SHOULD_RUN_MIN_EDGES + 1)
+    assert isinstance(nx_backend.should_run("bfs_edges", (tiny, 0), {}), str)
+    assert nx_backend.should_run("bfs_edges", (big, 0), {}) is True

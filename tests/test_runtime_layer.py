@@ -79,6 +79,11 @@ def test_the_package_loads_its_rooms_on_first_use():
     assert _python(code) == "module 'taskbfs' has no attribute 'no_such_name'"
 
 
+def test_the_package_lists_no_implementation_names():
+    code = "import taskbfs as tb\nprint(sorted({'annotations', 'importlib', 'sys', 'types'} & set(dir(tb))))"
+    assert _python(code) == "[]"
+
+
 def test_work_on_threads_runs_each_share_once_this_thread_first():
     """``on_threads`` runs share 0 in the calling thread and the others on the process's
     pool of that size (one pool per size, kept); each share once."""

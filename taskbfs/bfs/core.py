@@ -171,8 +171,9 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
                              DISPATCH)
     share = _check_share(config.get("gpu-share") if gpu_share is None else gpu_share)
     balance = config.get("balance") if balance is None else balance
-    clock = _Deadline(config.get("search.timeout") if timeout is None else timeout)
-    policy = Policy(strategy, lam=lam)
+    clock = _Deadline(_check_timeout(config.get("search.timeout") if timeout is None else timeout))
+    policy = Policy(strategy, lam=_check_lam(lam))
+    progress = _check_progress(progress)
     rt = _runtime(runtime if runtime is not None else getattr(graph, "runtime", None))
     retries = _check_retries(config.get("search.retries-on-worker-loss"))
     lost = []
@@ -283,6 +284,33 @@ def _check_memory(rt, graph, tasks: int, balance: str, direction: str, clock) ->
     if not rt.in_process and isinstance(graph, Graph):  # a DistributedGraph keeps its result there
         check_memory(2 * result_dtype(n).itemsize * n, "the search's result (distances and "
                      "parents) on this machine")
+
+
+def _check_timeout(timeout):
+    """``timeout`` if it is None or a finite number of seconds > 0."""
+    if timeout is None:
+        return None
+    # Dask's own waits take seconds as a finite number; infinity means "no bound", i.e. None.
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.number)) \
+            or not (float(timeout) > 0 and np.isfinite(timeout)):
+        raise InvalidParameterError(f"timeout must be a finite number of seconds > 0 or None "
+                                    f"(None: no bound), got {timeout!r}")
+    return timeout
+
+
+def _check_lam(lam):
+    """``lam`` if it is None or a number (a bool is refused: ``lam=True`` is a slip)."""
+    if isinstance(lam, bool) or not (lam is None or isinstance(lam, (int, float, np.number))):
+        raise InvalidParameterError(f"lam (λ) must be a number >= 0 or None, got {lam!r}")
+    return lam
+
+
+def _check_progress(progress):
+    """``progress`` if it is None or callable, checked before the search runs."""
+    if progress is not None and not callable(progress):
+        raise InvalidParameterError(f"progress must be a callable taking a level summary, "
+                                    f"or None, got {progress!r}")
+    return progress
 
 
 def _check_retries(retries) -> int:
@@ -989,16 +1017,41 @@ def _check_choice(name: str, value, choices) -> str:
 
 
 def _runtime(runtime):
+    from distributed import Client
+
     from taskbfs.dashboard import install  # the live page is the BFS's, not the runtime's
     from taskbfs.runtime import Runtime
 
     if runtime is None:
-        runtime = default_runtime()
+        from taskbfs.runtime.cluster import runtime_of
+
+        current = _current_client()
+        if current is None:
+            runtime = default_runtime()
+        else:  # the user's Runtime of a with block, else their Client
+            runtime = runtime_of(current) or _wrapped_runtime(current)
     elif not isinstance(runtime, Runtime):
+        if not isinstance(runtime, (str, Client)):
+            raise InvalidParameterError(
+                f"runtime must be a tb.Runtime, a distributed.Client, a scheduler address "
+                f"or None (the embedded cluster), got {runtime!r}")
         runtime = _wrapped_runtime(runtime)
     else:
         runtime.heal()  # an embedded cluster's stopped workers start again
     return install(runtime)
+
+
+def _current_client():
+    """The user's current ``distributed.Client`` (``Client.current()``: the one of an
+    ``as_current`` block, else the default client), used as dask collections use it; None
+    when there is none or it is closed, and the embedded cluster is started instead."""
+    from distributed import Client
+
+    try:
+        client = Client.current(allow_global=True)
+    except ValueError:  # no client in this process
+        return None
+    return client if client.status in ("running", "connecting") else None
 
 
 _wrapped_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -50,10 +50,13 @@ class Graph:
     :func:`kronecker` rather than by hand.
 
     A graph is immutable: its data attributes (``indptr``, ``indices``, ``num_vertices``,
-    ``directed``, ``token``) cannot be reassigned and its arrays are made read-only when it
-    is made (a search places copies of them on the workers once, so a
-    later change would be used by some searches and not by others). Build a new graph to
-    change one. :meth:`validate` checks the arrays; :func:`~taskbfs.bfs` calls it once.
+    ``directed``, ``token``) cannot be reassigned and its arrays are read-only (a search
+    places copies of them on the workers once, so a later change would be used by some
+    searches and not by others). ``Graph(indptr, indices, n)`` copies an array that could
+    still be written through (a writable array, or a view of one), so the caller's arrays
+    stay as they were and writing them later changes no graph; that copy costs the
+    array's size in memory once. A read-only array that owns its data (or a view of one)
+    is kept as it is, without a copy. Build a new graph to change one. :meth:`validate` checks the arrays; :func:`~taskbfs.bfs` calls it once.
 
     Attributes
     ----------
@@ -91,6 +94,9 @@ class Graph:
         for name in ("indptr", "indices"):
             arr = getattr(self, name)
             if isinstance(arr, np.ndarray):
+                if not _frozen(arr):
+                    arr = arr.copy()  # the caller may still write the original
+                    object.__setattr__(self, name, arr)
                 arr.setflags(write=False)
 
     def __setattr__(self, name, value):
@@ -149,6 +155,8 @@ class Graph:
         >>> Graph.from_edges(df, source="u", target="v").neighbors(1).tolist()
         [0, 2]
         """
+        if not isinstance(directed, (bool, np.bool_)):
+            raise InvalidParameterError(f"directed must be True or False, got {directed!r}")
         if dst is None and hasattr(src, "columns"):
             return cls.from_pandas(src, source=source or "source", target=target or "target",
                                    directed=directed, num_vertices=num_vertices,
@@ -173,7 +181,10 @@ class Graph:
     def made_valid(cls, indptr, indices, num_vertices: int, directed: bool) -> Graph:
         """A graph of CSR arrays that a taskbfs builder made or already checked: valid by
         construction, so :meth:`validate` (the first search's O(arcs) pass) has nothing
-        to find and is skipped."""
+        to find and is skipped. The arrays are the builder's own: they are made read-only
+        in place rather than copied."""
+        for arr in (indptr, indices):
+            _freeze(arr)
         graph = cls(indptr, indices, num_vertices, directed)
         graph._valid = True
         return graph
@@ -186,6 +197,10 @@ class Graph:
         and duplicates removed. Undirected input must already be symmetric or is
         symmetrised.
         """
+        for name, arr in (("indptr", indptr), ("indices", indices)):
+            kind = np.asarray(arr).dtype.kind
+            if np.asarray(arr).size and kind not in "iu":  # a float would be truncated silently
+                raise InvalidGraphError(f"{name} must hold integers, got dtype {np.asarray(arr).dtype}")
         indptr = np.asarray(indptr, dtype=np.int64)
         indices = np.asarray(indices)
         if indptr.ndim != 1 or indptr.size < 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
@@ -358,6 +373,25 @@ class Graph:
         return f"Graph({kind}, num_vertices={self.num_vertices}, num_edges={self.num_edges})"
 
 
+def _frozen(arr: np.ndarray) -> bool:
+    """Whether no one can write ``arr``'s data through numpy: it and every array it views
+    are read-only, down to an array that owns its data (or immutable bytes)."""
+    while isinstance(arr, np.ndarray):
+        if arr.flags.writeable:
+            return False
+        if arr.base is None:
+            return True
+        arr = arr.base
+    return isinstance(arr, bytes)
+
+
+def _freeze(arr) -> None:
+    """Make an array a builder made, and the arrays it views, read-only in place."""
+    while isinstance(arr, np.ndarray):
+        arr.setflags(write=False)
+        arr = arr.base
+
+
 def _integer_ids(values) -> bool:
     """Whether ``values`` hold integer vertex ids (integral floats count, as
     :func:`_as_vertex_array` takes them)."""
@@ -387,7 +421,13 @@ def _relabelled(src, dst, num_vertices, directed) -> Graph:
 def _as_vertex_array(values, name: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
-        arr = arr.reshape(-1)
+        raise InvalidParameterError(f"{name} must be a 1-D sequence of vertex ids, got an "
+                                    f"array of shape {arr.shape}")
+    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        # int64 would wrap such an id round to a negative one
+        bad = int(np.flatnonzero(arr > np.iinfo(np.int64).max)[0])
+        raise InvalidVertexError(f"{name}[{bad}] = {int(arr[bad])} is beyond the largest "
+                                 f"vertex id taskbfs handles ({MAX_VERTICES - 1})")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.floor(arr)):
             arr = arr.astype(np.int64)

@@ -408,6 +408,9 @@ def _parse_id(token: bytes, path: str, lineno: int, what: str = "vertex id") -> 
     """A token as a non-negative int, or a GraphFormatError saying what is wrong with it."""
     shown = token.decode("utf-8", "replace")
     if _INT_RE.match(token):
+        if len(token.lstrip(b"+-0")) > 19:  # int() refuses over 4,300 digits; 2**63 has 19
+            raise GraphFormatError(f"{what} {shown[:20]}... ({len(token)} characters) is too "
+                                   f"large (above 2**63 - 1)", path, lineno)
         value = int(token)
         if value < 0:
             raise GraphFormatError(f"negative {what} {shown}", path, lineno)
@@ -829,10 +832,34 @@ def _check_csr(indptr, indices, n: int, directed: bool, path: str):
         raise bad("self-loops are stored")
     if not directed and not np.array_equal(np.bincount(indices, minlength=n), degrees):
         raise bad("undirected graph whose in-degrees differ from its out-degrees (not symmetric)")
+    if not directed:
+        u = int(_asymmetric_arc(indptr, indices))
+        if u >= 0:
+            v = int(indices[indptr[u]:indptr[u + 1]][~_has_arc_back(indptr, indices, u)][0])
+            raise bad(f"undirected graph is not symmetric: arc {u}->{v} is stored, {v}->{u} is not")
     return indptr.astype(np.int64, copy=False), indices.astype(index_dtype(n), copy=False)
 
 
 _ROW_OK, _ROW_UNSORTED, _ROW_SELF_LOOP = 0, 1, 2
+
+
+@njit(nogil=True, cache=True)
+def _asymmetric_arc(indptr, indices):  # pragma: no cover - numba
+    """The first vertex u with an arc u->v whose reverse v->u is not stored, or -1; rows
+    are sorted (checked before), so each reverse is a binary search."""
+    for u in range(indptr.size - 1):
+        for k in range(indptr[u], indptr[u + 1]):
+            v = indices[k]
+            j = np.searchsorted(indices[indptr[v]:indptr[v + 1]], u)
+            if j >= indptr[v + 1] - indptr[v] or indices[indptr[v] + j] != u:
+                return u
+    return -1
+
+
+def _has_arc_back(indptr, indices, u: int) -> np.ndarray:
+    """For each arc u->v, whether v->u is stored (used once, to name a missing one)."""
+    return np.array([u in indices[indptr[v]:indptr[v + 1]]
+                     for v in indices[indptr[u]:indptr[u + 1]].tolist()], dtype=bool)
 
 
 @njit(nogil=True, cache=True)

@@ -158,6 +158,7 @@ class Runtime:
                 "runtime must be a scheduler address, a distributed.Client, a Cluster (an "
                 f"object with a scheduler_address) or None, got {address_or_client!r}"
             )
+        _by_client[id(self.client)] = self  # tb.bfs finds us from the current client
         self._sped_up = _speed_up_client(self.client)
         try:
             attach(self.client, self._user)
@@ -479,10 +480,19 @@ class Runtime:
         future.add_done_callback(self._pending.discard)
 
     def __enter__(self) -> Runtime:
+        """Open for the ``with`` block, with :attr:`client` the current Dask client in it
+        (``Client.as_current``): dask collections (``r.to_dask()``) compute on it."""
+        self._as_current = self.client.as_current()
+        self._as_current.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        current, self._as_current = getattr(self, "_as_current", None), None
+        try:
+            if current is not None:
+                current.__exit__(None, None, None)
+        finally:
+            self.close()
 
     def __repr__(self) -> str:
         return f"Runtime({self.client.scheduler.address!r})"
@@ -759,7 +769,7 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
         dashboard_address = config.get("runtime.dashboard-address")
     check_dashboard_address(dashboard_address)
     scheduler_kwargs = {"dashboard": False} if dashboard_address is None else {}
-    cluster = LocalCluster(
+    cluster = _EmbeddedCluster(
         n_workers=1,
         threads_per_worker=threads,
         processes=False,
@@ -781,6 +791,46 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
             cluster.sync(cluster._correct_state)  # the GPU workers start here
         cluster.wait_for_workers(1 + gpus)
     return cluster
+
+
+#: id(client) -> an open Runtime on that client (weak: a closed one drops out).
+_by_client: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def runtime_of(client) -> Runtime | None:
+    """An open :class:`Runtime` on ``client``, or None."""
+    rt = _by_client.get(id(client))
+    return rt if rt is not None and rt.client is client and _attached_runtime(rt) else None
+
+
+def _attached_runtime(rt) -> bool:
+    return rt._attached and rt.client.status in ("running", "connecting")
+
+
+class _EmbeddedCluster(LocalCluster):
+    """The embedded LocalCluster, whose ``dashboard_link`` (what ``client.dashboard_link``
+    and Jupyter show) names the interface its dashboard listens on.
+
+    Its scheduler is ``inproc://<machine address>/...``, and LocalCluster takes the
+    dashboard's host from that address, where nothing listens when the dashboard is on
+    127.0.0.1 (``taskbfs.runtime.dashboard-address``). The link is still formatted by
+    distributed's ``distributed.dashboard.link`` template, so a template the user sets
+    (a proxy, JupyterHub) is honoured.
+    """
+
+    @property
+    def dashboard_link(self):
+        link = super().dashboard_link
+        try:
+            port = self.scheduler_info["services"]["dashboard"]
+            hosts = {host for host, bound in _listening(self.scheduler) if bound == port}
+        except (AttributeError, KeyError, TypeError):  # no dashboard, or not started yet
+            return link
+        if len(hosts) != 1 or hosts & {"0.0.0.0", "::", ""}:
+            return link  # every interface: the scheduler's host reaches it
+        from distributed.utils import format_dashboard_link
+
+        return format_dashboard_link(hosts.pop(), port)
 
 
 def _embedded_gpus(gpus) -> int:
