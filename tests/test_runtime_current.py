@@ -9,11 +9,10 @@ import dask.array as da
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
+from reference import scipy_distances
 
 import taskbfs as tb
 from taskbfs.bfs.distributed import DistributedGraph
-
-from reference import scipy_distances
 
 
 @pytest.fixture(scope="module")
