@@ -28,8 +28,8 @@ class BFSResult:
     Attributes
     ----------
     source : int
-    distances : ndarray of int32 (int64 from 2^31 vertices on, see :func:`result_dtype`)
-        Hops from the source; -1 for unreached vertices. Gathered from the workers on
+    distances : ndarray of int32 (int64 from 2^31 vertices on)
+        Hops from the source; -1 for unreached vertices (the dtype: :func:`result_dtype`). Gathered from the workers on
         first read when the search left them there (see :meth:`to_dask`).
     parents : ndarray, the dtype of ``distances``
         BFS tree (Graph500 convention): ``parents[source] == source``, -1 unreached.
