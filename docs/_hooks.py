@@ -12,18 +12,42 @@ documented identifier), else code text. Only resolvable targets are linked, so
 from __future__ import annotations
 
 import html
+import importlib
+import inspect
 import re
+from pathlib import Path
 
 from mkdocs.plugins import event_priority
 
 _ROLE = re.compile(r":(?:func|class|meth|mod|data|attr|exc|obj|const):<code>(~?)([\w.]+)</code>")
 
 
-def _identifiers(autorefs) -> set[str]:
+def _identifiers(docs_dir: Path) -> set[str]:
+    """Every identifier the API pages document: each ``::: name`` object and, for a module
+    or a class, its public members (what mkdocstrings renders with the site's filters)."""
     found: set[str] = set()
-    for name in ("_primary_url_map", "_secondary_url_map"):
-        found.update(getattr(autorefs, name, {}) or {})
-    return {i for i in found if re.fullmatch(r"[\w.]+", i)}
+    for page in docs_dir.rglob("*.md"):
+        for name in re.findall(r"^::: ([\w.]+)", page.read_text(), flags=re.MULTILINE):
+            found.update(_with_members(name))
+    return found
+
+
+def _with_members(name: str) -> set[str]:
+    module_name, _, attribute = name.rpartition(".")
+    try:
+        obj = importlib.import_module(name)
+    except ImportError:
+        obj = getattr(importlib.import_module(module_name), attribute)
+    names = {name}
+    for member, value in vars(obj).items():
+        if member.startswith("_"):
+            continue
+        if inspect.ismodule(obj) and getattr(value, "__module__", None) != obj.__name__:
+            continue  # imported there, documented where it is defined
+        names.add(f"{name}.{member}")
+        if inspect.isclass(value):
+            names.update(f"{name}.{member}.{m}" for m in vars(value) if not m.startswith("_"))
+    return names
 
 
 def _resolve(target: str, known: set[str], by_suffix: dict[str, list[str]]) -> str | None:
@@ -34,10 +58,21 @@ def _resolve(target: str, known: set[str], by_suffix: dict[str, list[str]]) -> s
     return matches[0] if len(set(matches)) == 1 else None
 
 
+def _links(autorefs, identifier: str) -> bool:
+    """Whether mkdocs-autorefs knows a page and anchor for ``identifier``."""
+    if autorefs is None:
+        return False
+    try:
+        autorefs.get_item_url(identifier)
+    except KeyError:
+        return False
+    return True
+
+
 @event_priority(0)
 def on_env(env, config, files):
     autorefs = config.plugins.get("autorefs")
-    known = _identifiers(autorefs) if autorefs is not None else set()
+    known = {i for i in _identifiers(Path(config.docs_dir)) if _links(autorefs, i)}
     by_suffix: dict[str, list[str]] = {}
     for identifier in known:
         by_suffix.setdefault(identifier.rsplit(".", 1)[-1], []).append(identifier)
