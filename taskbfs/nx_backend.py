@@ -127,8 +127,7 @@ def can_run(name, args, kwargs):
 
 
 #: Edges below which :func:`should_run` says no while no taskbfs cluster is running:
-#: networkx's own search of 10,000 edges takes milliseconds, starting the embedded
-#: cluster seconds (a first ``taskbfs.bfs`` call, issue 44: 6-23 s for a tiny graph).
+#: networkx's own search of so few edges costs less than starting the embedded cluster.
 SHOULD_RUN_MIN_EDGES = 10_000
 
 

@@ -35,14 +35,16 @@ from dataclasses import replace
 import numpy as np
 
 from taskbfs import config
-from taskbfs.bfs.level_tasks import LevelTasks, batch_table, step_table, task_edges
-from taskbfs.bfs.state import TOP_DOWN, Discoveries, Frontier, LevelSummary
+from taskbfs.bfs.level_tasks import STEP_COLUMNS, LevelTasks, batch_table, step_table, task_edges
+from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary
 from taskbfs.kernels.direction import BOTTOM_UP
 from taskbfs.kernels.level_tasks import EDGES
 from taskbfs.runtime import CUDA, Placement, Residence, include_each
 
 #: The trace name of the barrier (that of the dispatched barrier task).
 BARRIER_NAME = "bfs_barrier"
+#: The step table of a level with no CPU step.
+_NO_STEPS = np.zeros((0, len(STEP_COLUMNS)), dtype=np.int64)
 
 
 class GpuLevels:
@@ -146,7 +148,6 @@ class GpuLevels:
         with self.cache.lock:
             h2d = 0 if self.on_device else self._enter(frontier)
             batch_start = time.time()
-            self.cpu_steps = step_table(np.zeros(0, np.int64), np.zeros((0, 8), np.int64), [])
             counts, tasks, moved = self._batch(frontier, summary, on_gpu, cpu_tasks)
             batch_stop = time.time()
         # the level's steps as one step table (the runner keeps it for the trace)
@@ -170,35 +171,32 @@ class GpuLevels:
         several = self.num_tasks > 1
         if several:
             levels.place_tasks(on_gpu)
-        if not cpu_tasks.size:
+        self.cpu_steps = _NO_STEPS
+        if cpu_tasks.size:  # several tasks: one task runs on one device
+            seconds, moved, host_read = self._mixed(frontier, summary, on_gpu)
+        else:
             if top_down:
                 counts = levels.top_down(level, summary.frontier_size, summary.frontier_edges,
                                          read=not several)
             else:
                 counts = levels.bottom_up(level, read=not several)
-            moved = (0, 0)
-            on_host = np.zeros((3, self.num_tasks), dtype=np.int64)
-        else:
-            counts, moved, on_host = self._mixed(frontier, summary, on_gpu, cpu_tasks)
-        if not several:
-            tasks = np.array([[counts.found], [counts.next_edges], [counts.examined]],
-                             dtype=np.int64)
-            return counts, tasks, moved
+            if not several:
+                tasks = np.array([[counts.found], [counts.next_edges], [counts.examined]],
+                                 dtype=np.int64)
+                return counts, tasks, (0, 0)
+            seconds, moved, host_read = counts.seconds, (0, 0), 0
         totals, tasks = levels.task_counts(level)
         if top_down:  # a top-down step reads every arc of its frontier
             tasks[2] = np.where(on_gpu, task_edges(frontier, self.degrees), 0)
-        tasks += on_host
-        examined = totals.examined + int(on_host[2].sum())
-        return LevelCounts(totals.found, totals.next_edges, examined, counts.seconds), tasks, moved
+        tasks[2] += host_read
+        examined = totals.examined + int(np.sum(host_read))
+        return LevelCounts(totals.found, totals.next_edges, examined, seconds), tasks, moved
 
-    def _mixed(self, frontier: Frontier, summary: LevelSummary, on_gpu: np.ndarray,
-               cpu_tasks: np.ndarray):
+    def _mixed(self, frontier: Frontier, summary: LevelSummary, on_gpu: np.ndarray):
         """A level whose steps run on both devices: the GPU batch, then the CPU steps'
-        pairs claimed on the device. Returns ``(LevelCounts, (bytes up, bytes down), per
-        task what the device did not count of its CPU steps: shape (3, T) as
-        :meth:`DeviceLevels.task_counts`)``."""
-        from taskbfs.kernels.gpu_levels import LevelCounts
-
+        pairs claimed on the device (their step table in :attr:`cpu_steps`). Returns
+        ``(the kernels' seconds, (bytes up, bytes down), per task the entries its CPU step
+        read)``."""
         levels, level = self.levels, frontier.level
         top_down = frontier.direction == TOP_DOWN
         visited = levels.visited_bits()
@@ -223,10 +221,10 @@ class GpuLevels:
                       else self.on_threads.bottom_up(host))
         _, _, _, vertices, parents, _, stats, idents = out
         up = levels.accept(level, top_down, vertices, parents)
-        on_host = np.zeros((3, self.num_tasks), dtype=np.int64)
-        on_host[2, steps] = stats[:, EDGES]
+        host_read = np.zeros(self.num_tasks, dtype=np.int64)
+        host_read[steps] = stats[:, EDGES]
         self.cpu_steps = step_table(steps, stats, idents)
-        return LevelCounts(0, 0, 0, gpu.seconds), (up, down), on_host
+        return gpu.seconds, (up, down), host_read
 
     def _barrier(self, frontier: Frontier, counts, tasks: np.ndarray, leader: int, h2d: int,
                  d2h: int) -> tuple[Frontier, LevelSummary]:
@@ -385,4 +383,4 @@ def _host_frontier(frontier: Frontier, visited: np.ndarray, on_gpu: np.ndarray,
                     offsets, bits, visited, frontier.bounds, progress, task_edges=task_edges)
 
 
-__all__ = ["BARRIER_NAME", "Discoveries", "GpuLevels"]
+__all__ = ["BARRIER_NAME", "GpuLevels"]

@@ -183,7 +183,7 @@ class LevelTasks:
         n = degrees.size
         out_v, out_u = np.empty(n, dtype), np.empty(n, dtype)
         counts = np.zeros(num_tasks, dtype=np.int64)
-        task_edges = np.zeros(num_tasks, dtype=np.int64)
+        next_edges = np.zeros(num_tasks, dtype=np.int64)
         new_bits = empty_bitmap(n)
         next_off = np.empty(num_tasks + 1, dtype=np.int64)
         next_v, next_u = np.empty(n, np.int64), np.empty(n, np.int64)
@@ -195,7 +195,7 @@ class LevelTasks:
         def slot(k):
             bottom_up_level(k, sync, order, steps, lists.in_indptrs, lists.in_indices,
                             lists.searchables, lists.out_offsets, bounds, frontier.visited_bits,
-                            frontier.bits, out_v, out_u, counts, task_edges, new_bits, next_v,
+                            frontier.bits, out_v, out_u, counts, next_edges, new_bits, next_v,
                             next_u, next_off, stats)
 
         if steps.size:
@@ -203,7 +203,7 @@ class LevelTasks:
         else:
             idents, next_off[:] = [], 0
         n_new = int(next_off[-1])
-        return steps, (counts, task_edges, new_bits, next_v[:n_new], next_u[:n_new], next_off,
+        return steps, (counts, next_edges, new_bits, next_v[:n_new], next_u[:n_new], next_off,
                        stats, idents)
 
     def _seen_bits(self, threads: int, words: int, needed: bool) -> np.ndarray:
