@@ -230,8 +230,6 @@ class GpuLevels:
                  d2h: int) -> tuple[Frontier, LevelSummary]:
         """:func:`~taskbfs.bfs.state.advance` for a level whose discoveries are on the
         device: the rule from the counts, the frontier converted there."""
-        from taskbfs.kernels.gpu_levels import COUNTS_BYTES
-
         start = time.time()
         progress, tally = frontier.progress, frontier.tally
         n_new = counts.found
@@ -242,7 +240,7 @@ class GpuLevels:
             found, arcs, unvisited, edges_examined=examined, found=found, start=start)
         top_down = not (summary.direction == BOTTOM_UP and n_new)
         seconds = counts.seconds
-        d2h += COUNTS_BYTES * (1 if self.num_tasks == 1 else 1 + self.num_tasks)
+        d2h += self.levels.counts_bytes
         if n_new and top_down != (frontier.direction == TOP_DOWN):
             with self.cache.lock:
                 seconds += self.levels.convert(summary.level, top_down, n_new)

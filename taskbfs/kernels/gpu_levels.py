@@ -148,6 +148,12 @@ class DeviceLevels:
         self._upload(self.on_gpu, self._on_gpu)
         self.zero_task_rows()
 
+    @property
+    def counts_bytes(self) -> int:
+        """Bytes a level reads back: its counts row, with several tasks beside the 3 x T
+        per-task counts (:meth:`task_counts`)."""
+        return COUNTS_BYTES if self.num_tasks == 1 else int(self.host_task_rows.nbytes)
+
     def zero_task_rows(self) -> None:
         """Zero both levels' per-task counts (when the state enters from the host)."""
         cfg = self.config
