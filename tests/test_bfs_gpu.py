@@ -217,7 +217,7 @@ def test_hybrid_places_a_hub_frontier_by_its_arcs(runtime, dispatch):
 
 
 @needs_gpu
-@pytest.mark.parametrize("lam, expect", [(0, "all"), (10**9, "none"), (6, "size")])
+@pytest.mark.parametrize("lam, expect", [(0, "all"), (10**9, "none"), (56, "size")])
 def test_hybrid_lambda_places_by_frontier_size(runtime, lam, expect):
     g = _kron()
     source = _hub_source(g)
@@ -812,7 +812,8 @@ def test_a_user_policy_places_the_steps_of_a_search_on_the_gpu_worker(tasks):
     init = {"bounds": bounds, "source": source, "direction_mode": "auto",
             "total_edges": g.num_arcs, "alpha": config.get("direction.alpha"),
             "beta": config.get("direction.beta")}
-    lam = 25 if tasks == 1 else 6  # between the steps' sizes (one task: 8, 58, 20)
+    # between the steps' sizes (one task: 8, 58, 20; three: 24, then 63 54 58, 18 21 22)
+    lam = 25 if tasks == 1 else 56
     policy = FunctionPolicy(lambda size, task_id: "cuda" if size > lam else "smp")
     out = run_search(bundle, g.degrees(), init=init, policy=policy, device="cuda")
     np.testing.assert_array_equal(out.distances, scipy_distances(g, source))

@@ -39,7 +39,8 @@ def _through_the_barrier(degrees, bounds, source, mode, alpha):
     of a level -1 (what the one-task search did before :func:`first_summary` decided it)."""
     n = degrees.size
     progress = Progress(np.diff(bounds).astype(np.int64))
-    rule = SwitchRule(mode, alpha, config.get("direction.beta"), n, degrees.sum() / n)
+    rule = SwitchRule(mode, alpha, config.get("direction.beta"), n, degrees.sum() / n,
+                      tuple(np.diff(bounds).tolist()))
     empty = np.empty(0, dtype=np.int64)
     before = Frontier(-1, TOP_DOWN, empty, np.zeros(bounds.size, np.int64), None,
                       empty_bitmap(n), bounds, progress, tally=Tally(rule, 0, int(degrees.sum())))
@@ -220,19 +221,38 @@ def test_outputs_whose_parents_stayed_on_a_gpu_are_bucketed_without_parents():
     assert not replace(frontier, progress=None).result_on_device
 
 
+def _rule(task_vertices, mean_degree=4.0) -> SwitchRule:
+    task_vertices = tuple(int(v) for v in task_vertices)
+    return SwitchRule("auto", 15.0, 18.0, sum(task_vertices), mean_degree, task_vertices)
+
+
 def test_step_sizes_count_a_top_down_frontier_by_its_arcs_in_mean_degrees():
     counts = np.array([3, 0, 1, 2], dtype=np.int64)
     arcs = np.array([6, 0, 50, 3], dtype=np.int64)
-    np.testing.assert_array_equal(step_sizes(TOP_DOWN, counts, arcs, 4.0), [3, 0, 13, 2])
-    # bottom-up steps read their unvisited vertices: those are the sizes
-    np.testing.assert_array_equal(step_sizes(BOTTOM_UP, counts, arcs, 4.0), counts)
+    even = _rule([10, 10, 10, 10])  # each task a quarter of the graph: its work times 4
+    np.testing.assert_array_equal(step_sizes(TOP_DOWN, counts, arcs, even), [12, 0, 52, 8])
+    # bottom-up steps read their unvisited vertices: those are the work
+    np.testing.assert_array_equal(step_sizes(BOTTOM_UP, counts, arcs, even), 4 * counts)
+
+
+def test_step_sizes_are_the_same_work_at_any_number_of_tasks():
+    """λ means the same at any T: one task's size is its work; a frontier spread evenly
+    over T tasks gives each the size of the whole frontier; an uneven cut scales each task
+    by its own share of the vertices."""
+    whole = step_sizes(TOP_DOWN, np.array([64]), np.array([256]), _rule([1024]))
+    np.testing.assert_array_equal(whole, [64])
+    spread = step_sizes(TOP_DOWN, np.full(16, 4), np.full(16, 16), _rule(np.full(16, 64)))
+    np.testing.assert_array_equal(spread, np.full(16, 64))
+    uneven = step_sizes(BOTTOM_UP, np.array([3, 3]), None, _rule([25, 75]))
+    np.testing.assert_array_equal(uneven, [12, 4])
 
 
 @pytest.mark.parametrize("dispatch", ["auto", "tasks"])
 def test_trace_size_of_a_hub_step_is_its_arcs_in_mean_degrees(runtime, dispatch):
     g = tb.Graph.from_edges(np.zeros(99, dtype=np.int64), np.arange(1, 100), num_vertices=100)
     mean = g.num_arcs / g.num_vertices  # 198 arcs (undirected star) over 100 vertices
-    r = tb.bfs(g, 0, tasks=2, direction="top-down", runtime=runtime, dispatch=dispatch)
+    # one task: a step's size is its work (more tasks scale it: see test_step_sizes_*)
+    r = tb.bfs(g, 0, tasks=1, direction="top-down", runtime=runtime, dispatch=dispatch)
     sizes = r.trace.groupby("level")["size"].sum()
     assert sizes[0] == int(np.ceil(99 / mean))  # one vertex with 99 arcs
     assert sizes[1] == 99  # 99 leaves of one arc each: their count is more

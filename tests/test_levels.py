@@ -12,7 +12,7 @@ import taskbfs as tb
 from taskbfs.bfs import included, levels, owners
 from taskbfs.bfs.compiled_levels import LevelBlock, LevelSummaries
 from taskbfs.bfs.levels import run_levels
-from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, LevelSummary
+from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, LevelSummary, SwitchRule
 
 
 def _summary(level: int, size: int, direction: str = TOP_DOWN) -> LevelSummary:
@@ -26,7 +26,7 @@ def _block(first: int, sizes: list[int]) -> LevelBlock:
     steps = np.array([[first + i, 0, 1, 1, s] for i, s in enumerate(sizes)], dtype=np.int64)
     return LevelBlock(first, TOP_DOWN, stats, steps, np.zeros((count, 3)),
                       np.array([sizes[-1]], dtype=np.int64), np.array([sizes[-1]], dtype=np.int64),
-                      0.0, 0.0, 2.0)
+                      0.0, 0.0, SwitchRule("auto", 15.0, 18.0, 2, 2.0, (2,)))
 
 
 class ScriptedRunner:

@@ -17,6 +17,7 @@ import taskbfs as tb
 from taskbfs import config
 from taskbfs.bfs.compiled_levels import cpu_sizes
 from taskbfs.bfs.included import run_search
+from taskbfs.bfs.state import SwitchRule
 from taskbfs.bfs.warmup import _bundle
 from taskbfs.runtime import CUDA, SMP, FunctionPolicy, Policy
 from taskbfs.runtime.plugin import decide_device
@@ -75,12 +76,18 @@ def test_the_number_compiled_code_reads_is_the_rule(policy):
 def test_compiled_numbers_come_from_the_rule_or_not_at_all():
     """The compiled loop's per-task numbers are the rule's; a user policy without
     ``largest_cpu_size`` gives none (no level is compiled), one with it gives its own."""
-    np.testing.assert_array_equal(cpu_sizes(Placement(Policy("hybrid", lam=5)), 3), [5, 5, 5])
+    one_third = SwitchRule("auto", 15.0, 18.0, 30, 2.0, (10, 10, 10))
+    halves = SwitchRule("auto", 15.0, 18.0, 20, 2.0, (10, 10))
+    # a task of a third of the vertices runs on the CPU up to a third of λ's vertices
+    np.testing.assert_allclose(cpu_sizes(Placement(Policy("hybrid", lam=15)), one_third),
+                               [5, 5, 5])
     np.testing.assert_array_equal(
-        cpu_sizes(Placement(Policy("fixed", gpu_tasks=frozenset({1}))), 3), [INF, -1, INF])
+        cpu_sizes(Placement(Policy("fixed", gpu_tasks=frozenset({1}))), one_third),
+        [INF, -1, INF])
     user = FunctionPolicy(lambda size, task_id: SMP)
-    assert cpu_sizes(Placement(user), 3) is None
-    np.testing.assert_array_equal(cpu_sizes(Placement(user, gpu_present=False), 2), [INF, INF])
+    assert cpu_sizes(Placement(user), one_third) is None
+    np.testing.assert_array_equal(cpu_sizes(Placement(user, gpu_present=False), halves),
+                                  [INF, INF])
 
     class WithNumbers:
         def decide(self, size, impls, gpu_present, task_id):
@@ -89,7 +96,7 @@ def test_compiled_numbers_come_from_the_rule_or_not_at_all():
         def largest_cpu_size(self, task_id):
             return 3 * task_id
 
-    np.testing.assert_array_equal(cpu_sizes(Placement(WithNumbers()), 3), [0, 3, 6])
+    np.testing.assert_allclose(cpu_sizes(Placement(WithNumbers()), one_third), [0, 1, 2])
 
 
 def test_a_gpu_workers_level_places_each_task_by_the_one_rule():

@@ -34,6 +34,7 @@ from taskbfs.bfs.state import (
     Discoveries,
     Frontier,
     LevelSummary,
+    SwitchRule,
     Tally,
     step_sizes,
 )
@@ -69,8 +70,8 @@ class LevelBlock:
         The last level's ``step_sizes`` (per task).
     start, stop : float
         Wall-clock span of the call (``time.time()``).
-    mean_degree : float
-        The graph's (for the ``step_sizes`` of the levels before the last).
+    rule : SwitchRule
+        The search's (for the ``step_sizes`` of the levels before the last).
     """
 
     first: int
@@ -82,7 +83,7 @@ class LevelBlock:
     last_sizes: np.ndarray
     start: float
     stop: float
-    mean_degree: float
+    rule: SwitchRule
 
     def summary(self, level: int, num_tasks: int) -> LevelSummary:
         """The summary of ``level`` (one the block made), as the barrier would make it."""
@@ -102,7 +103,7 @@ class LevelBlock:
             mine = self._steps_of(level)
             counts[mine[:, 1]] = mine[:, 2]
             edges[mine[:, 1]] = mine[:, 3]  # a top-down step reads its frontier's arcs
-            sizes = step_sizes(TOP_DOWN, counts, edges, self.mean_degree)
+            sizes = step_sizes(TOP_DOWN, counts, edges, self.rule)
         return LevelSummary(
             level=level, direction=self.direction if last else TOP_DOWN, frontier_counts=counts,
             step_sizes=sizes,
@@ -217,13 +218,23 @@ def small_levels_apply(frontier: Frontier, summary: LevelSummary, cpu_max) -> bo
             and 0 < summary.frontier_edges <= config.get("search.compiled-level-edges"))
 
 
-def cpu_sizes(placement, num_tasks: int) -> np.ndarray | None:
-    """Per task, the largest step the runtime's placement rule runs on the CPU
-    (:meth:`~taskbfs.runtime.policy.Placement.largest_cpu_size`; ∞ on a CPU worker): the
-    numbers the compiled loop places its steps by. None when the policy does not give
-    them (a user policy without ``largest_cpu_size``): then no level is compiled."""
-    sizes = [placement.largest_cpu_size(t) for t in range(num_tasks)]
-    return None if None in sizes else np.array(sizes, dtype=np.float64)
+def cpu_sizes(placement, rule: SwitchRule) -> np.ndarray | None:
+    """Per task, the most frontier vertices of a step the runtime's placement rule runs on
+    the CPU (:meth:`~taskbfs.runtime.policy.Placement.largest_cpu_size`, ∞ on a CPU
+    worker, turned from the scaled sizes of :func:`~taskbfs.bfs.state.step_sizes` into
+    the task's own vertices): the numbers the compiled loop places its steps by. None
+    when the policy does not give them (a user policy without ``largest_cpu_size``): then
+    no level is compiled."""
+    sizes = [placement.largest_cpu_size(t) for t in range(len(rule.task_vertices))]
+    if None in sizes:
+        return None
+    # ceil(work * n / range) > λ exactly when work > floor(floor(λ) * range / n)
+    largest = np.floor(np.array(sizes, dtype=np.float64))
+    finite = np.isfinite(largest)
+    own = np.full(largest.size, np.inf)
+    own[finite] = (largest[finite].astype(np.int64) * rule.range_vertices[finite]
+                   // rule.num_vertices)
+    return own
 
 
 def run_small_levels(frontier: Frontier, lists: TaskLists, degrees: np.ndarray,
@@ -275,13 +286,12 @@ def run_small_levels(frontier: Frontier, lists: TaskLists, degrees: np.ndarray,
         next_vertices, bits = vertices[:n_new].copy(), None
         counts = np.diff(offsets)
         arcs = np.concatenate(([0], np.cumsum(degrees[next_vertices])))
-        sizes = step_sizes(TOP_DOWN, counts, arcs[offsets[1:]] - arcs[offsets[:-1]],
-                           rule.mean_degree)
+        sizes = step_sizes(TOP_DOWN, counts, arcs[offsets[1:]] - arcs[offsets[:-1]], rule)
     else:
         bits = empty_bitmap(degrees.size)
         frontier_bitmap(vertices[:n_new], bits)
         next_vertices, counts = np.empty(0, dtype=np.int64), unvisited.copy()
-        sizes = counts
+        sizes = step_sizes(BOTTOM_UP, counts, None, rule)
         offsets = np.zeros(num_tasks + 1, dtype=np.int64)
     found = pairs[: limits[2]]
     frontier.included.append((frontier.level, Discoveries(
@@ -293,7 +303,7 @@ def run_small_levels(frontier: Frontier, lists: TaskLists, degrees: np.ndarray,
                        step_stats[: limits[1]].copy(),
                        ticks_to_times(level_ticks[: limits[0]], clock, called, returned),
                        counts.astype(np.int64),
-                       sizes.astype(np.int64), start, time.time(), rule.mean_degree)
+                       sizes.astype(np.int64), start, time.time(), rule)
     return nxt, block
 
 

@@ -756,7 +756,7 @@ def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
         steps = block.step_stats
         frames.append(pd.DataFrame({
             "level": steps[:, 0], "task": steps[:, 1],
-            "size": step_sizes(TOP_DOWN, steps[:, 2], steps[:, 3], block.mean_degree),
+            "size": step_sizes(TOP_DOWN, steps[:, 2], steps[:, 3], block.rule, steps[:, 1]),
             "edges_examined": steps[:, 3], "found": steps[:, 4], "direction": TOP_DOWN,
             "name": STEP.name, "device": record.get("device", "smp"),
             "worker": record.get("worker"), "thread": record.get("thread"),

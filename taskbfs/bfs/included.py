@@ -200,7 +200,7 @@ class IncludedLevels:
         self.gpu = (GpuLevels(slices, placement, degrees, source, frontier.bounds,
                               self.on_threads)
                     if GpuLevels.applies(device) else None)
-        self.cpu_max = cpu_sizes(placement, num_tasks)  # None: no level is compiled
+        self.cpu_max = cpu_sizes(placement, frontier.tally.rule)  # None: no level is compiled
 
     def way(self, frontier: Frontier, summary: LevelSummary) -> str:
         """How the level ``summary`` opens runs (``frontier`` on the host unless on the

@@ -22,6 +22,7 @@ Encoding
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -71,13 +72,20 @@ class Progress:
 class SwitchRule:
     """How a search decides each next level, fixed for the search: the direction
     ``mode``, Beamer's ``alpha`` and ``beta`` over its ``num_vertices``, and
-    ``mean_degree`` (the unit of :func:`step_sizes`)."""
+    ``mean_degree`` and ``task_vertices`` (per task, its range's vertices: the units of
+    :func:`step_sizes`)."""
 
     mode: str
     alpha: float
     beta: float
     num_vertices: int
     mean_degree: float
+    task_vertices: tuple[int, ...]
+
+    @functools.cached_property
+    def range_vertices(self) -> np.ndarray:
+        """``task_vertices`` as an array (each at least 1)."""
+        return np.maximum(np.array(self.task_vertices, dtype=np.int64), 1)
 
     def summary(self, level: int, direction: str, previous_size: int, unexplored_before: int,
                 counts: np.ndarray, task_edges: np.ndarray, unvisited: np.ndarray, *,
@@ -109,8 +117,7 @@ class SwitchRule:
         sizes = unvisited.copy() if bottom_up else counts
         return LevelSummary(
             level=level, direction=nxt, frontier_counts=sizes,
-            step_sizes=step_sizes(nxt, sizes, None if bottom_up else task_edges,
-                                  self.mean_degree),
+            step_sizes=step_sizes(nxt, sizes, None if bottom_up else task_edges, self),
             frontier_size=n_new, frontier_edges=frontier_edges, edges_examined=edges_examined,
             unexplored_edges=unexplored, found=found, barrier_start=start,
             barrier_stop=time.time() if stop is None else stop,
@@ -389,7 +396,8 @@ def search_rule(bounds, total_edges: int, direction_mode: str, alpha: float | No
     ``total_edges`` arcs (α and β: :func:`switch_parameters`)."""
     alpha, beta = switch_parameters(alpha, beta)
     n = int(bounds[-1])
-    return SwitchRule(direction_mode, float(alpha), float(beta), n, int(total_edges) / max(n, 1))
+    return SwitchRule(direction_mode, float(alpha), float(beta), n, int(total_edges) / max(n, 1),
+                      tuple(np.diff(np.asarray(bounds, dtype=np.int64)).tolist()))
 
 
 def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float | None = None,
@@ -436,11 +444,14 @@ def switch_parameters(alpha: float | None, beta: float | None) -> tuple[float, f
             config.get("direction.beta") if beta is None else beta)
 
 
-def step_sizes(direction: str, counts: np.ndarray, task_edges, mean_degree: float) -> np.ndarray:
+def step_sizes(direction: str, counts: np.ndarray, task_edges, rule: SwitchRule,
+               tasks=None) -> np.ndarray:
     """Per task, the size a step is placed by (the ``size`` the policy compares with λ):
-    on a top-down level its frontier vertices, or the out-arcs leaving them counted in
-    vertices of the graph's mean degree when that is more (a frontier of a few hubs is as
-    much work as many average vertices); on a bottom-up level its unvisited vertices.
+    its work scaled to the whole graph, so that λ means the same at any number of tasks.
+    Its work is, on a top-down level, its frontier vertices, or the out-arcs leaving them
+    counted in vertices of the graph's mean degree when that is more (a frontier of a few
+    hubs is as much work as many average vertices); on a bottom-up level its unvisited
+    vertices. Scaled: times the graph's vertices over its range's (one task: its work).
 
     Parameters
     ----------
@@ -449,12 +460,17 @@ def step_sizes(direction: str, counts: np.ndarray, task_edges, mean_degree: floa
         Per task, frontier vertices (top-down) or unvisited vertices (bottom-up).
     task_edges : ndarray of int64 or None
         Per task, the arcs leaving its frontier vertices (top-down).
-    mean_degree : float
+    rule : SwitchRule
+        The search's (its ``mean_degree``, ``num_vertices`` and ``task_vertices``).
+    tasks : ndarray of int64, optional
+        The task of each entry (steps of several levels); default: entry ``t`` is task ``t``.
     """
-    if direction == BOTTOM_UP or task_edges is None:
-        return counts
-    in_vertices = np.ceil(np.asarray(task_edges) / max(mean_degree, 1e-300)).astype(np.int64)
-    return np.maximum(counts, in_vertices)
+    work = np.asarray(counts, dtype=np.int64)
+    if direction != BOTTOM_UP and task_edges is not None:
+        in_vertices = np.ceil(np.asarray(task_edges) / max(rule.mean_degree, 1e-300))
+        work = np.maximum(work, in_vertices.astype(np.int64))
+    ranges = rule.range_vertices if tasks is None else rule.range_vertices[tasks]
+    return -(-work * rule.num_vertices // ranges)  # ceil(work * n / range), exactly
 
 
 def size_label(level: int) -> str:

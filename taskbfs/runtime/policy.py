@@ -129,7 +129,7 @@ class Policy:
         ----------
         size : int, optional
             The task's workload (for BFS: :func:`taskbfs.bfs.state.step_sizes`, its
-            frontier in vertices of the graph's mean degree). None counts as 0.
+            frontier's work scaled to the whole graph). None counts as 0.
         impls : tuple of str
             Devices the task has an implementation for.
         gpu_present : bool
