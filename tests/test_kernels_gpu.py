@@ -536,3 +536,42 @@ def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
                 assert moved == after.nbytes + bits.nbytes
                 levels.convert(level + 1, True, counts.found)
             assert sorted(nxt.tolist()) == expected.tolist()
+
+
+# --------------------------------------------------------------------------- launches
+@needs_gpu
+def test_a_kernel_launched_by_cupy_is_the_kernel_numba_launches():
+    """The same numba kernel run by numba's launch and through CuPy (its PTX, numba's
+    argument ABI: 1-D and 2-D arrays, a strided view, signed and unsigned integers, a
+    float, a boolean) writes the same values; under the simulator, or without CuPy, the
+    kernel is numba's own."""
+    from numba import config as numba_config
+    from numba import cuda
+
+    from taskbfs.kernels._gpu_launch import CupyLaunchedKernel, launched_by_cupy
+
+    @cuda.jit
+    def mix(out, table, every_other, shift, mask, scale, negate):
+        i = cuda.grid(1)
+        if i < out.size:
+            value = table[i % table.shape[0], i % table.shape[1]] + every_other[i] + shift
+            value = (value & mask) * scale
+            out[i] = -value if negate else value
+
+    launched = launched_by_cupy(mix)
+    cupy_there = importlib.util.find_spec("cupy") is not None
+    if numba_config.ENABLE_CUDASIM or not cupy_there:
+        assert launched is mix
+        return
+    assert isinstance(launched, CupyLaunchedKernel)
+    table = cuda.to_device(np.arange(12, dtype=np.int64).reshape(3, 4))
+    every_other = cuda.to_device(np.arange(200, dtype=np.int64))[::2]
+    for negate in (False, True):
+        by_numba = cuda.to_device(np.zeros(100, dtype=np.float64))
+        by_cupy = cuda.to_device(np.ones(100, dtype=np.float64))
+        args = (table, every_other, -3, np.uint64(0xFF), 0.5, negate)
+        mix[1, 128](by_numba, *args)
+        launched[1, 128](by_cupy, *args)
+        np.testing.assert_array_equal(by_cupy.copy_to_host(), by_numba.copy_to_host())
+    with pytest.raises(TypeError, match="device arrays"):
+        launched[1, 128](np.zeros(100), *args)

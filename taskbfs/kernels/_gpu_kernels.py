@@ -33,6 +33,8 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda, int64
 
+from taskbfs.kernels._gpu_launch import launched_by_cupy
+
 #: Slots of the ``counters`` array shared by every kernel.
 FOUND, EDGES, DEFERRED = 0, 1, 2
 NUM_COUNTERS = 3
@@ -328,13 +330,13 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
         items=items,
         tile=tile,
         block_exclusive_scan=block_exclusive_scan,
-        scan_tiles=scan_tiles,
-        add_tile_offsets=add_tile_offsets,
-        fill=fill,
-        tile_sources=tile_sources,
-        frontier_degrees=frontier_degrees,
-        top_down_expand=top_down_expand,
-        clear_mask=clear_mask,
-        bottom_up_threads=bottom_up_threads,
-        bottom_up_blocks=bottom_up_blocks,
+        scan_tiles=launched_by_cupy(scan_tiles),
+        add_tile_offsets=launched_by_cupy(add_tile_offsets),
+        fill=launched_by_cupy(fill),
+        tile_sources=launched_by_cupy(tile_sources),
+        frontier_degrees=launched_by_cupy(frontier_degrees),
+        top_down_expand=launched_by_cupy(top_down_expand),
+        clear_mask=launched_by_cupy(clear_mask),
+        bottom_up_threads=launched_by_cupy(bottom_up_threads),
+        bottom_up_blocks=launched_by_cupy(bottom_up_blocks),
     )

@@ -46,6 +46,7 @@ import numpy as np
 from numba import cuda, int32, int64, uint64
 
 from taskbfs.kernels._gpu_kernels import _bit_is_set, _upper_bound, kernels
+from taskbfs.kernels._gpu_launch import launched_by_cupy
 
 #: Columns of a counts row.
 FOUND, NEXT_EDGES, EXAMINED, DEFERRED = range(4)
@@ -533,17 +534,17 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
     return SimpleNamespace(
         base=base,
         tile=tile,
-        enter=enter,
-        fresh_result=fresh_result,
-        write_reached=write_reached,
-        top_down=top_down,
-        top_down_small=top_down_small,
-        bottom_up=bottom_up,
-        bottom_up_rest=bottom_up_rest,
-        split_queue=split_queue,
-        accept_pairs=accept_pairs,
-        tally_found=tally_found,
-        queue_to_bits=queue_to_bits,
-        bits_to_queue=bits_to_queue,
-        visited_words=visited_words,
+        enter=launched_by_cupy(enter),
+        fresh_result=launched_by_cupy(fresh_result),
+        write_reached=launched_by_cupy(write_reached),
+        top_down=launched_by_cupy(top_down),
+        top_down_small=launched_by_cupy(top_down_small),
+        bottom_up=launched_by_cupy(bottom_up),
+        bottom_up_rest=launched_by_cupy(bottom_up_rest),
+        split_queue=launched_by_cupy(split_queue),
+        accept_pairs=launched_by_cupy(accept_pairs),
+        tally_found=launched_by_cupy(tally_found),
+        queue_to_bits=launched_by_cupy(queue_to_bits),
+        bits_to_queue=launched_by_cupy(bits_to_queue),
+        visited_words=launched_by_cupy(visited_words),
     )

@@ -1,0 +1,99 @@
+"""Kernel launches at CuPy's cost: a numba.cuda kernel, compiled by numba for the types of
+the arguments it is given, loaded once as PTX into CuPy and launched by CuPy from then on.
+
+numba checks and wraps every argument in Python at each launch, which costs several times
+what CuPy's launch of the same PTX does; a level of a search launches a handful of
+kernels, so that cost is a level's floor. The kernels stay numba kernels: one source, run
+by the CUDA simulator in CI (where, as without CuPy, :func:`launched_by_cupy` leaves a
+kernel to numba's own launch).
+
+Arguments are passed as numba passes them (its kernel ABI): an array as meminfo, parent,
+item count, item size, data pointer, shape and strides; a scalar as itself, a boolean as
+one byte.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tempfile
+
+import numpy as np
+from numba import config as numba_config
+from numba import cuda, types
+
+
+def launched_by_cupy(kernel):
+    """``kernel`` (a ``cuda.jit`` kernel) as an object launched the same way,
+    ``k[blocks, threads](*args)``, by CuPy where it can: on a real GPU with CuPy
+    installed; otherwise ``kernel`` itself."""
+    if _cupy() is None:
+        return kernel
+    return CupyLaunchedKernel(kernel)
+
+
+@functools.cache
+def _cupy():
+    """The cupy module, or None (not installed, or the CUDA simulator is on)."""
+    if numba_config.ENABLE_CUDASIM:
+        return None
+    try:
+        import cupy
+    except ImportError:
+        return None
+    return cupy
+
+
+class CupyLaunchedKernel:
+    """A numba kernel launched by CuPy: its PTX for each tuple of argument types, loaded
+    on the first launch with those types."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self._functions = {}
+
+    def __getitem__(self, config):
+        blocks, threads = config
+        return functools.partial(self._launch, int(blocks), int(threads))
+
+    def _launch(self, blocks: int, threads: int, *args) -> None:
+        argtypes = tuple(self.kernel.typeof_pyval(a) for a in args)
+        function = self._functions.get(argtypes)
+        if function is None:
+            function = self._functions[argtypes] = self._load(argtypes)
+        flat = []
+        for value, argtype in zip(args, argtypes, strict=True):
+            _flatten(value, argtype, flat)
+        function((blocks,), (threads,), tuple(flat))
+
+    def _load(self, argtypes: tuple):
+        """The CuPy function of this kernel compiled by numba for ``argtypes``."""
+        self.kernel.compile(argtypes)
+        ptx = self.kernel.inspect_asm(argtypes)
+        entry = re.search(r"\.entry\s+([\w$.]+)\s*\(", ptx).group(1)
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "kernel.ptx")
+            with open(path, "w") as out:
+                out.write(ptx)
+            return _cupy().RawModule(path=path).get_function(entry)
+
+
+def _flatten(value, argtype, flat: list) -> None:
+    """Append ``value``'s kernel parameters (numba's ABI for ``argtype``) to ``flat``."""
+    if isinstance(argtype, types.Array):
+        if not cuda.is_cuda_array(value):
+            raise TypeError(f"a kernel launched by CuPy takes device arrays, got {type(value)}")
+        # numba's own device arrays as they are; others (CuPy's) through their interface
+        view = value if hasattr(value, "device_ctypes_pointer") else cuda.as_cuda_array(value)
+        pointer = view.device_ctypes_pointer.value or 0
+        flat += [np.uint64(0), np.uint64(0), np.int64(view.size), np.int64(view.dtype.itemsize),
+                 np.uint64(pointer)]
+        flat += [np.int64(s) for s in view.shape]
+        flat += [np.int64(s) for s in view.strides]
+    elif isinstance(argtype, types.Boolean):
+        flat.append(np.uint8(bool(value)))
+    elif isinstance(argtype, (types.Integer, types.Float)):
+        flat.append(np.dtype(str(argtype)).type(value))
+    else:
+        raise TypeError(f"no CuPy launch for a kernel argument of type {argtype}")
