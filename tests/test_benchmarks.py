@@ -84,7 +84,7 @@ def test_report_builds_a_short_page_from_the_rows(results, tmp_path):
     out = report.main(["--results", str(results), "--out", str(tmp_path / "RESULTS.md")])
     text = out.read_text()
     assert len(text.splitlines()) <= report.MAX_LINES
-    for name, (script, title) in report.QUESTIONS.items():
+    for script, title in report.QUESTIONS.values():
         assert f"## {title}" in text and f"`benchmarks/{script}`" in text
     assert "No results yet." not in text  # every question ran above
     if (results / "compare.png").exists():
