@@ -5,7 +5,8 @@ Returns
     GPU workers), the build's wall seconds (``tb.kronecker(scale, runtime=rt)``: the graph
     generated on the workers, never in this process), the median wall ms around ``tb.bfs``
     over the keys and repeats, harmonic-mean MTEPS, ms per level, and the bytes the levels
-    moved between workers (``r.exchange``, summed; 0 when a search ran as one task).
+    moved between workers (``r.exchange``, its ``*remote_bytes`` columns summed; 0 when a
+    search ran as one task).
 Approach
     ``--workers W ...``: a ``LocalCluster`` of W one-thread worker processes on 127.0.0.1.
     ``--gpus G ...``: a scheduler, one CPU worker and G GPU workers as ``dask`` CLI
@@ -70,7 +71,7 @@ def measure(out, client, label: dict, scale: int, args) -> None:
                         per_level.append(s / max(1, len(r.levels)))
                         ex = getattr(r, "exchange", None)
                         if ex is not None:
-                            moved += int(sum(ex[c].sum() for c in ex.columns if c.endswith("_bytes")))
+                            moved += int(sum(ex[c].sum() for c in ex.columns if c.endswith("remote_bytes")))
                 out.add(**label, scale=scale, strategy=strategy, dispatch=dispatch,
                         tasks=r.num_tasks, keys=len(keys), build_s=build,
                         median_ms=1e3 * harness.median(walls),
