@@ -49,7 +49,7 @@ def load(results: Path) -> dict[str, pd.DataFrame]:
             continue  # not a question's CSV
         for q, part in df.groupby("question"):
             frames.setdefault(q, []).append(part)
-    return {q: pd.concat(parts, ignore_index=True) for q, parts in frames.items()}
+    return {q: pd.concat(parts, ignore_index=True).fillna("") for q, parts in frames.items()}
 
 
 def machine(row) -> str:
@@ -74,9 +74,10 @@ def _number(value: str) -> str:
         return value
     if x != x:
         return ""
-    if x == int(x) and abs(x) < 1e15:
-        return f"{int(x):,}" if abs(x) >= 10_000 else str(int(x))
-    return f"{x:.3g}" if abs(x) < 100 else f"{x:,.0f}"
+    if abs(x) < 100 and x != int(x):
+        return f"{x:.3g}"
+    x = round(x)
+    return f"{x:,}" if abs(x) >= 10_000 else str(x)
 
 
 def table(rows: pd.DataFrame) -> list[str]:
