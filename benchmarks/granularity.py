@@ -1,100 +1,94 @@
-"""Task granularity: MTEPS against T, the search included in one task and dispatched.
+"""How many tasks T should a search use: what does cutting the graph finer cost, CPU and GPU?
 
-Issue 22's sweep (the paper's Fig. 9): one Kronecker graph, ``--keys`` search keys, the
-embedded runtime (``--threads`` worker threads, default every core), strategy ``cpu``;
-for each T of ``--tasks`` and each ``--dispatch`` mode, one untimed warm-up search, then
-``--repeats`` rounds over the keys. MTEPS = traversed edges of a round / wall seconds
-around ``tb.bfs`` (the user's stopwatch). Rounds interleave the modes and up to four T
-values (the placements a runtime keeps: more would place the graph again in every
-round), so that machine noise hits them alike; each row gives the median MTEPS of the
-rounds, its spread (min..max), and the ratio to the best T of its mode.
+Returns
+    One CSV row per (scale, strategy, dispatch, T): the median over ``--repeats`` rounds of
+    the MTEPS of a round (traversed edges of one search per key / wall seconds around
+    ``tb.bfs``), its min and max, and the ratio to T = 1 of the same group.
+Approach
+    The paper's Fig. 9, as the user times it. One Kronecker graph per scale, ``--keys``
+    search keys; for each strategy (default cpu, and gpu and hybrid where there is a GPU)
+    and dispatch mode, the T values run in groups of at most four with T = 1 in each (a
+    runtime keeps the placements of four T values of a graph: more would place it again in
+    every round); each T of a group gets one untimed warm-up search, then ``--repeats``
+    rounds over the keys with the group's T values interleaved, so that machine noise hits
+    them alike. Every search's distances must equal T = 1's for the same key, and T = 1's
+    must equal scipy's.
 
-    python benchmarks/granularity.py --scale 21 --keys 4 --tasks 1 4 16 64 128 256 \
-        --dispatch auto tasks --repeats 3 [--threads 16] [--csv out.csv]
+    python benchmarks/granularity.py --scale 18 --tasks 1 2 4 16 64 128
+    python benchmarks/granularity.py --scale 22 24 --strategies gpu hybrid   # a GPU machine
 """
 
 from __future__ import annotations
 
-import argparse
-import time
-
+import harness
 import numpy as np
 
-import taskbfs as tb
-
-#: T values whose rounds interleave: a runtime keeps the slices of 4 placements of a graph
-#: (one per T), so a round over more T values would place the graph again in every round.
+#: T values a round interleaves (T = 1 among them): the placements a runtime keeps.
 GROUP = 4
 
 
-def sweep(graph, keys, tasks, dispatches, repeats, runtime, strategy="cpu", group_size=GROUP):
-    """``{(dispatch, T): [MTEPS of each round]}``: T values in groups of ``group_size``,
-    the rounds of a group interleaved."""
-    runs = {(d, t): [] for d in dispatches for t in tasks}
-    for first in range(0, len(tasks), group_size):
-        group = [(d, t) for d in dispatches for t in tasks[first:first + group_size]]
-        for d, t in group:  # warm-up: slices placed, kernels loaded
-            tb.bfs(graph, int(keys[0]), tasks=t, strategy=strategy, runtime=runtime, dispatch=d)
+def sweep(g, keys, tasks, strategy, dispatch, repeats, rt, ref) -> dict:
+    """``{T: (MTEPS of each round, median MTEPS of its group's T = 1)}``."""
+    kw = dict(strategy=strategy, dispatch=dispatch, runtime=rt)
+    expected = {}
+    for key in keys:
+        _, r = harness.timed_bfs(g, key, tasks=1, **kw)
+        ref.check(key, r.distances, f"{strategy} T=1")
+        expected[key] = r.distances
+    others = [t for t in tasks if t != 1]
+    groups = [[1, *others[i:i + GROUP - 1]] for i in range(0, max(len(others), 1), GROUP - 1)]
+    result = {}
+    for group in groups:
+        runs = {t: [] for t in group}
+        for t in group:
+            harness.warm_up(g, keys[0], tasks=t, **kw)
         for _ in range(repeats):
-            for d, t in group:
-                runs[d, t].append(_round(graph, keys, t, d, strategy, runtime))
-    return runs
+            for t in group:
+                runs[t].append(_round(g, keys, t, kw, expected))
+        one = float(np.median(runs[1]))
+        result.update({t: (v, one) for t, v in runs.items() if t not in result})
+    return result
 
 
-def _round(graph, keys, tasks, dispatch, strategy, runtime) -> float:
-    """MTEPS of one search per key: traversed edges over wall seconds around ``tb.bfs``."""
+def _round(g, keys, tasks, kw, expected) -> float:
     edges, seconds = 0, 0.0
     for key in keys:
-        start = time.perf_counter()
-        r = tb.bfs(graph, int(key), tasks=tasks, strategy=strategy, runtime=runtime,
-                   dispatch=dispatch)
-        seconds += time.perf_counter() - start
+        s, r = harness.timed_bfs(g, key, tasks=tasks, **kw)
+        seconds += s
         edges += r.traversed_edges
+        if not np.array_equal(r.distances, expected[key]):
+            raise AssertionError(f"T={tasks} {kw['strategy']} key {key}: distances differ from T=1")
     return edges / seconds / 1e6
 
 
-def table(runs) -> list[dict]:
-    rows = []
-    for d in dict.fromkeys(d for d, _ in runs):
-        medians = {t: float(np.median(v)) for (dd, t), v in runs.items() if dd == d}
-        best = max(medians.values())
-        for t, m in medians.items():
-            v = runs[d, t]
-            rows.append({"dispatch": d, "tasks": t, "mteps": m, "min": min(v), "max": max(v),
-                         "of_best": m / best})
-    return rows
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=int, default=21)
-    parser.add_argument("--edgefactor", type=int, default=16)
-    parser.add_argument("--keys", type=int, default=4)
-    parser.add_argument("--tasks", type=int, nargs="+", default=[1, 2, 4, 16, 64, 128, 256])
-    parser.add_argument("--dispatch", nargs="+", default=["auto", "tasks"])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--csv", default=None)
-    parser.add_argument("--group", type=int, default=GROUP,
-                        help="T values whose rounds interleave (default 4: more place the graph "
-                             "again in every round, as the sweeps before session 13 did)")
-    args = parser.parse_args()
-    graph = tb.kronecker(args.scale, args.edgefactor, seed=1)
-    keys = tb.search_keys(graph, args.keys, seed=1)
-    with tb.Runtime(threads=args.threads, dashboard_address=None) as rt:
-        runs = sweep(graph, keys, args.tasks, args.dispatch, args.repeats, rt,
-                     group_size=args.group)
-    rows = table(runs)
-    print(f"scale {args.scale}, ef {args.edgefactor}, {args.keys} keys, threads "
-          f"{args.threads or 'all'}, {args.repeats} rounds, T values interleaved by "
-          f"{args.group}; MTEPS median (min..max), x best")
-    for r in rows:
-        print(f"  {r['dispatch']:>5} T={r['tasks']:>4}: {r['mteps']:8.0f} "
-              f"({r['min']:.0f}..{r['max']:.0f})  {r['of_best']:.2f}")
-    if args.csv:
-        import pandas as pd
-
-        pd.DataFrame(rows).to_csv(args.csv, index=False)
+def main(argv=None) -> list[dict]:
+    p = harness.options(__doc__, scales=(18,), keys=4, repeats=3)
+    harness.add_runtime_options(p)
+    p.add_argument("--tasks", type=int, nargs="+", default=[1, 2, 4, 16, 64, 128])
+    p.add_argument("--strategies", nargs="+", default=None,
+                   help="default: cpu; gpu and hybrid too with a GPU")
+    p.add_argument("--dispatch", nargs="+", default=["auto"], choices=("auto", "tasks"))
+    args = p.parse_args(argv)
+    out = harness.Results("granularity", args)
+    rt = harness.runtime(args)
+    try:
+        strategies = args.strategies or (["cpu", "gpu", "hybrid"] if harness.has_gpu(rt) else ["cpu"])
+        for scale in args.scale:
+            g = harness.graph(scale, args.edgefactor, args.seed)
+            keys = harness.keys(g, args.keys)
+            ref = harness.Reference(g)
+            for strategy in strategies:
+                for dispatch in args.dispatch:
+                    runs = sweep(g, keys, args.tasks, strategy, dispatch, args.repeats, rt, ref)
+                    for t, (values, one) in sorted(runs.items()):
+                        m = float(np.median(values))
+                        out.add(scale=scale, strategy=strategy, dispatch=dispatch, tasks=t,
+                                keys=len(keys), mteps=m, min=min(values), max=max(values),
+                                vs_one_task=m / one)
+    finally:
+        harness.close(rt)
+    out.save()
+    return out.rows
 
 
 if __name__ == "__main__":

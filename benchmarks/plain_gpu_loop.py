@@ -19,7 +19,7 @@ Approach
     first one in the frontier bitmap; the warp writes the next bitmap word whole (ballot),
     so the next bitmap needs no clearing. Both count the next frontier's vertices and
     out-arcs on the device (warp sums, one ``atomicAdd`` per warp). Beamer's switch
-    (:func:`taskbfs.kernels.direction.switch_direction`, the rule taskbfs's barrier uses)
+    (:func:`switch_direction`, the rule taskbfs's barrier uses, restated here)
     with α = 14, β = 24 (Beamer, Asanović & Patterson, SC12) decides each level's
     direction from those counts; a switch converts the frontier (queue → bitmap, or bitmap →
     queue) in one more kernel (queue → bitmap after clearing the bitmap: a memset). Every
@@ -35,9 +35,9 @@ Encoding
     (mod 3), so no level needs a memset of its counters.
 
 Needs CuPy and a CUDA GPU (``pip install cupy-cuda12x``); this module imports without
-them, and :func:`cupy_status` says why they are unusable. Of taskbfs it uses the error type
-and the switch rule only (importing them runs the package ``__init__``, which loads Dask, but
-nothing here submits to it).
+them, and :func:`cupy_status` says why they are unusable. Of taskbfs it uses the public error
+type only (importing it runs the package ``__init__``, which loads Dask, but nothing here
+submits to it).
 
     >>> import taskbfs as tb                                     # doctest: +SKIP
     >>> g = tb.kronecker(16)                                     # doctest: +SKIP
@@ -52,13 +52,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from taskbfs.errors import InvalidVertexError
-from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, switch_direction
+from taskbfs import InvalidVertexError
 
 try:
     import cupy
 except ImportError:  # the module still imports: the wall benchmark then skips the peer
     cupy = None
+
+AUTO, TOP_DOWN, BOTTOM_UP = "auto", "top-down", "bottom-up"
+
+
+def switch_direction(mode: str, current: str, frontier_size: int, frontier_edges: int,
+                     unexplored_edges: int, num_vertices: int, alpha: float, beta: float,
+                     previous_size: int = 0) -> str:
+    """Beamer's switch rule with its two side conditions (SC12), as taskbfs states it:
+    bottom-up once the frontier is growing and its out-arcs exceed ``unexplored_edges /
+    alpha``; top-down again once it is shrinking and has fewer than ``num_vertices / beta``
+    vertices; ``mode`` itself unless it is "auto". The CPU peer (``peers.py``) uses it too."""
+    if mode != AUTO:
+        return mode
+    if current == TOP_DOWN:
+        growing = frontier_size > previous_size
+        return BOTTOM_UP if growing and frontier_edges > unexplored_edges / alpha else TOP_DOWN
+    shrinking = frontier_size < previous_size
+    return TOP_DOWN if shrinking and frontier_size < num_vertices / beta else BOTTOM_UP
+
 
 #: Beamer's direction-optimizing parameters (SC12): bottom-up when the frontier's out-arcs
 #: exceed the unvisited vertices' out-arcs / ALPHA, top-down again when the frontier has
@@ -552,7 +570,7 @@ def level_loop(ops, source_degree: int, num_arcs: int, num_vertices: int, mode: 
     -----
     The unvisited vertices' out-arcs start at ``num_arcs - source_degree`` and lose each
     new frontier's out-arcs, as in taskbfs's barrier; each level's direction comes from
-    :func:`~taskbfs.kernels.direction.switch_direction` with the frontier's size before.
+    :func:`switch_direction` with the frontier's size before.
     """
     unexplored = int(num_arcs) - int(source_degree)
     size, arcs = 1, int(source_degree)

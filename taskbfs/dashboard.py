@@ -568,8 +568,8 @@ _DRAWN_PER_TASK = ("frontier_counts", "step_sizes", "gpu_steps")
 
 def _drawn(summary) -> dict:
     """The part of ``summary`` (a ``LevelSummary``) that the page draws, in plain data
-    (lists pickle faster than many small arrays): half of ``to_message``'s cost and bytes
-    on a deep search (benchmarks/RESULTS.md, "The finished search's page payload")."""
+    (lists pickle faster than many small arrays): about half of ``to_message``'s cost and
+    bytes on a deep search."""
     out = {name: getattr(summary, name) for name in _DRAWN_NUMBERS}
     for name in _DRAWN_PER_TASK:
         out[name] = getattr(summary, name).tolist()

@@ -14,7 +14,7 @@ no ``GPU`` resource. Handed to ``tb.Runtime`` as a Cluster object, such a cluste
   cluster declares no CPU resource).
 
 Needs the ``dask_cuda`` package and a CUDA device that NVML sees; elsewhere (CI, the
-CUDA simulator) it is skipped with that reason. ``benchmarks/gpu_session.sh`` carries
+CUDA simulator) it is skipped with that reason. ``benchmarks/device/gpu_session.sh`` carries
 dask-cuda's wheels to the GPU machine (``.whl/cuda``) and runs it there.
 """
 

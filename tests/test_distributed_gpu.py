@@ -3,7 +3,8 @@
 What it proves
 --------------
 The code path of a multi-GPU node, on a machine with one GPU or none (issue 20 item 4):
-``benchmarks/multi_gpu.py --share`` starts, as separate ``dask`` CLI processes on
+``benchmarks/harness.py``'s ``cluster(..., share=True)`` (what ``benchmarks/workers.py
+--gpus G --share`` runs on) starts, as separate ``dask`` CLI processes on
 127.0.0.1, a CPU worker and three GPU workers that all see GPU 0
 (``CUDA_VISIBLE_DEVICES=0 dask worker --resources GPU=1``), here under numba's CUDA
 simulator (``NUMBA_ENABLE_CUDASIM=1`` in the workers only). On that cluster a
@@ -39,7 +40,7 @@ from taskbfs.bfs.device_cache import device_cache
 from taskbfs.bfs.distributed import DistributedGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import multi_gpu  # noqa: E402
+import harness  # noqa: E402  (benchmarks/harness.py)
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
@@ -54,7 +55,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def rt():
     """A CPU worker and GPU_WORKERS simulated GPU workers sharing GPU 0."""
-    with multi_gpu.cluster(GPU_WORKERS, 1, share=True, simulate=True) as client, \
+    with harness.cluster(GPU_WORKERS, 1, share=True, simulate=True) as client, \
             runtime_without_warm_up(client) as wrapped:
         yield wrapped
 
@@ -72,7 +73,7 @@ def _cache_slices(rt) -> dict:
 
 
 def test_gpu_workers_share_one_gpu(rt):
-    assert multi_gpu.resources_of(rt.client) == {
+    assert harness.resources_of(rt.client) == {
         "cpu": {"CPU": 1.0}, **{f"gpu-{i}": {"GPU": 1.0} for i in range(GPU_WORKERS)}}
     seen = rt.client.run(lambda: (os.environ.get("CUDA_VISIBLE_DEVICES"),
                                   os.environ.get("NUMBA_ENABLE_CUDASIM")))

@@ -12,9 +12,9 @@ What it proves
   under MEMORY_LIMIT, below the graph's size); the bytes the owners' barriers
   received from other workers and the bitmap shares match what docs/distributed.md
   says crosses the network.
-* benchmarks/multi_gpu.py (issue 21) starts one worker per GPU pinned with
-  ``CUDA_VISIBLE_DEVICES`` and ``GPU=1`` plus a CPU worker, as dask CLI processes on
-  127.0.0.1; run here with two simulated GPU workers, the cluster it starts has exactly
+* benchmarks/harness.py's ``cluster`` (what benchmarks/workers.py --gpus runs on) starts one
+  worker per GPU pinned with ``CUDA_VISIBLE_DEVICES`` and ``GPU=1`` plus a CPU worker, as
+  dask CLI processes on 127.0.0.1; run here with two simulated GPU workers, the cluster it starts has exactly
   those workers and resources.
 * A worker restarted between two searches: the next search is correct (Dask computes
   the lost ranges again on the workers) or fails with a clear ``WorkerLostError``.
@@ -37,7 +37,7 @@ from taskbfs.bfs.distributed import DistributedGraph
 from taskbfs.kernels.merge import accept_into_range, word_span
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import multi_gpu  # noqa: E402
+import harness  # noqa: E402  (benchmarks/harness.py)
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
@@ -268,7 +268,7 @@ def test_worker_restarted_between_searches(rt):
 
 def test_multi_gpu_script_starts_one_worker_per_gpu(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    commands = multi_gpu.worker_commands("sched.json", gpus=3, cpu_threads=5, share=False,
+    commands = harness.worker_commands("sched.json", gpus=3, cpu_threads=5, share=False,
                                          simulate=True)
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in commands] == ["", "0", "1", "2"]
     assert all(env["NUMBA_ENABLE_CUDASIM"] == "1" for _, env in commands)
@@ -276,17 +276,17 @@ def test_multi_gpu_script_starts_one_worker_per_gpu(monkeypatch):
         assert argv[argv.index("--host") + 1] == "127.0.0.1"
     assert commands[0][0][-2:] == ["--resources", "CPU=5"]
     assert all(argv[-4:] == ["--nthreads", "1", "--resources", "GPU=1"] for argv, _ in commands[1:])
-    shared = multi_gpu.worker_commands("s", gpus=2, cpu_threads=1, share=True, simulate=False)
+    shared = harness.worker_commands("s", gpus=2, cpu_threads=1, share=True, simulate=False)
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in shared] == ["", "0", "0"]
     # the GPUs the script was given, as the host numbers them
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
-    given = multi_gpu.worker_commands("s", gpus=2, cpu_threads=1, share=False, simulate=False)
+    given = harness.worker_commands("s", gpus=2, cpu_threads=1, share=False, simulate=False)
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in given] == ["", "3", "5"]
-    shared = multi_gpu.worker_commands("s", gpus=2, cpu_threads=1, share=True, simulate=False)
+    shared = harness.worker_commands("s", gpus=2, cpu_threads=1, share=True, simulate=False)
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in shared] == ["", "3", "3"]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    with multi_gpu.cluster(2, 1, share=False, simulate=True) as client:
-        assert multi_gpu.resources_of(client) == {"cpu": {"CPU": 1.0}, "gpu-0": {"GPU": 1.0},
+    with harness.cluster(2, 1, share=False, simulate=True) as client:
+        assert harness.resources_of(client) == {"cpu": {"CPU": 1.0}, "gpu-0": {"GPU": 1.0},
                                                   "gpu-1": {"GPU": 1.0}}
         assert all(w["host"] == "127.0.0.1"
                    for w in client.scheduler_info(n_workers=-1)["workers"].values())

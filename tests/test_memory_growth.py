@@ -3,7 +3,7 @@
 Counted, not measured as resident memory (which distributed's own bounded histories and
 the allocator make noisy): ``benchmarks/soak.py`` measures the RSS slope over thousands
 of searches; these tests fail on the per-search growth it found. What still grows per
-search on an external cluster is Dask's, and bounded (RESULTS.md, session 16): dask's
+search on an external cluster is Dask's, and bounded (``soak.py --external``): dask's
 ``key_split`` cache (100,000 task keys, ~17 MiB), distributed's low-level logs (1,000
 entries each) and its system monitor (by time, not by searches).
 """

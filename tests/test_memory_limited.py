@@ -20,8 +20,8 @@ disk), a Kronecker graph built on the workers and searched there:
 
 What it does not prove: a Python worker process alone is ~300 MB, so the process-memory
 actions (spill on RSS, pause, the nanny's terminate) are off here: a graph above such a
-limit is scale 23 (benchmarks/memory_limited.py runs it with every action on; figures in
-benchmarks/RESULTS.md, "Session 13").
+limit is scale 23 (``benchmarks/memory_limited.py``, in git history before issue 45, ran it
+with every action on).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 tests/test_gpu_memory.py checks the choice everywhere with stand-in modules; this module
 runs the real thing. It needs rmm (``pip install rmm-cu12``) and a CUDA GPU, and is skipped,
-with that reason, elsewhere (this project's CI has no GPU; benchmarks/gpu_session.sh's
+with that reason, elsewhere (this project's CI has no GPU; benchmarks/device/gpu_session.sh's
 ``rmm`` step runs it on the device machine).
 """
 
@@ -18,7 +18,7 @@ from shapes import grid, kronecker_like
 
 import taskbfs as tb
 
-NEEDS = "needs rmm and a CUDA GPU (benchmarks/gpu_session.sh's rmm step runs it on one)"
+NEEDS = "needs rmm and a CUDA GPU (benchmarks/device/gpu_session.sh's rmm step runs it on one)"
 
 
 def _usable_gpu() -> bool:

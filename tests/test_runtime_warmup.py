@@ -55,8 +55,8 @@ def test_the_warm_up_buckets_its_gpu_steps_on_the_device():
     """A several-task GPU step buckets its candidates by owner on the device from
     ``gpu.device-bucket-min`` of them, more than the warm-up's star gives any step: the
     warm-up's big-graph pass lowers that gate, so that its GPU searches of three tasks load
-    the bucketing kernels (a GPU worker compiled them inside the first search that
-    crossed the gate, ~240 ms: benchmarks/RESULTS.md, session 26)."""
+    the bucketing kernels (otherwise a GPU worker compiles them inside the first search
+    that crosses the gate)."""
     three_owners = np.array([0, 10, 20, 30])
     star_leaves = 2 * config.get("search.compiled-level-edges")
     assert not _bucket_on_device(three_owners, star_leaves)

@@ -7,7 +7,7 @@ Returns
 Approach
     A deep graph (a path, a mesh, a road network) has thousands to millions of levels of
     a few frontier vertices each. Inside the search's one task a level still costs host
-    work per step and per barrier (~0.1 ms on 2 cores), which is the whole search time
+    work per step and per barrier, which is the whole search time
     of such a graph. While the frontier is top-down, on the CPU and has at most
     ``taskbfs.search.compiled-level-edges`` edges, the levels run in
     :func:`taskbfs.kernels.levels.small_top_down_levels` instead: the same steps, the

@@ -124,7 +124,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         the owners trading pieces worker to worker (:mod:`taskbfs.bfs.owner_levels`).
         "tasks": every step and barrier is a Dask task of its own (what the
         granularity notebook and the dashboard's per-task view show best; each costs the
-        runtime ~1 ms). The trace has every step either way (``included`` says which).
+        runtime a trip through the scheduler: ``benchmarks/dispatch.py``). The trace has every step either way (``included`` says which).
     timeout : float, optional
         Seconds the call may take once the runtime is there (placing the graph, the
         search, the result and its records), else

@@ -9,7 +9,7 @@ Approach
     runtime does not dispatch them: the whole search is one task placed on that worker,
     and each level's steps and barrier run inside it as *included* tasks
     (:func:`taskbfs.runtime.include`, OmpSs's ``final`` clause), traced like dispatched
-    ones. A dispatched level costs the Dask runtime ~2.5 ms on 2 cores (submission,
+    ones. A dispatched level costs the Dask runtime a fixed overhead (submission,
     scheduling, two hops and a round trip through the client) whatever its work; an
     included one costs what its kernels cost plus a thread-pool hand-off. The steps of a
     level run side by side on the process's thread pool (as the worker would run them on
@@ -260,7 +260,7 @@ class IncludedLevels:
     def _on_threads(self, frontier: Frontier):
         """One level by :class:`LevelTasks`: ``(next frontier, summary)``. Its barrier is
         recorded as an included task; its steps as one array in :attr:`summaries` (the
-        trace's rows are made of it when read: a record per step costs ~2 µs of the GIL)."""
+        trace's rows are made of it when read: a Python record per step would hold the GIL)."""
         nxt, summary, table, barrier = self.on_threads.run(frontier)
         self.summaries.add_steps(frontier.level, table)
         record_included(BARRIER_NAME, [barrier])

@@ -55,7 +55,7 @@ from taskbfs.runtime import on_threads
 
 class TaskLists:
     """Every task's slices as the numba typed lists the compiled level reads. Made once per
-    placed graph and kept with task 0's slice (a list of T arrays costs ~3 µs per entry)."""
+    placed graph and kept with task 0's slice (building a typed list costs per entry)."""
 
     def __init__(self, slices):
         head = slices[0][0]

@@ -6,9 +6,8 @@ Returns
     several workers own and whose levels the runtime may include (``dispatch="auto"``).
 Approach
     A dispatched level (:mod:`taskbfs.bfs.owners`) is a batch of step tasks and W barriers
-    through the scheduler, and the client's round trip for the owners' reports: 25-110 ms
-    a level on 4 GPU workers at scale 26 against steps of 4-13 ms (benchmarks/RESULTS.md,
-    session 23). Here each owner runs one task, :data:`OWNER_LEVELS`, on its worker for
+    through the scheduler, and the client's round trip for the owners' reports: on several
+    GPU workers that coordination takes longer than the level's steps. Here each owner runs one task, :data:`OWNER_LEVELS`, on its worker for
     the whole search (seceded from the worker's thread pool: it waits on its peers most of
     the time). Per level it
 

@@ -326,7 +326,7 @@ def _device_result(front: OwnerFrontier, state: OwnerState) -> tuple:
 
 
 #: Vertices from which a range's result arrays are filled on several threads (a fresh
-#: array's pages are first touched as it is filled: on one thread, ~60 ms for 256 MB).
+#: array's pages are first touched as it is filled, which one thread does slowly).
 PARALLEL_FILL_MIN = 1 << 22
 
 
@@ -733,8 +733,7 @@ class KeptLevels:
     def levels(self) -> np.ndarray:
         """The distance of every vertex the completed levels reached (-1 elsewhere),
         written from the kept levels when read (a resume reads it; a search that ends
-        without one never pays for it, not even the array: n bytes, ~40 ms to fill at
-        2^27 vertices)."""
+        without one never pays for it, not even the array of n bytes)."""
         if self._levels is None:
             self._levels = np.full(self.num_vertices, -1, dtype=np.int8)
             self._levels[self.source] = 0

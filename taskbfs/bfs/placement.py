@@ -52,7 +52,7 @@ class PlacedGraph:
         """The future of every task's slices as one :class:`SliceBundle`, made by a task
         on the worker that holds them (no copy) the first time a search asks for it: a
         search run as one task reads this and the degrees, two inputs whatever T, where
-        2T + 1 cost the scheduler and the worker ~0.1 ms per input and call."""
+        2T + 1 cost the scheduler and the worker per input and call."""
         per_task = self.slices_per_task()
         future = self._bundles.get(per_task)
         if future is None or future.status in _BROKEN:

@@ -481,8 +481,7 @@ def size_label(level: int) -> str:
 def advance(frontier: Frontier, discoveries, degrees) -> tuple[Frontier, LevelSummary]:
     """The barrier's work without the message: ``(next frontier, summary)``.
 
-    This is what :func:`barrier` runs; the no-Dask peer loop (benchmarks/plain_loop.py)
-    calls it directly.
+    This is what :func:`barrier` runs; the level loops without a message call it directly.
     """
     start = time.time()
     bounds = frontier.bounds

@@ -5,9 +5,8 @@ Returns
     the seconds it took on that worker.
 Approach
     numba compiles each kernel once per machine (``cache=True``), but a new process still
-    loads each one, with its typed-list and sort helpers, at its first call: ~0.4-0.9 s
-    that landed in the first search of a process on 2 cores, 30-70x a steady search of
-    a scale-16 graph (``benchmarks/first_search.py``). So, once per runtime, every worker
+    loads each one, with its typed-list and sort helpers, at its first call, which would
+    land in the first search of a process (``benchmarks/first_search.py``). So, once per runtime, every worker
     runs the search task's body on a tiny graph, without Dask: every direction, one task
     and several, the compiled small levels and the level loop, a directed graph (its
     transposed slices), and on a GPU worker the GPU steps (not under numba's CUDA

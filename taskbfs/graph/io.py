@@ -325,9 +325,8 @@ def _check_text(text: bytes, path: str, lineno: int) -> None:
 
 
 #: Rows pandas parses at a time (a piece's columns are narrowed before the next is read).
-#: pandas' own buffers for a piece are ~35 bytes a row: a scale-18 edge list read in 4M-row
-#: pieces peaked at 4.6x its CSR, in 64K-row pieces (int32 blocks) at 2.5x, at no
-#: measurable cost in time (benchmarks/RESULTS.md, session 14).
+#: pandas' own buffers for a piece are tens of bytes a row, so small pieces keep a read's
+#: peak near the CSR's size at no cost in time (benchmarks/build.py's read_el).
 _TABLE_ROWS = 1 << 16
 
 
@@ -865,8 +864,8 @@ def _has_arc_back(indptr, indices, u: int) -> np.ndarray:
 @njit(nogil=True, cache=True)
 def _row_problem(indptr, indices):  # pragma: no cover - numba
     """Whether a row of valid CSR arrays is unsorted or holds a repeat, or a self-loop,
-    in one pass with no temporary (numpy's diff and repeat cost 9 bytes an arc: a .npz
-    read peaked at 4.6x its CSR)."""
+    in one pass with no temporary (numpy's diff and repeat cost 9 bytes an arc, several
+    times the CSR of a .npz being read)."""
     for v in range(indptr.size - 1):
         for k in range(indptr[v], indptr[v + 1]):
             if k > indptr[v] and indices[k] <= indices[k - 1]:

@@ -8,8 +8,8 @@ Approach
     A bottom-up GPU step finds each vertex of its range at most once, but appends its
     pairs through an atomic counter: in no useful order. The host barrier that accepts them
     into the owner's arrays (:func:`~taskbfs.kernels.merge.accept_share`) then writes
-    distances, parents and visited bits at random places: 5x slower than in vertex order
-    (8 M pairs into a range of 2^25 vertices, 2-core: 250 against 50 ms). Unique vertices of
+    distances, parents and visited bits at random places, several times slower than in
+    vertex order. Unique vertices of
     one range sort by a scatter into a dense array of the range (``dense[v - lo] = parent``,
     -1 elsewhere), the found entries' positions by an exclusive scan of their flags, and a
     gather back into the pair buffers in ascending vertex order: memory-bound passes over

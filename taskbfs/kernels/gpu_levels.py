@@ -11,7 +11,7 @@ Returns
     :func:`vertex_dtype` gives the type of vertex ids and results (int32 below 2^31
     vertices, int64 beyond).
 Approach
-    The loop a GPU programmer writes (``benchmarks/plain_gpu_loop.py``), with the level's
+    The loop a GPU programmer writes (the peer ``benchmarks/plain_gpu_loop.py``), with the level's
     step and barrier as the task runtime sees them: the caller decides each level's
     direction from the counts (Beamer's rule) and asks for the frontier's conversion
     (:meth:`~DeviceLevels.convert`) when it changes. A top-down level is the frontier's
@@ -188,7 +188,7 @@ class DeviceLevels:
         self.k.fresh_result[cfg.blocks_for(max(self.n, ROW)), cfg.block_size](
             self.n, self.parents, self.distances, self.rows[level % ROWS], self.bits[p],
             0 if top_down else self.words)
-        # the whole buffer and offsets: a view of a device array costs ~40 us to make
+        # the whole buffer and offsets: a view of a device array costs host work to make
         self.k.write_reached[cfg.blocks_for(max(k, f, 1)), cfg.block_size](
             entry, k, f, top_down, self.parents, self.distances, self.queues[p], self.bits[p])
         self.entered = True

@@ -6,10 +6,9 @@ Returns
     copies into ordinary memory). :func:`pinned_pool` → this process's pool.
 Approach
     A GPU step copies its discoveries back every level, into arrays that live until the
-    search's result is assembled. Copied into fresh pageable arrays, that ran at ~3 GB/s on
-    the H100 host (the kernel maps and zeroes every new page as the copy first touches it;
-    ``benchmarks/host_memory_costs.py``); into pinned memory that is already mapped it ran
-    at ~50 GB/s. Pinning is slow itself (80 ms for 128 MB there), so buffers are kept and
+    search's result is assembled. Copied into fresh pageable arrays, that is slow (the kernel
+    maps and zeroes every new page as the copy first touches it); into pinned memory that is
+    already mapped it is many times faster. Pinning is slow itself, so buffers are kept and
     reused: each taken array carries a ``weakref.finalize`` that hands its buffer back to
     the pool when the array, and every array derived from it, is garbage (the search's
     futures released). Buffers come in power-of-two sizes, so a buffer serves any later
@@ -222,11 +221,10 @@ def copy_out(device_array, n: int, dtype, executor=None) -> np.ndarray:
     search's result): a free pinned buffer of the pool when it has one, else ordinary
     memory, filled through a pinned chunk at a time, each chunk copied into place on
     threads, while the pool pins a buffer of that size for the next result in the
-    background (pinning one here costs more than the staged copy: benchmarks/RESULTS.md,
-    session 12).
+    background (pinning one here costs more than the staged copy).
 
-    A direct copy into new ordinary memory runs at ~3 GB/s on the H100 host (the driver's
-    bounce buffer and the first touch of every page, on one thread); staged, the pages are
+    A direct copy into new ordinary memory is slow (the driver's bounce buffer and the first
+    touch of every page, on one thread); staged, the pages are
     first touched by several threads at once (the threads of ``executor``, a
     ``concurrent.futures`` executor; without one, in this thread).
     """

@@ -529,8 +529,8 @@ class WarmUpPlugin(WorkerPlugin):
     joins later; a failing one is logged, never raised. Then it moves every object of the
     worker's process out of reach of Python's full garbage collections (``gc.freeze``):
     the modules, compiled code and runtime state made so far live as long as the process,
-    and a full collection that walks them (~0.1 s with numba, pandas and distributed
-    loaded) would stall whatever search runs when it fires. The embedded runtime's
+    and a full collection that walks them (numba, pandas and distributed loaded) would
+    stall whatever search runs when it fires. The embedded runtime's
     workers share the caller's process, so its objects are frozen too: a cycle among them
     that becomes garbage later is kept, not collected.
     """
@@ -620,7 +620,7 @@ async def claim_dask_cuda_gpu(dask_worker=None) -> bool:
 PENDING_WAIT_SECONDS = 10.0
 
 #: Seconds a reading of this machine's available memory is reused: reading it
-#: (``/proc/meminfo``) took 2-2.5 ms per call on the 16-core GPU host.
+#: (``/proc/meminfo``) costs more than a small search can spare per call.
 MEMORY_READING_SECONDS = 1.0
 _memory_reading = (float("-inf"), 0)  # (time.monotonic() when read, bytes available)
 
@@ -850,10 +850,9 @@ def _freeze_long_lived_objects() -> None:
 
     The embedded cluster runs in this process, and distributed allocates many objects per
     task, so the cycle collector's full passes come every few searches; each one walks every
-    object numba, pandas, distributed and the cluster hold (~300 K), which took 170 ms on
-    2 cores: a search that met one ran 3-4x its time. Frozen, those long-lived objects are
-    skipped (a full pass: 7-25 ms); they are only never freed by the cycle collector
-    (reference counting still frees them).
+    object numba, pandas, distributed and the cluster hold, long enough to multiply the time
+    of a search that meets one. Frozen, those long-lived objects are skipped; they are only
+    never freed by the cycle collector (reference counting still frees them).
     """
     gc.freeze()
 

@@ -7,7 +7,7 @@ Returns
     :class:`ExchangeAborted`.
 Approach
     A program whose tasks must trade data many times while they run (a search's owners,
-    once or twice a level) pays the scheduler ~2-4 ms a round when each trade is a task.
+    once or twice a level) pays the scheduler a round trip per trade when each is a task.
     Here the tasks stay running and trade directly, worker to worker, on the workers'
     pooled connections (OmpSs's cluster mode moves data between nodes the same way,
     without its master): the runtime's worker plugin gives each worker a handler,

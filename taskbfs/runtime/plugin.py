@@ -365,9 +365,7 @@ class PlacementPlugin(SchedulerPlugin):
         """Send scheduler→worker and scheduler→client messages without batching delays.
 
         A BFS level is a short chain of dependent tasks (steps → barrier → summary), and each
-        hop waits for that delay (5 ms to workers, 2 ms to clients): measured 22 ms per level
-        with it, 6.5 ms without the worker delay (T = 1, embedded cluster, 2-core dev
-        machine). Applied when a runtime attaches and on every taskbfs batch or resident
+        hop waits for that delay, which then sets a small level's time. Applied when a runtime attaches and on every taskbfs batch or resident
         call, so that workers and clients that joined later are covered; a handful of
         attribute writes. Each stream's own interval is
         kept, and :meth:`teardown` puts it back.
@@ -534,7 +532,7 @@ def _pin_to_data(ts) -> None:
     Without the pin, Dask's work stealing moves a task queued on a busy worker to an idle
     one, which fetches the task's input; the Active Memory Manager then drops one of the
     two copies, possibly the first, and over many calls data placed on several workers
-    gathers on one (a BFS's graph slices: benchmarks/RESULTS.md, session 17's soak). A
+    gathers on one (a BFS's graph slices over a long soak: benchmarks/soak.py). A
     non-loose worker restriction beside the resource restriction is what stealing
     respects; the task still runs on any holder, and :func:`_repin_after_loss` moves the
     pin off a worker that leaves.

@@ -408,8 +408,7 @@ class Program:
         The batch's tasks are listed in program order, which is a valid execution order
         (every task comes after the tasks it reads), so that order is handed to the
         scheduler as the graph's priorities: it then skips ``dask.order`` and the thread
-        hop that runs it (``benchmarks/level_overhead.py`` on 2 cores: a BFS level of 1 / 4
-        / 8 tasks went from 2.80 / 4.90 / 8.68 ms to 2.70–2.77 / 4.23–4.35 / 6.81–7.35).
+        hop that runs it, a cost paid on every dispatched level.
         Where the client's internal entry point differs, ``Client.get`` sends the graph
         and the scheduler orders it as usual.
         """
@@ -428,8 +427,7 @@ class Program:
         """The batch as a dask expression named by the program, not by a hash of its content.
 
         Every key of a batch is already unique, so dask's deterministic tokenising of the
-        whole graph (0.5 ms per BFS level of 8 tasks, 12% of the busy time at T = 32,
-        measured) buys nothing. ``_determ_token`` is how dask's expressions accept a name
+        whole graph (a noticeable share of a dispatched level's busy time) buys nothing. ``_determ_token`` is how dask's expressions accept a name
         given in advance; where that internal is missing, the plain graph is sent and dask
         names it by hashing as usual.
         """

@@ -7,9 +7,8 @@ Returns
     input, or cannot be reached from here); the caller then submits the task as usual
     (:meth:`~taskbfs.runtime.Program.call` does both).
 Approach
-    A task submitted through the scheduler waits ~1.5 ms (2 cores) to ~2-4 ms (the GPU
-    machine) before it starts and ~1-2 ms after it ends: client to scheduler, the
-    placement plugin, scheduler to worker, the worker's queue, and back. A task whose
+    A task submitted through the scheduler waits before it starts and after it ends: client
+    to scheduler, the placement plugin, scheduler to worker, the worker's queue, and back. A task whose
     inputs one worker already holds and whose value goes straight back to the caller (a
     program run as one task, its pieces included in it: OmpSs's ``final``) needs none of
     that. The runtime's worker plugin gives every worker a handler, :func:`run_resident`

@@ -1,0 +1,148 @@
+"""How long does it take to make or read a graph, and how much memory does it need?
+
+Returns
+    One CSV row per (builder, scale): the best wall seconds of ``--repeats`` builds, M
+    edges per second per core, the CSR's MiB (indptr + indices) and the peak resident
+    memory the first build added over it (ratio). Builders: ``generate``
+    (``tb.kronecker_edges``, the edge list alone), ``from_edges`` (``tb.Graph.from_edges``
+    of that list), ``kronecker`` (``tb.kronecker``: both), ``read_el`` / ``read_mtx`` /
+    ``read_npz`` (``tb.read_graph`` of the graph written as a SNAP edge list, MatrixMarket,
+    taskbfs .npz), and ``workers`` (``tb.kronecker(scale, runtime=rt)`` on a LocalCluster of
+    ``--workers`` processes: built there, never here; wall only).
+Approach
+    Each (builder, scale) runs in a fresh Python process, so that its memory is its own:
+    tiny builds first (numba's cached code loaded), the input made, the resident memory
+    read and the kernel's peak mark reset (``/proc/self/clear_refs``, Linux), the build,
+    and the peak (``VmHWM``) less that reading is what the build added.
+
+    python benchmarks/build.py --scale 18 20 22
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import harness
+import numpy as np
+
+import taskbfs as tb
+
+BUILDERS = ["generate", "from_edges", "kronecker", "read_el", "read_mtx", "read_npz", "workers"]
+
+
+def _hwm() -> int | None:
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _rss() -> int:
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+def child(builder: str, scale: int, edgefactor: int, seed: int, repeats: int,
+          workers: int) -> dict:
+    """One builder at one scale in this (fresh) process."""
+    with tempfile.TemporaryDirectory(prefix="taskbfs-build-") as tmp:
+        tiny = tb.kronecker(6, seed=seed)
+        path = None
+        if builder.startswith("read_"):
+            path = os.path.join(tmp, "graph." + {"read_el": "el", "read_mtx": "mtx",
+                                                 "read_npz": "npz"}[builder])
+            tb.save_graph(tiny, path)
+            tb.read_graph(path)
+            tb.save_graph(tb.kronecker(scale, edgefactor, seed=seed), path)
+        if builder in ("generate", "from_edges"):
+            src, dst = tb.kronecker_edges(scale, edgefactor, seed=seed)
+            tb.Graph.from_edges(*tb.kronecker_edges(6, seed=seed), num_vertices=64)
+        n = 1 << scale
+
+        def build():
+            if builder == "generate":
+                return tb.kronecker_edges(scale, edgefactor, seed=seed)
+            if builder == "from_edges":
+                return tb.Graph.from_edges(src, dst, num_vertices=n)
+            if builder == "kronecker":
+                return tb.kronecker(scale, edgefactor, seed=seed)
+            return tb.read_graph(path)
+
+        if builder == "workers":
+            from distributed import Client, LocalCluster
+
+            with LocalCluster(n_workers=workers, threads_per_worker=max(1, (os.cpu_count() or 2) // workers),
+                              processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
+                    Client(cluster, set_as_default=False) as client, tb.Runtime(client) as rt:
+                tb.kronecker(6, seed=seed, runtime=rt)
+                walls = []
+                for _ in range(repeats):
+                    start = time.perf_counter()
+                    g = tb.kronecker(scale, edgefactor, seed=seed, runtime=rt)
+                    walls.append(time.perf_counter() - start)
+                    del g
+            return {"seconds": min(walls), "csr": None, "added": None}
+        before = _rss()
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")  # the peak restarts from here
+        except OSError:
+            pass
+        walls = []
+        for i in range(repeats):
+            start = time.perf_counter()
+            g = build()
+            walls.append(time.perf_counter() - start)
+            if i == 0:
+                peak = _hwm()
+        csr = None if builder == "generate" else int(g.indptr.nbytes + g.indices.nbytes)
+        added = None if peak is None else peak - before
+        return {"seconds": min(walls), "csr": csr, "added": added}
+
+
+def main(argv=None) -> list[dict]:
+    p = harness.options(__doc__, scales=(16, 18), repeats=2)
+    p.add_argument("--builders", nargs="+", default=BUILDERS, choices=BUILDERS)
+    p.add_argument("--workers", type=int, default=2, help="worker processes of 'workers'")
+    p.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        builder, scale = args.child[0], int(args.child[1])
+        print(json.dumps(child(builder, scale, args.edgefactor, args.seed, args.repeats,
+                               args.workers)))
+        return []
+    out = harness.Results("build", args)
+    cores = os.cpu_count() or 1
+    for scale in args.scale:
+        for builder in args.builders:
+            run = subprocess.run([sys.executable, __file__, "--child", builder, str(scale),
+                                  "--edgefactor", str(args.edgefactor), "--seed", str(args.seed),
+                                  "--repeats", str(args.repeats), "--workers", str(args.workers)],
+                                 capture_output=True, text=True)
+            if run.returncode:
+                raise RuntimeError(f"{builder} at scale {scale} failed:\n{run.stderr[-3000:]}")
+            m = json.loads(run.stdout.strip().splitlines()[-1])
+            edges = args.edgefactor * (1 << scale)
+            csr_mib = m["csr"] / 2**20 if m["csr"] else np.nan
+            added_mib = m["added"] / 2**20 if m["added"] is not None else np.nan
+            out.add(builder=builder, scale=scale, seconds=m["seconds"],
+                    medges_per_s_per_core=edges / m["seconds"] / cores / 1e6,
+                    csr_mib=csr_mib, peak_added_mib=added_mib,
+                    peak_over_csr=added_mib / csr_mib if m["csr"] else np.nan,
+                    workers=args.workers if builder == "workers" else "")
+    out.save()
+    return out.rows
+
+
+if __name__ == "__main__":
+    main()
