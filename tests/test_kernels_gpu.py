@@ -566,10 +566,11 @@ def test_a_kernel_launched_by_cupy_is_the_kernel_numba_launches():
     assert isinstance(launched, CupyLaunchedKernel)
     table = cuda.to_device(np.arange(12, dtype=np.int64).reshape(3, 4))
     every_other = cuda.to_device(np.arange(200, dtype=np.int64))[::2]
-    for negate in (False, True):
+    for shift, negate in ((-3, False), (np.int32(5), True), (-3, True)):
+        # fresh output arrays each round: parameters kept for an array die with it
         by_numba = cuda.to_device(np.zeros(100, dtype=np.float64))
         by_cupy = cuda.to_device(np.ones(100, dtype=np.float64))
-        args = (table, every_other, -3, np.uint64(0xFF), 0.5, negate)
+        args = (table, every_other, shift, np.uint64(0xFF), 0.5, negate)
         mix[1, 128](by_numba, *args)
         launched[1, 128](by_cupy, *args)
         np.testing.assert_array_equal(by_cupy.copy_to_host(), by_numba.copy_to_host())

@@ -18,10 +18,12 @@ import functools
 import os
 import re
 import tempfile
+import weakref
 
 import numpy as np
 from numba import config as numba_config
 from numba import cuda, types
+from numba.np import numpy_support
 
 
 def launched_by_cupy(kernel):
@@ -58,13 +60,15 @@ class CupyLaunchedKernel:
         return functools.partial(self._launch, int(blocks), int(threads))
 
     def _launch(self, blocks: int, threads: int, *args) -> None:
-        argtypes = tuple(self.kernel.typeof_pyval(a) for a in args)
+        argtypes, flat = [], []
+        for value in args:
+            argtype, params = _parameters(value, self.kernel)
+            argtypes.append(argtype)
+            flat += params
+        argtypes = tuple(argtypes)
         function = self._functions.get(argtypes)
         if function is None:
             function = self._functions[argtypes] = self._load(argtypes)
-        flat = []
-        for value, argtype in zip(args, argtypes, strict=True):
-            _flatten(value, argtype, flat)
         function((blocks,), (threads,), tuple(flat))
 
     def _load(self, argtypes: tuple):
@@ -79,21 +83,41 @@ class CupyLaunchedKernel:
             return _cupy().RawModule(path=path).get_function(entry)
 
 
-def _flatten(value, argtype, flat: list) -> None:
-    """Append ``value``'s kernel parameters (numba's ABI for ``argtype``) to ``flat``."""
-    if isinstance(argtype, types.Array):
-        if not cuda.is_cuda_array(value):
-            raise TypeError(f"a kernel launched by CuPy takes device arrays, got {type(value)}")
-        # numba's own device arrays as they are; others (CuPy's) through their interface
-        view = value if hasattr(value, "device_ctypes_pointer") else cuda.as_cuda_array(value)
-        pointer = view.device_ctypes_pointer.value or 0
-        flat += [np.uint64(0), np.uint64(0), np.int64(view.size), np.int64(view.dtype.itemsize),
-                 np.uint64(pointer)]
-        flat += [np.int64(s) for s in view.shape]
-        flat += [np.int64(s) for s in view.strides]
-    elif isinstance(argtype, types.Boolean):
-        flat.append(np.uint8(bool(value)))
-    elif isinstance(argtype, (types.Integer, types.Float)):
-        flat.append(np.dtype(str(argtype)).type(value))
-    else:
-        raise TypeError(f"no CuPy launch for a kernel argument of type {argtype}")
+#: A device array's numba type and kernel parameters, while the array lives: the arrays a
+#: search launches its kernels with live as long as the search, and their parameters do
+#: not change.
+_ARRAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _parameters(value, kernel) -> tuple:
+    """``(numba type, kernel parameters)`` of one kernel argument (numba's ABI)."""
+    if isinstance(value, (bool, np.bool_)):
+        return types.boolean, [np.uint8(value)]
+    if isinstance(value, int):
+        return types.int64, [np.int64(value)]
+    if isinstance(value, float):
+        return types.float64, [np.float64(value)]
+    if isinstance(value, (np.integer, np.floating)):
+        return numpy_support.from_dtype(value.dtype), [value]
+    try:
+        return _ARRAYS[value]
+    except KeyError:
+        pass
+    except TypeError:  # not weakly referable: described at each launch
+        return _array_parameters(value, kernel)
+    entry = _ARRAYS[value] = _array_parameters(value, kernel)
+    return entry
+
+
+def _array_parameters(value, kernel) -> tuple:
+    if not cuda.is_cuda_array(value):
+        raise TypeError(f"a kernel launched by CuPy takes device arrays, got {type(value)}")
+    argtype = kernel.typeof_pyval(value)  # as numba types it for its own launch
+    # numba's own device arrays as they are; others (CuPy's) through their interface
+    view = value if hasattr(value, "device_ctypes_pointer") else cuda.as_cuda_array(value)
+    pointer = view.device_ctypes_pointer.value or 0
+    params = [np.uint64(0), np.uint64(0), np.int64(view.size), np.int64(view.dtype.itemsize),
+              np.uint64(pointer)]
+    params += [np.int64(s) for s in view.shape]
+    params += [np.int64(s) for s in view.strides]
+    return argtype, params
