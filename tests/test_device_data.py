@@ -114,7 +114,7 @@ def test_scratch_grows_counts_in_the_budget_and_evicts_data():
     assert big is not small and big.size == 300 and "a" not in data
     assert data.used_bytes == 2400 == alloc.live_bytes()
     assert data.scratch("out", 300, np.int32) is not big  # another dtype: a new buffer
-    data.clear()
+    data.release()
     assert alloc.live == {} and data.used_bytes == 0 and len(data) == 0
 
 

@@ -110,7 +110,7 @@ class DeviceCache:
     def clear(self) -> None:
         """Drop every slice and buffer (device memory is released) and the search state."""
         with self.lock:
-            self.data.clear()
+            self.data.release()
             self._slices.clear()
             self._level = self._mask_level = self._mask = None
             self._chain = self._result = self._levels = None

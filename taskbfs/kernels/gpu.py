@@ -607,7 +607,9 @@ def bucket_by_owner(vertices, parents, n: int, bounds: np.ndarray, workspace,
     """The ``n`` pairs grouped by the range of ``bounds`` (T + 1 ascending) that holds each
     vertex (see :mod:`taskbfs.kernels._gpu_bucket`): ``(vertices, parents, offsets)``,
     device buffers and the host offsets (T + 1)."""
-    from taskbfs.kernels._gpu_bucket import count_owners, scatter_by_owner
+    from taskbfs.kernels._gpu_bucket import bucket_kernels
+
+    count_owners, scatter_by_owner = bucket_kernels(BUCKET_MAX_OWNERS)
 
     num_tasks = bounds.size - 1
     d_bounds = upload_into(workspace, "bucket_bounds", np.ascontiguousarray(bounds, np.int64))

@@ -244,8 +244,9 @@ class DeviceData:
         """Count ``nbytes`` a task copied back from the device."""
         self.bytes_down += int(nbytes)
 
-    def clear(self) -> None:
-        """Drop every datum and scratch buffer (their device memory is given back)."""
+    def release(self) -> None:
+        """Drop every datum and scratch buffer (their device memory is given back); the
+        worker's state calls it when the runtime forgets the worker."""
         with self.lock:
             for name in list(self._data):
                 self.discard(name)

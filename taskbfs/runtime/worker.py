@@ -392,12 +392,12 @@ def worker_singleton(name: str, make, worker=None):
 def forget_worker_state(worker) -> None:
     """Drop what the runtime keeps for ``worker``: its :func:`worker_cache` and the trace
     records no one collected (the runtime's worker plugin does this when it is removed).
-    Its device-data service gives its device memory back now."""
-    from taskbfs.runtime.device_data import SERVICE_NAME
-
+    A cached service with a ``release()`` method (the device-data service) gives back
+    what it holds outside this process's memory now."""
     with _lock:
         cache = _caches.pop(worker, None) or {}
         _records.pop(worker, None)
-    service = cache.get(SERVICE_NAME)
-    if service is not None:
-        service.clear()
+    for service in cache.values():
+        release = getattr(service, "release", None)
+        if callable(release):
+            release()
