@@ -29,6 +29,8 @@ import functools
 
 from numba import cuda, int32, int64
 
+from taskbfs.kernels._gpu_launch import launched_by_cupy
+
 
 @functools.cache
 def bucket_kernels(max_owners: int) -> tuple:
@@ -70,4 +72,4 @@ def bucket_kernels(max_owners: int) -> tuple:
             out_parents[at] = parents[i]
             i += stride
 
-    return count_owners, scatter_by_owner
+    return launched_by_cupy(count_owners), launched_by_cupy(scatter_by_owner)

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from numba import cuda, int32
 
+from taskbfs.kernels._gpu_launch import launched_by_cupy
 
+
+@launched_by_cupy
 @cuda.jit
 def narrow(src_v, src_u, n, dst_v, dst_u):
     i = cuda.grid(1)

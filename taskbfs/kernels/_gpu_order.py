@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from numba import cuda
 
+from taskbfs.kernels._gpu_launch import launched_by_cupy
 
+
+@launched_by_cupy
 @cuda.jit
 def scatter_by_vertex(vertices, parents, n, lo, dense):
     """``dense[vertices[i] - lo] = parents[i]`` for ``i < n``."""
@@ -35,6 +38,7 @@ def scatter_by_vertex(vertices, parents, n, lo, dense):
         i += stride
 
 
+@launched_by_cupy
 @cuda.jit
 def found_flags(dense, size, flags):
     """``flags[j] = 1`` where ``dense[j]`` holds a parent, else 0 (``j < size``)."""
@@ -45,6 +49,7 @@ def found_flags(dense, size, flags):
         j += stride
 
 
+@launched_by_cupy
 @cuda.jit
 def gather_in_order(dense, size, positions, lo, vertices, parents):
     """The found entries of ``dense`` written as pairs at their scanned ``positions``."""

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 from numba import cuda, int64, uint64
 
+from taskbfs.kernels._gpu_launch import launched_by_cupy
 
+
+@launched_by_cupy
 @cuda.jit
 def owned_bits(vertices, n, lo, first_word, indptr, words, edges):
     i = cuda.grid(1)
@@ -38,6 +41,7 @@ def owned_bits(vertices, n, lo, first_word, indptr, words, edges):
         cuda.atomic.add(edges, 0, total)
 
 
+@launched_by_cupy
 @cuda.jit
 def or_into(target, words, n):
     """``target[i] |= words[i]`` for ``i < n`` (grid-stride): a step's discoveries into the

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from numba import cuda
 
+from taskbfs.kernels._gpu_launch import launched_by_cupy
 
+
+@launched_by_cupy
 @cuda.jit
 def record_found(vertices, parents_of, n, distance, distances, parents):
     i = cuda.grid(1)
