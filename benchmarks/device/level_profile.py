@@ -1,0 +1,66 @@
+"""Where a one-task search's levels spend the host's time on a GPU worker: a cProfile of
+``run_search`` (the search task's body) called in this thread, warm, on one graph.
+
+The search task runs on a worker thread that cProfile of the caller cannot see; calling
+its body here shows the level loop itself (placement, kernel launches, read-backs, the
+barrier's bookkeeping). Kernels run asynchronously: their time lands on the call that
+waits for them (a read-back).
+
+    python benchmarks/level_profile.py --scale 24 --tasks 1 --strategy hybrid --searches 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+
+import numpy as np
+
+import taskbfs as tb
+from taskbfs import config
+from taskbfs.bfs.included import run_search
+from taskbfs.bfs.warmup import _bundle
+from taskbfs.runtime import Policy
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=20)
+    parser.add_argument("--tasks", type=int, default=1)
+    parser.add_argument("--strategy", default="gpu")
+    parser.add_argument("--searches", type=int, default=8)
+    parser.add_argument("--lines", type=int, default=45)
+    args = parser.parse_args(argv)
+    graph = tb.kronecker(args.scale, 16, seed=1)
+    bundle, bounds = _bundle(graph, args.tasks)
+    degrees = graph.degrees()
+    keys = np.flatnonzero(degrees)[:: max(1, graph.num_vertices // 97)][: args.searches]
+    policy = Policy(args.strategy)
+
+    def search(source):
+        init = {"bounds": bounds, "source": int(source), "direction_mode": "auto",
+                "total_edges": graph.num_arcs, "alpha": config.get("direction.alpha"),
+                "beta": config.get("direction.beta")}
+        return run_search(bundle, degrees, init=init, policy=policy, device="cuda")
+
+    for source in keys:
+        search(source)  # warm: kernels compiled and loaded, graph and buffers on the device
+    walls = []
+    profile = cProfile.Profile()
+    for source in keys:
+        start = time.perf_counter()
+        profile.enable()
+        search(source)
+        profile.disable()
+        walls.append((time.perf_counter() - start) * 1e3)
+    print(f"scale {args.scale}, {args.strategy}, T = {args.tasks}: run_search ms "
+          f"{[round(w, 2) for w in walls]} (median {np.median(walls):.2f})")
+    stats = pstats.Stats(profile)
+    stats.sort_stats("tottime").print_stats(args.lines)
+    stats.sort_stats("cumulative").print_stats(args.lines)
+
+
+if __name__ == "__main__":
+    main()
