@@ -109,7 +109,8 @@ def task_table(result) -> pd.DataFrame:
         Columns: ``level, task, lo, hi`` (vertex range ``[lo, hi)``), ``vertices``
         (``hi - lo``), ``direction``, ``size`` (the size the step was placed by:
         its frontier vertices, or their out-arcs in vertices of the mean degree when that is
-        more, on a top-down level; unvisited vertices on a bottom-up one), ``edges_examined``, ``found`` (vertices the
+        more, on a top-down level; unvisited vertices on a bottom-up one; scaled to the whole
+        graph by its vertices over the task's), ``edges_examined``, ``found`` (vertices the
         step found, before the barrier removes duplicates), ``device`` (``"smp"`` /
         ``"cuda"``), ``processor`` (``"CPU"`` / ``"GPU"``), ``worker``, ``thread``, ``row``
         (timeline row, see :func:`thread_table`), ``start, stop, duration`` (seconds),
@@ -123,9 +124,9 @@ def task_table(result) -> pd.DataFrame:
     >>> r = tb.bfs(tb.Graph.from_edges([0, 1], [1, 2]), 0, tasks=2)
     >>> task_table(r)[["level", "task", "size", "processor"]]
        level  task  size processor
-    0      0     0     1       CPU
-    1      0     1     1       CPU
-    2      1     1     1       CPU
+    0      0     0     2       CPU
+    1      0     1     3       CPU
+    2      1     1     3       CPU
     """
     trace = result.trace
     df = trace.copy()

@@ -40,11 +40,10 @@ from taskbfs.dashboard import (
     DEVICE_COLORS,
     INDIVIDUAL_PAGE,
     LISTENER,
-    LIVE_MAX_ROWS,
     PAGE,
-    LiveRuns,
     install,
 )
+from taskbfs.live_runs import LIVE_MAX_ROWS, LiveRuns
 
 START_TIMEOUT = 60
 
@@ -179,7 +178,7 @@ def _summary(level, counts, frontier_edges, reached, unexplored, gpu=None, direc
 def _records(*rows):
     """record_columns of hand-made records: (name, device, worker, thread, start, stop,
     level, task, included)."""
-    from taskbfs.dashboard import record_columns
+    from taskbfs.live_runs import record_columns
 
     names = ("name", "device", "worker", "thread", "start", "stop", "level", "task", "included")
     return record_columns([{"key": f"k{i}", **dict(zip(names, row, strict=True))}
@@ -223,7 +222,7 @@ def test_the_finished_page_gets_what_it_draws_of_each_summary():
     """``send_finished`` sends each level summary's drawn part only (``_drawn``): the
     page it makes is the one the whole summary (``to_message``) made."""
     from taskbfs.bfs.state import LevelSummary
-    from taskbfs.dashboard import _drawn
+    from taskbfs.live_runs import _drawn
 
     def summary(level, counts, sizes, gpu, size, reached):
         return LevelSummary(level, "top-down", np.array(counts), size, 3 * size,

@@ -54,7 +54,7 @@ def _python(code: str) -> str:
     return proc.stdout.strip()
 
 
-HEAVY = ("taskbfs.bfs", "taskbfs.kernels", "numba", "pandas", "taskbfs.dashboard")
+HEAVY = ("taskbfs.bfs", "taskbfs.kernels", "numba", "pandas", "taskbfs.dashboard", "taskbfs.live_runs")
 
 
 def test_importing_the_runtime_imports_no_bfs_numba_or_pandas():

@@ -55,7 +55,6 @@ from taskbfs.bfs.state import (
     switch_parameters,
 )
 from taskbfs.bfs.steps import STEP
-from taskbfs.dashboard import send_finished
 from taskbfs.errors import (
     InsufficientMemoryError,
     InvalidParameterError,
@@ -65,6 +64,7 @@ from taskbfs.errors import (
 )
 from taskbfs.graph import Graph, as_graph
 from taskbfs.graph._graph import check_memory
+from taskbfs.live_runs import send_finished
 from taskbfs.runtime import CUDA, SMP, Policy, Program
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE, fetch_trace_later
@@ -792,7 +792,7 @@ def _table_step_frames(records, summaries) -> list[pd.DataFrame]:
 
 def _table_step_columns(records, summaries) -> dict:
     """The steps of the step tables as record columns (as
-    :func:`~taskbfs.dashboard.record_columns` makes them, for the live page's timeline),
+    :func:`~taskbfs.live_runs.record_columns` makes them, for the live page's timeline),
     made on the client's event loop after the call returned, with no object per step."""
     tables = [(level, t) for level, t in getattr(summaries, "step_tables", ()) if len(t)]
     search = next((r for r in records if r.get("search")), {})

@@ -116,8 +116,8 @@ class PlacementPlugin(SchedulerPlugin):
         the task's tags, per placed task (``policy_error`` too where a user policy failed).
     listeners : dict[str, callable]
         By name (:meth:`add_listener`). Each is called as ``fn(program, decision)`` for
-        each decision, in the scheduler's thread (the BFS's live dashboard page,
-        :mod:`taskbfs.dashboard`, is one). A listener with a ``message`` method also gets
+        each decision, in the scheduler's thread (the board of the BFS's live dashboard page,
+        :mod:`taskbfs.live_runs`, is one). A listener with a ``message`` method also gets
         ``fn.message(program, message)`` for each dict a program's task publishes
         (:func:`~taskbfs.runtime.publish`): work a task runs inside itself
         (:func:`~taskbfs.runtime.include`) is placed by no one, and a program can say what
