@@ -18,7 +18,7 @@ from shapes import path, shapes
 
 import taskbfs as tb
 from taskbfs.bfs.owners import KeptLevels, resume_owner
-from taskbfs.bfs.placement import _slices
+from taskbfs.bfs.placement import graph_slices
 from taskbfs.bfs.state import LevelSummary
 from taskbfs.errors import TaskBFSError
 from taskbfs.graph import partition
@@ -34,8 +34,8 @@ def _in_slices(graph: tb.Graph, tasks: int) -> list:
     """The slices a resumed owner reads: in-arcs (the transpose of a directed graph)."""
     parts = partition(graph, tasks, balance="edges")
     if graph.directed:
-        return _slices(graph.transpose(), parts, "t", out=graph)
-    return _slices(graph, parts, "t")
+        return graph_slices(graph.transpose(), parts, "t", out=graph)
+    return graph_slices(graph, parts, "t")
 
 
 def _rebuilt(slices, distances, source: int, level: int):
@@ -129,7 +129,7 @@ def test_owners_report_what_they_reached_in_the_fewer_bytes():
 
     graph = _graph(path(1000))
     parts = partition(graph, 3, balance="vertices")
-    slices = _slices(graph, parts, "t")
+    slices = graph_slices(graph, parts, "t")
     mine = [slices[0], slices[2]]  # an owner of two ranges that are not neighbours
     front, state = init_owner(*mine, source=0, num_vertices=1000, search="s",
                               bounds=parts.bounds, owner_of=np.array([0, 1, 0]))

@@ -13,7 +13,7 @@ from shapes import path, shapes
 
 import taskbfs as tb
 from taskbfs.bfs.level_tasks import LevelTasks
-from taskbfs.bfs.placement import _slices
+from taskbfs.bfs.placement import graph_slices
 from taskbfs.bfs.state import BOTTOM_UP, advance, first_frontier
 from taskbfs.bfs.steps import slice_for, step_smp
 from taskbfs.graph import partition
@@ -31,10 +31,10 @@ def build(shape) -> tb.Graph:
 
 def task_slices(graph, tasks):
     parts = partition(graph, tasks)
-    out = _slices(graph, parts, graph.token)
+    out = graph_slices(graph, parts, graph.token)
     if not graph.directed:
         return parts, [(s,) for s in out]
-    inward = _slices(graph.transpose(), parts, graph.token + "/T", out=graph)
+    inward = graph_slices(graph.transpose(), parts, graph.token + "/T", out=graph)
     return parts, list(zip(out, inward, strict=True))
 
 

@@ -122,7 +122,7 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
         placed = None
     if placed is None:
         parts = partition(graph, tasks, balance=balance)
-        slices = scatter(_slices(graph, parts, graph.token))
+        slices = scatter(graph_slices(graph, parts, graph.token))
         degrees = scatter(graph.degrees())
         placed = PlacedGraph(parts, slices, degrees, graph.num_arcs)
         cache[key] = placed
@@ -133,7 +133,7 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
         if graph.directed:
             reverse = graph.transpose()
             placed.transposed = scatter(
-                _slices(reverse, placed.parts, graph.token + "/T", out=graph))
+                graph_slices(reverse, placed.parts, graph.token + "/T", out=graph))
         else:
             placed.transposed = placed.slices
     if to_gpu:
@@ -179,7 +179,7 @@ def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int, form: str = 
     placed.uploaded = keys
 
 
-def _slices(graph: Graph, parts: Partition, token: str, out: Graph | None = None) -> list[GraphSlice]:
+def graph_slices(graph: Graph, parts: Partition, token: str, out: Graph | None = None) -> list[GraphSlice]:
     """The T slices of ``graph``; for a transpose, ``out`` is the graph itself, whose local
     offsets each slice carries too (bottom-up steps sum their discoveries' out-degrees)."""
     slices = []

@@ -30,7 +30,7 @@ import numpy as np
 from taskbfs import config
 from taskbfs.bfs import owners
 from taskbfs.bfs.included import run_search
-from taskbfs.bfs.placement import SliceBundle, _slices
+from taskbfs.bfs.placement import SliceBundle, graph_slices
 from taskbfs.bfs.state import first_frontier
 from taskbfs.bfs.steps import slice_for, step_smp
 from taskbfs.graph import Graph, partition
@@ -62,8 +62,8 @@ def _graphs() -> list[Graph]:
 def _bundle(graph: Graph, tasks: int) -> tuple[SliceBundle, np.ndarray]:
     """``graph`` cut into ``tasks`` slices as a search reads them, and the cut's bounds."""
     parts = partition(graph, tasks)
-    out = _slices(graph, parts, graph.token)
-    transposed = _slices(graph.transpose(), parts, graph.token + "/T", out=graph) \
+    out = graph_slices(graph, parts, graph.token)
+    transposed = graph_slices(graph.transpose(), parts, graph.token + "/T", out=graph) \
         if graph.directed else out
     bundle = SliceBundle(*[s for t in range(tasks) for s in (out[t], transposed[t])], per_task=2)
     return bundle, parts.bounds

@@ -46,7 +46,7 @@ _BIT_MASK = 63
 
 
 @cuda.jit(device=True, inline=True)
-def _bit_is_set(bits, v):
+def bit_is_set(bits, v):
     """True if vertex ``v`` is set in the uint64 bitmap ``bits``."""
     return (bits[v >> _WORD_SHIFT] >> np.uint64(v & _BIT_MASK)) & _ONE != _ZERO
 
@@ -63,7 +63,7 @@ def _claim(mask_bits, v):
 
 
 @cuda.jit(device=True, inline=True)
-def _upper_bound(values, first, last, x):
+def upper_bound(values, first, last, x):
     """First index in ``[first, last)`` whose value exceeds ``x`` (``last`` if none)."""
     while first < last:
         mid = (first + last) >> 1
@@ -169,7 +169,7 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
         stride = cuda.gridsize(1)
         while t <= num_tiles:
             if t < num_tiles:
-                tile_first[t] = _upper_bound(offsets, 0, k, t * tile) - 1
+                tile_first[t] = upper_bound(offsets, 0, k, t * tile) - 1
             else:
                 tile_first[t] = k - 1
             t += stride
@@ -195,10 +195,10 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
             for j in range(items):
                 e = start + j * block + tid
                 if e < total:
-                    i = _upper_bound(offsets, first, last, e) - 1
+                    i = upper_bound(offsets, first, last, e) - 1
                     u = frontier[i]
                     v = indices[indptr[u - lo] + (e - offsets[i])]
-                    if not _bit_is_set(visited_bits, v):
+                    if not bit_is_set(visited_bits, v):
                         if not dedupe or _claim(mask_bits, v):
                             found_v[count] = v
                             found_u[count] = u
@@ -245,14 +245,14 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
             parent = -1
             edges = 0
             defer = 0
-            if local < num_own and not _bit_is_set(visited_bits, lo + local):
+            if local < num_own and not bit_is_set(visited_bits, lo + local):
                 start = indptr[local]
                 stop = indptr[local + 1]
                 end = min(stop, start + limit)
                 e = start
                 while e < end:
                     u = indices[e]
-                    if _bit_is_set(frontier_bits, u):
+                    if bit_is_set(frontier_bits, u):
                         parent = u
                         break
                     e += 1
@@ -305,7 +305,7 @@ def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
             chunk = start
             while chunk < stop:
                 e = chunk + tid
-                if e < stop and _bit_is_set(frontier_bits, indices[e]):
+                if e < stop and bit_is_set(frontier_bits, indices[e]):
                     cuda.atomic.min(state, 0, e)
                 cuda.syncthreads()
                 done = state[0] < stop

@@ -45,7 +45,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda, int32, int64, uint64
 
-from taskbfs.kernels._gpu_kernels import _bit_is_set, _upper_bound, kernels
+from taskbfs.kernels._gpu_kernels import bit_is_set, kernels, upper_bound
 from taskbfs.kernels._gpu_launch import launched_by_cupy
 
 #: Columns of a counts row.
@@ -63,7 +63,7 @@ _ZERO = np.uint64(0)
 @cuda.jit(device=True, inline=True)
 def _task_of(bounds, num_tasks, v):
     """The task whose range ``[bounds[t], bounds[t + 1])`` holds vertex ``v``."""
-    return _upper_bound(bounds, 0, num_tasks + 1, v) - 1
+    return upper_bound(bounds, 0, num_tasks + 1, v) - 1
 
 
 @cuda.jit(device=True, inline=True)
@@ -104,7 +104,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
         if i < ROW:
             row[i] = 0
         while i < n:
-            seen = _bit_is_set(visited, i)
+            seen = bit_is_set(visited, i)
             if fresh:
                 parents[i] = on_host if seen else unvisited
                 distances[i] = unvisited
@@ -176,7 +176,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
             for j in range(items):
                 e = start + j * block + tid
                 if e < total:
-                    i = _upper_bound(offsets, first, last, e) - 1
+                    i = upper_bound(offsets, first, last, e) - 1
                     u = frontier[i]
                     v = indices[indptr[u] + (e - offsets[i])]
                     if parents[v] == unvisited:
@@ -289,7 +289,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
                     parent = int64(-1)
                     while e < end:
                         u = in_indices[e]
-                        if _bit_is_set(frontier_bits, u):
+                        if bit_is_set(frontier_bits, u):
                             parent = u
                             break
                         e += 1
@@ -355,7 +355,7 @@ def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> 
             chunk = start
             while chunk < stop:
                 e = chunk + tid
-                if e < stop and _bit_is_set(frontier_bits, in_indices[e]):
+                if e < stop and bit_is_set(frontier_bits, in_indices[e]):
                     cuda.atomic.min(best_edge, 0, e)
                 cuda.syncthreads()
                 done = best_edge[0] < stop

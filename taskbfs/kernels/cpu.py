@@ -62,7 +62,7 @@ def top_down_step(indptr, indices, lo, frontier, visited_bits, out_vertices, out
     edges_examined : int
         Number of adjacency entries read.
     """
-    return _top_down(indptr, indices, lo, frontier, visited_bits, visited_bits, False,
+    return expand_top_down(indptr, indices, lo, frontier, visited_bits, visited_bits, False,
                      out_vertices, out_parents)
 
 
@@ -74,13 +74,16 @@ def top_down_step_unique(indptr, indices, lo, frontier, visited_bits, seen_bits,
     marks the vertices already reported by this step. Same arguments and returns otherwise;
     ``n_found`` counts distinct vertices.
     """
-    return _top_down(indptr, indices, lo, frontier, visited_bits, seen_bits, True,
+    return expand_top_down(indptr, indices, lo, frontier, visited_bits, seen_bits, True,
                      out_vertices, out_parents)
 
 
 @njit(nogil=True, cache=True)
-def _top_down(indptr, indices, lo, frontier, visited_bits, seen_bits, unique, out_vertices,
-              out_parents):
+def expand_top_down(indptr, indices, lo, frontier, visited_bits, seen_bits, unique,
+                    out_vertices, out_parents):
+    """A top-down step's expansion: the frontier's unvisited out-neighbours (each once when
+    ``unique``, by ``seen_bits``) and their parents into the ``out_*`` arrays; returns
+    ``(found, edges examined)``."""
     n_found = 0
     edges = 0
     for i in range(frontier.size):

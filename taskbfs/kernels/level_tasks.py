@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from taskbfs.kernels.atomics import fetch_add, fetch_or, load_acquire, wall_ns, yield_cpu
-from taskbfs.kernels.cpu import _top_down, bottom_up_step_words
+from taskbfs.kernels.cpu import bottom_up_step_words, expand_top_down
 from taskbfs.kernels.merge import bucket_by_owner
 
 #: Entries of ``sync``: the open phase, then a claim counter and a done counter per phase,
@@ -164,7 +164,7 @@ def top_down_level(slot, sync, order, steps, indptrs, indices_list, bounds, fron
         start = wall_ns()
         base = out_start[s]
         unique = out_start[s + 1] - base > words  # as the level loop's CPU step decides
-        found, edges = _top_down(indptrs[t], indices_list[t], bounds[t],
+        found, edges = expand_top_down(indptrs[t], indices_list[t], bounds[t],
                                  frontier[offsets[t]:offsets[t + 1]], visited, my_seen, unique,
                                  cand_v[base:], cand_u[base:])
         if unique:

@@ -31,7 +31,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from taskbfs.kernels.bitmap import test_and_set
-from taskbfs.kernels.cpu import _top_down, frontier_edge_count
+from taskbfs.kernels.cpu import expand_top_down, frontier_edge_count
 
 #: Status codes: why :func:`small_top_down_levels` stopped.
 DONE = 0  # the frontier is empty: the search is over
@@ -180,7 +180,7 @@ def _levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets, 
                     seen = np.zeros(words, dtype=np.uint64)
                 else:
                     seen[:] = 0
-            found, _edges = _top_down(indptr, indices_list[t], lo, mine, visited, seen, unique,
+            found, _edges = expand_top_down(indptr, indices_list[t], lo, mine, visited, seen, unique,
                                       cand_v[ncand:], cand_u[ncand:])
             ncand += found
             step_stats[nsteps, 0] = level
