@@ -654,6 +654,27 @@ def test_one_task_gpu_levels_all_through_the_tiled_kernels(runtime, setting):
 
 
 @needs_gpu
+def test_a_levels_cpu_tasks_stay_on_the_device_while_they_cost_less_than_the_move(runtime):
+    """Hybrid, T = 3, the levels' sizes 24; 63 54 58; 18 21 22. With λ = 20 the state is
+    on the device when level 2 is placed and its first task is one the policy puts on the
+    CPU. While no move of this graph's state has been paid for, that task runs on the host
+    (a level on both devices); after one (λ = 30: level 2 has no GPU task, the state
+    leaves), it stays on the device with the others, as rent. Every search gives scipy's
+    distances and valid parents."""
+    g = tb.kronecker(7, edgefactor=8, seed=3)  # _kron's graph, a fresh object: its own device state
+    source = _hub_source(g)
+    devices = []
+    for lam in (20, 30, 20):
+        r = tb.bfs(g, source, tasks=3, strategy="hybrid", lam=lam, runtime=runtime,
+                   dispatch="auto")
+        _check(g, source, r)
+        level = r.trace[r.trace["level"] == 2].sort_values("task")
+        assert level["size"].tolist() == [18, 21, 22], r.trace[["level", "task", "size", "device"]]
+        devices.append(level["device"].tolist())
+    assert devices == [["smp", "cuda", "cuda"], ["smp"] * 3, ["cuda"] * 3]
+
+
+@needs_gpu
 @pytest.mark.parametrize("direction", ["auto", "top-down"])
 def test_hybrid_one_task_moves_the_state_between_host_and_device(runtime, direction):
     """Hybrid, T = 1, λ between the level sizes: levels alternate between the host and the

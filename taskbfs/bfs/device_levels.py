@@ -21,8 +21,9 @@ Approach
     device when the direction changes. A level with no task on the GPU takes the state
     back to the host (visited bitmap and frontier), unless the rule keeps it here: told
     that the state is in device memory (a :class:`~taskbfs.runtime.policy.Residence`) and
-    what moving it costs (``DeviceLevels.leave_seconds``), it keeps a few small levels
-    here while they cost less than the move (:meth:`GpuLevels.devices`). The pairs of
+    what moving it costs (``DeviceLevels.leave_seconds``), it keeps a few small levels,
+    or a level's few small tasks, here while they cost less than the move
+    (:meth:`GpuLevels.devices`). The pairs of
     levels run on the host are written over the device's result at the end
     (:func:`~taskbfs.bfs.device_cache.result_to_host`).
 """
@@ -84,6 +85,7 @@ class GpuLevels:
         #: Where the frontier and visited set are (``device`` CUDA while on the GPU), and
         #: the rent paid for levels kept there against the policy's word.
         self.residence = Residence()
+        self._rented_share = 0.0  # of the level placed last, kept on the device as rent
         self._largest_cpu = self._cpu_sizes()
 
     @staticmethod
@@ -105,11 +107,13 @@ class GpuLevels:
 
     def devices(self, sizes: np.ndarray) -> np.ndarray:
         """Per task, 1 where its step of ``sizes[t]`` runs on the GPU (0: on the CPU, or
-        no step), by the runtime's one rule. With the state on the device and no task
-        wanting the GPU, the rule is told where the state is and what moving it to the
-        host costs (the last move of this graph's state on this GPU): a search's last few
-        small levels stay while they cost less than that move; a long tail of them (a deep
-        graph's) leaves for the host."""
+        no step), by the runtime's one rule. With the state on the device, a task the
+        policy puts on the CPU would take it (the visited set, its frontier) to the host:
+        the rule is told where the state is and what moving it costs (the last move of this
+        graph's state on this GPU), and such tasks stay on the device while the rent paid
+        is less than that move, whether or not other tasks of the level want the GPU. So a
+        search's last few small levels, or a level's few small tasks, stay; a long tail of
+        them (a deep graph's) leaves for the host."""
         work = sizes > 0
         if self._largest_cpu is not None:
             wanted = work & (sizes > self._largest_cpu)
@@ -117,11 +121,15 @@ class GpuLevels:
             wanted = np.array([bool(w) and self.placement.preferred(int(s), t) == CUDA
                                for t, (s, w) in enumerate(zip(sizes, work, strict=True))])
         self.residence.renting = False
-        if self.on_device and work.any() and not wanted.any():
-            largest = int(np.argmax(sizes))
+        self._rented_share = 0.0
+        on_host = work & ~wanted
+        if self.on_device and on_host.any():
+            largest = int(np.argmax(np.where(on_host, sizes, -1)))
             move = self.levels.leave_seconds
             if self.placement.device(int(sizes[largest]), largest, self.residence,
                                      move) == CUDA:
+                # the rent is the level's time for the work kept against the policy's word
+                self._rented_share = float(sizes[on_host].sum()) / float(sizes[work].sum())
                 wanted = work
         return wanted.astype(np.int64)
 
@@ -153,7 +161,8 @@ class GpuLevels:
         # the level's steps as one step table (the runner keeps it for the trace)
         self.steps = np.concatenate([batch_table(np.flatnonzero(on_gpu), batch_start,
                                                  batch_stop), self.cpu_steps])
-        self.residence.pay(time.perf_counter() - start)  # before the barrier places the next
+        # before the barrier places the next level
+        self.residence.pay((time.perf_counter() - start) * self._rented_share)
         leader = int(np.argmax(on_gpu))  # the batch's first GPU step reports its device work
         return include_each(BARRIER_NAME, self._barrier,
                             [({"level": frontier.level},
