@@ -1,8 +1,8 @@
 """mkdocs hook: render the docstrings' Sphinx roles as links (mkdocs.yml, ``hooks:``).
 
-The docstrings write cross-references as Sphinx roles (``:func:`~taskbfs.bfs```,
+The docstrings write cross-references as Sphinx roles (``:func:`~taskbfs.search```,
 ``:meth:`from_edges```); mkdocstrings' numpy parser leaves them as text, which Markdown turns
-into ``:func:<code>~taskbfs.bfs</code>``. Once every page is rendered (``on_env``, before
+into ``:func:<code>~taskbfs.search</code>``. Once every page is rendered (``on_env``, before
 mkdocs-autorefs fixes references at priority -50), each role becomes an autorefs reference
 when its target is documented on the site (a full path, or a short name that ends exactly one
 documented identifier), else code text. Only resolvable targets are linked, so

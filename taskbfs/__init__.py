@@ -36,8 +36,6 @@ Examples
 """
 
 import importlib as _importlib
-import sys as _sys
-import types as _types
 
 from taskbfs.errors import (
     DeviceUnavailableError,
@@ -58,10 +56,10 @@ from taskbfs.errors import (
 # this file, and must not pull in the BFS, its numba kernels or pandas.
 #: Public name -> the module that defines it.
 _LAZY = {
-    "BFSResult": "taskbfs.bfs",
-    "bfs": "taskbfs.bfs",
-    "default_tasks": "taskbfs.bfs",
-    "DistributedGraph": "taskbfs.bfs.distributed",
+    "BFSResult": "taskbfs.search",
+    "bfs": "taskbfs.search",
+    "default_tasks": "taskbfs.search",
+    "DistributedGraph": "taskbfs.search.distributed",
     "Graph": "taskbfs.graph",
     "Partition": "taskbfs.graph",
     "kronecker": "taskbfs._entry",
@@ -77,8 +75,8 @@ _LAZY = {
     "Runtime": "taskbfs.runtime",
 }
 #: Submodules reachable as attributes (``tb.trace``, ``tb.config``), imported on first use.
-_SUBMODULES = ("bfs", "cli", "config", "dashboard", "errors", "graph", "graph500", "kernels",
-               "runtime", "trace")
+_SUBMODULES = ("cli", "config", "dashboard", "errors", "graph", "graph500", "kernels",
+               "runtime", "search", "trace")
 
 
 def __getattr__(name: str):
@@ -98,20 +96,6 @@ def __dir__() -> list[str]:
     public = {name for name in globals() if not name.startswith("_")}
     return sorted(public | set(__all__) | set(_SUBMODULES) | {"__version__"})
 
-
-class _Package(_types.ModuleType):
-    """Keeps ``taskbfs.bfs`` the search function, as an eager ``from taskbfs.bfs import bfs``
-    did: importing the subpackage ``taskbfs.bfs`` (``from taskbfs.bfs.core import ...``)
-    makes the import system set the attribute ``bfs`` to the subpackage; it is rebound to
-    the function the subpackage exports."""
-
-    def __setattr__(self, name, value):
-        if name == "bfs" and isinstance(value, _types.ModuleType) and hasattr(value, "bfs"):
-            value = value.bfs
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package
 
 # The documented defaults of the ``taskbfs.*`` settings, registered with ``dask.config`` as
 # soon as the package is imported: ``dask.config`` then answers for them.

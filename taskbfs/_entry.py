@@ -1,5 +1,5 @@
 """``tb.kronecker`` and ``tb.read_graph``: a graph in this process, or with ``runtime=``
-one built on the workers (:mod:`taskbfs.bfs.distributed`, imported only then)."""
+one built on the workers (:mod:`taskbfs.search.distributed`, imported only then)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, runtime=None,
         if ranges is not None:
             raise InvalidParameterError("ranges is for a graph built on the workers (runtime=...)")
         return _kronecker(scale, edgefactor, seed)
-    from taskbfs.bfs.distributed import build_kronecker
+    from taskbfs.search.distributed import build_kronecker
 
     return build_kronecker(scale, edgefactor, seed, runtime, ranges)
 
@@ -55,6 +55,6 @@ def read_graph(path, format: str | None = None, directed: bool | None = None, ru
         if ranges is not None:
             raise InvalidParameterError("ranges is for a graph built on the workers (runtime=...)")
         return _io.read_graph(path, format=format, directed=directed)
-    from taskbfs.bfs.distributed import build_from_files
+    from taskbfs.search.distributed import build_from_files
 
     return build_from_files(path, format, directed, runtime, ranges)

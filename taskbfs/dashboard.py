@@ -370,7 +370,7 @@ def _timeline_figure(source):
 
 def _header(snap: dict) -> str:
     if snap.get("program") is None:
-        return ("<h2>taskbfs</h2><p>No search yet: run <code>taskbfs.bfs(..., runtime=...)</code> "
+        return ("<h2>taskbfs</h2><p>No search yet: run <code>taskbfs.search(..., runtime=...)</code> "
                 "on this cluster and this page follows it.</p>")
     lam = "–" if snap["lam"] is None else f"{snap['lam']:g}"
     teps = snap["teps"]

@@ -6,7 +6,7 @@ Returns
 Approach
     The specification's steps, each timed on its own: generate the Kronecker edge list
     ("graph_generation"), build the CSR graph ("construction_time"), sample the search
-    keys among the vertices of degree >= 1, then for each key one :func:`taskbfs.bfs`
+    keys among the vertices of degree >= 1, then for each key one :func:`taskbfs.search`
     (its ``elapsed`` is the kernel time) and one :func:`taskbfs.validate` (timed apart,
     not part of TEPS). One untimed warm-up search runs first, so that numba compilation
     and the placement of the graph's partitions on the workers are not charged to the

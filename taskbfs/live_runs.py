@@ -8,7 +8,7 @@ Approach
     task, size, device, time, the policy's λ, and the task's tags). The BFS tags its tasks
     (step: level, task, size, direction; barrier: level, frontier, frontier_edges; first
     task: vertices, directed; last task: done), so no message is added to the run. A search
-    run as one task (:mod:`taskbfs.bfs.included`) has no placed steps: its levels come from
+    run as one task (:mod:`taskbfs.search.included`) has no placed steps: its levels come from
     the summaries it publishes for the live page (the latest at most every
     ``taskbfs.search.summary-interval``, each saying which steps run on the GPU), which the plugin
     hands to :meth:`LiveRuns.message`. The Bokeh page and the JSON handler read

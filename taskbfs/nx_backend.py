@@ -9,7 +9,7 @@ Returns
 Approach
     :func:`convert_from_nx` keeps a :class:`taskbfs.Graph` of the networkx graph (its
     nodes as ``labels`` unless they are 0..n-1) and its arcs in networkx's adjacency order.
-    A call runs one :func:`taskbfs.bfs` for the distances, then rebuilds networkx's tree
+    A call runs one :func:`taskbfs.search` for the distances, then rebuilds networkx's tree
     and order from them, level by level, without a Python loop over vertices: a vertex
     at distance d + 1 is discovered by its neighbour at distance d that comes first in
     level d's order, through the first such arc in that neighbour's adjacency; sorting
@@ -162,7 +162,7 @@ def get_info() -> dict:
         "project": "taskbfs",
         "package": "taskbfs",
         "short_summary": "Task-based heterogeneous (CPU + GPU) BFS on Dask.",
-        "functions": {name: {"additional_docs": "Distances by taskbfs.bfs on the configured "
+        "functions": {name: {"additional_docs": "Distances by taskbfs.search on the configured "
                                                 "runtime; networkx's tree and order rebuilt from them."}
                       for name in FUNCTIONS},
         "default_config": {"runtime": None, "tasks": None},

@@ -23,10 +23,10 @@ from gpu_support import run_module_under_simulator
 from reference import scipy_distances
 
 import taskbfs as tb
-from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, Frontier
-from taskbfs.bfs.steps import STEP, GraphSlice, step_smp
 from taskbfs.kernels.bitmap import bitmap_from_vertices, empty_bitmap
 from taskbfs.kernels.gpu import gpu_available
+from taskbfs.search.state import BOTTOM_UP, TOP_DOWN, Frontier
+from taskbfs.search.steps import STEP, GraphSlice, step_smp
 
 IN_PROCESS = gpu_available()
 needs_gpu = pytest.mark.skipif(
@@ -117,7 +117,7 @@ def _check_devices(r, gpu_worker, expect_cuda):
 
 
 def _gpu_cache_stats(runtime):
-    from taskbfs.bfs.device_cache import device_cache
+    from taskbfs.search.device_cache import device_cache
 
     def stats(dask_worker):
         if not dask_worker.state.total_resources.get("GPU"):
@@ -178,7 +178,7 @@ def test_placing_the_graph_uploads_its_slices_not_the_first_search(runtime, stra
     """A policy that may use the GPU: placing the graph copies its slices to the GPU
     worker's device memory (the device-data service's counters move then), and the first
     search uploads none; the CPU strategy places nothing there."""
-    from taskbfs.bfs.placement import place_graph
+    from taskbfs.search.placement import place_graph
 
     g = tb.Graph.from_edges(np.r_[np.arange(19), [0] * 5], np.r_[np.arange(1, 20), 5, 7, 9, 11, 13])
     slice_bytes = sum(a.nbytes for a in (g.indptr, g.indices))
@@ -288,7 +288,7 @@ def _pairs(d):
 
 @needs_gpu
 def test_cache_evicts_least_recently_used_under_its_budget():
-    from taskbfs.bfs.device_cache import DeviceCache, run_step_on_gpu
+    from taskbfs.search.device_cache import DeviceCache, run_step_on_gpu
 
     g = _kron()
     bounds = [0, 40, 80, g.num_vertices]
@@ -336,7 +336,7 @@ def test_bottom_up_steps_of_the_owner_loop_leave_their_words_on_the_device(runti
     bottom-up GPU step then copies back its pairs and counters, not its bitmap words and
     degree sum, and finds the same pairs as the CPU step, in the same (vertex) order. End to end, every bottom-up GPU step of a
     dispatched search moves exactly its counters and its pairs (int32 on this graph)."""
-    from taskbfs.bfs.device_cache import _COUNTER_BYTES, DeviceCache, run_step_on_gpu
+    from taskbfs.search.device_cache import _COUNTER_BYTES, DeviceCache, run_step_on_gpu
 
     g = _kron()
     bounds = [0, 40, 80, g.num_vertices]
@@ -365,7 +365,7 @@ def test_bottom_up_steps_of_the_owner_loop_leave_their_words_on_the_device(runti
 
 @needs_gpu
 def test_large_frontier_counts_edges_on_the_device_and_returns_the_cpu_dtype(monkeypatch):
-    from taskbfs.bfs import device_cache as dc
+    from taskbfs.search import device_cache as dc
 
     monkeypatch.setattr(dc, "HOST_EDGE_COUNT_LIMIT", 0)  # every frontier takes the device path
     g = _kron()
@@ -392,9 +392,9 @@ def test_top_down_candidates_bucketed_on_the_device(setting, monkeypatch, cuts):
     (as sets of pairs; the order inside one is free) as the host's counting sort."""
     from dataclasses import replace
 
-    from taskbfs.bfs import device_cache as dc
-    from taskbfs.bfs.state import bucketed
-    from taskbfs.bfs.steps import for_barrier
+    from taskbfs.search import device_cache as dc
+    from taskbfs.search.state import bucketed
+    from taskbfs.search.steps import for_barrier
 
     setting("gpu.device-bucket-min", 0)
     g = _kron()
@@ -465,7 +465,7 @@ def test_sole_step_leaves_the_next_levels_inputs_on_the_device(runtime, monkeypa
     the next level's step uploads neither: its bytes up drop by exactly the visited
     bitmap plus the frontier (vertices top-down, bits bottom-up). The search is the one
     that keeps nothing there runs: same levels and counts, scipy's distances, valid parents."""
-    from taskbfs.bfs.device_cache import DeviceCache
+    from taskbfs.search.device_cache import DeviceCache
 
     g = graph()
     source = _hub_source(g)
@@ -498,9 +498,9 @@ def test_sole_step_leaves_the_next_levels_inputs_on_the_device(runtime, monkeypa
 def _sole_step_levels(g, source, cache, direction, token):
     """A search as a plain level loop of T = 1 GPU steps on ``cache``: yields after each
     step (so that two searches can take turns on one cache), returns the distances."""
-    from taskbfs.bfs.device_cache import run_step_on_gpu
-    from taskbfs.bfs.state import advance, first_frontier
-    from taskbfs.bfs.steps import for_barrier
+    from taskbfs.search.device_cache import run_step_on_gpu
+    from taskbfs.search.state import advance, first_frontier
+    from taskbfs.search.steps import for_barrier
 
     bounds = np.array([0, g.num_vertices], dtype=np.int64)
     (part,) = _slices(g, bounds, token)
@@ -538,7 +538,7 @@ def test_a_chain_is_used_by_its_own_search_only(direction):
     """Two searches of one graph taking turns on one GPU, step by step: each step finds the
     device holding the other search's state, so it uploads its own (same bytes as with
     chaining off) and finds scipy's distances; one search alone uploads less."""
-    from taskbfs.bfs.device_cache import DeviceCache
+    from taskbfs.search.device_cache import DeviceCache
 
     g = _odd_sized()
     sources = [_hub_source(g), int(np.flatnonzero(g.degrees())[0])]
@@ -608,7 +608,7 @@ def test_gpu_levels_in_one_task_are_the_levels_as_tasks(runtime, monkeypatch, gr
 ])
 def test_one_task_gpu_levels_keep_the_frontier_on_the_device(runtime, graph, direction):
     """T = 1 on the GPU worker: each level's step and barrier run on the device
-    (``bfs/device_levels.py``), traced ``cuda`` on the GPU worker; after the first level
+    (``search/device_levels.py``), traced ``cuda`` on the GPU worker; after the first level
     nothing goes up, and each level reads back only its counts (``COUNTS_BYTES``): the
     frontier never crosses the bus. The level table is that of the levels as tasks."""
     from taskbfs.kernels.gpu_levels import COUNTS_BYTES
@@ -743,7 +743,7 @@ def _set_leave_seconds(runtime, seconds: float) -> None:
     """Set the price of moving the state to the host on the GPU worker's device levels (of
     the graph its last search used)."""
     def set_price(dask_worker):
-        from taskbfs.bfs.device_cache import device_cache
+        from taskbfs.search.device_cache import device_cache
 
         kept = device_cache(dask_worker)._levels
         if kept is not None:
@@ -823,9 +823,9 @@ def test_a_user_policy_places_the_steps_of_a_search_on_the_gpu_worker(tasks):
     rule; three: each step), the right result, and no compiled level (the compiled loop
     places by numbers such a policy does not give)."""
     from taskbfs import config
-    from taskbfs.bfs.included import run_search
-    from taskbfs.bfs.warmup import _bundle
     from taskbfs.runtime import FunctionPolicy
+    from taskbfs.search.included import run_search
+    from taskbfs.search.warmup import _bundle
 
     g = _kron()
     source = _hub_source(g)
@@ -869,7 +869,7 @@ def test_result_kept_on_the_device_is_the_result_assembled_on_the_host(setting,
     first GPU level and copies it back once: the same distances as the steps dispatched as
     tasks (whose pairs the host assembles), valid parents, the same level table; one
     device result per search that ran a GPU step, none otherwise."""
-    from taskbfs.bfs.result import result_dtype
+    from taskbfs.search.result import result_dtype
 
     g = graph()
     source = _hub_source(g)

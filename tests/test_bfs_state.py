@@ -12,7 +12,9 @@ import pytest
 
 import taskbfs as tb
 from taskbfs import config
-from taskbfs.bfs.state import (
+from taskbfs.kernels.bitmap import empty_bitmap
+from taskbfs.kernels.direction import switch_direction
+from taskbfs.search.state import (
     AUTO,
     BOTTOM_UP,
     TOP_DOWN,
@@ -27,8 +29,6 @@ from taskbfs.bfs.state import (
     first_summary,
     step_sizes,
 )
-from taskbfs.kernels.bitmap import empty_bitmap
-from taskbfs.kernels.direction import switch_direction
 
 FIELDS = ("level", "direction", "frontier_size", "frontier_edges")
 ARRAYS = ("frontier_counts", "edges_examined", "found")
@@ -169,8 +169,8 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(setting, monkeypatch,
     """Owners accepted on several threads (each on a copy of its visited words, ORed back:
     neighbours share boundary words here) give the serial barrier's frontier, counts,
     edges and visited set exactly (one owner is accepted serially)."""
-    from taskbfs.bfs import state
-    from taskbfs.bfs.state import Discoveries, bucketed
+    from taskbfs.search import state
+    from taskbfs.search.state import Discoveries, bucketed
 
     rng = np.random.default_rng(seed)
     n = bounds[-1]
@@ -259,9 +259,9 @@ def test_trace_size_of_a_hub_step_is_its_arcs_in_mean_degrees(runtime, dispatch)
 
 
 def test_bfs_uses_only_the_kernels_public_modules():
-    """bfs/ reaches the GPU tier through kernels' public modules (``kernels/gpu.py``,
+    """search/ reaches the GPU tier through kernels' public modules (``kernels/gpu.py``,
     ``gpu_levels.py``, ...), never a private kernel module or a private name."""
-    room = Path(tb.__file__).parent / "bfs"
+    room = Path(tb.__file__).parent / "search"
     for path in room.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("taskbfs.kernels"):

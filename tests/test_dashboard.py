@@ -221,8 +221,8 @@ def test_a_finished_search_shows_every_level_and_its_tasks_on_their_devices():
 def test_the_finished_page_gets_what_it_draws_of_each_summary():
     """``send_finished`` sends each level summary's drawn part only (``_drawn``): the
     page it makes is the one the whole summary (``to_message``) made."""
-    from taskbfs.bfs.state import LevelSummary
     from taskbfs.live_runs import _drawn
+    from taskbfs.search.state import LevelSummary
 
     def summary(level, counts, sizes, gpu, size, reached):
         return LevelSummary(level, "top-down", np.array(counts), size, 3 * size,
@@ -426,7 +426,7 @@ def _same_steps(snap: dict, result) -> None:
 
 def test_the_page_follows_owners_that_run_their_levels(setting):
     """A graph kept on two worker processes, searched with owner levels (each owner runs
-    the levels in one task, taskbfs.bfs.owner_levels; no step is placed through the
+    the levels in one task, taskbfs.search.owner_levels; no step is placed through the
     scheduler): owner 0's summaries move the page on while the search runs, and the
     finished page has every level of the search."""
     from distributed import Client, LocalCluster
@@ -438,7 +438,7 @@ def test_the_page_follows_owners_that_run_their_levels(setting):
             Client(cluster, set_as_default=False) as client, tb.Runtime(client) as rt:
         import dask.array as da
 
-        from taskbfs.bfs.distributed import DistributedGraph
+        from taskbfs.search.distributed import DistributedGraph
 
         src, dst = np.arange(n - 1), np.arange(1, n)
         graph = DistributedGraph.from_dask(da.from_array(src, chunks=200),

@@ -1,4 +1,4 @@
-"""The dispatched level loop (``taskbfs.bfs.owners``) for a graph the client holds.
+"""The dispatched level loop (``taskbfs.search.owners``) for a graph the client holds.
 
 * Every shape of tests/shapes.py (the deep ones smaller: see ``_shapes``), searched with
   ``dispatch="tasks"`` on three worker processes whose placed slices spread over them
@@ -67,7 +67,7 @@ def test_every_shape_on_several_owners(spread, s):
 
 
 def _placed_slices(rt, g, tasks):
-    from taskbfs.bfs.placement import place_graph
+    from taskbfs.search.placement import place_graph
 
     return place_graph(rt, g, tasks, "edges", need_transpose=False).slices
 
@@ -150,9 +150,9 @@ def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
     """The owner barrier's accept in shares on several threads (atomic visited bits)
     accepts the same vertices at the same depth with the same edges as one thread; each
     accepted vertex's parent is one of its candidates' (any is a BFS parent)."""
-    from taskbfs.bfs import owners
-    from taskbfs.bfs.owners import RangeState, _accept
     from taskbfs.kernels.merge import frontier_bitmap, word_span
+    from taskbfs.search import owners
+    from taskbfs.search.owners import RangeState, _accept
 
     rng = np.random.default_rng(11)
     lo, hi = 1000, 41000

@@ -36,8 +36,8 @@ from reference import scipy_distances
 from shapes import kronecker_like, shape
 
 import taskbfs as tb
-from taskbfs.bfs.device_cache import device_cache
-from taskbfs.bfs.distributed import DistributedGraph
+from taskbfs.search.device_cache import device_cache
+from taskbfs.search.distributed import DistributedGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import harness  # noqa: E402  (benchmarks/harness.py)
@@ -214,8 +214,8 @@ def test_gpu_owners_keep_their_results_on_their_gpus(rt):
     a vertex found); the top-down levels' accepted pairs go up to it; the result is
     scipy's, with parents valid by the Graph500 rules (checked on the workers), and the
     same with the results on the host (levels dispatched)."""
-    from taskbfs.bfs.device_cache import _COUNTER_BYTES
     from taskbfs.kernels.merge import word_span
+    from taskbfs.search.device_cache import _COUNTER_BYTES
 
     dg = tb.kronecker(10, 16, seed=5, runtime=rt, ranges=RANGES)
     g = dg.gather()

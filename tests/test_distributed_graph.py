@@ -32,7 +32,6 @@ from reference import scipy_distances
 from shapes import shape, shapes
 
 import taskbfs as tb
-from taskbfs.bfs.distributed import DistributedGraph
 from taskbfs.graph.chunked import (
     arc_histogram,
     join_rows,
@@ -41,6 +40,7 @@ from taskbfs.graph.chunked import (
     range_csr,
     split_arcs,
 )
+from taskbfs.search.distributed import DistributedGraph
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
@@ -345,7 +345,7 @@ def test_results_stay_on_the_workers(rt):
         d, p = r.to_dask()
         assert d.shape == p.shape == (s.num_vertices,) and d.dtype == np.int32
         # one chunk per range: the one-task search's result cut by range, or the
-        # owners' pieces when levels are dispatched (taskbfs.bfs.owners)
+        # owners' pieces when levels are dispatched (taskbfs.search.owners)
         assert len(d.chunks[0]) == tasks
         with rt.client.as_current():
             computed = d.compute()

@@ -1,4 +1,4 @@
-"""Searches across worker processes with the barrier split per owner (``taskbfs.bfs.owners``).
+"""Searches across worker processes with the barrier split per owner (``taskbfs.search.owners``).
 
 What it proves
 --------------
@@ -33,8 +33,8 @@ from reference import scipy_distances
 from shapes import path, shape
 
 import taskbfs as tb
-from taskbfs.bfs.distributed import DistributedGraph
 from taskbfs.kernels.merge import accept_into_range, word_span
+from taskbfs.search.distributed import DistributedGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import harness  # noqa: E402  (benchmarks/harness.py)
@@ -96,7 +96,7 @@ def test_reports_of_a_later_level_that_come_first_wait_for_their_turn():
     """Owners that run their levels themselves go on before the client has heard every
     owner of a level; their reports reach the client in no set order. The client keeps a
     later level's report for that level instead of dropping it (a search hung on it)."""
-    from taskbfs.bfs.owners import REPORT, OwnedSearch
+    from taskbfs.search.owners import REPORT, OwnedSearch
 
     def report(level, owner):
         return {REPORT: {"level": level, "owner": owner}}
@@ -177,8 +177,8 @@ def test_searches_match_scipy_and_one_process(rt, runtime, name):
 @pytest.mark.parametrize("dispatch", ["auto", "tasks"])
 def test_no_worker_holds_the_graph(rt, dispatch):
     """``auto``: each owner runs the levels in one task and trades pieces and reports
-    with the others (taskbfs.bfs.owner_levels); ``tasks``: every level is step tasks and
-    owner barriers through the scheduler (taskbfs.bfs.owners)."""
+    with the others (taskbfs.search.owner_levels); ``tasks``: every level is step tasks and
+    owner barriers through the scheduler (taskbfs.search.owners)."""
     dg = tb.kronecker(14, edgefactor=16, seed=2, runtime=rt, ranges=8)
     g = dg.gather()
     assert _graph_bytes(g) > MEMORY_LIMIT

@@ -82,7 +82,7 @@ _PRE = re.compile(r"<pre\b.*?</pre>", re.DOTALL)
 
 
 def test_docs_site_renders_no_raw_sphinx_roles(built_site):
-    """docs/_hooks.py turns ``:func:`~taskbfs.bfs``` into a link (or code text): no page
+    """docs/_hooks.py turns ``:func:`~taskbfs.search``` into a link (or code text): no page
     shows the role itself, outside the source code it quotes (``<pre>`` blocks)."""
     raw = {}
     for page in sorted(built_site.rglob("*.html")):
@@ -92,7 +92,7 @@ def test_docs_site_renders_no_raw_sphinx_roles(built_site):
             raw[page.relative_to(built_site).as_posix()] = found[:3] + [f"({len(found)} in all)"]
     assert not raw, raw
     search = (built_site / "api" / "search" / "index.html").read_text()
-    assert re.search(r'<a class="autorefs autorefs-internal"[^>]*href="#taskbfs\.bfs\.result\.'
+    assert re.search(r'<a class="autorefs autorefs-internal"[^>]*href="#taskbfs\.search\.result\.'
                      r'BFSResult\.to_dask"><code>to_dask</code></a>', search)
 
 

@@ -134,7 +134,7 @@ def _check(graph, source, result) -> None:
 def _holders(rt, graph, wait: float = 0) -> set[str]:
     """The workers that hold a slice of ``graph`` placed on ``rt`` (waiting up to
     ``wait`` seconds for it to be placed)."""
-    from taskbfs.bfs.placement import _placed
+    from taskbfs.search.placement import _placed
 
     deadline = time.monotonic() + wait
     while True:
@@ -354,7 +354,7 @@ def test_frozen_worker_times_out(processes):
 def test_the_clusters_own_timeout_is_a_search_timeout(runtime, monkeypatch):
     """distributed's TimeoutError in a call without ``timeout`` (e.g. a scatter that found
     no running worker) is a SearchTimeoutError saying so, not a TypeError."""
-    from taskbfs.bfs import core
+    from taskbfs.search import core
 
     def no_workers(*args, **kwargs):
         raise TimeoutError("No valid workers found")

@@ -2,7 +2,7 @@
 
 A dispatched search that loses a worker resumes from the last level it completed
 (docs/resume.md): the owners' state is rebuilt from the distances the client kept
-(:class:`~taskbfs.bfs.owners.KeptLevels`), the parents found again over in-arcs
+(:class:`~taskbfs.search.owners.KeptLevels`), the parents found again over in-arcs
 (:func:`~taskbfs.kernels.recovery.parents_from_levels`). Here that rebuild is called
 directly, at every level of every test shape, and compared with scipy's distances and the
 Graph500 rules; the kill tests (tests/test_faults.py, tests/test_faults_waits.py) run it
@@ -17,12 +17,12 @@ from reference import scipy_distances
 from shapes import path, shapes
 
 import taskbfs as tb
-from taskbfs.bfs.owners import KeptLevels, resume_owner
-from taskbfs.bfs.placement import graph_slices
-from taskbfs.bfs.state import LevelSummary
 from taskbfs.errors import TaskBFSError
 from taskbfs.graph import partition
 from taskbfs.kernels.recovery import parents_from_levels
+from taskbfs.search.owners import KeptLevels, resume_owner
+from taskbfs.search.placement import graph_slices
+from taskbfs.search.state import LevelSummary
 
 
 def _graph(shape) -> tb.Graph:
@@ -124,8 +124,8 @@ def test_owners_report_what_they_reached_in_the_fewer_bytes():
     """An owner's barrier reports its new frontier to the client's KeptLevels as vertex
     ids, or as its ranges' bitmap words when those are fewer bytes (a large level); both
     name the same vertices, and the kept levels decode the words only when read."""
-    from taskbfs.bfs.owners import ReachedWords, _reached_report, init_owner
     from taskbfs.kernels.merge import frontier_bitmap, word_span
+    from taskbfs.search.owners import ReachedWords, _reached_report, init_owner
 
     graph = _graph(path(1000))
     parts = partition(graph, 3, balance="vertices")

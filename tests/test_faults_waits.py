@@ -21,8 +21,8 @@ from distributed import Client, LocalCluster
 from reference import scipy_distances
 
 import taskbfs as tb
-from taskbfs.bfs.placement import _placed
 from taskbfs.errors import WorkerLostError
+from taskbfs.search.placement import _placed
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
@@ -176,7 +176,7 @@ def test_directed_search_resumes_from_the_level_it_lost(spread):
 @pytest.mark.filterwarnings("ignore:the trace has no record:RuntimeWarning")  # the lost worker's
 def test_owner_levels_resume_after_a_lost_owner(spread):
     """``dispatch="auto"`` (each owner runs the levels in one task and trades pieces with
-    the others, taskbfs.bfs.owner_levels): a worker holding slices of a 300-level path
+    the others, taskbfs.search.owner_levels): a worker holding slices of a 300-level path
     SIGKILLed when the client hears of level 20. The owners left stop waiting for it (the
     client aborts their exchange: none is still running afterwards), the search resumes
     from a level the client kept, and returns the scipy-checked result."""

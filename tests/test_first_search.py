@@ -25,7 +25,7 @@ from shapes import directed_dag, kronecker_like, path, star
 
 def signatures():
     found = {}
-    for package in ("taskbfs.kernels", "taskbfs.bfs"):
+    for package in ("taskbfs.kernels", "taskbfs.search"):
         for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
             module = importlib.import_module(f"{package}.{info.name}")
             for value in vars(module).values():

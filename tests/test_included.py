@@ -1,4 +1,4 @@
-"""A search run as one task with its steps and barriers included (taskbfs.bfs.included)
+"""A search run as one task with its steps and barriers included (taskbfs.search.included)
 against the same search dispatched as tasks, and against the independent references, on
 many graph shapes; the runtime's rule for where a program can be included; the summary
 messages such a task sends."""
@@ -11,9 +11,9 @@ from reference import naive_bfs, scipy_distances
 from shapes import directed_cycle, path, shapes
 
 import taskbfs as tb
-from taskbfs.bfs import state
-from taskbfs.bfs.state import TOP_DOWN, LevelSummary, SummaryPublisher
 from taskbfs.runtime import Policy, Runtime
+from taskbfs.search import state
+from taskbfs.search.state import TOP_DOWN, LevelSummary, SummaryPublisher
 
 SHAPES = {s.name: s for s in shapes()}
 SHAPES["path_50"] = path(50)  # deep, short enough to run every level as tasks too
@@ -161,7 +161,7 @@ def test_compiled_levels_are_the_levels_they_replace(setting, runtime, monkeypat
     levels, counts and trace rows as the level loop's steps and barriers, whether the
     loop stops at a level that is not small, at one Beamer's rule turns bottom-up, at
     the end of the search or at a full buffer."""
-    from taskbfs.bfs import compiled_levels
+    from taskbfs.search import compiled_levels
 
     if bound is not None:
         setting("search.compiled-level-edges", bound)
@@ -188,7 +188,7 @@ _DISPATCHED: dict = {}
 
 def _dispatched(graph, name, source, run):
     """The level table and trace of the search dispatched as tasks, made once per shape,
-    source, T and direction: the owner loop (taskbfs.bfs.owners) never runs the compiled
+    source, T and direction: the owner loop (taskbfs.search.owners) never runs the compiled
     levels, so the four settings of the test above compare with the same tables."""
     key = (name, source, run["tasks"], run["direction"])
     if key not in _DISPATCHED:
@@ -227,7 +227,7 @@ def test_a_search_task_reads_every_slice_as_one_input(runtime, directed):
     Graph500 rules)."""
     from dask.sizeof import sizeof
 
-    from taskbfs.bfs.placement import place_graph
+    from taskbfs.search.placement import place_graph
 
     rng = np.random.default_rng(4)
     graph = tb.Graph.from_edges(rng.integers(0, 500, 4000), rng.integers(0, 500, 4000),

@@ -1,4 +1,4 @@
-"""A level's tasks and barrier on several threads (taskbfs.bfs.level_tasks): the same levels
+"""A level's tasks and barrier on several threads (taskbfs.search.level_tasks): the same levels
 as the level loop's steps and serial barrier, on many shapes, task counts and thread counts;
 every task of every level traced with its own thread and times; the result slices."""
 
@@ -12,11 +12,11 @@ from reference import scipy_distances
 from shapes import path, shapes
 
 import taskbfs as tb
-from taskbfs.bfs.level_tasks import LevelTasks
-from taskbfs.bfs.placement import graph_slices
-from taskbfs.bfs.state import BOTTOM_UP, advance, first_frontier
-from taskbfs.bfs.steps import slice_for, step_smp
 from taskbfs.graph import partition
+from taskbfs.search.level_tasks import LevelTasks
+from taskbfs.search.placement import graph_slices
+from taskbfs.search.state import BOTTOM_UP, advance, first_frontier
+from taskbfs.search.steps import slice_for, step_smp
 
 #: The catalogue, its 3000-vertex path as one of 300 (still a vertex a level, hundreds of
 #: levels): every level is a round of the thread pool, and 3000 of them for each task count,
@@ -128,7 +128,7 @@ def test_result_written_on_threads_is_each_vertex_once(threads):
     one level with duplicates (top-down candidates, int32), of many levels (depths) and
     bucketed ones, over a range that is not the whole graph (checked against the logs
     with numpy)."""
-    from taskbfs.bfs.state import Discoveries, assemble_all
+    from taskbfs.search.state import Discoveries, assemble_all
 
     rng = np.random.default_rng(threads)
     n = 200_000

@@ -1,4 +1,4 @@
-"""The one level loop (taskbfs.bfs.levels.run_levels): what it asks of a runner (a made-up
+"""The one level loop (taskbfs.search.levels.run_levels): what it asks of a runner (a made-up
 runner, scripted), and that both ways of running a search, one task and dispatched, go
 through it with their runners and announce the same levels."""
 
@@ -9,10 +9,10 @@ import pytest
 from shapes import shapes
 
 import taskbfs as tb
-from taskbfs.bfs import included, levels, owners
-from taskbfs.bfs.compiled_levels import LevelBlock, LevelSummaries
-from taskbfs.bfs.levels import run_levels
-from taskbfs.bfs.state import BOTTOM_UP, TOP_DOWN, LevelSummary, SwitchRule
+from taskbfs.search import included, levels, owners
+from taskbfs.search.compiled_levels import LevelBlock, LevelSummaries
+from taskbfs.search.levels import run_levels
+from taskbfs.search.state import BOTTOM_UP, TOP_DOWN, LevelSummary, SwitchRule
 
 
 def _summary(level: int, size: int, direction: str = TOP_DOWN) -> LevelSummary:

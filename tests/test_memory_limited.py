@@ -34,7 +34,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from reference import scipy_distances
 
 import taskbfs as tb
-from taskbfs.bfs.distributed import _FAN_IN, HISTOGRAM_BINS
+from taskbfs.search.distributed import _FAN_IN, HISTOGRAM_BINS
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 

@@ -161,8 +161,8 @@ def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(setting, monk
 
 @needs_gpu
 def test_placing_pins_the_buffers_of_two_results_ahead(monkeypatch):
-    from taskbfs.bfs import device_cache
     from taskbfs.kernels import pinned
+    from taskbfs.search import device_cache
 
     monkeypatch.setattr(pinned, "_pool", None)
     later = []
@@ -183,8 +183,8 @@ def test_an_owner_pins_its_ranges_results_not_the_whole_graphs(monkeypatch):
     """A worker owning two ranges of a 200,000-vertex graph copies each range's distances
     and parents at a search's end (``copy_out`` of 60,000 and 64,000 items, one size
     class): it pins those, four per range, and no buffer of the whole graph's size."""
-    from taskbfs.bfs import device_cache
     from taskbfs.kernels import pinned
+    from taskbfs.search import device_cache
 
     monkeypatch.setattr(pinned, "_pool", None)
     device_cache._pin_result_buffers([(0, 60_000), (60_000, 124_000)], 200_000)
@@ -201,7 +201,7 @@ def test_a_worker_holding_every_range_copies_the_whole_result():
     results come back whole, not range by range: placement pins for the whole graph."""
     from types import SimpleNamespace as Part
 
-    from taskbfs.bfs.device_cache import _copied_ranges
+    from taskbfs.search.device_cache import _copied_ranges
 
     owner = [Part(lo=0, hi=60), Part(lo=0, hi=60), Part(lo=90, hi=120)]  # a transposed twin
     assert _copied_ranges(owner, 200) == [(0, 60), (90, 120)]

@@ -15,13 +15,13 @@ from shapes import path
 
 import taskbfs as tb
 from taskbfs import config
-from taskbfs.bfs.compiled_levels import cpu_sizes
-from taskbfs.bfs.included import run_search
-from taskbfs.bfs.state import SwitchRule
-from taskbfs.bfs.warmup import _bundle
 from taskbfs.runtime import CUDA, SMP, FunctionPolicy, Policy
 from taskbfs.runtime.plugin import decide_device
 from taskbfs.runtime.policy import Placement, Residence, checked_device
+from taskbfs.search.compiled_levels import cpu_sizes
+from taskbfs.search.included import run_search
+from taskbfs.search.state import SwitchRule
+from taskbfs.search.warmup import _bundle
 
 INF = float("inf")
 
@@ -105,7 +105,7 @@ def test_a_gpu_workers_level_places_each_task_by_the_one_rule():
     the level stays there while its rent is below the move's price, then leaves."""
     from types import SimpleNamespace
 
-    from taskbfs.bfs.device_levels import GpuLevels
+    from taskbfs.search.device_levels import GpuLevels
 
     def devices(policy, sizes, on_device=False, move=0.0):
         levels = GpuLevels([()] * len(sizes), Placement(policy), np.ones(8, np.int64), 0,

@@ -54,7 +54,7 @@ def _python(code: str) -> str:
     return proc.stdout.strip()
 
 
-HEAVY = ("taskbfs.bfs", "taskbfs.kernels", "numba", "pandas", "taskbfs.dashboard", "taskbfs.live_runs")
+HEAVY = ("taskbfs.search", "taskbfs.kernels", "numba", "pandas", "taskbfs.dashboard", "taskbfs.live_runs")
 
 
 def test_importing_the_runtime_imports_no_bfs_numba_or_pandas():
@@ -69,7 +69,7 @@ def test_the_package_loads_its_rooms_on_first_use():
         f"assert not [m for m in sys.modules if m.startswith({HEAVY!r})]\n"
         "assert set(tb.__all__) <= set(dir(tb)) and 'trace' in dir(tb)\n"
         "assert 'Contents' in tb.__doc__\n"
-        "from taskbfs.bfs.core import bfs\n"  # importing the subpackage first ...
+        "from taskbfs.search.core import bfs\n"  # importing the subpackage first ...
         "assert tb.bfs is bfs\n"  # ... leaves tb.bfs the search function
         "assert tb.Graph.__name__ == 'Graph' and tb.trace.__name__ == 'taskbfs.trace'\n"
         "assert tb.config.get('lambda') >= 0 and callable(tb.validate)\n"

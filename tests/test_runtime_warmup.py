@@ -1,6 +1,6 @@
 """The runtime's start runs the worker warm-ups (taskbfs.runtime.worker-warm-up) on every worker,
 and on workers that join while it is open;
-the BFS's warm-up (taskbfs.bfs.warmup) runs the search body on tiny graphs."""
+the BFS's warm-up (taskbfs.search.warmup) runs the search body on tiny graphs."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from distributed import Client, LocalCluster
 
 import taskbfs as tb
 from taskbfs import config
-from taskbfs.bfs import warmup
-from taskbfs.bfs.device_cache import _bucket_on_device
+from taskbfs.search import warmup
+from taskbfs.search.device_cache import _bucket_on_device
 
 CALLS: list = []
 _lock = threading.Lock()

@@ -19,10 +19,10 @@ from scipy.sparse.csgraph import shortest_path
 
 import taskbfs as tb
 from taskbfs import config
-from taskbfs.bfs.core import _default_for
 from taskbfs.graph import partition
 from taskbfs.graph500 import validate
 from taskbfs.runtime import Policy
+from taskbfs.search.core import _default_for
 
 import shapes  # isort: skip  (tests/shapes.py)
 

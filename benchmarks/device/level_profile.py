@@ -20,9 +20,9 @@ import numpy as np
 
 import taskbfs as tb
 from taskbfs import config
-from taskbfs.bfs.included import run_search
-from taskbfs.bfs.warmup import _bundle
 from taskbfs.runtime import Policy
+from taskbfs.search.included import run_search
+from taskbfs.search.warmup import _bundle
 
 
 def main(argv=None) -> None:

@@ -56,7 +56,7 @@ class Graph:
     still be written through (a writable array, or a view of one), so the caller's arrays
     stay as they were and writing them later changes no graph; that copy costs the
     array's size in memory once. A read-only array that owns its data (or a view of one)
-    is kept as it is, without a copy. Build a new graph to change one. :meth:`validate` checks the arrays; :func:`~taskbfs.bfs` calls it once.
+    is kept as it is, without a copy. Build a new graph to change one. :meth:`validate` checks the arrays; :func:`~taskbfs.search` calls it once.
 
     Attributes
     ----------

@@ -3,7 +3,7 @@
 Returns
     :func:`from_scipy`, :func:`from_networkx`, :func:`from_pandas` -> :class:`Graph`;
     :func:`to_networkx` -> a networkx graph; :func:`relabel` -> ids 0..k-1 and the labels;
-    :func:`as_graph`: what :func:`taskbfs.bfs` calls on its ``graph`` argument.
+    :func:`as_graph`: what :func:`taskbfs.search` calls on its ``graph`` argument.
 Encoding
     A graph built from vertex ids that are not the integers 0..n-1 (strings, tuples, a
     networkx graph's nodes) numbers its vertices 0..k-1 and keeps the original ids in

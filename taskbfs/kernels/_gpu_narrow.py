@@ -8,7 +8,7 @@ Approach
     ``indices`` are int32, as the CPU step's outputs then are), narrowing them on the device
     halves the bytes copied back to the host and read by the level barrier.
 Encoding
-    Imported lazily (by :mod:`taskbfs.bfs.device_cache`), like ``_gpu_kernels``: ``cuda`` is
+    Imported lazily (by :mod:`taskbfs.search.device_cache`), like ``_gpu_kernels``: ``cuda`` is
     a module global so that ``NUMBA_ENABLE_CUDASIM=1`` can run it.
 """
 

@@ -8,7 +8,7 @@ Approach
     When every level of a search runs on one GPU worker (``included.run_search_on_gpu``),
     its GPU steps leave their ``(vertex, parent)`` pairs in the result arrays on the device
     instead of copying the parents back each level; the result crosses the bus once, at the
-    end (see :func:`taskbfs.bfs.device_cache.result_to_host`). The pairs of one call are
+    end (see :func:`taskbfs.search.device_cache.result_to_host`). The pairs of one call are
     unique vertices (the step's vertex mask), so plain stores suffice.
 Encoding
     Imported lazily, like ``_gpu_narrow``; ``cuda`` is a module global so that

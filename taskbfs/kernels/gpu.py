@@ -18,7 +18,7 @@ Approach
     (2) Functions on device arrays (this module): launch the kernels, read back three
     int64 counters; scratch comes from a ``workspace(name, size, dtype)`` callable (the
     device-data service's ``scratch``). What is kept on a device, and for how long, is
-    the runtime's (its device-data service) and the BFS's (``bfs/device_cache.py``).
+    the runtime's (its device-data service) and the BFS's (``search/device_cache.py``).
 Encoding
     As in :mod:`taskbfs.kernels.cpu`: a task owns ``[lo, hi)``; ``indptr`` is local
     (int64, ``hi - lo + 1`` entries from 0), ``indices`` global (int32 or int64); bitmaps are

@@ -174,7 +174,7 @@ def _levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets, 
             lo = bounds[t]
             mine = frontier[first:last]
             size = frontier_edge_count(indptr, lo, mine)
-            unique = size > words  # as the level loop's CPU step decides (bfs/steps.py)
+            unique = size > words  # as the level loop's CPU step decides (search/steps.py)
             if unique:
                 if seen.size == 0:
                     seen = np.zeros(words, dtype=np.uint64)

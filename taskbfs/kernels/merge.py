@@ -271,7 +271,7 @@ def record_pairs_at(vertices, parents_of, depths, lo, hi, parents, distances):
 def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, offsets, depth,
                       distances, parents, out_frontier, out_parents, n_out):
     """Keep the first unvisited of the pairs ``start <= i < stop`` (vertices of one range
-    ``[lo, hi)``), writing its state: the range owner's barrier (:mod:`taskbfs.bfs.owners`).
+    ``[lo, hi)``), writing its state: the range owner's barrier (:mod:`taskbfs.search.owners`).
 
     Parameters
     ----------

@@ -453,7 +453,7 @@ class Runtime:
         """Restart the embedded cluster's workers that stopped (closed or crashed), with
         their first settings; returns whether one was. A runtime on a cluster that is not
         its own leaves that to whoever runs it (a ``dask worker`` under its nanny is
-        restarted by it). :func:`taskbfs.bfs` calls this before each search."""
+        restarted by it). :func:`taskbfs.search` calls this before each search."""
         cluster = self._owned_cluster
         if cluster is None:
             return False

@@ -128,7 +128,7 @@ class Policy:
         Parameters
         ----------
         size : int, optional
-            The task's workload (for BFS: :func:`taskbfs.bfs.state.step_sizes`, its
+            The task's workload (for BFS: :func:`taskbfs.search.state.step_sizes`, its
             frontier's work scaled to the whole graph). None counts as 0.
         impls : tuple of str
             Devices the task has an implementation for.

@@ -7,8 +7,8 @@
 =================  ==========================================================
 """
 
-from taskbfs.bfs.core import STRATEGIES, bfs, default_tasks
-from taskbfs.bfs.result import BFSResult
-from taskbfs.bfs.state import DIRECTIONS
+from taskbfs.search.core import STRATEGIES, bfs, default_tasks
+from taskbfs.search.result import BFSResult
+from taskbfs.search.state import DIRECTIONS
 
 __all__ = ["DIRECTIONS", "STRATEGIES", "BFSResult", "bfs", "default_tasks"]

@@ -1,7 +1,7 @@
 """The task-based level-synchronous BFS (the paper's Algorithm 2) on the runtime.
 
 Returns
-    :class:`~taskbfs.bfs.result.BFSResult`.
+    :class:`~taskbfs.search.result.BFSResult`.
 Approach
     A level is T step tasks, one per vertex range with work to do (top-down: a non-empty
     frontier; bottom-up: unvisited vertices), each placed on a CPU or GPU by the policy
@@ -10,10 +10,10 @@ Approach
     Dask scheduler or included in one task on the worker that holds their data is the
     runtime's choice (:meth:`~taskbfs.runtime.Runtime.include_site`), made once per
     search: when one worker holds every slice and can run every device the policy may
-    ask for, the whole search is one task there (:mod:`taskbfs.bfs.included`); else
+    ask for, the whole search is one task there (:mod:`taskbfs.search.included`); else
     each level goes to the scheduler as one batch of T' <= T steps and one barrier per
     worker owning ranges, which keeps their state and writes their parents and
-    distances (:mod:`taskbfs.bfs.owners`); the client sums the barriers' counts and
+    distances (:mod:`taskbfs.search.owners`); the client sums the barriers' counts and
     submits the next level. Partitions are placed once per graph and reused.
 """
 
@@ -36,25 +36,6 @@ from distributed.comm import CommClosedError
 from distributed.scheduler import KilledWorker
 
 from taskbfs import config
-from taskbfs.bfs.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
-from taskbfs.bfs.distributed import DistributedGraph, KeptResult, outcome_summaries
-from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
-from taskbfs.bfs.owner_levels import exchanged_search
-from taskbfs.bfs.owners import KeptLevels, owned_search
-from taskbfs.bfs.placement import forget_graph, forget_lost, is_placed, place_graph
-from taskbfs.bfs.result import BFSResult, result_dtype
-from taskbfs.bfs.state import (
-    AUTO,
-    BOTTOM_UP,
-    DIRECTIONS,
-    TOP_DOWN,
-    LevelSummary,
-    first_summary,
-    step_sizes,
-    summaries_of,
-    switch_parameters,
-)
-from taskbfs.bfs.steps import STEP
 from taskbfs.errors import (
     InsufficientMemoryError,
     InvalidParameterError,
@@ -68,6 +49,25 @@ from taskbfs.live_runs import send_finished
 from taskbfs.runtime import CUDA, SMP, Policy, Program
 from taskbfs.runtime.cluster import default_runtime
 from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE, fetch_trace_later
+from taskbfs.search.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
+from taskbfs.search.distributed import DistributedGraph, KeptResult, outcome_summaries
+from taskbfs.search.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
+from taskbfs.search.owner_levels import exchanged_search
+from taskbfs.search.owners import KeptLevels, owned_search
+from taskbfs.search.placement import forget_graph, forget_lost, is_placed, place_graph
+from taskbfs.search.result import BFSResult, result_dtype
+from taskbfs.search.state import (
+    AUTO,
+    BOTTOM_UP,
+    DIRECTIONS,
+    TOP_DOWN,
+    LevelSummary,
+    first_summary,
+    step_sizes,
+    summaries_of,
+    switch_parameters,
+)
+from taskbfs.search.steps import STEP
 
 STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
 DISPATCH = ("auto", "tasks")
@@ -120,8 +120,8 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         Default ``taskbfs.dispatch`` ("auto"). "auto": the runtime includes a level's step tasks and barrier in one task on the
         worker that holds their data when there is one that can run every device the
         policy may ask for (the embedded cluster; then the whole search is one task,
-        :mod:`taskbfs.bfs.included`), and otherwise in one task per worker owning ranges,
-        the owners trading pieces worker to worker (:mod:`taskbfs.bfs.owner_levels`).
+        :mod:`taskbfs.search.included`), and otherwise in one task per worker owning ranges,
+        the owners trading pieces worker to worker (:mod:`taskbfs.search.owner_levels`).
         "tasks": every step and barrier is a Dask task of its own (what the
         granularity notebook and the dashboard's per-task view show best; each costs the
         runtime a trip through the scheduler: ``benchmarks/dispatch.py``). The trace has every step either way (``included`` says which).
@@ -469,7 +469,7 @@ class _Search:
 
     def included(self, device: str) -> _Outcome:
         """The whole search as one task on the worker that holds every slice
-        (:mod:`taskbfs.bfs.included`), on ``device``."""
+        (:mod:`taskbfs.search.included`), on ``device``."""
         program = self.program
         start = time.perf_counter()
         task = SEARCH_ON_GPU if device == CUDA else SEARCH
@@ -502,9 +502,9 @@ class _Search:
 
     def dispatched(self, exchanged: bool = False) -> _Outcome:
         """Every level as T' step tasks and one barrier per owner worker through the
-        scheduler (:mod:`taskbfs.bfs.owners`), or with ``exchanged`` as one task per owner
+        scheduler (:mod:`taskbfs.search.owners`), or with ``exchanged`` as one task per owner
         worker that runs them all and trades pieces with the others
-        (:mod:`taskbfs.bfs.owner_levels`); the result gathered from the owners, or left
+        (:mod:`taskbfs.search.owner_levels`); the result gathered from the owners, or left
         there for a graph kept on the workers."""
         start = time.perf_counter()
         first = first_summary(self.parts.bounds, self.source, self.source_degree(),
@@ -743,7 +743,7 @@ def _step_frame(rows: list[dict], summaries) -> pd.DataFrame:
 
 def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
     """Trace rows of the steps that compiled level blocks ran
-    (:mod:`taskbfs.bfs.compiled_levels`), one frame per block, from its step array: each
+    (:mod:`taskbfs.search.compiled_levels`), one frame per block, from its step array: each
     with the record of the included task that ran the block (worker, thread) and the
     span of its level's steps (``LevelBlock.level_times``)."""
     blocks = getattr(summaries, "blocks", ())
@@ -769,8 +769,8 @@ def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
 
 def _table_step_frames(records, summaries) -> list[pd.DataFrame]:
     """Trace rows of the steps kept as step tables (one array per level: the levels on a
-    worker's threads, :class:`~taskbfs.bfs.level_tasks.LevelTasks`, and the GPU batches of
-    :class:`~taskbfs.bfs.device_levels.GpuLevels`), in one frame: the worker that of the
+    worker's threads, :class:`~taskbfs.search.level_tasks.LevelTasks`, and the GPU batches of
+    :class:`~taskbfs.search.device_levels.GpuLevels`), in one frame: the worker that of the
     search task that ran them."""
     tables = [(level, t) for level, t in getattr(summaries, "step_tables", ()) if len(t)]
     if not tables:

@@ -5,7 +5,7 @@ returns :class:`Discoveries` in the form the barrier reads: top-down candidates 
 by owning task, bottom-up discoveries with their bitmap words (both done here, in the
 parallel steps, so that the barrier does not have to). The GPU implementations keep the
 slice in device memory across levels and BFS calls (the OmpSs device cache), see
-:mod:`taskbfs.bfs.device_cache`.
+:mod:`taskbfs.search.device_cache`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier, bucketed, with_bits
 from taskbfs.kernels.cpu import (
     bottom_up_step_words,
     frontier_edge_count,
@@ -23,6 +22,7 @@ from taskbfs.kernels.cpu import (
     top_down_step_unique,
 )
 from taskbfs.runtime import Task
+from taskbfs.search.state import BOTTOM_UP, Discoveries, Frontier, bucketed, with_bits
 
 
 @dataclass
@@ -146,10 +146,10 @@ def step_cuda(part: GraphSlice, frontier: Frontier, barrier_form: bool = True,
     ``barrier_form`` False as :func:`step_smp`'s (a bottom-up step's words stay on the
     device), and with ``pairs`` False too, a bottom-up step whose pairs go into the result
     on the device returns its words instead of its vertices (see
-    :func:`~taskbfs.bfs.device_cache.run_step_on_gpu`)."""
+    :func:`~taskbfs.search.device_cache.run_step_on_gpu`)."""
     if not frontier.has_work(part.task):
         return idle(part)
-    from taskbfs.bfs.device_cache import run_step_on_gpu
+    from taskbfs.search.device_cache import run_step_on_gpu
 
     found = run_step_on_gpu(part, frontier, words=barrier_form or not pairs, pairs=pairs)
     return for_barrier(part, frontier, found) if barrier_form else found

@@ -4,9 +4,9 @@ What it returns
 ---------------
 :class:`DistributedGraph`, made by :func:`kronecker` / :func:`read_graph` with a
 ``runtime`` (or :meth:`DistributedGraph.from_dask`): the CSR of each of R vertex ranges
-lives on a worker as a :class:`~taskbfs.bfs.steps.GraphSlice` future. :func:`taskbfs.bfs`
+lives on a worker as a :class:`~taskbfs.search.steps.GraphSlice` future. :func:`taskbfs.search`
 searches it like a :class:`~taskbfs.graph.Graph` (:meth:`DistributedGraph.place` gives
-the search its :class:`~taskbfs.bfs.placement.PlacedGraph`), and
+the search its :class:`~taskbfs.search.placement.PlacedGraph`), and
 :func:`taskbfs.validate` checks a search's parents against it range by range on the
 workers.
 
@@ -42,8 +42,6 @@ import numpy as np
 from distributed import Future
 
 from taskbfs import config
-from taskbfs.bfs.placement import MAX_PLACED_GRAPHS, PlacedGraph
-from taskbfs.bfs.steps import GraphSlice
 from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
 from taskbfs.graph import Graph, Partition
 from taskbfs.graph import io as graph_io
@@ -62,6 +60,8 @@ from taskbfs.graph.chunked import (
 from taskbfs.graph.partition import partition_indptr
 from taskbfs.runtime.plugin import GPU_RESOURCE, workers_of, workers_with
 from taskbfs.runtime.worker import cores_per_thread
+from taskbfs.search.placement import MAX_PLACED_GRAPHS, PlacedGraph
+from taskbfs.search.steps import GraphSlice
 
 __all__ = ["DistributedGraph", "build_from_files", "build_kronecker"]
 
@@ -76,7 +76,7 @@ class DistributedGraph:
     """A CSR graph whose vertex ranges live on the workers of one runtime.
 
     Build it with :func:`taskbfs.kronecker` or :func:`taskbfs.read_graph` given a
-    ``runtime``, or with :meth:`from_dask`; search it with :func:`taskbfs.bfs` (on the
+    ``runtime``, or with :meth:`from_dask`; search it with :func:`taskbfs.search` (on the
     same runtime, the default) and check a result with :func:`taskbfs.validate`.
 
     Attributes
@@ -569,7 +569,7 @@ def _edges_of(read):
 
 # ====================================================================== helpers
 def _as_runtime(runtime):
-    from taskbfs.bfs.core import _runtime
+    from taskbfs.search.core import _runtime
 
     if runtime is None:
         raise InvalidParameterError("a graph built on the workers needs runtime= (a Runtime, "
@@ -585,7 +585,7 @@ def _owners(client, count: int) -> list[dict]:
     there are GPU workers, the ranges go to them only: a range's owner runs its barriers
     and its steps run best beside it, and the big steps of a search that may use a GPU
     run on one (CPU steps copy only the owner's frontier,
-    :class:`~taskbfs.bfs.owners.OwnerFrontier`)."""
+    :class:`~taskbfs.search.owners.OwnerFrontier`)."""
     info = workers_of(client)
     workers = workers_with(info, GPU_RESOURCE) or sorted(info)
     if len(info) < 2:
@@ -620,8 +620,8 @@ def _ranges_per_send(client, arcs: int, ranges: int) -> int:
 
 def _check_ranges(ranges, rt, n: int) -> int:
     if ranges is None:
-        from taskbfs.bfs.core import tasks_for_slots
         from taskbfs.runtime.plugin import CPU_RESOURCE
+        from taskbfs.search.core import tasks_for_slots
 
         ranges = tasks_for_slots(int(rt.resources().get(CPU_RESOURCE, 0)))
     if isinstance(ranges, (bool, np.bool_)) or not isinstance(ranges, (int, np.integer)) \
@@ -662,7 +662,7 @@ class KeptResult:
         """``(distances, parents)`` as dask arrays, one chunk per piece."""
         import dask.array as da
 
-        from taskbfs.bfs.result import result_dtype
+        from taskbfs.search.result import result_dtype
 
         sizes = np.diff(self.bounds).tolist()
         dtype = result_dtype(int(self.bounds[-1]))

@@ -1,8 +1,8 @@
-"""``BFSResult``: what :func:`taskbfs.bfs` returns.
+"""``BFSResult``: what :func:`taskbfs.search` returns.
 
 Its tables (``trace``, ``levels``) are built when first read, from the records the search
 collected: a search pays nothing for tables nobody looks at. A search of a graph kept on
-the workers (:class:`~taskbfs.bfs.distributed.DistributedGraph`) leaves its distances and
+the workers (:class:`~taskbfs.search.distributed.DistributedGraph`) leaves its distances and
 parents there too: :meth:`BFSResult.to_dask` reads them as dask arrays, and the attributes
 gather them on first read.
 """
@@ -35,7 +35,7 @@ class BFSResult:
         BFS tree (Graph500 convention): ``parents[source] == source``, -1 unreached.
     trace : pandas.DataFrame
         One row per executed task: level, task, lo, hi, direction, size (the size it was
-        placed by, :func:`~taskbfs.bfs.state.step_sizes`), edges_examined, found, device, worker, thread,
+        placed by, :func:`~taskbfs.search.state.step_sizes`), edges_examined, found, device, worker, thread,
         start, stop (seconds since the call started), attempt (which attempt of the
         search ran it: above 1, the search lost a worker and ran again), resumed_from
         (the level that attempt started from: 0, or the last level an earlier attempt

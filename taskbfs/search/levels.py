@@ -5,28 +5,28 @@ Returns
     where its runner said to stop).
 Approach
     A level is always T' step tasks and a barrier, and its barrier ends it with the
-    level's summary (:meth:`~taskbfs.bfs.state.SwitchRule.summary`: the next direction,
+    level's summary (:meth:`~taskbfs.search.state.SwitchRule.summary`: the next direction,
     the step sizes, the end). What varies is who runs the tasks: a *runner*. The loop asks
     its runner to run the level the current summary opens and to announce what that made,
     until the frontier is empty. Three runners:
 
-    - :class:`taskbfs.bfs.included.IncludedLevels`, inside the one search task on the
+    - :class:`taskbfs.search.included.IncludedLevels`, inside the one search task on the
       worker that holds every slice: each level on the device (one task on the GPU
       worker), in the compiled loop (a block of small top-down CPU levels at once), on the
       CPU worker's threads, or as included steps and an included barrier; it announces
       by deciding each step's device (``gpu_steps``), keeping the summary and sending the
       latest to the client now and then (live page, ``progress``);
-    - :class:`taskbfs.bfs.owners.OwnedSearch`, on the client: each level as one batch of
+    - :class:`taskbfs.search.owners.OwnedSearch`, on the client: each level as one batch of
       dispatched step tasks and one barrier per owner worker, the owners' reports summed
       into the summary; it announces by keeping the level for a resume
-      (:class:`~taskbfs.bfs.owners.KeptLevels`) and handing it to ``progress`` and the
+      (:class:`~taskbfs.search.owners.KeptLevels`) and handing it to ``progress`` and the
       live page (through the client's ``waits.report``, which also says when to stop);
-    - :class:`taskbfs.bfs.owner_levels.OwnerLevels`, inside one task per owner worker: its
+    - :class:`taskbfs.search.owner_levels.OwnerLevels`, inside one task per owner worker: its
       ranges' steps and its barrier included, pieces and reports traded with the other
       owners worker to worker, every owner making the same summary from the W reports;
       it announces by deciding its steps' devices (and owner 0 by sending the live page
       the latest summary now and then); the client's
-      :class:`~taskbfs.bfs.owner_levels.ExchangedSearch`, an ``OwnedSearch`` that submits
+      :class:`~taskbfs.search.owner_levels.ExchangedSearch`, an ``OwnedSearch`` that submits
       no level, reads the reports and keeps and reports the levels.
 
 Runner protocol
@@ -34,7 +34,7 @@ Runner protocol
 
     ``level(summary) -> LevelSummary | LevelBlock``
         Run the level ``summary`` opens (its steps and barrier) and return the summary of
-        the next level, or a :class:`~taskbfs.bfs.compiled_levels.LevelBlock` (several
+        the next level, or a :class:`~taskbfs.search.compiled_levels.LevelBlock` (several
         levels at once; its last level's summary opens the next one).
     ``announce(made) -> (LevelSummary, bool)``
         Record and announce ``made`` (a summary or a block, as ``level`` returned it, or
@@ -50,8 +50,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from taskbfs.bfs.compiled_levels import LevelBlock
-from taskbfs.bfs.state import LevelSummary
+from taskbfs.search.compiled_levels import LevelBlock
+from taskbfs.search.state import LevelSummary
 
 __all__ = ["LevelRunner", "run_levels"]
 

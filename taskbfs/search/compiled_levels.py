@@ -16,7 +16,7 @@ Approach
     ``bfs_levels``, ran them: its worker, thread, start and stop).
 Encoding
     The levels' accepted pairs travel to the result assembly as one
-    :class:`~taskbfs.bfs.state.Discoveries` whose ``depths`` give each pair's distance.
+    :class:`~taskbfs.search.state.Discoveries` whose ``depths`` give each pair's distance.
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from taskbfs import config
-from taskbfs.bfs.level_tasks import TaskLists
-from taskbfs.bfs.state import (
+from taskbfs.kernels.bitmap import empty_bitmap
+from taskbfs.kernels.levels import BOTTOM_UP_NEXT, FULL, small_top_down_levels, ticks_to_times
+from taskbfs.kernels.merge import frontier_bitmap
+from taskbfs.search.level_tasks import TaskLists
+from taskbfs.search.state import (
     BOTTOM_UP,
     TOP_DOWN,
     Discoveries,
@@ -38,9 +41,6 @@ from taskbfs.bfs.state import (
     Tally,
     step_sizes,
 )
-from taskbfs.kernels.bitmap import empty_bitmap
-from taskbfs.kernels.levels import BOTTOM_UP_NEXT, FULL, small_top_down_levels, ticks_to_times
-from taskbfs.kernels.merge import frontier_bitmap
 
 #: Trace name of the included task that runs a block of compiled levels.
 LEVELS_NAME = "bfs_levels"
@@ -131,7 +131,7 @@ class LevelSummaries:
         self._items: list = []  # LevelSummary, or (LevelBlock, level)
         self.blocks: list[LevelBlock] = []
         #: ``(level, table)`` per level whose steps ran on the CPU worker's threads
-        #: (:func:`taskbfs.bfs.level_tasks.step_table`): the trace's rows of those steps.
+        #: (:func:`taskbfs.search.level_tasks.step_table`): the trace's rows of those steps.
         self.step_tables: list[tuple[int, np.ndarray]] = []
 
     def append(self, summary: LevelSummary) -> None:
@@ -221,7 +221,7 @@ def small_levels_apply(frontier: Frontier, summary: LevelSummary, cpu_max) -> bo
 def cpu_sizes(placement, rule: SwitchRule) -> np.ndarray | None:
     """Per task, the most frontier vertices of a step the runtime's placement rule runs on
     the CPU (:meth:`~taskbfs.runtime.policy.Placement.largest_cpu_size`, ∞ on a CPU
-    worker, turned from the scaled sizes of :func:`~taskbfs.bfs.state.step_sizes` into
+    worker, turned from the scaled sizes of :func:`~taskbfs.search.state.step_sizes` into
     the task's own vertices): the numbers the compiled loop places its steps by. None
     when the policy does not give them (a user policy without ``largest_cpu_size``): then
     no level is compiled."""
@@ -311,7 +311,7 @@ def _edges_within(cpu_max: np.ndarray, mean_degree: float, first_edges: int) -> 
     """The most frontier edges a level of the compiled loop may have so that every step the
     loop runs is one the placement rule puts on the CPU by its arcs too: ``cpu_max`` (the
     rule's numbers, :func:`cpu_sizes`) turned from sizes into arcs, as
-    :func:`~taskbfs.bfs.state.step_sizes` counts arcs in vertices of the mean degree (the
+    :func:`~taskbfs.search.state.step_sizes` counts arcs in vertices of the mean degree (the
     loop itself compares vertex counts with ``cpu_max``); at least the first level's
     (``first_edges``, placed already)."""
     placed = cpu_max[cpu_max >= 0]  # a task whose every step runs on the GPU has none here

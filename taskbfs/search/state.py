@@ -14,7 +14,7 @@ Approach
     the visited bitmap and builds the next frontier (see :mod:`taskbfs.kernels.merge` for
     what is left serial and why); in a search run as one task, parents and distances
     are written once per range at the end from the records the steps returned (the
-    dispatched loop's owners write them level by level: :mod:`taskbfs.bfs.owners`).
+    dispatched loop's owners write them level by level: :mod:`taskbfs.search.owners`).
 Encoding
     Frontiers are per-task vertex lists (top-down) or one bitmap (bottom-up), whichever
     the next level's direction reads; see :mod:`taskbfs.kernels.bitmap`.
@@ -34,7 +34,6 @@ import numpy as np
 from numba.typed import List
 
 from taskbfs import config
-from taskbfs.bfs.result import result_dtype
 from taskbfs.kernels.assembly import assemble_share
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
@@ -49,6 +48,7 @@ from taskbfs.kernels.merge import (
     word_span,
 )
 from taskbfs.runtime import on_threads, publish, thread_pool
+from taskbfs.search.result import result_dtype
 
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
 
@@ -179,7 +179,7 @@ class Frontier:
     bounds: np.ndarray | None = None
     progress: Progress | None = None
     #: ``(level, Discoveries)`` of the steps run so far by a search run as one task
-    #: (:mod:`taskbfs.bfs.included`): its result assembly reads them here. One list per search, passed on from level to level and
+    #: (:mod:`taskbfs.search.included`): its result assembly reads them here. One list per search, passed on from level to level and
     #: appended to in place (as the visited bitmap is updated in place).
     included: list = field(default_factory=list)
     #: Per task, the edges leaving its frontier vertices (top-down levels; None: not known).
@@ -201,10 +201,10 @@ class Frontier:
     @property
     def result_on_device(self) -> bool:
         """Whether this search's GPU steps write their pairs into its result on the device
-        (:meth:`~taskbfs.bfs.device_cache.DeviceCache.search_result`) and return their
+        (:meth:`~taskbfs.search.device_cache.DeviceCache.search_result`) and return their
         vertices alone (``Discoveries.parents`` None); the one task that runs every level
         on that GPU then copies the result back once
-        (:func:`~taskbfs.bfs.device_cache.result_to_host`). The one reader of the one
+        (:func:`~taskbfs.search.device_cache.result_to_host`). The one reader of the one
         decision (``Progress.result_on_device``)."""
         return self.progress is not None and self.progress.result_on_device
 
@@ -329,16 +329,16 @@ class Discoveries:
     #: whose pairs went into its result on the device: ``vertices`` is then empty).
     words_count: int = 0
     #: Per pair, its vertex's distance, when the pairs come from many levels (a block of
-    #: compiled levels, :mod:`taskbfs.bfs.compiled_levels`; ``task`` is then -1).
+    #: compiled levels, :mod:`taskbfs.search.compiled_levels`; ``task`` is then -1).
     depths: np.ndarray | None = None
 
 
 def one_range(bounds) -> bool:
     """Whether one task owns every vertex (``bounds`` of one range, T = 1): the one test
     for the savings that only a sole owner allows. Its step's candidates are one bucket
-    (no bucketing copy: :func:`bucketed`, :class:`~taskbfs.bfs.level_tasks.LevelTasks`);
+    (no bucketing copy: :func:`bucketed`, :class:`~taskbfs.search.level_tasks.LevelTasks`);
     on the GPU its discoveries are the next frontier as they are, so a one-task search
-    keeps a GPU level whole on the device (:class:`~taskbfs.bfs.device_levels.GpuLevels`)
+    keeps a GPU level whole on the device (:class:`~taskbfs.search.device_levels.GpuLevels`)
     and a dispatched step leaves the next level's inputs there
     (``DeviceCache.keep_for_next_level``). The general path would give the same result
     at the price of a copy of every candidate, or of the bitmaps and the frontier crossing

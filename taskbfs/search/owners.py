@@ -2,11 +2,11 @@
 
 Returns
     :func:`owned_search` → ``(summaries, result, exchange)`` for
-    :meth:`taskbfs.bfs.core._Search.dispatched` (a search whose levels go through the
+    :meth:`taskbfs.search.core._Search.dispatched` (a search whose levels go through the
     Dask scheduler: ``dispatch="tasks"``, or no worker can include the whole search): the
     level summaries the client made, the result (gathered into two arrays for a graph
     the client holds, left on the owners in one piece per vertex range for a
-    :class:`~taskbfs.bfs.distributed.DistributedGraph`), and the bytes each level moved
+    :class:`~taskbfs.search.distributed.DistributedGraph`), and the bytes each level moved
     between workers.
 Approach
     Each worker holding slices of the graph *owns* those vertex ranges (W owners: one on
@@ -31,12 +31,12 @@ Approach
        unvisited vertices per range; what the steps examined) to the client as a message
        (no task, no gather). Pieces travel step worker to owner worker;
     3. the client sums the W reports, makes the level's summary as every level does
-       (:meth:`~taskbfs.bfs.state.SwitchRule.summary`: Beamer's rule, the end), keeps
+       (:meth:`~taskbfs.search.state.SwitchRule.summary`: Beamer's rule, the end), keeps
        it for a resume and reports it; the level loop asks for the next level.
 
     The client side, :class:`OwnedSearch`, is one of the two runners of the one level
-    loop (:func:`~taskbfs.bfs.levels.run_levels`; the other runs a search as one task,
-    :class:`~taskbfs.bfs.included.IncludedLevels`).
+    loop (:func:`~taskbfs.search.levels.run_levels`; the other runs a search as one task,
+    :class:`~taskbfs.search.included.IncludedLevels`).
 
     Per level that is T' steps and W barriers (with W > 1, a large top-down level adds a
     getitem per step and owner to split a step's output, where a small one sends every
@@ -60,19 +60,6 @@ import numpy as np
 import pandas as pd
 
 from taskbfs import config
-from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
-from taskbfs.bfs.levels import run_levels
-from taskbfs.bfs.result import result_dtype
-from taskbfs.bfs.state import (
-    BOTTOM_UP,
-    TOP_DOWN,
-    Frontier,
-    LevelSummary,
-    Progress,
-    bucketed,
-    search_rule,
-)
-from taskbfs.bfs.steps import STEP, step_cuda, step_smp
 from taskbfs.errors import TaskBFSError
 from taskbfs.kernels.bitmap import empty_bitmap, ids_of_words, set_bits
 from taskbfs.kernels.merge import (
@@ -86,6 +73,19 @@ from taskbfs.kernels.recovery import parents_from_levels
 from taskbfs.runtime import Task, on_threads, publish
 from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of, workers_with
 from taskbfs.runtime.worker import cores_per_thread
+from taskbfs.search.included import BARRIER_NAME, RESULT_NAME
+from taskbfs.search.levels import run_levels
+from taskbfs.search.result import result_dtype
+from taskbfs.search.state import (
+    BOTTOM_UP,
+    TOP_DOWN,
+    Frontier,
+    LevelSummary,
+    Progress,
+    bucketed,
+    search_rule,
+)
+from taskbfs.search.steps import STEP, step_cuda, step_smp
 
 __all__ = ["KeptLevels", "OwnerFrontier", "OwnerState", "Piece", "ReachedWords", "owned_search"]
 
@@ -294,7 +294,7 @@ def results_to_host(front: OwnerFrontier, state: OwnerState) -> None:
     parents copied into new host arrays, the source's written (it is not on the device)."""
     if not front.results_on_device:
         return
-    from taskbfs.bfs.device_cache import device_cache
+    from taskbfs.search.device_cache import device_cache
 
     cache = device_cache()
     with cache.lock:
@@ -311,7 +311,7 @@ def results_to_host(front: OwnerFrontier, state: OwnerState) -> None:
 def _record_on_device(front: OwnerFrontier, state: OwnerState, vertices: np.ndarray,
                       parents: np.ndarray, depth: int) -> None:
     """Pairs the owner's barrier accepted on the host written into its result on its GPU."""
-    from taskbfs.bfs.device_cache import device_cache
+    from taskbfs.search.device_cache import device_cache
 
     cache = device_cache()
     with cache.lock:
@@ -320,7 +320,7 @@ def _record_on_device(front: OwnerFrontier, state: OwnerState, vertices: np.ndar
 
 def _device_result(front: OwnerFrontier, state: OwnerState) -> tuple:
     """``(search, entries, dtype)`` naming the search's result on the owner's GPU
-    (:meth:`~taskbfs.bfs.device_cache.DeviceCache.result_arrays`): an entry per vertex id
+    (:meth:`~taskbfs.search.device_cache.DeviceCache.result_arrays`): an entry per vertex id
     the bitmaps cover."""
     return front.search, 64 * int(front.visited.size), result_dtype(state.num_vertices)
 
@@ -368,7 +368,7 @@ def frontier_bits(front: OwnerFrontier, level: int, shares) -> np.ndarray:
 
 def as_frontier(front: OwnerFrontier, level: int, direction: str,
                 bits: np.ndarray | None) -> Frontier:
-    """The :class:`~taskbfs.bfs.state.Frontier` the shared step code reads, made once per
+    """The :class:`~taskbfs.search.state.Frontier` the shared step code reads, made once per
     level of the owner's arrays (no copies of the visited bits: the owner's barrier writes
     them once the level's steps are done): its visited bits are what the owner knows (its
     own ranges; each owner's barrier filters the rest), its ``progress`` the unvisited
@@ -400,7 +400,7 @@ def as_frontier(front: OwnerFrontier, level: int, direction: str,
 
 def split_for_owners(found, frontier: Frontier, owner_of: np.ndarray, task: int,
                      inbound: int) -> list:
-    """A step's raw :class:`~taskbfs.bfs.state.Discoveries` as one :class:`Piece` per
+    """A step's raw :class:`~taskbfs.search.state.Discoveries` as one :class:`Piece` per
     owner (``owner_of[t]``: the owner of range t; an owner's ranges in ascending order)."""
     here = _here()
     device = (found.h2d_bytes, found.d2h_bytes, round(found.kernel_seconds * 1e9))
@@ -487,7 +487,7 @@ def accept_pieces(inputs, front: OwnerFrontier, state: OwnerState, level: int,
                   owner: int) -> dict:
     """The owner barrier's work (see :func:`owner_barrier`): ``inputs`` merged into
     ``front`` and ``state``; the owner's report of the level (what the client, and with
-    :mod:`taskbfs.bfs.owner_levels` every other owner, sums into the next summary)."""
+    :mod:`taskbfs.search.owner_levels` every other owner, sums into the next summary)."""
     start = time.time()
     front.view = front.assembled = None
     depth = level + 1
@@ -786,7 +786,7 @@ class _Level:
 
 class OwnedSearch:
     """The client side of a dispatched search: the runner of its levels
-    (:func:`~taskbfs.bfs.levels.run_levels`: :meth:`level`, :meth:`announce`).
+    (:func:`~taskbfs.search.levels.run_levels`: :meth:`level`, :meth:`announce`).
 
     Parameters
     ----------
@@ -874,7 +874,7 @@ class OwnedSearch:
         return [w for w in held if w in hosts] or (held if keep or not hosts else hosts)
 
     def run(self):
-        """Every level (:func:`~taskbfs.bfs.levels.run_levels`, this object its runner);
+        """Every level (:func:`~taskbfs.search.levels.run_levels`, this object its runner);
         ``(summaries, result, exchange)``: the result as ``(distances, parents)`` arrays,
         or with ``keep`` one future of ``(distances, parents)`` per range (in vertex
         order) left on its owner."""
@@ -1004,7 +1004,7 @@ class OwnedSearch:
     def _reports(self, level: int) -> list[dict]:
         """The W owners' reports of ``level``, in owner order. Reports of later levels that
         come first are kept for their turn (owners that run their levels themselves,
-        :mod:`taskbfs.bfs.owner_levels`, go on before the client has heard every owner of
+        :mod:`taskbfs.search.owner_levels`, go on before the client has heard every owner of
         a level: their messages reach it through the scheduler in no set order)."""
         reports = self._ahead.pop(level, {})
         while len(reports) < len(self.workers):
@@ -1095,7 +1095,7 @@ def merged_reports(reports, owned: list) -> _Level:
 
 def next_summary(rule, summary: LevelSummary, merged: _Level) -> LevelSummary:
     """The summary of the level after ``summary``'s, from the summed counts
-    (:meth:`~taskbfs.bfs.state.SwitchRule.summary`, as every runner makes it)."""
+    (:meth:`~taskbfs.search.state.SwitchRule.summary`, as every runner makes it)."""
     return rule.summary(
         summary.level + 1, summary.direction, summary.frontier_size,
         summary.unexplored_edges, merged.counts, merged.edges, merged.unvisited,

@@ -4,7 +4,7 @@ Returns
     :class:`LevelTasks`: :meth:`LevelTasks.run` takes a level's :class:`Frontier` and
     returns the next one, the level's summary and the trace rows of its steps and barrier.
 Approach
-    In a search run as one task on a CPU worker (:mod:`taskbfs.bfs.included`), every step
+    In a search run as one task on a CPU worker (:mod:`taskbfs.search.included`), every step
     runs on the CPU. Handing each of T steps to a thread pool from Python costs tens of
     microseconds per task and holds the GIL, and a serial barrier leaves the other cores
     idle: with T = 256 that is most of a level. Here the worker's P threads (the task's
@@ -30,14 +30,6 @@ import time
 import numpy as np
 from numba.typed import List
 
-from taskbfs.bfs.state import (
-    BOTTOM_UP,
-    Discoveries,
-    Frontier,
-    LevelSummary,
-    next_level,
-    one_range,
-)
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.level_tasks import (
     EDGES,
@@ -51,6 +43,14 @@ from taskbfs.kernels.level_tasks import (
     top_down_level,
 )
 from taskbfs.runtime import on_threads
+from taskbfs.search.state import (
+    BOTTOM_UP,
+    Discoveries,
+    Frontier,
+    LevelSummary,
+    next_level,
+    one_range,
+)
 
 
 class TaskLists:
@@ -67,7 +67,7 @@ class TaskLists:
 
     def get(self):
         """The out-adjacency lists, as the compiled small levels read them
-        (:func:`~taskbfs.bfs.compiled_levels.run_small_levels`)."""
+        (:func:`~taskbfs.search.compiled_levels.run_small_levels`)."""
         return self.out_indptrs, self.out_indices
 
     @staticmethod

@@ -3,7 +3,7 @@
 Returns
     :class:`GpuLevels`: :meth:`~GpuLevels.level` runs a level with at least one step task
     placed on the GPU and returns ``(next Frontier, LevelSummary)``, as the host's steps
-    and barrier (:func:`~taskbfs.bfs.state.advance`) would; :meth:`~GpuLevels.result`
+    and barrier (:func:`~taskbfs.search.state.advance`) would; :meth:`~GpuLevels.result`
     gives the search's ``(distances, parents)`` on the host at the end.
 Approach
     The search's state (visited set as the result's parents, the frontier, the result)
@@ -25,7 +25,7 @@ Approach
     or a level's few small tasks, here while they cost less than the move
     (:meth:`GpuLevels.devices`). The pairs of
     levels run on the host are written over the device's result at the end
-    (:func:`~taskbfs.bfs.device_cache.result_to_host`).
+    (:func:`~taskbfs.search.device_cache.result_to_host`).
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from dataclasses import replace
 import numpy as np
 
 from taskbfs import config
-from taskbfs.bfs.level_tasks import STEP_COLUMNS, LevelTasks, batch_table, step_table, task_edges
-from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary
 from taskbfs.kernels.direction import BOTTOM_UP
 from taskbfs.kernels.level_tasks import EDGES
 from taskbfs.runtime import CUDA, Placement, Residence, include_each
+from taskbfs.search.level_tasks import STEP_COLUMNS, LevelTasks, batch_table, step_table, task_edges
+from taskbfs.search.state import TOP_DOWN, Frontier, LevelSummary
 
 #: The trace name of the barrier (that of the dispatched barrier task).
 BARRIER_NAME = "bfs_barrier"
@@ -141,7 +141,7 @@ class GpuLevels:
     @property
     def cache(self):
         if self._cache is None:
-            from taskbfs.bfs.device_cache import device_cache
+            from taskbfs.search.device_cache import device_cache
 
             self._cache = device_cache()
         return self._cache
@@ -237,7 +237,7 @@ class GpuLevels:
 
     def _barrier(self, frontier: Frontier, counts, tasks: np.ndarray, leader: int, h2d: int,
                  d2h: int) -> tuple[Frontier, LevelSummary]:
-        """:func:`~taskbfs.bfs.state.advance` for a level whose discoveries are on the
+        """:func:`~taskbfs.search.state.advance` for a level whose discoveries are on the
         device: the rule from the counts, the frontier converted there."""
         start = time.time()
         progress, tally = frontier.progress, frontier.tally
@@ -363,7 +363,7 @@ class GpuLevels:
     def result(self, frontier: Frontier, source: int):
         """``(distances, parents)`` on the host: the device's result, with the pairs of the
         levels that ran on the host (``frontier.included``) written over it."""
-        from taskbfs.bfs.device_cache import result_to_host
+        from taskbfs.search.device_cache import result_to_host
 
         on_host = frontier.included[self.logs_on_device:]  # the others' are on the device
         logs = [d for _, d in on_host]

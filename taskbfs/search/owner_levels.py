@@ -2,10 +2,10 @@
 
 Returns
     :func:`exchanged_search` → ``(summaries, result, exchange)``, as
-    :func:`~taskbfs.bfs.owners.owned_search` returns them, for a search whose ranges
+    :func:`~taskbfs.search.owners.owned_search` returns them, for a search whose ranges
     several workers own and whose levels the runtime may include (``dispatch="auto"``).
 Approach
-    A dispatched level (:mod:`taskbfs.bfs.owners`) is a batch of step tasks and W barriers
+    A dispatched level (:mod:`taskbfs.search.owners`) is a batch of step tasks and W barriers
     through the scheduler, and the client's round trip for the owners' reports: on several
     GPU workers that coordination takes longer than the level's steps. Here each owner runs one task, :data:`OWNER_LEVELS`, on its worker for
     the whole search (seceded from the worker's thread pool: it waits on its peers most of
@@ -15,12 +15,12 @@ Approach
        each on the device the runtime's one rule gives its size
        (:class:`~taskbfs.runtime.policy.Placement`; a CPU worker's are all CPU steps,
        side by side on its threads), and splits what they found into one
-       :class:`~taskbfs.bfs.owners.Piece` per owner, as a dispatched step does;
+       :class:`~taskbfs.search.owners.Piece` per owner, as a dispatched step does;
     2. sends every other owner its pieces and receives theirs
        (:class:`~taskbfs.runtime.mailbox.Exchange`: worker to worker, no scheduler; not in
        a bottom-up level, whose steps find only their own range's vertices);
     3. merges them as the dispatched owner barrier does
-       (:func:`~taskbfs.bfs.owners.accept_pieces`, included), which makes its report;
+       (:func:`~taskbfs.search.owners.accept_pieces`, included), which makes its report;
     4. publishes the report to the client (who keeps the level for a resume and reports
        it, as for a dispatched level) and sends it to every other owner; with all W
        reports every owner makes the same next summary (the one switch rule), learns the
@@ -29,13 +29,13 @@ Approach
 
     So a level costs two rounds of messages between the owners (one bottom-up) instead of a
     scheduler batch and a client round trip. A GPU owner keeps its ranges' results on its
-    GPU (:func:`~taskbfs.bfs.owners.init_owner` with ``results_on_device``, decided by the
+    GPU (:func:`~taskbfs.search.owners.init_owner` with ``results_on_device``, decided by the
     client): its bottom-up GPU steps return their bitmap words instead of their pairs, the
     pairs its barrier accepts on the host go up to the GPU, and the results come back once,
-    with the owner task's result (:func:`~taskbfs.bfs.owners.results_to_host`). The client's
+    with the owner task's result (:func:`~taskbfs.search.owners.results_to_host`). The client's
     side, :class:`ExchangedSearch`, submits the owners' tasks once (from level 0 each makes
     its owner's state itself) and then reads the reports, level by level, as the dispatched
-    runner does (the same :class:`~taskbfs.bfs.owners.KeptLevels`, result tasks and faults:
+    runner does (the same :class:`~taskbfs.search.owners.KeptLevels`, result tasks and faults:
     a lost owner fails the search, which resumes dispatched from the last level the client
     kept).
 Faults
@@ -52,24 +52,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from taskbfs.bfs.included import BARRIER_NAME, RESULT_NAME
-from taskbfs.bfs.levels import run_levels
-from taskbfs.bfs.owners import (
-    REPORT,
-    OwnedSearch,
-    _reached_report,
-    accept_pieces,
-    as_frontier,
-    init_owner,
-    merged_reports,
-    next_summary,
-    owner_result,
-    results_to_host,
-    split_for_owners,
-)
-from taskbfs.bfs.result import result_dtype
-from taskbfs.bfs.state import BOTTOM_UP, LevelSummary, SummaryPublisher
-from taskbfs.bfs.steps import STEP, slice_for, step_cuda, step_smp
 from taskbfs.kernels.bitmap import set_bits
 from taskbfs.kernels.merge import word_span
 from taskbfs.runtime import (
@@ -85,6 +67,24 @@ from taskbfs.runtime import (
     thread_pool,
 )
 from taskbfs.runtime.plugin import GPU_RESOURCE, workers_with
+from taskbfs.search.included import BARRIER_NAME, RESULT_NAME
+from taskbfs.search.levels import run_levels
+from taskbfs.search.owners import (
+    REPORT,
+    OwnedSearch,
+    _reached_report,
+    accept_pieces,
+    as_frontier,
+    init_owner,
+    merged_reports,
+    next_summary,
+    owner_result,
+    results_to_host,
+    split_for_owners,
+)
+from taskbfs.search.result import result_dtype
+from taskbfs.search.state import BOTTOM_UP, LevelSummary, SummaryPublisher
+from taskbfs.search.steps import STEP, slice_for, step_cuda, step_smp
 
 __all__ = ["OWNER_LEVELS", "ExchangedSearch", "OwnerLevels", "exchanged_search"]
 
@@ -100,7 +100,7 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     init=keywords)``, the owner's state then made here by :func:`init_owner`); ``peers``
     are the owners' workers, ``channel`` names the search's exchange. Returns the owner's
     result (with ``per_range``, one ``(distances, parents)`` per range, left there for a
-    graph kept on the workers; else :func:`~taskbfs.bfs.owners.owner_result`, for the
+    graph kept on the workers; else :func:`~taskbfs.search.owners.owner_result`, for the
     client to gather), then ``(front, state)``. ``submitted``: when the client submitted
     the task (``time.time()``), for the first level's ``queued`` part."""
     from distributed import secede
@@ -157,7 +157,7 @@ OWNER_LEVELS = Task("bfs_owner_levels", smp=owner_levels)
 
 
 class OwnerLevels:
-    """The runner of one owner's levels (:func:`~taskbfs.bfs.levels.run_levels`), inside
+    """The runner of one owner's levels (:func:`~taskbfs.search.levels.run_levels`), inside
     :data:`OWNER_LEVELS` (see the module docstring).
 
     Parameters
@@ -301,7 +301,7 @@ class OwnerLevels:
 class ExchangedSearch(OwnedSearch):
     """The client side of a search whose owners run its levels themselves: their
     :data:`OWNER_LEVELS` tasks submitted once (making their states from level 0), then
-    the owners' reports read level by level as :class:`~taskbfs.bfs.owners.OwnedSearch`
+    the owners' reports read level by level as :class:`~taskbfs.search.owners.OwnedSearch`
     reads a dispatched level's (the same parameters). Its first task is tagged ``search``: the live page reads its levels
     from owner 0's summaries, as a one-task search's (no step is placed through the
     scheduler)."""

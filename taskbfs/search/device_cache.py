@@ -1,7 +1,7 @@
 """The OmpSs device cache of a GPU worker, and the GPU implementation of the BFS step task.
 
 Returns
-    :func:`run_step_on_gpu` ``(part, frontier)`` → :class:`~taskbfs.bfs.state.Discoveries`,
+    :func:`run_step_on_gpu` ``(part, frontier)`` → :class:`~taskbfs.search.state.Discoveries`,
     like the CPU step, with ``h2d_bytes``, ``d2h_bytes`` (bytes this task moved between host
     and device) and ``kernel_seconds`` (device time of its kernels, CUDA events) filled in.
     :func:`device_cache` → this worker's :class:`DeviceCache` (its ``stats()``: the
@@ -24,7 +24,7 @@ Approach
     per worker (the service's scratch), grown on demand: a GPU worker runs one task at a time (one thread, as
     dask-cuda does), and a lock makes that explicit.
 Encoding
-    Frontier and bitmaps as in :mod:`taskbfs.bfs.state`; outputs int64 pairs. The top-down
+    Frontier and bitmaps as in :mod:`taskbfs.search.state`; outputs int64 pairs. The top-down
     step reports each newly reached vertex once, and the top-down steps of one level on
     this GPU share the vertex mask, so a vertex is reported by one of them only
     (:meth:`DeviceCache.level_mask`); the barrier deduplicates across all steps anyway.
@@ -39,8 +39,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from taskbfs import config
-from taskbfs.bfs.result import result_dtype
-from taskbfs.bfs.state import BOTTOM_UP, Discoveries, Frontier, one_range
+from taskbfs.search.result import result_dtype
+from taskbfs.search.state import BOTTOM_UP, Discoveries, Frontier, one_range
 
 #: Name of the device cache in a worker's :func:`~taskbfs.runtime.worker.worker_cache`.
 CACHE_NAME = "taskbfs.device_cache"
@@ -68,7 +68,7 @@ class DeviceCache:
         neighbours), hits, evictions and the bytes moved.
     results : int
         Searches whose result was kept on this device (:meth:`search_result`, or the
-        GPU levels of :mod:`taskbfs.bfs.device_levels`).
+        GPU levels of :mod:`taskbfs.search.device_levels`).
     """
 
     def __init__(self, budget: int | None = None, data=None):
@@ -146,7 +146,7 @@ class DeviceCache:
         return [(key, "indptr"), (key, "indices")]
 
     def partition(self, part, num_vertices: int):
-        """The device copy of ``part`` (a :class:`~taskbfs.bfs.steps.GraphSlice`).
+        """The device copy of ``part`` (a :class:`~taskbfs.search.steps.GraphSlice`).
 
         ``num_vertices`` bounds the graph's vertex ids (bitmap lengths).
         Returns ``(DeviceSlice, uploaded_bytes)``; ``uploaded_bytes`` is 0 on a hit.
@@ -312,7 +312,7 @@ class DeviceCache:
     # ------------------------------------------------------------------ the search's result
     def search_result(self, frontier: Frontier):
         """The distances and parents of ``frontier``'s search on this device (device arrays
-        of :func:`~taskbfs.bfs.result.result_dtype` over every vertex id the bitmaps
+        of :func:`~taskbfs.search.result.result_dtype` over every vertex id the bitmaps
         cover), -1 everywhere at the first call of
         a search: its GPU steps write their pairs there (``Frontier.result_on_device``).
         One search at a time: a new search takes the arrays over."""
@@ -407,7 +407,7 @@ def device_cache(worker=None) -> DeviceCache:
 
 def upload_slices(num_vertices: int, whole: bool, *parts) -> dict:
     """Copy a placed graph's slices into this GPU worker's device memory (run there when
-    the graph is placed, :func:`~taskbfs.bfs.placement.upload_to_gpus`), with the step's
+    the graph is placed, :func:`~taskbfs.search.placement.upload_to_gpus`), with the step's
     output buffers: what the first search would otherwise pay. With ``whole`` and every
     range here, the whole graph at once with the device levels' buffers (its searches run
     here as one task); else slice by slice, those beyond the budget left for the steps to
@@ -482,8 +482,8 @@ def _pin_result_buffers(ranges: list, num_vertices: int) -> None:
     (pinning while a search runs holds up its CUDA calls), so that the first searches copy
     their results into pinned memory rather than pin it then
     (:func:`~taskbfs.kernels.pinned.copy_out`)."""
-    from taskbfs.bfs.result import result_dtype
     from taskbfs.kernels.pinned import pinned_pool
+    from taskbfs.search.result import result_dtype
 
     arrays = [hi - lo for lo, hi in ranges for _ in range(2 * RESULTS_PINNED_AHEAD)]
     pinned_pool().hold_free(arrays, result_dtype(num_vertices))
@@ -596,7 +596,7 @@ def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
 
 
 def _sole_step(part, dev, bounds: np.ndarray) -> bool:
-    """Whether the step's task owns every vertex (:func:`~taskbfs.bfs.state.one_range`),
+    """Whether the step's task owns every vertex (:func:`~taskbfs.search.state.one_range`),
     on its out-adjacency: it is its level's only step, its discoveries (unique and
     unvisited: the vertex mask; bottom-up: its own) are the next frontier as they are,
     and its slice's offsets give every vertex's out-degree. The next level of its search
@@ -713,14 +713,14 @@ def _download(out_v, out_u, n: int, dtype, parents: bool = True):
 def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceCache | None = None,
                    arrays=None):
     """The search's ``(distances, parents)`` on the host, over its vertices, in the dtype of
-    the device's arrays (:func:`~taskbfs.bfs.result.result_dtype`): the result its GPU
+    the device's arrays (:func:`~taskbfs.search.result.result_dtype`): the result its GPU
     steps wrote on the device (``arrays``: the GPU levels' of one task; else
     :meth:`DeviceCache.search_result`, ``Frontier.result_on_device``), copied back once
     (into pinned buffers when the pool has room), with the pairs of ``logs`` (its CPU
     steps', which ran at ``levels``) written over it on the host.
 
     Those steps' vertices cannot be in the device's result: with one task, a level has one
-    step (:mod:`taskbfs.bfs.device_levels` marks the vertices they visited -2 there); with
+    step (:mod:`taskbfs.search.device_levels` marks the vertices they visited -2 there); with
     several, every step ran on this GPU, so there are no such logs.
     """
     from taskbfs.kernels.merge import record_pairs, record_pairs_at

@@ -1,7 +1,7 @@
 """Loading a search's compiled code on every worker before the first search, not inside it.
 
 Returns
-    :func:`warm_up` (run once per runtime, on every worker, by :func:`taskbfs.bfs`):
+    :func:`warm_up` (run once per runtime, on every worker, by :func:`taskbfs.search`):
     the seconds it took on that worker.
 Approach
     numba compiles each kernel once per machine (``cache=True``), but a new process still
@@ -28,13 +28,13 @@ import dask
 import numpy as np
 
 from taskbfs import config
-from taskbfs.bfs import owners
-from taskbfs.bfs.included import run_search
-from taskbfs.bfs.placement import SliceBundle, graph_slices
-from taskbfs.bfs.state import first_frontier
-from taskbfs.bfs.steps import slice_for, step_smp
 from taskbfs.graph import Graph, partition
 from taskbfs.runtime import CUDA, SMP, Policy
+from taskbfs.search import owners
+from taskbfs.search.included import run_search
+from taskbfs.search.placement import SliceBundle, graph_slices
+from taskbfs.search.state import first_frontier
+from taskbfs.search.steps import slice_for, step_smp
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def _search(graph: Graph, tasks: int, direction: str, device: str, policy: Polic
 
 
 def _owner_levels(graph: Graph, tasks: int) -> None:
-    """The dispatched loop's tasks (:mod:`taskbfs.bfs.owners`: the owner's state, each
+    """The dispatched loop's tasks (:mod:`taskbfs.search.owners`: the owner's state, each
     level's steps and the owner's barrier), called here without Dask, one owner holding
     every range; top-down and bottom-up levels in turn until the frontier ends."""
     bundle, bounds = _bundle(graph, tasks)
@@ -122,8 +122,8 @@ def _device_entries(graph: Graph, dask_worker) -> None:
     and ``DeviceLevels.enter``): a search takes the visited bitmap only when its host
     levels reached many vertices before its first GPU level, which the tiny graphs'
     searches never do, and a CUDA kernel's first launch in a process compiles it."""
-    from taskbfs.bfs.device_cache import device_cache
     from taskbfs.kernels.bitmap import bitmap_from_vertices
+    from taskbfs.search.device_cache import device_cache
 
     bundle, _ = _bundle(graph, 1)
     cache = device_cache(dask_worker)
@@ -140,7 +140,7 @@ def _device_entries(graph: Graph, dask_worker) -> None:
 
 def _result_merges() -> None:
     """The host's writes of CPU steps' pairs over a GPU search's result
-    (:func:`~taskbfs.bfs.device_cache.result_to_host`), for the vertex ids a CPU step or a
+    (:func:`~taskbfs.search.device_cache.result_to_host`), for the vertex ids a CPU step or a
     block of compiled levels gives (int32 or int64) into int32 results: a search reaches
     them only when its levels leave the GPU for the host, which the tiny graphs' searches
     do or not by the seconds a move took."""

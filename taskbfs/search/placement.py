@@ -18,8 +18,8 @@ from collections import OrderedDict
 
 from distributed import wait as distributed_wait
 
-from taskbfs.bfs.steps import GraphSlice
 from taskbfs.graph import Graph, Partition, partition
+from taskbfs.search.steps import GraphSlice
 
 #: How many placed graphs a runtime keeps (least recently used dropped first).
 MAX_PLACED_GRAPHS = 4
@@ -100,7 +100,7 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
     """``graph`` cut into ``tasks`` ranges by ``balance`` and its slices scattered to the
     workers (within ``timeout`` seconds, else ``TimeoutError``), or what an earlier call
     placed. A graph that lives on the workers already
-    (:class:`~taskbfs.bfs.distributed.DistributedGraph`) places itself there.
+    (:class:`~taskbfs.search.distributed.DistributedGraph`) places itself there.
 
     With ``to_gpu`` (a policy that may use the GPU) the graph is also copied into the
     device memory of every GPU worker now (:func:`upload_to_gpus`), so that the first
@@ -151,12 +151,12 @@ def is_placed(runtime, graph: Graph, tasks: int, balance: str) -> bool:
 def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int, form: str = "slices",
                    timeout: float | None = None) -> None:
     """Copy ``placed``'s slices (transposed ones too) into GPU workers' device memory, once
-    per placement and orientation (see :func:`~taskbfs.bfs.device_cache.upload_slices`):
+    per placement and orientation (see :func:`~taskbfs.search.device_cache.upload_slices`):
     a slice a GPU worker holds into that worker's device (its steps run there, beside the
     range's owner state), a slice no GPU worker holds (placed from the client onto CPU
     workers) into every GPU worker's; with ``form`` "graph", a GPU worker that holds every
     range copies the whole graph at once instead."""
-    from taskbfs.bfs.device_cache import upload_slices
+    from taskbfs.search.device_cache import upload_slices
 
     futures = placed.slice_futures()
     keys = frozenset((f.key, form) for f in futures)

@@ -15,9 +15,9 @@ Approach
     level run side by side on the process's thread pool (as the worker would run them on
     its threads); a level with one step runs it in the task's own thread. Small top-down
     levels whose steps all run on the CPU go many at a time through a compiled loop
-    (:mod:`taskbfs.bfs.compiled_levels`): a deep graph's levels cost microseconds.
+    (:mod:`taskbfs.search.compiled_levels`): a deep graph's levels cost microseconds.
     :class:`IncludedLevels` runs and announces each level; the one level loop
-    (:func:`~taskbfs.bfs.levels.run_levels`, also the dispatched search's) drives it.
+    (:func:`~taskbfs.search.levels.run_levels`, also the dispatched search's) drives it.
 Devices
     Each step runs on the device the runtime's one placement rule gives its size and task
     id (:class:`~taskbfs.runtime.policy.Placement` of the search's policy, the rule the
@@ -27,7 +27,7 @@ Devices
     GPU), traced ``cuda``, the CPU ones side by side on the host's threads, traced
     ``smp``. With one task, a level whose step runs on the GPU keeps everything there:
     the step and its barrier run on the device and only the level's counts come back
-    (:mod:`taskbfs.bfs.device_levels`; the rule, told that the state is there, may keep
+    (:mod:`taskbfs.search.device_levels`; the rule, told that the state is there, may keep
     a small level there too). With several tasks all on the GPU, the GPU steps write the
     result into device memory. Either way it crosses the bus once, at the end. A user
     policy works on every path; one that gives no ``largest_cpu_size`` gets no compiled
@@ -44,24 +44,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from taskbfs.bfs.compiled_levels import (
-    LEVELS_NAME,
-    LevelBlock,
-    LevelSummaries,
-    cpu_sizes,
-    run_small_levels,
-    small_levels_apply,
-)
-from taskbfs.bfs.device_levels import GpuLevels
-from taskbfs.bfs.level_tasks import LevelTasks
-from taskbfs.bfs.levels import run_levels
-from taskbfs.bfs.state import (
-    Frontier,
-    LevelSummary,
-    SummaryPublisher,
-    assemble_all,
-    first_frontier,
-)
 from taskbfs.runtime import (
     CUDA,
     SMP,
@@ -72,6 +54,24 @@ from taskbfs.runtime import (
     include,
     record_included,
     worker_threads,
+)
+from taskbfs.search.compiled_levels import (
+    LEVELS_NAME,
+    LevelBlock,
+    LevelSummaries,
+    cpu_sizes,
+    run_small_levels,
+    small_levels_apply,
+)
+from taskbfs.search.device_levels import GpuLevels
+from taskbfs.search.level_tasks import LevelTasks
+from taskbfs.search.levels import run_levels
+from taskbfs.search.state import (
+    Frontier,
+    LevelSummary,
+    SummaryPublisher,
+    assemble_all,
+    first_frontier,
 )
 
 #: Trace names of the included barrier and result assembly (those of the dispatched tasks).
@@ -86,7 +86,7 @@ class SearchOutcome:
     Attributes
     ----------
     distances, parents : ndarray of int32 (int64 from 2^31 vertices)
-        The search's result (see :class:`~taskbfs.bfs.result.BFSResult`).
+        The search's result (see :class:`~taskbfs.search.result.BFSResult`).
     summaries : LevelSummaries
         One per level, level 0 first (a sequence); the last one has an empty frontier.
     assembly_d2h_bytes : int
@@ -117,13 +117,13 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
     Parameters
     ----------
     bundle : SliceBundle
-        Every task's slices in task order (:class:`~taskbfs.bfs.placement.SliceBundle`:
+        Every task's slices in task order (:class:`~taskbfs.search.placement.SliceBundle`:
         per task its out-adjacency slice, then its transposed one when a directed graph
         has one for bottom-up steps).
     degrees : ndarray of int64
     init : dict
         ``bounds``, ``source``, ``direction_mode``, ``total_edges``, ``alpha``, ``beta``:
-        what :func:`~taskbfs.bfs.state.first_frontier` needs.
+        what :func:`~taskbfs.search.state.first_frontier` needs.
     policy : Policy or PlacementPolicy
         Places each step on a device (by its size and task id), through the runtime's
         :class:`~taskbfs.runtime.policy.Placement`.
@@ -151,14 +151,14 @@ ON_DEVICE, COMPILED, ON_THREADS = "on the device", "compiled", "on threads"
 
 
 class IncludedLevels:
-    """The runner of the one-task search's levels (:func:`~taskbfs.bfs.levels.run_levels`):
+    """The runner of the one-task search's levels (:func:`~taskbfs.search.levels.run_levels`):
     how this task runs each level (the one rule, :meth:`way`, and the four ways) and
     announces it.
 
     Every way runs the same step tasks and barrier, traced alike: on the device
-    (:class:`~taskbfs.bfs.device_levels.GpuLevels`: one task, its step on the GPU; only
+    (:class:`~taskbfs.search.device_levels.GpuLevels`: one task, its step on the GPU; only
     counts come back), in the compiled loop (small top-down CPU levels, many per call), on
-    the CPU worker's threads (:class:`~taskbfs.bfs.level_tasks.LevelTasks`: T steps and
+    the CPU worker's threads (:class:`~taskbfs.search.level_tasks.LevelTasks`: T steps and
     the barrier with no Python between tasks), or as included steps and an included
     barrier (the GPU worker's levels with CPU steps, or several tasks).
 
@@ -174,7 +174,7 @@ class IncludedLevels:
     threads : int
         The worker's threads (the levels run on them, and the result's assembly).
     frontier : Frontier
-        Level 0's (:func:`~taskbfs.bfs.state.first_frontier`).
+        Level 0's (:func:`~taskbfs.search.state.first_frontier`).
     source : int
 
     Attributes
@@ -279,7 +279,7 @@ def _assemble(frontier: Frontier, source: int, threads: int | None = None,
 
 
 #: The search task on a CPU worker: ``ins = [slices, degrees]`` (every task's slices as one
-#: :class:`~taskbfs.bfs.placement.SliceBundle`), ``outs = [search]``. A CPU-only task: the policy always places it there.
+#: :class:`~taskbfs.search.placement.SliceBundle`), ``outs = [search]``. A CPU-only task: the policy always places it there.
 SEARCH = Task("bfs_search", smp=run_search_on_cpu)
 #: The same task on the GPU worker (a GPU-only task: the policy always places it there).
 SEARCH_ON_GPU = Task("bfs_search", cuda=run_search_on_gpu)
