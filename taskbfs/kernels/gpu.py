@@ -25,7 +25,8 @@ Encoding
     ``uint64`` over all vertices; outputs are int64 ``(vertex, parent)`` pairs.
     numba.cuda is imported lazily: importing this module never needs CUDA. Every kernel
     also runs under ``NUMBA_ENABLE_CUDASIM=1`` (no warp intrinsics), which is how the tests
-    exercise it without a GPU. CuPy is not used.
+    exercise it without a GPU; on a real GPU with CuPy, CuPy launches them
+    (:mod:`taskbfs.kernels._gpu_launch`).
 
 Top-down deduplication
     By default (``dedupe=True``) a vertex reached from several frontier vertices is reported
