@@ -34,7 +34,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from taskbfs import config
 from taskbfs.bfs.level_tasks import STEP_COLUMNS, LevelTasks, batch_table, step_table, task_edges
 from taskbfs.bfs.state import TOP_DOWN, Frontier, LevelSummary
 from taskbfs.kernels.direction import BOTTOM_UP
@@ -273,7 +272,6 @@ class GpuLevels:
             self.levels, moved = self.cache.device_levels(self.slices, self.n)
             self.levels.start_search()
             self.levels.set_tasks(self.bounds)
-            self.levels.small_level_arcs = int(config.get("gpu.small-level-arcs"))
             self.cache.results += 1
         top_down = frontier.direction == TOP_DOWN
         reached = self._reached(frontier) if fresh else None
