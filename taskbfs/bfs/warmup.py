@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 import time
 from unittest import mock
 
@@ -41,6 +42,9 @@ logger = logging.getLogger(__name__)
 
 #: The warm-up graphs' star centre: the end of their first path.
 STAR_CENTRE = 99
+#: Held while a warm-up has the small-level paths off: two at once would put back each
+#: other's values.
+_paths_off = threading.Lock()
 
 
 def _graphs() -> list[Graph]:
@@ -161,6 +165,7 @@ def _compiled_levels(on: bool, gpu: bool = False):
     kernel a search reaches only past a size compiles in that search)."""
     stack = contextlib.ExitStack()
     if not on:
+        stack.enter_context(_paths_off)
         stack.enter_context(mock.patch.object(compiled_levels, "COMPILED_LEVEL_EDGES", 0))
         if gpu:
             from taskbfs.bfs import device_cache
