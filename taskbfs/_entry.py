@@ -45,7 +45,7 @@ def read_graph(path, format: str | None = None, directed: bool | None = None, ru
     """Read a graph file (:func:`taskbfs.graph.read_graph`, whose docstring says the
     formats); with a ``runtime``, read one or a list of MatrixMarket or edge-list files
     on its workers (each worker must see the paths: an uncompressed edge list is read by
-    one task per ``files.read-bytes`` (a setting) byte range, any other file by one task) into a
+    one task per 64 MiB byte range, any other file by one task) into a
     :class:`~taskbfs.DistributedGraph` of ``ranges`` vertex ranges. Edge-list ids are
     kept as given (``num_vertices`` = the largest id + 1 over all files); MatrixMarket
     files must declare the same size."""

@@ -35,7 +35,7 @@ def get(name: str) -> Any:
     Parameters
     ----------
     name : str
-        Dotted name below ``taskbfs``, e.g. ``"lambda"`` or ``"search.compiled-level-edges"``
+        Dotted name below ``taskbfs``, e.g. ``"lambda"`` or ``"search.retries-on-worker-loss"``
         (``-`` and ``_`` are interchangeable, as everywhere in ``dask.config``).
     """
     return dask.config.get(f"taskbfs.{name}")

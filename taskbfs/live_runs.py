@@ -9,8 +9,8 @@ Approach
     (step: level, task, size, direction; barrier: level, frontier, frontier_edges; first
     task: vertices, directed; last task: done), so no message is added to the run. A search
     run as one task (:mod:`taskbfs.search.included`) has no placed steps: its levels come from
-    the summaries it publishes for the live page (the latest at most every
-    ``taskbfs.search.summary-interval``, each saying which steps run on the GPU), which the plugin
+    the summaries it publishes for the live page (the latest a few times a second,
+    each saying which steps run on the GPU), which the plugin
     hands to :meth:`LiveRuns.message`. The Bokeh page and the JSON handler read
     :class:`LiveRuns` on the scheduler's event loop (the same thread): no locks. The live
     timeline costs a search nothing while no one watches; while someone does, one

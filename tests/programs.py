@@ -50,15 +50,16 @@ WORKER_PYTHONPATH = os.pathsep.join(
 
 
 def runtime_without_warm_up(cluster):
-    """``tb.Runtime(cluster)`` that does not run ``taskbfs.runtime.worker-warm-up`` on its
-    workers (which loads every kernel in each new worker process; a test's searches load
-    what they use): for clusters of worker processes whose tests are about something
-    else. tests/test_runtime_warmup.py tests the warm-up."""
-    import dask
+    """``tb.Runtime(cluster)`` that does not run its worker warm-ups on its workers (which
+    load every kernel in each new worker process; a test's searches load what they use):
+    for clusters of worker processes whose tests are about something else.
+    tests/test_runtime_warmup.py tests the warm-up."""
+    from unittest import mock
 
     import taskbfs as tb
+    from taskbfs.runtime import cluster as runtime_cluster
 
-    with dask.config.set({"taskbfs.runtime.worker-warm-up": []}):
+    with mock.patch.object(runtime_cluster, "_WORKER_WARM_UP", ()):
         return tb.Runtime(cluster)
 
 
@@ -119,13 +120,13 @@ CPU_ONLY = Task("cpu_only", smp=_on_cpu)
 GPU_ONLY = Task("gpu_only", cuda=_on_gpu)
 
 
-def _exchange_rounds(*, peers, me, channel, rounds):
+def _exchange_rounds(*, peers, me, channel, rounds, timeout=None):
     """Peer ``me`` of ``peers`` sends peer p the array ``[100 r + 10 me + p] * (p + 1)`` in
-    each round r; returns per round what every peer sent it (each message's first item,
-    and its length)."""
+    each round r (waiting ``timeout`` seconds at most for a round, default the exchange's);
+    returns per round what every peer sent it (each message's first item, and its length)."""
     from taskbfs.runtime import Exchange
 
-    exchange = Exchange(channel, peers, me)
+    exchange = Exchange(channel, peers, me, timeout=timeout)
     try:
         seen = []
         for r in range(rounds):
@@ -138,5 +139,5 @@ def _exchange_rounds(*, peers, me, channel, rounds):
 
 
 #: One peer of an exchange between tasks running at once (``kwargs``: peers, me,
-#: channel, rounds).
+#: channel, rounds, optionally timeout).
 EXCHANGE_ROUNDS = Task("exchange_rounds", smp=_exchange_rounds)

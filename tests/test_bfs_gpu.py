@@ -387,7 +387,7 @@ def test_large_frontier_counts_edges_on_the_device_and_returns_the_cpu_dtype(mon
 
 @needs_gpu
 @pytest.mark.parametrize("cuts", [[40, 80], [1, 2, 127], [64]])
-def test_top_down_candidates_bucketed_on_the_device(setting, monkeypatch, cuts):
+def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
     """A top-down GPU step groups its candidates by owner on the device: the same buckets
     (as sets of pairs; the order inside one is free) as the host's counting sort."""
     from dataclasses import replace
@@ -396,7 +396,7 @@ def test_top_down_candidates_bucketed_on_the_device(setting, monkeypatch, cuts):
     from taskbfs.search.state import bucketed
     from taskbfs.search.steps import for_barrier
 
-    setting("gpu.device-bucket-min", 0)
+    monkeypatch.setattr(dc, "DEVICE_BUCKET_MIN", 0)  # every step's candidates
     g = _kron()
     bounds = np.array([0, *cuts, g.num_vertices], dtype=np.int64)
     parts = _slices(g, bounds.tolist(), "device-bucket-test")
@@ -425,9 +425,10 @@ def test_top_down_candidates_bucketed_on_the_device(setting, monkeypatch, cuts):
 
 
 @needs_gpu
-def test_gpu_top_down_search_with_device_buckets(setting, runtime, monkeypatch):
+def test_gpu_top_down_search_with_device_buckets(runtime, monkeypatch):
+    from taskbfs.search import device_cache
 
-    setting("gpu.device-bucket-min", 0)
+    monkeypatch.setattr(device_cache, "DEVICE_BUCKET_MIN", 0)  # every step's candidates
     g = _kron()
     source = _hub_source(g)
     r = tb.bfs(g, source, tasks=3, strategy="gpu", direction="top-down", runtime=runtime)
@@ -635,15 +636,17 @@ def test_one_task_gpu_levels_keep_the_frontier_on_the_device(runtime, graph, dir
 
 
 @needs_gpu
-def test_one_task_gpu_levels_all_through_the_tiled_kernels(runtime, setting):
-    """``taskbfs.gpu.small-level-arcs`` = 0: every top-down level of a one-task GPU search
+def test_one_task_gpu_levels_all_through_the_tiled_kernels(runtime, monkeypatch):
+    """``DeviceLevels.small_level_arcs`` = 0: every top-down level of a one-task GPU search
     runs through the scan and tile kernels, none as the one launch of a small level; the
     search is the same (scipy's distances, valid parents, the same level table)."""
     g = _kron()
     source = _hub_source(g)
     runs = []
-    for arcs in (65536, 0):
-        setting("gpu.small-level-arcs", arcs)
+    from taskbfs.kernels.gpu_levels import DeviceLevels
+
+    for arcs in (DeviceLevels.small_level_arcs, 0):
+        monkeypatch.setattr(DeviceLevels, "small_level_arcs", arcs)
         runs.append(tb.bfs(g, source, tasks=1, strategy="gpu", direction="top-down",
                            runtime=runtime, dispatch="auto"))
     for r in runs:

@@ -148,7 +148,7 @@ def test_alpha_changed_after_import_reaches_the_next_search(setting, runtime, mo
 def test_result_written_by_many_slices_matches_scipy(runtime, direction, directed, dispatch):
     """3 tasks: inside the search's one task (included) the worker's threads write the
     result in claimed pieces (``assemble_all``); dispatched, the owners write it level by
-    level (``bfs.owners``) and nothing is assembled from the steps' outputs. Every vertex is
+    level (``search.owners``) and nothing is assembled from the steps' outputs. Every vertex is
     written once either way: the distances match scipy and the parents pass."""
     from reference import scipy_distances
 
@@ -165,7 +165,7 @@ def test_result_written_by_many_slices_matches_scipy(runtime, direction, directe
 @pytest.mark.parametrize("bounds", [[0, 1000], [0, 70, 130, 131, 600, 1000], [0, 64, 128, 999, 1000]])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("threads", [2, 4, 8])
-def test_top_down_barrier_on_threads_equals_the_serial_one(setting, monkeypatch, bounds, seed, threads):
+def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, seed, threads):
     """Owners accepted on several threads (each on a copy of its visited words, ORed back:
     neighbours share boundary words here) give the serial barrier's frontier, counts,
     edges and visited set exactly (one owner is accepted serially)."""
@@ -186,7 +186,7 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(setting, monkeypatch,
     monkeypatch.setattr(state, "_threads", lambda: threads)
     results = {}
     for mode, minimum in (("serial", 1 << 60), ("threads", 0)):
-        setting("search.parallel-accept-min", minimum)
+        monkeypatch.setattr(state, "_PARALLEL_ACCEPT_MIN", minimum)
         mine = visited.copy()
         frontier, counts, edges = state._accept_top_down(bounds, mine, steps, degrees)
         results[mode] = (frontier, counts, edges, mine)

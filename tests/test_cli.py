@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 import sys
@@ -256,10 +257,11 @@ def test_dashboard_address_none(capsys):
     assert "dashboard: none" in out
 
 
-def test_progress_of_generation_and_reading(capsys, setting, tmp_path):
+def test_progress_of_generation_and_reading(capsys, monkeypatch, tmp_path):
     from taskbfs import cli
 
-    setting("kronecker.chunk-edges", 1 << 10)  # scale 9: 8 chunks
+    monkeypatch.setattr(importlib.import_module("taskbfs.graph.kronecker"), "_CHUNK_EDGES",
+                        1 << 10)  # scale 9: 8 chunks
     src, dst = cli.kronecker_edges(9, 16, 4, show_progress=True)
     whole = tb.kronecker_edges(9, 16, seed=4)
     assert np.array_equal(src, whole[0]) and np.array_equal(dst, whole[1])

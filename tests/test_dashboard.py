@@ -44,6 +44,7 @@ from taskbfs.dashboard import (
     install,
 )
 from taskbfs.live_runs import LIVE_MAX_ROWS, LiveRuns
+from taskbfs.search import compiled_levels, state
 
 START_TIMEOUT = 60
 
@@ -366,13 +367,13 @@ def test_data_follows_a_running_search(runtime, base):
     assert final["level"] == result.levels["level"].iloc[-1]
 
 
-def test_data_shows_levels_run_inside_the_search_task(setting, runtime, base, monkeypatch):
+def test_data_shows_levels_run_inside_the_search_task(runtime, base, monkeypatch):
     """Levels run inside a search's one task are placed by no one: the page shows them
     from the summaries the task publishes (here every one: no interval between them),
     the same as the search's own level table (and no compiled blocks of levels, which
     send their last level's summary only)."""
-    setting("search.summary-interval", 0.0)
-    setting("search.compiled-level-edges", 0)
+    monkeypatch.setattr(state, "_SUMMARY_INTERVAL", 0.0)
+    monkeypatch.setattr(compiled_levels, "COMPILED_LEVEL_EDGES", 0)
     graph = _grid(30)  # 59 small top-down levels
     result = tb.bfs(graph, 0, tasks=4, runtime=runtime, direction="top-down")
     assert result.trace["included"].all()
@@ -424,14 +425,13 @@ def _same_steps(snap: dict, result) -> None:
     assert snap["levels"]["gpu"] == levels["tasks_gpu"].tolist()
 
 
-def test_the_page_follows_owners_that_run_their_levels(setting):
+def test_the_page_follows_owners_that_run_their_levels():
     """A graph kept on two worker processes, searched with owner levels (each owner runs
     the levels in one task, taskbfs.search.owner_levels; no step is placed through the
-    scheduler): owner 0's summaries move the page on while the search runs, and the
-    finished page has every level of the search."""
+    scheduler): owner 0's summaries (a few a second) move the page on while the search
+    runs, and the finished page has every level of the search."""
     from distributed import Client, LocalCluster
 
-    setting("search.summary-interval", 0.0)
     n = 400  # a path: 400 levels, a few seconds on two processes
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address="127.0.0.1:0") as cluster, \
@@ -468,12 +468,12 @@ def test_the_page_follows_owners_that_run_their_levels(setting):
         assert final["visited"] == result.reached == n
 
 
-def test_the_final_page_has_every_level_of_a_throttled_one_task_search(setting, runtime, base):
+def test_the_final_page_has_every_level_of_a_throttled_one_task_search(runtime, base, monkeypatch):
     """A search run as one task sends the live page its latest summary at most every
-    summary-interval: while it ran, the page saw a few levels; once it is done, the page
+    ``_SUMMARY_INTERVAL``: while it ran, the page saw a few levels; once it is done, the page
     has every level, and a timeline bar for every step of the search's trace."""
-    setting("search.summary-interval", 60.0)  # nothing between the first and the last
-    setting("search.compiled-level-edges", 0)  # the steps one by one, not in compiled blocks
+    monkeypatch.setattr(state, "_SUMMARY_INTERVAL", 60.0)  # nothing between the first and the last
+    monkeypatch.setattr(compiled_levels, "COMPILED_LEVEL_EDGES", 0)  # the steps one by one
     graph = _grid(30)
     result = tb.bfs(graph, 0, tasks=4, runtime=runtime, direction="top-down")
     assert result.trace["included"].all() and len(result.levels) == 59
@@ -528,11 +528,11 @@ def _live_bars_are_the_searchs(live: list, result) -> None:
             assert line["stop"][i] - line["start"][i] == pytest.approx(seconds, abs=1e-6)
 
 
-def test_the_timeline_grows_while_a_one_task_search_runs(setting, runtime, base):
+def test_the_timeline_grows_while_a_one_task_search_runs(runtime, base, monkeypatch):
     """The default path (the whole search in one task): while it runs, data.json (as the
     page) shows the latest tasks it finished, pulled from the worker; once it is done,
     the client's timeline of the whole search."""
-    setting("search.compiled-level-edges", 0)  # each level's steps and barrier one by one
+    monkeypatch.setattr(compiled_levels, "COMPILED_LEVEL_EDGES", 0)  # each level's steps and barrier one by one
     tb.bfs(_path(50), 0, tasks=4, runtime=runtime)  # warm-up
     graph = _path(20_000)  # 20,000 levels of ~0.1-0.5 ms: seconds
     result, seen = _watch(base, lambda: tb.bfs(graph, 0, tasks=4, runtime=runtime))

@@ -137,13 +137,12 @@ def test_traffic_counters():
     assert data.bytes_up == 96 and data.bytes_down == 32
 
 
-def test_budget_from_settings_or_free_memory(setting):
-    setting("gpu.device-memory-budget", 12345)
-    assert default_budget(HostAllocator(free=1000)) == 12345
-    assert DeviceData(HostAllocator()).budget == 12345
-    setting("gpu.device-memory-budget", None)
+def test_budget_given_or_a_share_of_free_memory(setting):
+    assert DeviceData(HostAllocator(free=1000), budget=12345).budget == 12345
+    assert DeviceData(HostAllocator(free=1000)).budget == default_budget(HostAllocator(free=1000))
     setting("gpu.device-memory-fraction", 0.25)
     assert default_budget(HostAllocator(free=1000)) == 250
+    assert DeviceData(HostAllocator(free=1000)).budget == 250
     assert default_budget(HostAllocator()) == UNKNOWN_MEMORY_BUDGET  # cannot say: 1 GiB
 
 

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import dask
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
@@ -165,7 +164,8 @@ def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
     monkeypatch.setattr(owners.os, "cpu_count", lambda: 4)
     runs = []
     for parallel_min in (10**9, 4096):  # one thread, then 4 shares
-        with dask.config.set({"taskbfs.search.parallel-accept-min": parallel_min}):
+        with monkeypatch.context() as patch:
+            patch.setattr(owners, "_PARALLEL_ACCEPT_MIN", parallel_min)
             words = np.zeros(stop - first, np.uint64)
             words[3] = np.uint64(0xFFFF0000FFFF)  # some visited already
             rs = RangeState(0, lo, hi, first, stop, offsets, np.full(hi - lo, -1, np.int32),
@@ -192,7 +192,8 @@ def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
     # the result kept on a GPU owner's device: no range arrays; the same vertices, each
     # with one of its candidates' parents beside it, on one thread and in shares
     for parallel_min in (10**9, 4096):
-        with dask.config.set({"taskbfs.search.parallel-accept-min": parallel_min}):
+        with monkeypatch.context() as patch:
+            patch.setattr(owners, "_PARALLEL_ACCEPT_MIN", parallel_min)
             words = np.zeros(stop - first, np.uint64)
             words[3] = np.uint64(0xFFFF0000FFFF)
             empty = np.empty(0, np.int32)

@@ -40,6 +40,7 @@ from taskbfs.graph.chunked import (
     range_csr,
     split_arcs,
 )
+from taskbfs.search import distributed as bfs_distributed
 from taskbfs.search.distributed import DistributedGraph
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
@@ -200,13 +201,13 @@ def three_small_workers():
 
 
 @pytest.mark.parametrize("share, sends_per_chunk", [(0.125, 3), (1e-12, 5)])
-def test_each_chunk_sends_each_owner_its_ranges_in_one_task(setting, share, sends_per_chunk):
+def test_each_chunk_sends_each_owner_its_ranges_in_one_task(monkeypatch, share, sends_per_chunk):
     """On 3 workers of 2 GB, 5 ranges: a chunk's keys reach a worker in one task for all
     of its ranges (3 a chunk), or one per range where they would be above
-    ``build.send-share-of-memory`` of a worker's memory limit (5); the same graph either
+    ``_SEND_SHARE_OF_MEMORY`` of a worker's memory limit (5); the same graph either
     way, and a directed graph's transpose built the same way."""
-    setting("build.send-share-of-memory", share)
-    setting("kronecker.chunk-edges", 3000)
+    monkeypatch.setattr(bfs_distributed, "_SEND_SHARE_OF_MEMORY", share)  # read by the client
+    monkeypatch.setattr(bfs_distributed, "_CHUNK_EDGES", 3000)
     s = shape("random_directed_400_1200")
     g = _local(s)
     with three_small_workers() as rt:
@@ -224,13 +225,13 @@ def test_each_chunk_sends_each_owner_its_ranges_in_one_task(setting, share, send
 
 
 @pytest.mark.parametrize("share, held", [(0.5, True), (1e-9, False)])
-def test_kronecker_edge_list_held_or_generated_twice(setting, share, held):
+def test_kronecker_edge_list_held_or_generated_twice(monkeypatch, share, held):
     """On 3 workers of 2 GB, a Kronecker build holds its edge list until its ranges are
-    cut while a worker's share of it (by threads) is at most ``build.hold-share-of-memory``
+    cut while a worker's share of it (by threads) is at most ``_HOLD_SHARE_OF_MEMORY``
     of its memory limit, else generates each chunk twice (for its arc counts, then for
     its split) and holds none: the same graph either way."""
-    setting("build.hold-share-of-memory", share)
-    setting("kronecker.chunk-edges", 3000)
+    monkeypatch.setattr(bfs_distributed, "_HOLD_SHARE_OF_MEMORY", share)  # read by the client
+    monkeypatch.setattr(bfs_distributed, "_CHUNK_EDGES", 3000)
     with three_small_workers() as rt:
         with get_task_stream(rt.client) as stream:
             dk = tb.kronecker(11, edgefactor=8, seed=4, runtime=rt, ranges=5)
@@ -244,11 +245,11 @@ def test_kronecker_edge_list_held_or_generated_twice(setting, share, held):
 
 
 @pytest.mark.parametrize("chunk_edges", [1 << 10, 3000, 1 << 20])
-def test_kronecker_built_on_workers(rt, setting, chunk_edges):
-    """Chunks generated on the workers, with the chunk size the client has set: the
+def test_kronecker_built_on_workers(rt, monkeypatch, chunk_edges):
+    """Chunks generated on the workers, of the chunk size the client's build cuts: the
     graph the same seed gives in this process, at the default chunk size (one chunk)."""
     g = tb.kronecker(11, edgefactor=8, seed=4)
-    setting("kronecker.chunk-edges", chunk_edges)
+    monkeypatch.setattr(bfs_distributed, "_CHUNK_EDGES", chunk_edges)
     dg = tb.kronecker(11, edgefactor=8, seed=4, runtime=rt, ranges=4)
     assert isinstance(dg, DistributedGraph) and dg.ranges.num_tasks == 4
     _same_csr(dg, g)
@@ -256,8 +257,8 @@ def test_kronecker_built_on_workers(rt, setting, chunk_edges):
     _searches_match_scipy(dg, g, rt, 7, tasks=3, direction="top-down")
 
 
-def test_files_read_on_workers(rt, tmp_path, setting):
-    setting("files.read-bytes", 1000)  # the client's value is passed on
+def test_files_read_on_workers(rt, tmp_path, monkeypatch):
+    monkeypatch.setattr(bfs_distributed, "_READ_BYTES", 1000)  # the client's value is passed on
     s = shape("random_directed_400_1200")
     cuts = np.array_split(np.arange(s.src.size), 3)
     paths = []

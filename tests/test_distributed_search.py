@@ -34,6 +34,7 @@ from shapes import path, shape
 
 import taskbfs as tb
 from taskbfs.kernels.merge import accept_into_range, word_span
+from taskbfs.search import owners as bfs_owners
 from taskbfs.search.distributed import DistributedGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -229,7 +230,7 @@ def test_no_worker_holds_the_graph(rt, dispatch):
         assert (waited <= parts["opening_seconds"] + parts["pieces_seconds"] + 1e-3).all()
 
 
-def test_top_down_pieces_split_by_owner_or_sent_whole_search_alike(rt, setting):
+def test_top_down_pieces_split_by_owner_or_sent_whole_search_alike(rt, monkeypatch):
     """A top-down level's step pieces reach their owners split (a getitem per step and
     owner) or, for a small level, whole (every owner reads all of a step's pieces): the
     same distances, valid parents, and about W times the bytes when whole."""
@@ -239,7 +240,7 @@ def test_top_down_pieces_split_by_owner_or_sent_whole_search_alike(rt, setting):
     expected = scipy_distances(g, 0)
     moved = {}
     for limit in (0, 2**40):  # always split, always whole
-        setting("search.whole-pieces-bytes", limit)
+        monkeypatch.setattr(bfs_owners, "_WHOLE_PIECES_BYTES", limit)  # read by the client
         r = tb.bfs(dg, 0, tasks=8, direction="top-down", strategy="cpu", runtime=rt,
                    dispatch="tasks")
         np.testing.assert_array_equal(r.distances, expected)

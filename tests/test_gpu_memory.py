@@ -17,17 +17,17 @@ import pytest
 import taskbfs as tb
 from taskbfs.kernels import gpu_memory
 from taskbfs.kernels.gpu_memory import Allocator, choose_allocator, use_rmm_if_available
+from taskbfs.runtime import cluster
 
 
-@pytest.mark.parametrize(("enabled", "simulator", "importable", "context", "expected"), [
-    (True, False, True, False, "rmm"),
-    (False, False, True, False, "numba"),   # turned off
-    (True, True, True, False, "numba"),     # the simulator has no device memory
-    (True, False, False, False, "numba"),   # rmm not installed
-    (True, False, True, True, "numba"),     # too late: numba's context has its manager
+@pytest.mark.parametrize(("simulator", "importable", "context", "expected"), [
+    (False, True, False, "rmm"),
+    (True, True, False, "numba"),     # the simulator has no device memory
+    (False, False, False, "numba"),   # rmm not installed
+    (False, True, True, "numba"),     # too late: numba's context has its manager
 ])
-def test_the_choice(enabled, simulator, importable, context, expected):
-    choice = choose_allocator(enabled, simulator, importable, context)
+def test_the_choice(simulator, importable, context, expected):
+    choice = choose_allocator(simulator, importable, context)
     assert choice.name == expected and choice.reason
 
 
@@ -79,15 +79,6 @@ def test_a_cpu_worker_changes_nothing(fake_gpu_process):
     assert fake_gpu_process.handed == {} and gpu_memory._chosen is None
 
 
-def test_the_setting_turns_rmm_off(fake_gpu_process, setting, caplog):
-    setting("gpu.rmm", False)
-    with caplog.at_level(logging.WARNING, logger=gpu_memory.__name__):
-        choice = use_rmm_if_available(_Worker(gpus=1))
-    assert choice == Allocator("numba", "taskbfs.gpu.rmm is false")
-    assert fake_gpu_process.handed == {}
-    assert "taskbfs.gpu.rmm is false" in caplog.text  # a GPU worker says what it uses
-
-
 def test_a_context_made_before_keeps_numbas_allocator_and_says_so(fake_gpu_process, monkeypatch,
                                                                    caplog):
     monkeypatch.setattr(gpu_memory, "_numba_context_exists", lambda: True)
@@ -116,7 +107,7 @@ def test_every_worker_of_a_real_cluster_runs_the_setup_when_the_runtime_starts()
     """The embedded cluster with a GPU worker (numba's simulator here): the runtime's
     warm-up calls the setup on every worker; the GPU worker's process keeps numba's
     allocator (the simulator), the CPU worker is left alone."""
-    assert tb.config.get("runtime.worker-warm-up")[0] == \
+    assert cluster._WORKER_WARM_UP[0] == \
         "taskbfs.kernels.gpu_memory:use_rmm_if_available"  # before any GPU work of the warm-up
     with tb.Runtime(threads=1, gpus=1, dashboard_address=None) as rt:
         answers = rt.client.run(lambda dask_worker: use_rmm_if_available(dask_worker).name)

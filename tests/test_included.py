@@ -84,7 +84,7 @@ def test_a_deep_search_is_one_task_that_writes_the_result(runtime):
 @pytest.mark.parametrize("dispatch", ["auto", "tasks"])
 def test_progress_sees_the_last_level(runtime, dispatch):
     """``progress`` gets summaries as the search goes: every level's when dispatched (level
-    0 too), the latest at most every ``taskbfs.search.summary-interval`` when the search is
+    0 too), the latest at most every ``state._SUMMARY_INTERVAL`` when the search is
     one task; the last (empty frontier) always."""
     graph = build(SHAPES["grid_40x40"])
     seen = []
@@ -129,17 +129,17 @@ def _summary(level: int, frontier_size: int = 1) -> LevelSummary:
                         frontier_size=frontier_size, frontier_edges=2)
 
 
-def test_summaries_are_sent_at_most_every_interval_the_last_at_once(setting, monkeypatch):
+def test_summaries_are_sent_at_most_every_interval_the_last_at_once(monkeypatch):
     sent = []
     monkeypatch.setattr(state, "publish", lambda message, sizes: sent.append(message))
-    setting("search.summary-interval", 3600.0)
+    monkeypatch.setattr(state, "_SUMMARY_INTERVAL", 3600.0)
     publisher = SummaryPublisher()
     for level in range(5):
         publisher.add(_summary(level))
     assert [m["summaries"][0]["level"] for m in sent] == [0]  # the first goes at once
     publisher.add(_summary(5, frontier_size=0))  # the search's last: at once
     assert [m["summaries"][0]["level"] for m in sent] == [0, 5]
-    setting("search.summary-interval", 0.0)
+    monkeypatch.setattr(state, "_SUMMARY_INTERVAL", 0.0)
     publisher.add(_summary(6))
     assert [m["summaries"][0]["level"] for m in sent] == [0, 5, 6]
     assert LevelSummary.from_message(sent[-1]["summaries"][0]).frontier_counts.tolist() == [1, 0]
@@ -155,8 +155,8 @@ def test_dispatch_must_be_a_choice(runtime):
 @pytest.mark.parametrize("prefix", ["path", "grid", "kronecker_like", "directed_dag", "star",
                                     "components", "random_directed", "binary_tree"])
 @pytest.mark.parametrize("bound, per_call", [(0, None), (8, None), (None, 3), (1 << 40, 2)])
-def test_compiled_levels_are_the_levels_they_replace(setting, runtime, monkeypatch, prefix, bound, per_call):
-    """Small top-down levels run by the compiled loop (``taskbfs.search.compiled-level-edges``;
+def test_compiled_levels_are_the_levels_they_replace(runtime, monkeypatch, prefix, bound, per_call):
+    """Small top-down levels run by the compiled loop (``COMPILED_LEVEL_EDGES``;
     0: none, 8: a few, else all of them, in calls of ``per_call`` levels) make the same
     levels, counts and trace rows as the level loop's steps and barriers, whether the
     loop stops at a level that is not small, at one Beamer's rule turns bottom-up, at
@@ -164,7 +164,7 @@ def test_compiled_levels_are_the_levels_they_replace(setting, runtime, monkeypat
     from taskbfs.search import compiled_levels
 
     if bound is not None:
-        setting("search.compiled-level-edges", bound)
+        monkeypatch.setattr(compiled_levels, "COMPILED_LEVEL_EDGES", bound)
     if per_call is not None:
         monkeypatch.setattr(compiled_levels, "_LEVELS_PER_CALL", per_call)
     shape = next(s for name, s in sorted(SHAPES.items()) if name.startswith(prefix))

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
-from taskbfs import config
 from taskbfs.errors import InvalidParameterError
 from taskbfs.graph import Graph, kronecker, kronecker_edges, num_chunks
 from taskbfs.graph.kronecker import INITIATOR, _kronecker_raw, _scramble, _scramble_keys
 
+#: The generator's module (``taskbfs.graph.kronecker`` names the function).
+KRONECKER = importlib.import_module("taskbfs.graph.kronecker")
+
 
 @pytest.fixture
-def small_chunks(setting, monkeypatch):
+def small_chunks(monkeypatch):
     """Chunks of 1000 edges, so small graphs have several (and a short last one)."""
-    setting("kronecker.chunk-edges", 1000)
+    monkeypatch.setattr(KRONECKER, "_CHUNK_EDGES", 1000)
     return 1000
 
 
@@ -67,7 +71,7 @@ def test_num_chunks(small_chunks):
 
 
 def test_num_chunks_default_size():
-    per = config.get("kronecker.chunk-edges")
+    per = KRONECKER._CHUNK_EDGES
     assert num_chunks(20, 16) == (16 << 20) // per
     assert num_chunks(40, 16) == (16 << 40) // per  # counted, never generated
 
@@ -197,13 +201,13 @@ def test_numpy_integers_accepted():
 
 @pytest.mark.parametrize("scale", [1, 2, 7, 16, 33, 40])
 @pytest.mark.parametrize("seed", [0, 5])
-def test_compiled_generator_gives_the_references_edges(scale, seed, setting):
+def test_compiled_generator_gives_the_references_edges(scale, seed, monkeypatch):
     """The compiled loops give the edges that reference_kronecker.py computes from the
     specification's formulas and the counter-based stream, raw and relabelled, from an
     edge far into the list."""
     from reference_kronecker import raw_edges, scramble, seed_words
 
-    setting("kronecker.chunk-edges", 3017)
+    monkeypatch.setattr(KRONECKER, "_CHUNK_EDGES", 3017)
     first, m, ef = 2 * 3017, 3017, 5000  # (chunk 2 is whole at scale 1)
     raw = _kronecker_raw(scale, ef, seed, chunk=2)
     want = raw_edges(scale, first, m, seed)
@@ -218,10 +222,10 @@ def test_compiled_generator_gives_the_references_edges(scale, seed, setting):
 
 # ---------------------------------------------------------------------- one stream
 @pytest.mark.parametrize("chunk_edges", [7, 1000, 3000, 1 << 20])
-def test_same_edges_whatever_the_chunk_size(chunk_edges, setting):
+def test_same_edges_whatever_the_chunk_size(chunk_edges, monkeypatch):
     """The seed alone fixes the list: whole or chunk by chunk, at any chunk size."""
     want = kronecker_edges(10, 16, seed=9)  # the default chunk size: one chunk
-    setting("kronecker.chunk-edges", chunk_edges)
+    monkeypatch.setattr(KRONECKER, "_CHUNK_EDGES", chunk_edges)
     got = kronecker_edges(10, 16, seed=9)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])

@@ -9,7 +9,7 @@ import pytest
 from shapes import shapes
 
 import taskbfs as tb
-from taskbfs.search import included, levels, owners
+from taskbfs.search import compiled_levels, included, levels, owners
 from taskbfs.search.compiled_levels import LevelBlock, LevelSummaries
 from taskbfs.search.levels import run_levels
 from taskbfs.search.state import BOTTOM_UP, TOP_DOWN, LevelSummary, SwitchRule
@@ -123,11 +123,11 @@ def loops(monkeypatch):
 
 
 @pytest.mark.parametrize("tasks", [1, 4])
-def test_both_ways_of_running_a_search_go_through_the_one_loop(runtime, loops, setting, tasks):
+def test_both_ways_of_running_a_search_go_through_the_one_loop(runtime, loops, monkeypatch, tasks):
     """A one-task and a dispatched search of one graph each call the loop once, with their
     runner; both announce every level with the same direction, frontier and step sizes
     (the one-task search's compiled levels switched off: each level announced alone)."""
-    setting("search.compiled-level-edges", 0)
+    monkeypatch.setattr(compiled_levels, "COMPILED_LEVEL_EDGES", 0)
     shape = next(s for s in shapes() if s.name.startswith("kronecker_like"))
     graph = tb.Graph.from_edges(shape.src, shape.dst, num_vertices=shape.num_vertices)
     source = shape.sources[0]

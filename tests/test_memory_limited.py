@@ -26,6 +26,8 @@ with every action on).
 
 from __future__ import annotations
 
+from unittest import mock
+
 import dask
 import numpy as np
 import pytest
@@ -34,6 +36,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from reference import scipy_distances
 
 import taskbfs as tb
+from taskbfs.search import distributed as bfs_distributed
 from taskbfs.search.distributed import _FAN_IN, HISTOGRAM_BINS
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
@@ -87,16 +90,15 @@ def _csr_bytes(g) -> int:
     return g.indptr.nbytes + g.indices.nbytes
 
 
-#: Edges per generated chunk: small against a worker's share (the default, 2^20 edges, is
-#: this graph's whole edge list: its one generating task would hold 4x the CSR). The
-#: chunking is part of the generator's stream, so the graph built here uses it too.
-CHUNK_EDGES = {"taskbfs.kronecker.chunk-edges": 1 << 14}
+#: Edges per generated chunk of the build on the workers: small against a worker's share
+#: (the default, 2^20 edges, is this graph's whole edge list: its one generating task
+#: would hold 4x the CSR). The graph does not depend on it.
+CHUNK_EDGES = 1 << 14
 
 
 @pytest.fixture(scope="module")
 def limited():
-    with dask.config.set(CHUNK_EDGES):  # built here to know its size and check the search
-        csr = tb.kronecker(SCALE, 16, seed=4)
+    csr = tb.kronecker(SCALE, 16, seed=4)  # built here to know its size and check the search
     limit = int(0.8 * _csr_bytes(csr))
     memory = {"distributed.worker.memory.target": 0.6, "distributed.worker.memory.spill": False,
               "distributed.worker.memory.pause": False,
@@ -104,7 +106,7 @@ def limited():
               # a connection whose peer reads nothing for 30 s is closed (TCP_USER_TIMEOUT):
               # on a 2-core machine at load 40 the build's transfers met that once
               "distributed.comm.timeouts.tcp": "300s"}
-    with dask.config.set({**memory, **CHUNK_EDGES}), \
+    with dask.config.set(memory), mock.patch.object(bfs_distributed, "_CHUNK_EDGES", CHUNK_EDGES), \
             LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,
                          host="127.0.0.1", dashboard_address="127.0.0.1:0",
                          memory_limit=limit) as cluster, \

@@ -101,7 +101,7 @@ def test_free_buffers_of_other_classes_make_room_for_a_new_class():
 
 
 @needs_gpu
-def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(setting, monkeypatch):
+def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(monkeypatch):
     from numba import cuda
 
     from taskbfs.kernels import pinned
@@ -112,7 +112,7 @@ def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(setting, monkeypat
     out = pinned.copy_to_host(device, 300, np.int64)
     np.testing.assert_array_equal(out, data[:300])
     assert pinned.pinned_pool().allocated == 1
-    setting("gpu.pinned-pool-bytes", 0)
+    monkeypatch.setattr(pinned, "_POOL_BYTES", 0)  # the pool turned off
     monkeypatch.setattr(pinned, "_pool", None)
     plain = pinned.copy_to_host(device, 300, np.int64)
     np.testing.assert_array_equal(plain, data[:300])
@@ -121,7 +121,7 @@ def test_copy_to_host_lands_in_the_pool_or_in_ordinary_memory(setting, monkeypat
 
 @needs_gpu
 @pytest.mark.parametrize("n", [1, 999, 1000, 4321])
-def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(setting, monkeypatch, n):
+def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(monkeypatch, n):
     """A result copied out when the pool has no room goes through the pinned staging chunk,
     a chunk at a time (here 1000 int64 items), each copied into place on threads."""
     from numba import cuda
@@ -145,7 +145,7 @@ def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(setting, monk
     pooled = pinned.copy_out(device, n, np.int64)
     np.testing.assert_array_equal(pooled, data[:n])
     assert pinned.pinned_pool().reused == 1 and not pooled.flags.owndata
-    setting("gpu.pinned-pool-bytes", 0)
+    monkeypatch.setattr(pinned, "_POOL_BYTES", 0)  # the pool turned off
     monkeypatch.setattr(pinned, "_pool", None)
     monkeypatch.setattr(pinned, "STAGE_BYTES", 8 * 1000)
     monkeypatch.setattr(pinned, "_stage", None)

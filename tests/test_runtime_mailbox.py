@@ -8,7 +8,7 @@ What it proves
   message lost, doubled or filed under another round, although peers run ahead of each
   other by a round).
 * A task whose peer never comes ends with ``ExchangeAborted`` when the client aborts its
-  channel (at once, not at the timeout), or after ``taskbfs.runtime.exchange-timeout``
+  channel (at once, not at the timeout), or after the exchange's ``timeout``
   with a message naming the round and the missing messages.
 """
 
@@ -51,7 +51,7 @@ def _workers(rt) -> list[str]:
     return sorted(rt.client.scheduler_info(n_workers=-1)["workers"])
 
 
-def _peers(program, peers, rounds, present=None) -> list[str]:
+def _peers(program, peers, rounds, present=None, timeout=None) -> list[str]:
     """One EXCHANGE_ROUNDS task per peer of ``present`` (default all), pinned to it."""
     names = []
     for me, address in enumerate(peers):
@@ -60,7 +60,7 @@ def _peers(program, peers, rounds, present=None) -> list[str]:
         names.append(f"seen/{me}")
         program.submit(EXCHANGE_ROUNDS, outs=[names[-1]], worker=address,
                        kwargs={"peers": peers, "me": me, "channel": program.id,
-                               "rounds": rounds})
+                               "rounds": rounds, "timeout": timeout})
     return names
 
 
@@ -86,11 +86,9 @@ def test_an_aborted_channel_ends_its_waiting_tasks(rt):
         assert time.perf_counter() - start < 10
 
 
-def test_a_peer_that_never_comes_times_out_naming_the_round(rt, setting):
-    setting("runtime.exchange-timeout", 1.5)
-    rt.share_settings()
+def test_a_peer_that_never_comes_times_out_naming_the_round(rt):
     peers = _workers(rt)
     with _program(rt) as program:
-        names = _peers(program, peers, 1, present={0})
+        names = _peers(program, peers, 1, present={0}, timeout=1.5)
         with pytest.raises(ExchangeAborted, match=r"2 of 3 messages of round \('round', 0\)"):
             program.gather(names, timeout=30)

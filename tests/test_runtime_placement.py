@@ -310,17 +310,15 @@ def test_embedded_runtime_with_fake_gpu_worker():
         assert p.gather(["small", "big"]) == [(SMP, 0), (CUDA, 0)]
 
 
-@pytest.mark.parametrize("profile_gpu_workers", [False, True])
-def test_embedded_gpu_workers_run_the_profiler_only_when_asked(setting, monkeypatch, profile_gpu_workers):
+def test_embedded_gpu_workers_run_no_profiler():
     """distributed's statistical profiler stalls the GPU worker's task (it samples its stack
-    holding the GIL): ``taskbfs.runtime.profile-gpu-workers`` leaves it off there, on the CPU worker."""
-
-    setting("runtime.profile-gpu-workers", profile_gpu_workers)
+    holding the GIL): the embedded cluster starts its GPU workers without it (the CPU worker
+    keeps it)."""
     with Runtime(threads=2, gpus=1, dashboard_address=None) as rt:
         profiling = rt.client.run(lambda dask_worker: (
             bool(dask_worker.state.total_resources.get("GPU")),
             "profile" in dask_worker.periodic_callbacks))
-        assert sorted(profiling.values()) == [(False, True), (True, profile_gpu_workers)]
+        assert sorted(profiling.values()) == [(False, True), (True, False)]
 
 
 def test_default_tasks_one_per_gpu_for_the_strategies_that_use_it(hetero, plain):
@@ -356,11 +354,13 @@ LENGTH = Task("length", smp=_length_smp, cuda=_length_cuda)
 
 
 @pytest.mark.parametrize("nbytes, where", [(2**21, CUDA), (2**12, SMP)], ids=["large", "small"])
-def test_a_cpu_task_runs_where_its_large_input_is(hetero, addresses, nbytes, where, setting):
+def test_a_cpu_task_runs_where_its_large_input_is(hetero, addresses, nbytes, where, monkeypatch):
     # a CPU task whose largest input only the GPU worker holds runs there (its smp
-    # implementation) when that input is at least taskbfs.runtime.stay-with-data-bytes
+    # implementation) when that input is at least the plugin's _STAY_WITH_DATA_BYTES
     # (read by this in-process scheduler); a smaller one is copied to the CPU worker
-    setting("runtime.stay-with-data-bytes", 2**20)
+    from taskbfs.runtime import plugin
+
+    monkeypatch.setattr(plugin, "_STAY_WITH_DATA_BYTES", 2**20)
     p = Program(hetero, Policy("cpu"))
     p.submit(MAKE_ARRAY, outs=["data"], worker=addresses[CUDA], kwargs={"nbytes": nbytes})
     p.gather(["data"])  # held by the GPU worker before the task is placed

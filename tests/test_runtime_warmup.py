@@ -1,4 +1,4 @@
-"""The runtime's start runs the worker warm-ups (taskbfs.runtime.worker-warm-up) on every worker,
+"""The runtime's start runs the worker warm-ups (taskbfs.runtime.cluster._WORKER_WARM_UP) on every worker,
 and on workers that join while it is open;
 the BFS's warm-up (taskbfs.search.warmup) runs the search body on tiny graphs."""
 
@@ -10,8 +10,8 @@ import numpy as np
 from distributed import Client, LocalCluster
 
 import taskbfs as tb
-from taskbfs import config
-from taskbfs.search import warmup
+from taskbfs.runtime import cluster as runtime_cluster
+from taskbfs.search import compiled_levels, warmup
 from taskbfs.search.device_cache import _bucket_on_device
 
 CALLS: list = []
@@ -25,8 +25,8 @@ def record(dask_worker) -> str:
     return dask_worker.address
 
 
-def test_every_worker_runs_the_warm_ups_when_a_runtime_starts(setting, monkeypatch):
-    setting("runtime.worker-warm-up", (f"{__name__}:record", "no.such.module:f"))
+def test_every_worker_runs_the_warm_ups_when_a_runtime_starts(monkeypatch):
+    monkeypatch.setattr(runtime_cluster, "_WORKER_WARM_UP", (f"{__name__}:record", "no.such.module:f"))
     CALLS.clear()
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster:
@@ -53,16 +53,25 @@ def test_the_bfs_warm_up_runs_the_search_body_and_never_raises(monkeypatch):
 
 def test_the_warm_up_buckets_its_gpu_steps_on_the_device():
     """A several-task GPU step buckets its candidates by owner on the device from
-    ``gpu.device-bucket-min`` of them, more than the warm-up's star gives any step: the
-    warm-up's big-graph pass lowers that gate, so that its GPU searches of three tasks load
+    ``DEVICE_BUCKET_MIN`` of them, more than the warm-up's star gives any step: the
+    warm-up's big-graph pass on a GPU worker lowers that gate (and turns the one-launch
+    small levels and the compiled loop off), so that its GPU searches of three tasks load
     the bucketing kernels (otherwise a GPU worker compiles them inside the first search
-    that crosses the gate)."""
+    that crosses the gate); everything is as it was after it."""
+    from taskbfs.kernels.gpu_levels import DeviceLevels
+
     three_owners = np.array([0, 10, 20, 30])
-    star_leaves = 2 * config.get("search.compiled-level-edges")
+    star_leaves = 2 * compiled_levels.COMPILED_LEVEL_EDGES
+    small_arcs, compiled = DeviceLevels.small_level_arcs, compiled_levels.COMPILED_LEVEL_EDGES
     assert not _bucket_on_device(three_owners, star_leaves)
-    with warmup._compiled_levels(False):
+    with warmup._compiled_levels(False, gpu=True):
         assert _bucket_on_device(three_owners, 1)
+        assert DeviceLevels.small_level_arcs == compiled_levels.COMPILED_LEVEL_EDGES == 0
+    with warmup._compiled_levels(False):  # a CPU worker: the compiled loop only
+        assert not _bucket_on_device(three_owners, star_leaves)
+        assert compiled_levels.COMPILED_LEVEL_EDGES == 0
     assert not _bucket_on_device(three_owners, star_leaves)
+    assert (DeviceLevels.small_level_arcs, compiled_levels.COMPILED_LEVEL_EDGES) == (small_arcs, compiled)
 
 
 def _frozen_objects(dask_worker) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from distributed import Client, LocalCluster, Worker
+from distributed import Client, LocalCluster
 from scipy.sparse.csgraph import shortest_path
 
 import taskbfs as tb
@@ -33,26 +33,9 @@ TESTS = Path(__file__).resolve().parent
 TESTED_ELSEWHERE = {
     "dispatch": "test_bfs_gpu.py",
     "direction.alpha": "test_bfs_state.py",
-    "search.compiled-level-edges": "test_included.py",
-    "search.summary-interval": "test_included.py",
-    "search.parallel-accept-min": "test_bfs_state.py",
-    "runtime.stay-with-data-bytes": "test_runtime_placement.py",
-    "search.whole-pieces-bytes": "test_distributed_search.py",
-    "build.send-share-of-memory": "test_distributed_graph.py",
-    "build.hold-share-of-memory": "test_distributed_graph.py",
-    "gpu.pinned-pool-bytes": "test_pinned.py",
-    "gpu.device-memory-budget": "test_device_data.py",
     "gpu.device-memory-fraction": "test_device_data.py",
-    "gpu.device-bucket-min": "test_bfs_gpu.py",
-    "gpu.small-level-arcs": "test_bfs_gpu.py",
-    "gpu.rmm": "test_gpu_memory.py",
-    "kronecker.chunk-edges": "test_kronecker.py",
-    "files.read-bytes": "test_distributed_graph.py",
     "runtime.connect-timeout": "test_runtime_cluster.py",
     "runtime.dashboard-address": "test_runtime_cluster.py",
-    "runtime.profile-gpu-workers": "test_runtime_placement.py",
-    "runtime.worker-warm-up": "test_runtime_warmup.py",
-    "runtime.exchange-timeout": "test_runtime_mailbox.py",
     "max-tasks": "test_faults.py",
     "search.timeout": "test_faults.py",
     "search.retries-on-worker-loss": "test_faults.py",
@@ -86,12 +69,19 @@ def test_every_setting_has_a_test_of_a_value_other_than_its_default():
     assert set(TESTED_ELSEWHERE) <= set(names)  # no stale entry
 
 
+def test_settings_are_few():
+    """The settings are the algorithm's parameters, its limits and the deployment (at most
+    15); a threshold that picks an implementation is a constant of the module that decides."""
+    with open(REPO / "taskbfs" / "taskbfs.yaml") as f:
+        assert len(_leaves(yaml.safe_load(f)["taskbfs"])) <= 15
+
+
 def test_documented_defaults_are_the_values_read():
     with open(REPO / "taskbfs" / "taskbfs.yaml") as f:
         defaults = yaml.safe_load(f)["taskbfs"]
     assert config.get("lambda") == defaults["lambda"] == Policy("hybrid").lam
-    assert config.get("search.compiled-level-edges") == defaults["search"]["compiled-level-edges"]
-    assert config.get("search.compiled_level_edges") == config.get("search.compiled-level-edges")
+    assert config.get("search.retries-on-worker-loss") == defaults["search"]["retries-on-worker-loss"]
+    assert config.get("search.retries_on_worker_loss") == config.get("search.retries-on-worker-loss")
 
 
 def test_dask_config_knows_the_defaults_once_taskbfs_is_imported():
@@ -107,10 +97,10 @@ def test_dask_config_knows_the_defaults_once_taskbfs_is_imported():
 
 def test_an_environment_variable_sets_a_value():
     env = dict(os.environ, DASK_TASKBFS__LAMBDA="1234",
-               DASK_TASKBFS__SEARCH__COMPILED_LEVEL_EDGES="0")
+               DASK_TASKBFS__SEARCH__RETRIES_ON_WORKER_LOSS="0")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     code = ("import taskbfs as tb\n"
-            "print(tb.config.get('lambda'), tb.config.get('search.compiled-level-edges'),"
+            "print(tb.config.get('lambda'), tb.config.get('search.retries-on-worker-loss'),"
             " tb.config.get('tasks'))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120, cwd=REPO)
@@ -134,31 +124,26 @@ def process_cluster():
             yield client
 
 
-def _compiled_blocks(r) -> bool:
-    """Whether the path's levels ran in the compiled loop: its barrier takes a fraction of
-    a microsecond a level (timed by the cycle counter, 0 where none is read), one run
-    from Python tens of microseconds."""
-    return float(np.median(r.levels["barrier_seconds"].to_numpy()[:-1])) < 5e-6
-
-
 def test_a_search_sends_the_callers_settings_to_worker_processes(setting, process_cluster):
-    """A path is searched as one task on the worker process; its small levels run in the
-    compiled loop by default, and not with ``compiled-level-edges`` 0 set in this process
-    only: the level table shows which ran there (:func:`_compiled_blocks`). Closing the
-    runtime takes the setting back."""
+    """A path is searched as one task on the worker process, with λ and the GPU memory
+    share set in this process only: the search starts by sending them, so the worker
+    process reads them (what a GPU worker's search reads there); closing the runtime takes
+    them back."""
     client = process_cluster
     g = _graph(shapes.path(300))
-    default = client.run(_worker_setting, "search.compiled-level-edges")
+    names = ("lambda", "gpu.device-memory-fraction")
+    default = [client.run(_worker_setting, name) for name in names]
     with tb.Runtime(client) as rt:
+        tb.bfs(g, 0, strategy="cpu", runtime=rt)
+        assert [client.run(_worker_setting, name) for name in names] == default
+        setting("lambda", 1234)
+        setting("gpu.device-memory-fraction", 0.5)
         r = tb.bfs(g, 0, strategy="cpu", runtime=rt)
-        assert _compiled_blocks(r)
-        setting("search.compiled-level-edges", 0)
-        r = tb.bfs(g, 0, strategy="cpu", runtime=rt)
-        assert not _compiled_blocks(r)
         assert np.array_equal(r.distances, shortest_path(g.to_scipy(), unweighted=True,
                                                          indices=0).astype(np.int64))
-        assert set(client.run(_worker_setting, "search.compiled-level-edges").values()) == {0}
-    assert client.run(_worker_setting, "search.compiled-level-edges") == default
+        assert set(client.run(_worker_setting, "lambda").values()) == {1234}
+        assert set(client.run(_worker_setting, "gpu.device-memory-fraction").values()) == {0.5}
+    assert [client.run(_worker_setting, name) for name in names] == default
 
 
 # ---------------------------------------------------------------- each setting's other value
@@ -225,31 +210,6 @@ def test_beta_sets_when_a_search_goes_back_to_top_down(setting, runtime):
     assert "bottom-up" in stays and stays[stays.index("bottom-up"):] == ["bottom-up"] * (
         len(stays) - stays.index("bottom-up"))
     assert stays != back and "top-down" in back[back.index("bottom-up"):]
-
-
-# ---------------------------------------------------------------- batching intervals
-def _worker_interval(dask_worker):
-    return dask_worker.batched_stream.interval
-
-
-def _scheduler_intervals(dask_scheduler):
-    return sorted({s.interval for s in dask_scheduler.stream_comms.values()})
-
-
-def test_batching_intervals_are_the_settings(setting):
-    setting("runtime.client-batch-interval", 0.003)
-    setting("runtime.scheduler-stream-interval", 0.004)
-    setting("runtime.worker-stream-interval", 0.006)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
-                      host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster:
-        assert all(isinstance(w, Worker) for w in cluster.workers.values())
-        with Client(cluster, set_as_default=False) as client, tb.Runtime(client) as rt:
-            r = tb.bfs(_graph(shapes.path(30)), 0, strategy="cpu", runtime=rt)
-            assert r.distances[-1] == 29
-            assert client.scheduler_comm.interval == pytest.approx(0.003)
-            assert client.run_on_scheduler(_scheduler_intervals) == [pytest.approx(0.004)]
-            assert list(client.run(_worker_interval).values()) == [pytest.approx(0.006)]
 
 
 def test_setting_names_in_the_yaml_are_what_the_code_reads():

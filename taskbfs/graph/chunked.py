@@ -79,9 +79,8 @@ def kronecker_chunk_count(scale: int, edgefactor: int, seed: int, chunk_edges: i
 
 def kronecker_chunk(scale: int, edgefactor: int, seed: int, chunk: int, chunk_edges: int):
     """Chunk ``chunk`` of the Kronecker edge list cut into chunks of ``chunk_edges``:
-    what :func:`~taskbfs.graph.kronecker_edges` gives for that chunk when
-    the setting ``kronecker.chunk-edges`` is ``chunk_edges`` (passed explicitly, so that a worker
-    process generates the chunk the client asked for whatever its own settings). On this
+    what :func:`~taskbfs.graph.kronecker_edges` gives for that chunk when its chunks
+    have ``chunk_edges`` edges (the edges from ``chunk * chunk_edges`` on). On this
     thread alone: a worker runs chunks on its other threads at the same time."""
     scale, edgefactor, seed = _check_scale(scale), _check_edgefactor(edgefactor), _check_seed(seed)
     total = _num_edges(scale, edgefactor)

@@ -22,8 +22,7 @@ its ids) draws SplitMix64's output number ``64 k + r`` from a 64-bit key of the 
 ``mix(key + (64 k + r + 1) * 0x9E3779B97F4A7C15)``; its low 32 bits are ``ii``'s
 ``rand``, its high 32 bits ``jj``'s (``rand = u / 2**32``). So edge ``k`` is a pure
 function of the seed and ``k`` (the counters are distinct for the first ``2**58`` edges):
-the same seed gives the same list whatever the chunk size
-(``taskbfs.kronecker.chunk-edges``), the number of threads or of workers. The edges are
+the same seed gives the same list whatever the chunk size, the number of threads or of workers. The edges are
 cut into ranges generated on every core at once (compiled loops that release the GIL).
 
 * The vertex permutation depends on the seed alone. It is a seeded bijective hash of the
@@ -38,7 +37,7 @@ cut into ranges generated on every core at once (compiled loops that release the
 Chunks
 ------
 The list is cut into ``num_chunks(scale, edgefactor)`` chunks of
-``taskbfs.kronecker.chunk-edges`` edges (the last one shorter), so that a worker can
+``_CHUNK_EDGES`` edges (the last one shorter), so that a worker can
 generate chunk ``i`` alone: edges ``i * chunk_edges`` onwards of the same list, which is
 the chunks concatenated in chunk order.
 """
@@ -50,7 +49,6 @@ import math
 import numpy as np
 from numba import njit
 
-from taskbfs import config
 from taskbfs.errors import InvalidParameterError
 from taskbfs.graph._graph import Graph, _check_fits_in_memory, _chunks_to_csr, index_dtype
 from taskbfs.graph._threads import cores, cuts, run
@@ -64,6 +62,9 @@ INITIATOR = (0.57, 0.19, 0.19)
 
 #: Fewest edges a thread is handed at a time (a thread's start costs more than fewer).
 _MIN_RANGE = 1 << 16
+#: Edges per chunk: what one worker generates alone (~16 MB of int64 pairs); the graph
+#: does not depend on it.
+_CHUNK_EDGES = 1 << 20
 _MASK64 = (1 << 64) - 1
 # Odd multipliers of the Graph500 reference ``scramble`` (generator/graph_generator.c).
 _SCRAMBLE_K0 = 0x4519840211493211
@@ -86,7 +87,7 @@ def num_chunks(scale: int, edgefactor: int = 16) -> int:
     1
     """
     scale, edgefactor = _check_scale(scale), _check_edgefactor(edgefactor)
-    return max(1, math.ceil(_num_edges(scale, edgefactor) / config.get("kronecker.chunk-edges")))
+    return max(1, math.ceil(_num_edges(scale, edgefactor) / _CHUNK_EDGES))
 
 
 def kronecker_edges(scale: int, edgefactor: int = 16, seed: int = 1, chunk: int | None = None):
@@ -298,8 +299,7 @@ def _num_edges(scale: int, edgefactor: int) -> int:
 
 
 def _chunk_bounds(chunk: int, total: int) -> tuple[int, int]:
-    size = config.get("kronecker.chunk-edges")
-    return chunk * size, min(total, (chunk + 1) * size)
+    return chunk * _CHUNK_EDGES, min(total, (chunk + 1) * _CHUNK_EDGES)
 
 
 def _as_int(value, name: str) -> int:

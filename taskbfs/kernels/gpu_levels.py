@@ -44,10 +44,6 @@ from taskbfs.kernels.gpu import LaunchConfig, Stopwatch, require_gpu
 
 #: Bytes of the counts read back after each level: one row.
 COUNTS_BYTES = ROW * 8
-#: Default :attr:`DeviceLevels.small_level_arcs` (``taskbfs.gpu.small-level-arcs``): a
-#: block per frontier vertex then reads at most this many entries, and the scan and tile
-#: launches of a large level would cost more than its kernel.
-SMALL_LEVEL_ARCS = 1 << 16
 
 
 def vertex_dtype(num_vertices: int) -> np.dtype:
@@ -82,6 +78,11 @@ class DeviceLevels:
         ``workspace(name, size, dtype)`` → a device buffer of at least ``size`` entries.
     """
 
+    #: A top-down level whose frontier has at most this many out-arcs runs as one launch
+    #: (``top_down_small``): the scan and tile launches would cost more than the level's
+    #: kernel (0: every level through the tiled kernels; the warm-up sets 0 to load them).
+    small_level_arcs = 1 << 16
+
     def __init__(self, graph, in_graph, num_vertices: int, config: LaunchConfig, workspace):
         from taskbfs.kernels._gpu_levels import level_kernels
         from taskbfs.kernels.bitmap import words_for
@@ -115,9 +116,6 @@ class DeviceLevels:
         self._watch = Stopwatch(cuda, config.simulated)  # times each level's kernels
         self.host_row = _host_array(cuda, config.simulated, ROW, np.int64)  # the counts
         self.entered = False  # whether the result arrays hold this search's state
-        #: A top-down level whose frontier has at most this many out-arcs runs as one
-        #: launch (``top_down_small``); 0: every level through the tiled kernels.
-        self.small_level_arcs = SMALL_LEVEL_ARCS
         #: Host seconds the last :meth:`leave` took (0.0 before the first): what keeping
         #: the state here instead would save.
         self.leave_seconds = 0.0

@@ -2,14 +2,14 @@
 
 Returns
     :func:`use_rmm_if_available` ``(dask_worker=None) -> Allocator``: run once per worker
-    process at its GPU setup (the first entry of ``taskbfs.runtime.worker-warm-up``; the
+    process at its GPU setup (the runtime's first worker warm-up; the
     device-data code may call it too: it is idempotent); :func:`choose_allocator`, the
     decision alone; :func:`free_device_memory`, the free bytes of the current device
     whichever allocator is in use.
 Approach
     RAPIDS Memory Manager (``rmm``) gives one device-memory pool to every library of a
     process; dask-cuda's workers set it up (``--rmm-pool-size``). When ``rmm`` imports on a
-    worker with a GPU, and ``taskbfs.gpu.rmm`` is true (the default), numba-cuda's
+    worker with a GPU, numba-cuda's
     allocations (the device cache's slices and buffers, :class:`GpuLevels`' arrays, every
     ``cuda.device_array``) go through RMM's current memory resource by numba's External
     Memory Management plugin ``rmm.allocators.numba.RMMNumbaManager``, and CuPy's (when
@@ -17,7 +17,8 @@ Approach
     manager to a CUDA context when it makes the context, so this must run before the
     process's first GPU work: a process whose context already exists keeps numba's
     allocator, and says so. Under numba's CUDA simulator there is no device memory, and
-    nothing is changed.
+    nothing is changed. There is no switch: a process without ``rmm`` installed keeps
+    numba's allocator.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ import importlib
 import logging
 import os
 from dataclasses import dataclass
-
-from taskbfs import config
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +43,11 @@ class Allocator:
 _chosen: Allocator | None = None  # per process: numba's memory manager is process-wide
 
 
-def choose_allocator(enabled: bool, simulator: bool, rmm_importable: bool,
-                     context_exists: bool) -> Allocator:
+def choose_allocator(simulator: bool, rmm_importable: bool, context_exists: bool) -> Allocator:
     """The allocator a GPU worker process uses (the decision only; nothing is changed).
 
     Parameters
     ----------
-    enabled : bool
-        ``taskbfs.gpu.rmm``.
     simulator : bool
         numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1``).
     rmm_importable : bool
@@ -63,8 +59,6 @@ def choose_allocator(enabled: bool, simulator: bool, rmm_importable: bool,
     -------
     Allocator
     """
-    if not enabled:
-        return Allocator("numba", "taskbfs.gpu.rmm is false")
     if simulator:
         return Allocator("numba", "numba's CUDA simulator has no device memory")
     if not rmm_importable:
@@ -98,7 +92,7 @@ def use_rmm_if_available(dask_worker=None) -> Allocator:
         return _chosen
     simulator = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
     rmm = _import("rmm")
-    choice = choose_allocator(bool(config.get("gpu.rmm")), simulator, rmm is not None,
+    choice = choose_allocator(simulator, rmm is not None,
                               not simulator and rmm is not None and _numba_context_exists())
     if choice.name == "rmm":
         try:

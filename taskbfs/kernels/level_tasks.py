@@ -171,7 +171,7 @@ def top_down_level(slot, sync, order, steps, indptrs, indices_list, bounds, fron
             for i in range(base, base + found):
                 my_seen[cand_v[i] >> 6] = 0
         row = buck_off[s]
-        if num_tasks == 1:  # one owner (bfs.state.one_range): one bucket, no copy
+        if num_tasks == 1:  # one owner (search.state.one_range): one bucket, no copy
             row[0] = base
             row[1] = base + found
         else:

@@ -16,7 +16,7 @@ Approach
 Encoding
     Buffers are uint8 numba ``pinned_array`` s, lent as arrays of the requested dtype
     made with ``np.frombuffer``, whose views all keep the lent array alive; the pool
-    holds at most ``taskbfs.gpu.pinned-pool-bytes`` in all (0 turns it off).
+    holds at most :data:`_POOL_BYTES` in all.
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from taskbfs import config
-
 #: The smallest buffer (bytes): smaller outputs share this size class.
 MIN_BUFFER_BYTES = 1 << 16
+#: Bytes a process's pool may pin in all: room for two results of a scale-26 search (the
+#: caller's last one and the next) and the steps' outputs; 0 turns the pool off.
+_POOL_BYTES = 1 << 32
 
 
 class PinnedPool:
@@ -43,7 +44,7 @@ class PinnedPool:
     ----------
     budget : int, optional
         Bytes of pinned memory the pool may hold in all (lent and free). Default
-        ``taskbfs.gpu.pinned-pool-bytes`` at each request.
+        :data:`_POOL_BYTES` at each request.
 
     Attributes
     ----------
@@ -65,7 +66,7 @@ class PinnedPool:
 
     @property
     def budget(self) -> int:
-        return int(config.get("gpu.pinned-pool-bytes") if self._budget is None else self._budget)
+        return int(_POOL_BYTES if self._budget is None else self._budget)
 
     @property
     def free_bytes(self) -> int:

@@ -365,10 +365,10 @@ class Runtime:
         self._shared_settings = settings
 
     def _warm_up_workers(self) -> None:
-        """Run ``taskbfs.runtime.worker-warm-up`` on every worker now and on every worker
+        """Run :data:`_WORKER_WARM_UP` on every worker now and on every worker
         that joins later (:class:`WarmUpPlugin`): a replacement for a lost worker must not
         load the search code inside the search that needs it."""
-        names = list(config.get("runtime.worker-warm-up"))
+        names = list(_WORKER_WARM_UP)
         if not names:
             return
         try:
@@ -615,6 +615,13 @@ async def claim_dask_cuda_gpu(dask_worker=None) -> bool:
     return True
 
 
+#: Functions ("module:function") every worker runs when a runtime starts: a GPU worker's
+#: memory set up before any GPU work, the search code loaded before the first search.
+_WORKER_WARM_UP = ("taskbfs.kernels.gpu_memory:use_rmm_if_available", "taskbfs.search.warmup:warm_up")
+#: The client's batching interval while a runtime uses it: a BFS level waits on a chain of
+#: dependent tasks, so every batching delay is paid per level.
+_CLIENT_BATCH_INTERVAL = 0.0
+
 #: Seconds :meth:`Runtime.close` waits for answers its programs asked for and did not
 #: wait for (a search's trace records).
 PENDING_WAIT_SECONDS = 10.0
@@ -698,7 +705,7 @@ def _dashboard_link(client: Client) -> str | None:
 def warm_worker(name: str, dask_worker=None):
     """Call the function ``name`` ("module:function") on this worker (run by
     :class:`Runtime` at its start, with ``client.run``, for each of
-    ``taskbfs.runtime.worker-warm-up``): it gets the worker and loads what its tasks will need.
+    :data:`_WORKER_WARM_UP`): it gets the worker and loads what its tasks will need.
     The runtime knows the function by name only, and imports it there."""
     import importlib
 
@@ -787,7 +794,8 @@ def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
                         "name": f"gpu-{i}", "dashboard_address": f"{host}:0"},
         }
     if gpus:
-        with dask.config.set({"distributed.worker.profile.enabled": config.get("runtime.profile-gpu-workers")}):
+        # no statistical profiler on the GPU workers: its samples hold the GIL, stalling a GPU task
+        with dask.config.set({"distributed.worker.profile.enabled": False}):
             cluster.sync(cluster._correct_state)  # the GPU workers start here
         cluster.wait_for_workers(1 + gpus)
     return cluster
@@ -875,7 +883,7 @@ def _speed_up_client(client: Client) -> bool:
     if entry is None:
         entry = _client_intervals[client] = [comm.interval, 0]
     entry[1] += 1
-    comm.interval = config.get("runtime.client-batch-interval")
+    comm.interval = _CLIENT_BATCH_INTERVAL
     return True
 
 

@@ -67,7 +67,6 @@ class DeviceData:
     allocator : Allocator
     budget : int, optional
         Device bytes the data and the scratch buffers may take together. Default
-        ``taskbfs.gpu.device-memory-budget``, or when that is None,
         ``taskbfs.gpu.device-memory-fraction`` of the memory free at first use.
         The budget is a target: a datum larger than everything evictable is still
         uploaded (the device itself then says whether it fits).
@@ -256,11 +255,8 @@ class DeviceData:
 
 
 def default_budget(allocator: Allocator) -> int:
-    """``taskbfs.gpu.device-memory-budget``, or ``taskbfs.gpu.device-memory-fraction`` of
-    the memory ``allocator`` says is free now (:data:`UNKNOWN_MEMORY_BUDGET` when it
-    cannot say)."""
-    if config.get("gpu.device-memory-budget") is not None:
-        return int(config.get("gpu.device-memory-budget"))
+    """``taskbfs.gpu.device-memory-fraction`` of the memory ``allocator`` says is free now
+    (:data:`UNKNOWN_MEMORY_BUDGET` when it cannot say)."""
     free = allocator.free_memory()
     if not math.isfinite(free):
         return UNKNOWN_MEMORY_BUDGET

@@ -15,7 +15,7 @@ Approach
     :class:`Mailbox`, where the receiving task's thread waits for it. A message to the
     sending task itself never leaves the process. The tasks of one channel must all be
     running (each on its own worker); one that ends or fails leaves the others waiting
-    until :func:`abort_channel` or the ``taskbfs.runtime.exchange-timeout``.
+    until :func:`abort_channel` or the exchange's ``timeout``.
 Encoding
     A message is any value Dask can serialize (numpy arrays travel as frames, not
     pickled); rounds are any hashable values the tasks agree on.
@@ -29,7 +29,6 @@ import threading
 import time
 from collections import OrderedDict, defaultdict
 
-from taskbfs import config
 from taskbfs.errors import TaskBFSError
 
 #: The worker handler that files a message (added by the runtime's worker plugin).
@@ -38,11 +37,14 @@ MAILBOX_OP = "taskbfs_mailbox"
 ENDED_CHANNELS = 1024
 #: How often a waiting task looks whether its channel was aborted (seconds).
 WAIT_SLICE = 0.25
+#: Default seconds an exchange waits for a round's messages: a safety net for a lost
+#: client (the client aborts the exchange when its program fails).
+_EXCHANGE_TIMEOUT = 300.0
 
 
 class ExchangeAborted(TaskBFSError):
     """The exchange's channel was aborted (its program failed elsewhere), or a peer's
-    message did not come within ``taskbfs.runtime.exchange-timeout``."""
+    message did not come within the exchange's ``timeout``."""
 
 
 class Mailbox:
@@ -76,7 +78,7 @@ class Mailbox:
                     raise ExchangeAborted(
                         f"the exchange {channel!r}: {senders - len(box[round_])} of {senders} "
                         f"messages of round {round_!r} did not come within "
-                        f"taskbfs.runtime.exchange-timeout")
+                        f"the exchange's timeout")
                 self._ready.wait(min(left, WAIT_SLICE))
 
     def end(self, channel: str, how: str = "ended") -> None:
@@ -133,9 +135,12 @@ class Exchange:
         Names the exchange (unique per program run, e.g. the program's id).
     peers : list of str
     me : int
+    timeout : float, optional
+        Seconds to wait for a round's messages before :class:`ExchangeAborted` (default
+        :data:`_EXCHANGE_TIMEOUT`).
     """
 
-    def __init__(self, channel: str, peers: list[str], me: int):
+    def __init__(self, channel: str, peers: list[str], me: int, timeout: float | None = None):
         from distributed import get_worker
 
         self.channel, self.peers, self.me = channel, list(peers), int(me)
@@ -144,7 +149,7 @@ class Exchange:
             raise TaskBFSError(f"exchange {channel!r}: peer {me} is {self.peers[self.me]}, "
                                f"but this task runs on {self.worker.address}")
         self.box = mailbox(self.worker.address)
-        self.timeout = float(config.get("runtime.exchange-timeout"))
+        self.timeout = float(_EXCHANGE_TIMEOUT if timeout is None else timeout)
         #: Seconds this task has waited for its peers' messages, all rounds so far.
         self.waited = 0.0
 

@@ -41,7 +41,6 @@ import dask
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 from distributed.protocol.pickle import loads
 
-from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 from taskbfs.runtime.mailbox import MAILBOX_OP, deliver, forget_mailbox
 from taskbfs.runtime.policy import Policy, checked_device, policy_label
@@ -75,6 +74,9 @@ HANDLERS = ("taskbfs_placements", "taskbfs_resources", "taskbfs_trace", "taskbfs
 #: The event topic on which the plugin announces the cluster's resource totals whenever a
 #: worker joins or leaves (a runtime keeps the last: no round trip per search).
 RESOURCES_TOPIC = "taskbfs-resources"
+#: Bytes of a CPU task's largest input from which, when only workers that run no CPU tasks
+#: hold it, the task runs on a holder: copying a graph range's slice costs more than its step.
+_STAY_WITH_DATA_BYTES = 1 << 26
 
 
 def policy_to_dict(policy, program: str | None = None) -> dict:
@@ -106,8 +108,8 @@ class PlacementPlugin(SchedulerPlugin):
         its trace is collected (:meth:`trace`: ``Program.finished``, the end of a search).
     stream_interval : float
         Batching interval, in seconds, it sets on the scheduler's streams to workers and
-        clients (``taskbfs.runtime.scheduler-stream-interval`` of the runtime that
-        registered it).
+        clients (0: a BFS level waits on a chain of dependent tasks, so every batching
+        delay is paid per level).
 
     Attributes
     ----------
@@ -495,7 +497,7 @@ class LatencyPlugin(WorkerPlugin):
     name = "taskbfs-latency"
 
     def __init__(self, interval: float = 0.0):
-        self.interval = float(interval)  # taskbfs.runtime.worker-stream-interval
+        self.interval = float(interval)  # the worker's batching interval while it is set up
         self._intervals: dict[int, float] = {}  # id(worker) -> its interval before ours
 
     def setup(self, worker) -> None:
@@ -523,7 +525,7 @@ def _pin_to_data(ts) -> None:
     """Pin a task placed on a CPU to the CPU workers that hold its largest input (every
     worker runs CPU tasks on a cluster without a ``CPU`` resource), when any does; when
     only workers that run no CPU tasks hold it (a GPU worker) and it has at least
-    ``taskbfs.runtime.stay-with-data-bytes``, to those, without the resource restriction
+    :data:`_STAY_WITH_DATA_BYTES`, to those, without the resource restriction
     (the worker then runs the task's CPU implementation); else leave it to Dask. A task
     placed on a GPU is pinned to the GPU workers that hold its largest input, when any does
     (a range built on its GPU worker: every step of it runs there, where the device cache
@@ -545,7 +547,7 @@ def _pin_to_data(ts) -> None:
         ws.address for ws in largest.who_has
         if _runs_resources(ws, ts.resource_restrictions)}
     if (not holders and largest is not None and ts.resource_restrictions != {GPU_RESOURCE: 1}
-            and largest.nbytes >= config.get("runtime.stay-with-data-bytes")):
+            and largest.nbytes >= _STAY_WITH_DATA_BYTES):
         # only workers that run no CPU tasks hold it (a graph's range on its GPU worker),
         # and moving it costs more than the task: a holder runs the CPU implementation
         ts.resource_restrictions = None
@@ -642,8 +644,7 @@ def attach(client, user: str) -> None:
     workers unless they are there, and counts ``user`` among the plugin's users; one
     scheduler call, so that two runtimes attaching at once register one plugin.
     """
-    client.run_on_scheduler(_attach, user, config.get("runtime.scheduler-stream-interval"),
-                            config.get("runtime.worker-stream-interval"))
+    client.run_on_scheduler(_attach, user)
 
 
 def detach(client, user: str) -> bool:
@@ -656,14 +657,13 @@ def detach(client, user: str) -> bool:
     return client.run_on_scheduler(_detach, user)
 
 
-async def _attach(user: str, scheduler_interval: float, worker_interval: float,
-                  dask_scheduler=None) -> None:
+async def _attach(user: str, dask_scheduler=None) -> None:
     from distributed.protocol.pickle import dumps
 
     scheduler = dask_scheduler
     plugin = scheduler.plugins.get(PLUGIN_NAME)
     if plugin is None:
-        plugin = PlacementPlugin(stream_interval=scheduler_interval)
+        plugin = PlacementPlugin()
         plugin.setup(scheduler)
         scheduler.add_plugin(plugin, name=PLUGIN_NAME)
         plugin.registered.add("scheduler")
@@ -671,7 +671,7 @@ async def _attach(user: str, scheduler_interval: float, worker_interval: float,
     plugin._shorten_stream_intervals(scheduler)  # a program of resident calls sends no batch
     if LatencyPlugin.name not in scheduler.worker_plugins:
         plugin.registered.add("worker")
-        await scheduler.register_worker_plugin(None, dumps(LatencyPlugin(worker_interval)),
+        await scheduler.register_worker_plugin(None, dumps(LatencyPlugin()),
                                                LatencyPlugin.name,
                                                idempotent=True)
 

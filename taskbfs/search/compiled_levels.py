@@ -9,7 +9,7 @@ Approach
     a few frontier vertices each. Inside the search's one task a level still costs host
     work per step and per barrier, which is the whole search time
     of such a graph. While the frontier is top-down, on the CPU and has at most
-    ``taskbfs.search.compiled-level-edges`` edges, the levels run in
+    :data:`COMPILED_LEVEL_EDGES` edges, the levels run in
     :func:`taskbfs.kernels.levels.small_top_down_levels` instead: the same steps, the
     same barrier, the same counts, with no host work per level. Each level still has its
     summary (built when read) and its steps their rows in the trace (one included task,
@@ -26,7 +26,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from taskbfs import config
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.levels import BOTTOM_UP_NEXT, FULL, small_top_down_levels, ticks_to_times
 from taskbfs.kernels.merge import frontier_bitmap
@@ -45,6 +44,9 @@ from taskbfs.search.state import (
 #: Trace name of the included task that runs a block of compiled levels.
 LEVELS_NAME = "bfs_levels"
 _LEVELS_PER_CALL = 1 << 14
+#: Most frontier edges of a level the compiled loop runs: beyond it a level's steps pay
+#: for their host work (read by the warm-up, which turns the loop off to load the steps).
+COMPILED_LEVEL_EDGES = 4096
 
 
 @dataclass
@@ -210,12 +212,12 @@ def summary_columns(summaries) -> dict[str, np.ndarray]:
 
 def small_levels_apply(frontier: Frontier, summary: LevelSummary, cpu_max) -> bool:
     """Whether the compiled loop runs the level ``summary`` opens: a top-down level of at
-    most ``taskbfs.search.compiled-level-edges`` frontier edges, all its steps on the CPU (its
+    most :data:`COMPILED_LEVEL_EDGES` frontier edges, all its steps on the CPU (its
     ``gpu_steps`` say none on the GPU), and the placement rule known to the loop as
     numbers (``cpu_max``, :func:`cpu_sizes`, not None)."""
     return (cpu_max is not None and frontier.direction == TOP_DOWN
             and frontier.bounds is not None and not summary.gpu_steps.any()
-            and 0 < summary.frontier_edges <= config.get("search.compiled-level-edges"))
+            and 0 < summary.frontier_edges <= COMPILED_LEVEL_EDGES)
 
 
 def cpu_sizes(placement, rule: SwitchRule) -> np.ndarray | None:
@@ -253,7 +255,7 @@ def run_small_levels(frontier: Frontier, lists: TaskLists, degrees: np.ndarray,
     current = frontier.vertices
     edges = _edges(degrees, current)
     # no frontier has more edges than are left: the buffers need no more room than that
-    max_edges = min(config.get("search.compiled-level-edges"), tally.unexplored_edges + edges,
+    max_edges = min(COMPILED_LEVEL_EDGES, tally.unexplored_edges + edges,
                     _edges_within(cpu_max, rule.mean_degree, edges))
     vertices = np.empty(max(max_edges, current.size), dtype=np.int64)
     vertices[: current.size] = current

@@ -114,7 +114,7 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     progress : callable, optional
         Called as ``progress(summary)`` with level summaries as the search goes (the CLI's
         progress display): every level's when levels are dispatched; when the search is
-        one task, the latest level's at most every ``taskbfs.search.summary-interval`` seconds,
+        one task, the latest level's a few times a second,
         and the last.
     dispatch : {"auto", "tasks"}, optional
         Default ``taskbfs.dispatch`` ("auto"). "auto": the runtime includes a level's step tasks and barrier in one task on the

@@ -11,7 +11,7 @@ Approach
     "graph information duplication in the GPU"), a GPU worker keeps a task's CSR slice in
     device memory for later levels and later BFS calls on the same graph: the slices live
     in the worker's device-data service (:mod:`taskbfs.runtime.device_data`, LRU under
-    ``taskbfs.gpu.device-memory-budget``) as two data each, named
+    its byte budget) as two data each, named
     ``((graph token + orientation, task, lo, hi), "indptr" | "indices")``, copied there when
     the graph is placed (:func:`upload_slices`) or else by the first step that needs them.
     The kernels are launched through :mod:`taskbfs.kernels.gpu`; this module keeps the BFS's
@@ -38,13 +38,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from taskbfs import config
 from taskbfs.search.result import result_dtype
 from taskbfs.search.state import BOTTOM_UP, Discoveries, Frontier, one_range
 
 #: Name of the device cache in a worker's :func:`~taskbfs.runtime.worker.worker_cache`.
 CACHE_NAME = "taskbfs.device_cache"
 _COUNTER_BYTES = 3 * 8  # the step's counters, read back once per step
+#: Candidates of a several-task top-down GPU step from which they are bucketed by owner
+#: on the device: fewer cost less to bucket on the host than the launches (read by the
+#: warm-up, which lowers it to load the bucketing kernels).
+DEVICE_BUCKET_MIN = 1 << 14
 
 
 
@@ -611,7 +614,7 @@ def _bucket_on_device(bounds: np.ndarray, n_found: int) -> bool:
     the launches (fewer are bucketed on the host by ``steps.for_barrier``)."""
     from taskbfs.kernels.gpu import BUCKET_MAX_OWNERS
 
-    return 2 <= bounds.size - 1 <= BUCKET_MAX_OWNERS and n_found >= config.get("gpu.device-bucket-min")
+    return 2 <= bounds.size - 1 <= BUCKET_MAX_OWNERS and n_found >= DEVICE_BUCKET_MIN
 
 
 def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):

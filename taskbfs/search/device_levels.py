@@ -35,7 +35,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from taskbfs import config
 from taskbfs.kernels.direction import BOTTOM_UP
 from taskbfs.kernels.level_tasks import EDGES
 from taskbfs.runtime import CUDA, Placement, Residence, include_each
@@ -282,7 +281,6 @@ class GpuLevels:
             self.levels, moved = self.cache.device_levels(self.slices, self.n)
             self.levels.start_search()
             self.levels.set_tasks(self.bounds)
-            self.levels.small_level_arcs = int(config.get("gpu.small-level-arcs"))
             self.cache.results += 1
         top_down = frontier.direction == TOP_DOWN
         reached = self._reached(frontier) if fresh else None

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 import numpy as np
 from distributed import Future
 
-from taskbfs import config
 from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
 from taskbfs.graph import Graph, Partition
 from taskbfs.graph import io as graph_io
@@ -70,6 +69,17 @@ __all__ = ["DistributedGraph", "build_from_files", "build_kronecker"]
 HISTOGRAM_BINS = 1 << 16
 #: Histograms summed per task of the reduction tree.
 _FAN_IN = 16
+#: Edges each generating task of a Kronecker build makes (~16 MB of int64 pairs); the graph
+#: does not depend on it.
+_CHUNK_EDGES = 1 << 20
+#: Bytes of an uncompressed edge-list file one task reads (~5M edges, ~80 MB of int64 pairs).
+_READ_BYTES = 1 << 26
+#: Most share of the smallest worker memory limit taken by the keys one split task sends a
+#: worker for several of its ranges at once (one task per chunk and range costs more time).
+_SEND_SHARE_OF_MEMORY = 0.125
+#: Most share of a worker's memory limit its part of a Kronecker edge list may take to be
+#: held until the ranges are cut; beyond, each chunk is generated twice and never held.
+_HOLD_SHARE_OF_MEMORY = 0.5
 
 
 class DistributedGraph:
@@ -372,12 +382,12 @@ class DistributedGraph:
 # ====================================================================== builders
 def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int | None):
     """:func:`taskbfs.kronecker` with a runtime: each chunk of the edge list (chunks of
-    the setting ``kronecker.chunk-edges`` as the client has it) generated on a worker.
+    :data:`_CHUNK_EDGES`) generated on a worker.
     The edge list is held on the workers until the ranges are cut (they need every
     chunk's arc counts), unless it would not fit (:func:`_holds_chunks`): then each chunk
     is generated twice, once for its arc counts and once for its split, and never held."""
     rt = _as_runtime(runtime)
-    size = config.get("kronecker.chunk-edges")
+    size = _CHUNK_EDGES
     count = kronecker_chunk_count(scale, edgefactor, seed, size)
     specs = [(scale, edgefactor, seed, i, size) for i in range(count)]
     n = 1 << scale
@@ -392,13 +402,13 @@ def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int
 def build_from_files(path, format: str | None, directed: bool | None, runtime,
                      ranges: int | None):
     """:func:`taskbfs.read_graph` with a runtime: an edge-list file read by a task per
-    ``files.read-bytes`` (a setting) byte range, any other file by a task of its own."""
+    :data:`_READ_BYTES` byte range, any other file by a task of its own."""
     rt = _as_runtime(runtime)
     paths = [os.fspath(p) for p in ([path] if isinstance(path, (str, os.PathLike)) else path)]
     if not paths:
         raise InvalidParameterError("no files to read")
     client = rt.client
-    plans = client.gather([client.submit(graph_io.byte_ranges, p, config.get("files.read-bytes"), format,
+    plans = client.gather([client.submit(graph_io.byte_ranges, p, _READ_BYTES, format,
                                          pure=False) for p in paths])
     read = []
     for p, plan in zip(paths, plans, strict=True):
@@ -440,11 +450,11 @@ def _on_chunk(client, chunk, fn, *args):
 def _holds_chunks(client, nbytes: int) -> bool:
     """Whether a build may hold an edge list of ``nbytes`` on the workers until its
     ranges are cut: its chunk tasks run wherever a thread is free, so each worker holds
-    about its share of the cluster's threads of it, which must be at most the setting
-    ``build.hold-share-of-memory`` of its ``memory_limit`` (a worker without one: any)."""
+    about its share of the cluster's threads of it, which must be at most
+    :data:`_HOLD_SHARE_OF_MEMORY` of its ``memory_limit`` (a worker without one: any)."""
     info = workers_of(client).values()
     threads = sum(w.get("nthreads", 1) for w in info) or 1
-    share = float(config.get("build.hold-share-of-memory"))
+    share = _HOLD_SHARE_OF_MEMORY
     return all(nbytes * w.get("nthreads", 1) / threads <= share * w["memory_limit"]
                for w in info if w.get("memory_limit"))
 
@@ -608,14 +618,14 @@ def _owner_runs(owners: list[dict], most: int) -> list[tuple[int, int]]:
 
 def _ranges_per_send(client, arcs: int, ranges: int) -> int:
     """How many ranges' keys one split sends a worker in one piece: their keys (8 bytes
-    an arc, ranges of about equal arcs) at most the setting ``build.send-share-of-memory``
+    an arc, ranges of about equal arcs) at most :data:`_SEND_SHARE_OF_MEMORY`
     of the smallest worker ``memory_limit`` (every range, where no worker has one)."""
     limits = [w.get("memory_limit") or 0 for w in workers_of(client).values()]
     limits = [m for m in limits if m > 0]
     if not limits:
         return ranges
     range_bytes = max(1, 8 * arcs // ranges)
-    return max(1, int(config.get("build.send-share-of-memory") * min(limits)) // range_bytes)
+    return max(1, int(_SEND_SHARE_OF_MEMORY * min(limits)) // range_bytes)
 
 
 def _check_ranges(ranges, rt, n: int) -> int:

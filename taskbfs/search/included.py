@@ -34,7 +34,7 @@ Devices
     levels on the GPU worker (the compiled loop places by those numbers).
 Messages
     The client needs no level summary to go on, so the task sends them for the live
-    page and ``progress`` only, at most every ``taskbfs.search.summary-interval`` seconds (the
+    page and ``progress`` only, a few times a second (the
     last one at once); every summary comes back with the outcome.
 """
 

@@ -39,7 +39,7 @@ Approach
     a lost owner fails the search, which resumes dispatched from the last level the client
     kept).
 Faults
-    An owner task waits for its peers up to ``taskbfs.runtime.exchange-timeout``; the
+    An owner task waits for its peers up to the exchange's timeout (minutes); the
     client aborts the exchange when its search fails (a lost worker, the call's timeout),
     so the others end at once.
 """

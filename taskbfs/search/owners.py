@@ -59,7 +59,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from taskbfs import config
 from taskbfs.errors import TaskBFSError
 from taskbfs.kernels.bitmap import empty_bitmap, ids_of_words, set_bits
 from taskbfs.kernels.merge import (
@@ -91,6 +90,12 @@ __all__ = ["KeptLevels", "OwnerFrontier", "OwnerState", "Piece", "ReachedWords",
 
 #: The key of an owner barrier's message (its report) to the client.
 REPORT = "owner_report"
+#: Pairs of a range from which its owner accepts them in shares on the host's threads
+#: (fewer cost less than starting the threads).
+_PARALLEL_ACCEPT_MIN = 1 << 18
+#: Bytes of a top-down level's candidate pairs times its owners up to which every owner
+#: reads all of a step's pieces: a getitem task per step and owner costs more than the bytes.
+_WHOLE_PIECES_BYTES = 1 << 20
 
 
 # ====================================================================== on the workers
@@ -562,13 +567,13 @@ def _accept(vertices, parents, starts, stops, rs: RangeState, words, depth: int,
     ``bits``; ``(accepted vertices, edges leaving them, their parents)``: the parents only
     when the result is kept ``elsewhere`` (the owner's GPU: the range's arrays are empty
     and the caller writes them there), else None. From
-    ``taskbfs.search.parallel-accept-min`` pairs on, on the host's threads in equal shares
+    :data:`_PARALLEL_ACCEPT_MIN` pairs on, on the host's threads in equal shares
     (:func:`~taskbfs.kernels.merge.accept_share`), each share's vertices then set in
     ``bits`` and moved into one array by its thread."""
     out = np.empty(total, dtype=np.int64)
     out_parents = np.empty(total if elsewhere else 0, dtype=np.int64)
     cores = os.cpu_count() or 1
-    least = config.get("search.parallel-accept-min")
+    least = _PARALLEL_ACCEPT_MIN
     shares = min(cores, total // max(1, least // 4))
     if total < least or shares < 2:
         n, edges = accept_spans_into_range(vertices, parents, starts, stops, rs.lo, words,
@@ -936,7 +941,7 @@ class OwnedSearch:
         outs, made = [], []  # per step, its output's name for each owner; every name
         whole = direction == TOP_DOWN and owners > 1 and (
             2 * result_dtype(self.n).itemsize * owners * summary.frontier_edges
-            <= config.get("search.whole-pieces-bytes"))
+            <= _WHOLE_PIECES_BYTES)
         kwargs = {"level": level, "direction": direction}
         with program.batch():
             if not self.started:

@@ -52,6 +52,13 @@ from taskbfs.search.result import result_dtype
 
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
 
+#: Seconds between the summaries a one-task search sends the live page: a few a second
+#: follow the search, one per level would flood the scheduler on a deep graph.
+_SUMMARY_INTERVAL = 0.05
+#: Candidates from which a barrier accepts them owner by owner on several threads (fewer
+#: cost less than starting the threads).
+_PARALLEL_ACCEPT_MIN = 1 << 18
+
 
 @dataclass
 class Progress:
@@ -276,7 +283,7 @@ class SummaryPublisher:
     (:func:`publish`) as messages ``{"summaries": [...]}``, for the live page and
     ``progress`` only (the task runs every level itself and returns every summary at the
     end): the first and the last (an empty frontier: the search ended) go at once, the
-    latest of the others once ``taskbfs.search.summary-interval`` seconds have passed since
+    latest of the others once :data:`_SUMMARY_INTERVAL` seconds have passed since
     the last message, the rest not at all, so a deep search sends a few messages a second,
     not one per level. A message carries its summary's counts as the sizes of the next
     level's steps (for the placement plugin), unless ``sizes`` is False (no task of the
@@ -289,7 +296,7 @@ class SummaryPublisher:
     def add(self, summary: LevelSummary) -> None:
         now = time.perf_counter()
         last = summary.frontier_size == 0
-        if last or now - self.sent >= config.get("search.summary-interval"):
+        if last or now - self.sent >= _SUMMARY_INTERVAL:
             publish({"summaries": [summary.to_message()]},
                     sizes=(size_label(summary.level), summary.sizes) if self.sizes else None)
             self.sent = now
@@ -555,7 +562,7 @@ def _accept_top_down(bounds, visited, discoveries, degrees):
     for s, d in enumerate(steps):
         offsets[s] = d.offsets + base
         base += d.vertices.size
-    if candidates.size >= config.get("search.parallel-accept-min") and num_tasks > 1 and _threads() > 1:
+    if candidates.size >= _PARALLEL_ACCEPT_MIN and num_tasks > 1 and _threads() > 1:
         return _accept_by_owner(bounds, visited, candidates, offsets, degrees)
     new_frontier = np.empty(candidates.size, dtype=np.int64)
     out_offsets = np.empty(num_tasks + 1, dtype=np.int64)

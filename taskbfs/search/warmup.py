@@ -22,15 +22,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 import time
+from unittest import mock
 
-import dask
 import numpy as np
 
 from taskbfs import config
 from taskbfs.graph import Graph, partition
 from taskbfs.runtime import CUDA, SMP, Policy
-from taskbfs.search import owners
+from taskbfs.search import compiled_levels, owners
 from taskbfs.search.included import run_search
 from taskbfs.search.placement import SliceBundle, graph_slices
 from taskbfs.search.state import first_frontier
@@ -41,6 +42,9 @@ logger = logging.getLogger(__name__)
 
 #: The warm-up graphs' star centre: the end of their first path.
 STAR_CENTRE = 99
+#: Held while a warm-up has the small-level paths off: two at once would put back each
+#: other's values.
+_paths_off = threading.Lock()
 
 
 def _graphs() -> list[Graph]:
@@ -48,7 +52,7 @@ def _graphs() -> list[Graph]:
     wide, then deep again: top-down, bottom-up, and top-down from a bottom-up level's
     frontier; levels small enough for the compiled loop, and one too big for it),
     undirected and directed."""
-    leaves = 2 * config.get("search.compiled-level-edges")
+    leaves = 2 * compiled_levels.COMPILED_LEVEL_EDGES
     star = STAR_CENTRE + 1 + leaves  # vertices of the path and the star
     n = star + 50
     src = np.r_[np.arange(STAR_CENTRE), np.full(leaves, STAR_CENTRE), star - 1,
@@ -153,17 +157,23 @@ def _result_merges() -> None:
         record_pairs_at(pairs, pairs, pairs, 0, 2, *results)
 
 
-def _compiled_levels(on: bool):
-    """Leave ``taskbfs.search.compiled-level-edges``, ``taskbfs.gpu.small-level-arcs`` and
-    ``taskbfs.gpu.device-bucket-min`` as set, or turn the compiled small levels and the
-    GPU's one-launch small levels off and bucket every several-task GPU step's candidates
-    on the device (so that the tiny graphs' levels run as the steps and kernels of a big
-    graph's do: a kernel a search reaches only past a size compiles in that search)."""
-    if on:
-        return contextlib.nullcontext()
-    return dask.config.set({"taskbfs.search.compiled-level-edges": 0,
-                            "taskbfs.gpu.small-level-arcs": 0,
-                            "taskbfs.gpu.device-bucket-min": 1})
+def _compiled_levels(on: bool, gpu: bool = False):
+    """Leave the small-level paths as they are, or, in this process while the context
+    lasts, turn the compiled small levels (and on a GPU worker, ``gpu``, the one-launch
+    small levels) off and bucket every several-task GPU step's candidates on the device:
+    so that the tiny graphs' levels run as the steps and kernels of a big graph's do (a
+    kernel a search reaches only past a size compiles in that search)."""
+    stack = contextlib.ExitStack()
+    if not on:
+        stack.enter_context(_paths_off)
+        stack.enter_context(mock.patch.object(compiled_levels, "COMPILED_LEVEL_EDGES", 0))
+        if gpu:
+            from taskbfs.kernels.gpu_levels import DeviceLevels
+            from taskbfs.search import device_cache
+
+            stack.enter_context(mock.patch.object(DeviceLevels, "small_level_arcs", 0))
+            stack.enter_context(mock.patch.object(device_cache, "DEVICE_BUCKET_MIN", 1))
+    return stack
 
 
 def warm_up(dask_worker=None) -> float:
@@ -178,8 +188,8 @@ def warm_up(dask_worker=None) -> float:
     try:
         for graph in _graphs():  # the check every search makes first (in the caller's process:
             graph.validate()     # the embedded runtime's workers share it)
-        for compiled_levels in (True, False):  # without: the level loop's small steps
-            with _compiled_levels(compiled_levels):
+        for compiled in (True, False):  # without: the level loop's small steps
+            with _compiled_levels(compiled, on_gpu):
                 for graph in _graphs():
                     for device, policy in runs:
                         for tasks in (1, 3):
