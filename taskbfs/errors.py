@@ -50,7 +50,7 @@ class InvalidGraphError(InvalidParameterError):
     ``indptr`` that decreases...): the message names the position and the vertex."""
 
 
-class InvalidVertexError(TaskBFSError, ValueError):
+class InvalidVertexError(InvalidParameterError):
     """A vertex id is negative or not in the graph."""
 
 

@@ -91,13 +91,21 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
     is the set reachable from the source" (no arc from a reached to an unreached vertex);
     rule 5 "the arc ``parent → v`` exists".
 
+    Several sources (a search of ``tb.bfs(g, [s1, s2, ...])``): the tree is a forest, one
+    tree per source, and the rules read as for one search from a virtual vertex joined to
+    every source (each source its own parent at level 0, every other reached vertex's
+    parent a neighbour one level nearer the sources; the reached set is what the sources
+    reach): :func:`validate` checks exactly that, on the graph with that vertex added (a
+    copy of the graph: a :class:`~taskbfs.DistributedGraph` is refused, validate its
+    gathered graph).
+
     Parameters
     ----------
     graph : Graph
-    source : int
-        The search key.
+    source : int, or several
+        The search key(s), as given to :func:`taskbfs.search`.
     parents : array_like of int, shape (num_vertices,)
-        Graph500 parent array: ``parents[source] == source``, ``-1`` unreached.
+        Graph500 parent array: ``parents[s] == s`` for each source, ``-1`` unreached.
     levels : array_like of int, shape (num_vertices,), optional
         The depth array the BFS reports (e.g. ``BFSResult.distances``; the
         specification lets a kernel return one "to be used in validation"). When given,
@@ -129,7 +137,12 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
     ...
     taskbfs.errors.ValidationError: Graph500 rule 5 broken: vertex 2 has parent 0 but (0, 2) is not an edge of the graph
     """
-    source = graph.vertex(source, "source")  # a label, for a labelled graph
+    from taskbfs.search.core import check_sources
+
+    sources = check_sources(graph, source)  # labels, for a labelled graph
+    if sources.size > 1:
+        return _validate_several(graph, sources, parents, levels)
+    source = int(sources[0])
     parents = _check_parent_array(parents, graph.num_vertices)
     tree_levels = _levels_if_the_trees(levels, parents, source)
     if tree_levels is not None:  # rules 1 and 2 hold
@@ -144,6 +157,40 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
                                 graph.directed, _cores(), own_parents=not graph.directed)
     _raise_witnesses(witness, graph.directed, levels, parents, tree_levels, source)
     return tree_levels
+
+
+def _validate_several(graph, sources: np.ndarray, parents, levels) -> np.ndarray:
+    """:func:`validate` of a search from several ``sources``: one search from a vertex
+    ``n`` added to the graph, with an arc to every source (both ways when undirected)."""
+    from taskbfs.graph import Graph
+
+    if not isinstance(graph, Graph):
+        raise InvalidParameterError("validate with several sources needs the graph in this "
+                                    "process (a tb.Graph: validate g.gather())")
+    n = graph.num_vertices
+    parents = _check_parent_array(parents, n)
+    wrong = sources[parents[sources] != sources]
+    if wrong.size:
+        v = int(wrong[0])
+        raise ValidationError(1, f"source {v} has parent {int(parents[v])}, not itself", v)
+    arcs = np.repeat(np.arange(n, dtype=np.int64), np.diff(graph.indptr))
+    joined = Graph.from_edges(np.concatenate([arcs, np.full(sources.size, n)]),
+                              np.concatenate([graph.indices.astype(np.int64), sources]),
+                              n + 1, directed=graph.directed, relabel=False)
+    tree = np.append(parents.astype(np.int64), n)
+    tree[sources] = n
+    if levels is not None:
+        lv = np.asarray(levels)
+        if lv.ndim == 1 and lv.size == n and np.issubdtype(lv.dtype, np.integer):
+            levels = np.append(np.where(lv >= 0, lv.astype(np.int64) + 1, -1), 0)
+    try:
+        depths = validate(joined, n, tree, levels)
+    except ValidationError as exc:
+        raise ValidationError(exc.rule, f"{str(exc).split(': ', 1)[1]} (vertex {n} stands "
+                              f"for the sources: a virtual vertex at level 0 joined to each; levels here "
+                              f"are distances + 1)",
+                              exc.witness) from None
+    return np.where(depths[:n] >= 1, depths[:n] - 1, -1)
 
 
 def row_witnesses(indptr, indices, lo: int, levels: np.ndarray, parents: np.ndarray,

@@ -2,9 +2,9 @@
 
 Returns
     What networkx returns, in networkx's order: ``bfs_edges`` (the tree edges, as
-    networkx's FIFO search yields them), ``bfs_tree``, ``bfs_layers`` (one source),
-    ``single_source_shortest_path_length``. Other arguments than these functions take
-    here (``sort_neighbors``, several sources) make :func:`can_run` say no, and networkx
+    networkx's FIFO search yields them), ``bfs_tree``, ``bfs_layers`` (one source or several: one
+    multi-source :func:`taskbfs.search`), ``single_source_shortest_path_length``. Other
+    arguments than these functions take here (``sort_neighbors``) make :func:`can_run` say no, and networkx
     runs its own code (with ``nx.config.fallback_to_nx``) or says why not.
 Approach
     :func:`convert_from_nx` keeps a :class:`taskbfs.Graph` of the networkx graph (its
@@ -119,10 +119,8 @@ def can_run(name, args, kwargs):
         return "sort_neighbors is not supported (taskbfs follows the adjacency order)"
     if name == "bfs_layers":
         G, sources = bound.arguments["G"], bound.arguments["sources"]
-        if not (sources in G or isinstance(sources, (list, tuple, set, frozenset))):
+        if not (_is_node(G, sources) or isinstance(sources, (list, tuple, set, frozenset))):
             return "sources must be a node or a collection of nodes (not an iterator)"
-        if not _one_source(G, sources):
-            return "taskbfs searches from one source at a time"
     return True
 
 
@@ -191,18 +189,21 @@ def bfs_tree(G, source, reverse=False, depth_limit=None, sort_neighbors=None):
 
 
 def bfs_layers(G, sources):
-    """networkx's ``bfs_layers`` on taskbfs, from one source (a generator)."""
+    """networkx's ``bfs_layers`` on taskbfs, from one source or several (a generator;
+    the first layer is the set of ``sources`` as networkx lists it)."""
     G = convert_from_nx(G)
-    if sources in G:
+    if _is_node(G, sources):
         sources = [sources]
-    sources = list(sources)
-    for source in sources:
+    first = list(set(sources))  # networkx's first layer, in its order
+    for source in first:
         if source not in G:
             import networkx as nx
 
             raise nx.NetworkXError(f"The node {source} is not in the graph.")
-    yield [sources[0]]
-    for _, children in _tree_levels(G, sources[0], False, len(G)):
+    if not first:
+        return
+    yield first
+    for _, children in _tree_levels(G, first, False, len(G)):
         yield [G.nodes[c] for c in children.tolist()]
 
 
@@ -223,9 +224,13 @@ def single_source_shortest_path_length(G, source, cutoff=None):
 
 # ----------------------------------------------------------------------------- networkx's order
 def _tree_levels(G: NxGraph, source, reverse: bool, limit):
-    """Per level d + 1 <= ``limit``: (parents, children) vertex arrays in networkx's order."""
-    s = G.graph.vertex(source)
-    result = tb.bfs(G.searched(reverse), source, **_search_options())  # a label, if labelled
+    """Per level d + 1 <= ``limit``: (parents, children) vertex arrays in networkx's order;
+    ``source`` one node or a list of them (level 0's order: the list's)."""
+    several = isinstance(source, list)
+    ids = np.array([G.graph.vertex(x) for x in (source if several else [source])], dtype=np.int64)
+    depth = int(limit) if isinstance(limit, (int, np.integer)) and 0 <= limit < len(G) else None
+    result = tb.bfs(G.searched(reverse), source, depth_limit=depth,  # labels, if labelled
+                    **_search_options())
     dist = result.distances
     src, dst = G.arcs(reverse)
     tree = (dist[src] >= 0) & (dist[dst] == dist[src] + 1)
@@ -234,7 +239,8 @@ def _tree_levels(G: NxGraph, source, reverse: bool, limit):
     arc = arc[np.argsort(level, kind="stable")]
     bounds = np.searchsorted(np.sort(level), np.arange(level.max(initial=-1) + 2))
     rank = np.zeros(dist.size, dtype=np.int64)  # order of each vertex within its level
-    rank[s] = 0
+    _, first = np.unique(ids, return_index=True)  # a source named twice: its first place
+    rank[ids[first]] = first
     for d in range(bounds.size - 1):
         if d + 1 > limit:
             return
@@ -258,15 +264,11 @@ def _require(G: NxGraph, source, reverse: bool) -> None:
         raise nx.NetworkXError(f"The node {source} is not in the {kind}.")
 
 
-def _one_source(G, sources) -> bool:
+def _is_node(G, sources) -> bool:
+    """Whether ``sources`` is one node of G (as networkx's ``sources in G`` asks)."""
     try:
-        if sources in G:
-            return True
+        return sources in G
     except TypeError:  # an unhashable list of sources
-        pass
-    try:
-        return len(set(sources)) == 1
-    except TypeError:
         return False
 
 

@@ -424,6 +424,14 @@ def plot_task_times(result, ax=None, lam: float | None = None):
 
 
 # ----------------------------------------------------------------------------- files
+def _source_of(result):
+    """A search's source for a table column: its id, or its sources' ids as text."""
+    sources = getattr(result, "sources", None)
+    if sources is None or len(sources) == 1:
+        return int(result.source)
+    return " ".join(map(str, sources.tolist()))
+
+
 def write_trace(result, path) -> Path:
     """Write :func:`task_table` to ``path``: Parquet (``.parquet``, ``.pq``) or CSV (``.csv``).
 
@@ -443,7 +451,7 @@ def write_trace(result, path) -> Path:
     """
     path = check_trace_path(path)
     if isinstance(result, (list, tuple)):
-        tables = [task_table(r).assign(search=i, source=int(r.source)) for i, r in enumerate(result)]
+        tables = [task_table(r).assign(search=i, source=_source_of(r)) for i, r in enumerate(result)]
         table = pd.concat(tables, ignore_index=True) if tables else _empty_task_table()
         table = table[["search", "source"] + [c for c in table.columns if c not in ("search", "source")]]
     else:

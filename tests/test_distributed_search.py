@@ -291,3 +291,29 @@ def test_multi_gpu_script_starts_one_worker_per_gpu(monkeypatch):
                                                   "gpu-1": {"GPU": 1.0}}
         assert all(w["host"] == "127.0.0.1"
                    for w in client.scheduler_info(n_workers=-1)["workers"].values())
+
+
+def test_sources_depth_limit_reverse_and_tables_on_the_workers(rt):
+    """Issue 46's options on a graph built on four worker processes (each owner's search
+    task trading pieces, or levels as tasks): several sources, a depth limit, reverse
+    traversal (the reversed graph built on the workers once), and the result as a dask
+    DataFrame made where its pieces are; against scipy."""
+    from test_bfs_options import check_forest, scipy_levels
+
+    s = shape("random_directed_400_1200")
+    g = tb.Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
+    dg = _built(s, rt, 6)
+    sources = [0, 200, 399, 0]
+    for dispatch, kwargs in (("auto", {}), ("auto", {"reverse": True}),
+                             ("tasks", {"depth_limit": 2}),
+                             ("tasks", {"reverse": True, "depth_limit": 1})):
+        r = tb.bfs(dg, sources, tasks=6, runtime=rt, dispatch=dispatch, **kwargs)
+        assert r.on_workers
+        frame = r.to_dask_dataframe()
+        expected = scipy_levels(g, sources, kwargs.get("reverse", False), kwargs.get("depth_limit"))
+        np.testing.assert_array_equal(r.distances, expected)
+        check_forest(g, sources, r, kwargs.get("reverse", False))
+        table = rt.client.compute(frame).result()
+        np.testing.assert_array_equal(table["vertex"], np.flatnonzero(expected >= 0))
+        np.testing.assert_array_equal(table["distance"], expected[expected >= 0])
+    assert dg.reversed() is dg.reversed()

@@ -43,7 +43,7 @@ def _rebuilt(slices, distances, source: int, level: int):
     frontier, visited bits, unvisited count) over the whole graph."""
     dtype = np.int8 if level < 128 else np.int16 if level < 2**15 else np.int32  # as KeptLevels
     levels = np.where(distances <= level, distances, -1).astype(dtype)
-    front, state = resume_owner(*slices, levels, source=source, level=level,
+    front, state = resume_owner(*slices, levels, sources=[source], level=level,
                                 num_vertices=distances.size, search="s")
     got_d = np.concatenate([r.distances for r in state.ranges])
     got_p = np.concatenate([r.parents for r in state.ranges])
@@ -90,7 +90,7 @@ def test_levels_that_are_not_a_bfs_are_refused():
     graph = _graph(path(5))
     levels = np.array([0, 1, 5, 3, 4], dtype=np.int8)
     with pytest.raises(TaskBFSError, match="no in-neighbour one level nearer"):
-        resume_owner(*_in_slices(graph, 1), levels, source=0, level=4, num_vertices=5,
+        resume_owner(*_in_slices(graph, 1), levels, sources=[0], level=4, num_vertices=5,
                      search="s")
     parents = np.full(5, -1, dtype=np.int32)
     assert parents_from_levels(graph.indptr, graph.indices, 0, levels, parents) == 2
@@ -103,7 +103,7 @@ def _summary(level: int) -> LevelSummary:
 def test_kept_levels_widen_with_depth_and_restart_from_scratch():
     """The client's levels array is int8 until a level needs more (int16, int32), and made
     only when read; an attempt that finds no completed level starts again from level 0."""
-    kept = KeptLevels(1000, source=0)
+    kept = KeptLevels(1000, sources=[0])
     assert kept.start(1, "p1", _summary(0), 4) == 0
     for level in range(1, 300):
         kept.complete(_summary(level), [np.array([level])])
@@ -111,7 +111,7 @@ def test_kept_levels_widen_with_depth_and_restart_from_scratch():
     assert kept.level == 299 and kept.start(2, "p2", _summary(0), 8) == 299
     assert kept.num_tasks == 4 and kept.attempts == [(1, "p1", 0), (2, "p2", 299)]
 
-    fresh = KeptLevels(10, source=3)
+    fresh = KeptLevels(10, sources=[3])
     assert fresh.start(1, "p1", _summary(0), 2) == 0
     # the array of n is made when a resume reads it: a search never resumed never pays for it
     assert fresh._levels is None
@@ -131,7 +131,7 @@ def test_owners_report_what_they_reached_in_the_fewer_bytes():
     parts = partition(graph, 3, balance="vertices")
     slices = graph_slices(graph, parts, "t")
     mine = [slices[0], slices[2]]  # an owner of two ranges that are not neighbours
-    front, state = init_owner(*mine, source=0, num_vertices=1000, search="s",
+    front, state = init_owner(*mine, sources=[0], num_vertices=1000, search="s",
                               bounds=parts.bounds, owner_of=np.array([0, 1, 0]))
     spans = tuple(word_span(p.lo, p.hi) for p in mine)
     for frontier in ([5, 7], list(range(mine[0].lo + 2, mine[0].hi, 2)) + [mine[1].hi - 1]):
@@ -144,7 +144,7 @@ def test_owners_report_what_they_reached_in_the_fewer_bytes():
         got = ReachedWords(spans, data).ids() if as_words else np.frombuffer(data, np.int32)
         assert sorted(set(got.tolist())) == frontier
 
-    kept = KeptLevels(1000, source=0)
+    kept = KeptLevels(1000, sources=[0])
     kept.start(1, "p", _summary(0), 3)
     kept.complete(_summary(1), [np.array([1], dtype=np.int32)])
     kept.complete(_summary(2), [ReachedWords(spans, data)])

@@ -149,7 +149,7 @@ def test_result_written_on_threads_is_each_vertex_once(threads):
     bounds = np.array([0, n], dtype=np.int64)
     source = int(order[0])
     lo, hi = 1000, n - 7
-    d, p = assemble_all(logs, levels, source=source, bounds=bounds, cuts=[lo, 150_000, hi],
+    d, p = assemble_all(logs, levels, sources=source, bounds=bounds, cuts=[lo, 150_000, hi],
                         threads=threads)
     assert d.dtype == np.int32 and p.dtype == np.int32
     want_d = level_of + 1

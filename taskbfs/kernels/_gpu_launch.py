@@ -47,6 +47,20 @@ def _cupy():
     return cupy
 
 
+def require_cupy(what: str):
+    """The cupy module for ``what`` (a feature that hands out CuPy arrays), else
+    :class:`~taskbfs.errors.DeviceUnavailableError` saying so (CuPy not installed, or
+    the CUDA simulator is on: it has no CuPy)."""
+    cupy = _cupy()
+    if cupy is None:
+        from taskbfs.errors import DeviceUnavailableError
+
+        why = ("the CUDA simulator is on (NUMBA_ENABLE_CUDASIM)" if numba_config.ENABLE_CUDASIM
+               else "CuPy is not installed here (pip install cupy-cuda12x)")
+        raise DeviceUnavailableError(f"{what} needs CuPy and a GPU, but {why}")
+    return cupy
+
+
 class CupyLaunchedKernel:
     """A numba kernel launched by CuPy: its PTX for each tuple of argument types, loaded
     on the first launch with those types."""

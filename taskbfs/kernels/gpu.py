@@ -79,6 +79,15 @@ def simulator_enabled() -> bool:
     return bool(getattr(config, "ENABLE_CUDASIM", False))
 
 
+def require_cupy(what: str):
+    """The cupy module for ``what`` (a feature that hands out CuPy arrays: a result left
+    on the GPU), else :class:`~taskbfs.errors.DeviceUnavailableError` saying why (CuPy
+    not installed, or the CUDA simulator on: it has no CuPy)."""
+    from taskbfs.kernels._gpu_launch import require_cupy as required
+
+    return required(what)
+
+
 def gpu_available() -> bool:
     """True when a CUDA device is usable, or numba's CUDA simulator is on.
 
@@ -671,6 +680,7 @@ def record_found(vertices, parents_of, n: int, distance: int, distances, parents
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
+    "require_cupy",
     "DeviceSlice",
     "LaunchConfig",
     "NumbaAllocator",

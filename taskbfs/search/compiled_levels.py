@@ -266,9 +266,12 @@ def run_small_levels(frontier: Frontier, lists: TaskLists, degrees: np.ndarray,
     auto = rule.mode == "auto"
     indptrs, indices = lists.get()
     steps_cap = max(_LEVELS_PER_CALL, 2 * min(num_tasks, current.size))
+    # the loop stops once its level buffer is full: at the depth limit, if there is one
+    rows = _LEVELS_PER_CALL if rule.depth_limit is None else min(
+        _LEVELS_PER_CALL, rule.depth_limit - frontier.level)
     while True:
-        level_stats = np.empty((_LEVELS_PER_CALL, 4), dtype=np.int64)
-        level_ticks = np.empty((_LEVELS_PER_CALL, 3), dtype=np.int64)
+        level_stats = np.empty((rows, 4), dtype=np.int64)
+        level_ticks = np.empty((rows, 3), dtype=np.int64)
         step_stats = np.empty((steps_cap, 5), dtype=np.int64)
         pairs = np.empty((_LEVELS_PER_CALL + 4 * max_edges, 3), dtype=np.int64)
         limits = np.zeros(3, dtype=np.int64)
@@ -282,8 +285,11 @@ def run_small_levels(frontier: Frontier, lists: TaskLists, degrees: np.ndarray,
         if status != FULL or limits[0] > 0:
             break
         steps_cap *= 2  # one level has more steps than the buffer holds
+    if rule.depth_limit is not None and state[0] >= rule.depth_limit:
+        _end_at_limit(level_stats[limits[0] - 1], state)
+        offsets[:] = 0
     n_new = int(state[1])
-    direction = BOTTOM_UP if status == BOTTOM_UP_NEXT else TOP_DOWN
+    direction = BOTTOM_UP if status == BOTTOM_UP_NEXT and n_new else TOP_DOWN
     if direction == TOP_DOWN:
         next_vertices, bits = vertices[:n_new].copy(), None
         counts = np.diff(offsets)
@@ -307,6 +313,16 @@ def run_small_levels(frontier: Frontier, lists: TaskLists, degrees: np.ndarray,
                        counts.astype(np.int64),
                        sizes.astype(np.int64), start, time.time(), rule)
     return nxt, block
+
+
+def _end_at_limit(last: np.ndarray, state: np.ndarray) -> None:
+    """Make the last level the loop ran (its ``level_stats`` row and ``state``) end the
+    search, as :meth:`~taskbfs.search.state.SwitchRule.summary` ends it at the depth limit:
+    an empty frontier, whose edges stay unexplored."""
+    last[2] += last[1]
+    last[0] = last[1] = 0
+    state[3] += state[2]
+    state[1] = state[2] = 0
 
 
 def _edges_within(cpu_max: np.ndarray, mean_degree: float, first_edges: int) -> int:

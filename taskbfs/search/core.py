@@ -39,6 +39,7 @@ from taskbfs import config
 from taskbfs.errors import (
     InsufficientMemoryError,
     InvalidParameterError,
+    InvalidVertexError,
     SearchTimeoutError,
     TaskBFSError,
     WorkerLostError,
@@ -62,6 +63,7 @@ from taskbfs.search.state import (
     DIRECTIONS,
     TOP_DOWN,
     LevelSummary,
+    as_sources,
     first_summary,
     step_sizes,
     summaries_of,
@@ -74,22 +76,27 @@ DISPATCH = ("auto", "tasks")
 
 
 
-def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hybrid",
+def bfs(graph: Graph, source, tasks: int | None = None, strategy: str = "hybrid",
         lam: float | None = None, runtime=None, direction: str = AUTO,
         balance: str | None = None, gpu_share: float | None = None,
         progress=None, dispatch: str | None = None,
-        timeout: float | None = None) -> BFSResult:
-    """Breadth-first search from ``source`` as a program of tasks on a Dask cluster.
+        timeout: float | None = None, *, depth_limit: int | None = None,
+        reverse: bool = False, device_result: bool = False) -> BFSResult:
+    """Breadth-first search from ``source`` (one vertex or several) as a program of tasks
+    on a Dask cluster.
 
     Parameters
     ----------
     graph : Graph, scipy.sparse matrix or networkx graph
         A scipy matrix or networkx graph is converted once and kept with the object
         (:func:`taskbfs.graph.as_graph`; a later call reuses it and its placed partitions).
-    source : int or label
+    source : int, label, or a sequence of them
         Start vertex: its id, or its label for a graph whose vertices are labelled
         (string ids, a networkx graph's nodes: ``Graph.labels``; then
-        ``result.distance_dict()`` and ``result.parent_dict()`` speak labels too).
+        ``result.distance_dict()`` and ``result.parent_dict()`` speak labels too). Several
+        (a list, tuple, set or array of ids or labels; duplicates count once): the search
+        starts from all of them at level 0, each its own parent at distance 0, and every
+        other vertex gets its distance to the nearest (``result.sources``).
     tasks : int, optional
         Number T of vertex-range tasks, any number >= 1 (a task owns at least one vertex,
         so T above the vertex count runs one task per vertex: ``result.num_tasks`` says
@@ -131,6 +138,23 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         :class:`~taskbfs.errors.SearchTimeoutError` naming the last level heard of;
         default: the setting ``taskbfs.search.timeout`` (None: no bound; see
         ``taskbfs/taskbfs.yaml`` for why).
+    depth_limit : int, optional
+        Search levels 0 .. ``depth_limit`` only: vertices farther than ``depth_limit``
+        hops stay unreached (distance and parent -1). 0: the sources alone. None (the
+        default): no limit.
+    reverse : bool
+        Follow arcs backwards (in-neighbours): the search of the transposed graph, so
+        ``distances[v]`` is the hops from ``v`` to the nearest source and ``parents[v]``
+        the next vertex on the way. Made once per graph and kept with it (a
+        :class:`Graph`'s transpose, as many bytes again; a
+        :class:`~taskbfs.DistributedGraph`'s built on the workers). A no-op on undirected
+        graphs.
+    device_result : bool
+        Leave the distances and parents in the GPU memory of the worker that ran the
+        search (CuPy arrays, not copied to the host): read them with
+        ``result.to_cupy()`` or ``result.to_dask()`` (CuPy chunks); ``result.distances``
+        copies them to the host when read. Needs a strategy that uses the GPU, a GPU
+        worker and CuPy (else :class:`~taskbfs.errors.DeviceUnavailableError`).
 
     Raises
     ------
@@ -148,6 +172,10 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
         which one ran each task.
     SearchTimeoutError
         ``timeout`` passed.
+    InvalidParameterError
+        A bad value of a parameter (named in the message), e.g. a source that is not a
+        vertex of the graph (:class:`~taskbfs.errors.InvalidVertexError`), an empty list of
+        sources, a negative ``depth_limit``.
 
     Returns
     -------
@@ -160,10 +188,20 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     >>> r = tb.bfs(g, 0, tasks=2)
     >>> r.distances.tolist(), r.parents.tolist()
     ([0, 1, 2, 3], [0, 0, 1, 2])
+    >>> tb.bfs(g, [0, 3], tasks=2).distances.tolist()         # two sources
+    [0, 1, 1, 0]
+    >>> tb.bfs(g, 0, tasks=2, depth_limit=1).distances.tolist()
+    [0, 1, -1, -1]
+    >>> arcs = tb.Graph.from_edges([0, 1, 2], [1, 2, 3], directed=True)
+    >>> tb.bfs(arcs, 2, tasks=2, reverse=True).distances.tolist()  # who reaches 2
+    [2, 1, 0, -1]
     """
     called, called_wall = time.perf_counter(), time.time()
     graph = graph if isinstance(graph, DistributedGraph) else as_graph(graph).validate()
-    source = graph.vertex(source, "source")
+    sources = check_sources(graph, source)
+    depth_limit = _check_depth_limit(depth_limit)
+    graph = _reversed(graph, _check_flag("reverse", reverse))
+    device_result = _check_flag("device_result", device_result)
     requested = _check_tasks(tasks)
     direction = _check_choice("direction", direction, DIRECTIONS)
     strategy = _check_choice("strategy", strategy, STRATEGIES)
@@ -173,14 +211,22 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     balance = config.get("balance") if balance is None else balance
     clock = _Deadline(_check_timeout(config.get("search.timeout") if timeout is None else timeout))
     policy = Policy(strategy, lam=_check_lam(lam))
+    if device_result and not policy.uses_gpu:
+        raise InvalidParameterError(f"device_result=True needs a strategy that runs on the "
+                                    f"GPU (hybrid, fixed or gpu), got strategy {strategy!r}")
+    if device_result:  # this process receives the CuPy arrays: it needs CuPy too
+        from taskbfs.kernels.gpu import require_cupy
+
+        require_cupy("device_result=True")
     progress = _check_progress(progress)
     rt = _runtime(runtime if runtime is not None else getattr(graph, "runtime", None))
     retries = _check_retries(config.get("search.retries-on-worker-loss"))
     lost = []
-    kept = KeptLevels(graph.num_vertices, source)  # what a later attempt resumes from
+    kept = KeptLevels(graph.num_vertices, sources)  # what a later attempt resumes from
+    search = _Options(sources, depth_limit, device_result)
     while True:
         try:
-            result = _attempt(rt, graph, source, requested, strategy, policy, direction,
+            result = _attempt(rt, graph, search, requested, strategy, policy, direction,
                               dispatch, share, balance, progress, clock, called_wall,
                               attempt=len(lost) + 1, kept=kept)
             break
@@ -193,11 +239,113 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
                 raise
     result.attempts, result.lost_workers = len(lost) + 1, [w for e in lost for w in e.workers]
     result.resumed_from = [first for _, _, first in kept.attempts[1:]]
+    result.sources, result.source = sources, _as_given(source, sources, graph)
+    result.reverse, result.depth_limit = bool(reverse), depth_limit
     result.elapsed = time.perf_counter() - called
     return result
 
 
-def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, direction: str,
+@dataclass(frozen=True)
+class _Options:
+    """What a search is asked for besides its graph and how it runs (see :func:`bfs`)."""
+
+    sources: np.ndarray  # int64, distinct, ascending
+    depth_limit: int | None = None
+    device_result: bool = False
+
+
+def check_sources(graph, source) -> np.ndarray:
+    """``source`` (one vertex or several, ids or labels) as the sorted distinct int64 ids
+    a search starts from; :class:`~taskbfs.errors.InvalidVertexError` naming a source
+    that is not a vertex of ``graph``, :class:`InvalidParameterError` for an empty list
+    or one that is not flat."""
+    if not _several(graph, source):
+        return np.array([graph.vertex(source, "source")], dtype=np.int64)
+    values = list(source) if isinstance(source, (set, frozenset, range, tuple)) else source
+    if graph.labels is not None:  # labels (a networkx grid's are tuples): one by one
+        values = list(values)
+        if not values:
+            raise InvalidParameterError("source is an empty list: give at least one vertex")
+        return as_sources([graph.vertex(v, "source") for v in values])
+    array = np.asarray(values) if not isinstance(values, list) or _flat(values) else None
+    if array is None or array.ndim != 1:
+        raise InvalidParameterError(f"source must be a vertex or a flat list of vertices, got "
+                                    f"{_shown(source)}")
+    if array.size == 0:
+        raise InvalidParameterError("source is an empty list: give at least one vertex")
+    if array.dtype.kind not in "iu":  # floats, bools, strings: named one by one
+        return as_sources([graph.vertex(v, "source") for v in array.tolist()])
+    outside = array[(array < 0) | (array >= graph.num_vertices)]
+    if outside.size:
+        graph.vertex(outside[0].item(), "source")  # raises, naming it
+    return as_sources(array)
+
+
+def _several(graph, source) -> bool:
+    """Whether ``source`` names several vertices: a list, set, range or array of them (a
+    tuple too, unless it is one label of a labelled graph: a networkx grid's node)."""
+    if isinstance(source, tuple):
+        if graph.labels is None:
+            return True
+        try:
+            graph.vertex(source, "source")
+            return False
+        except InvalidVertexError:
+            return True
+    return (isinstance(source, (list, set, frozenset, range))
+            or (isinstance(source, np.ndarray) and source.ndim > 0)
+            or isinstance(source, pd.Series))
+
+
+def _flat(values: list) -> bool:
+    """Whether none of ``values`` is itself a sequence of vertices (a tuple may be a label)."""
+    return not any(isinstance(v, (list, set, frozenset, np.ndarray)) for v in values)
+
+
+def _shown(value, most: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= most else text[:most] + "..."
+
+
+def _as_given(source, sources: np.ndarray, graph):
+    """``result.source``: the one source's id as before, else the sources' ids."""
+    return int(sources[0]) if not _several(graph, source) else sources
+
+
+def _check_depth_limit(depth_limit) -> int | None:
+    """``depth_limit`` if it is None or an integer >= 0 (a bool or a float is refused)."""
+    if depth_limit is None:
+        return None
+    if isinstance(depth_limit, (bool, np.bool_)) or not isinstance(depth_limit, (int, np.integer)):
+        raise InvalidParameterError(f"depth_limit must be an integer >= 0 or None, got "
+                                    f"{depth_limit!r} ({type(depth_limit).__name__})")
+    if depth_limit < 0:
+        raise InvalidParameterError(f"depth_limit must be >= 0 (0: the sources alone), got "
+                                    f"{depth_limit}")
+    return int(depth_limit)
+
+
+def _check_flag(name: str, value) -> bool:
+    """``value`` if it is a bool (a number or a string here is a slip)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _reversed(graph, reverse: bool):
+    """The graph a search with ``reverse`` runs on: its transpose when directed (made
+    once and kept with the graph), else the graph."""
+    if not reverse or not graph.directed:
+        return graph
+    if isinstance(graph, DistributedGraph):
+        return graph.reversed()
+    made = graph.__dict__.get("_reversed")
+    if made is None:  # kept: the next reversed search reuses it and its placed slices
+        made = graph.__dict__["_reversed"] = graph.transpose()
+    return made
+
+
+def _attempt(rt, graph, search: _Options, requested, strategy: str, policy: Policy, direction: str,
              dispatch: str, share: float, balance: str, progress, clock, called_wall: float,
              attempt: int, kept: KeptLevels) -> BFSResult:
     """One attempt of :func:`bfs` on ``rt`` (what the cluster fails turned into taskbfs
@@ -218,8 +366,10 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
             policy = replace(policy, gpu_tasks=frozenset(range(round(share * num_tasks))))
         if policy.needs_gpu:
             rt.require_gpu("strategy 'gpu'", resources)
+        if search.device_result:
+            rt.require_gpu("device_result=True", resources)
 
-        source_degree = _source_degree(graph, source)  # its round trip overlaps the next ones
+        source_degree = _source_degree(graph, search.sources)  # its round trip overlaps the next ones
         _check_memory(rt, graph, num_tasks, balance, direction, clock)
         placed = place_graph(rt, graph, num_tasks, balance,
                              need_transpose=direction != TOP_DOWN or resuming,
@@ -232,29 +382,32 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
         site = (None if dispatch == "tasks" or resuming
                 else rt.include_site(placed.slice_futures(), policy, clock.left(), resources))
         program = Program(rt, policy, name="bfs")
-        search = _Search(program, graph, placed, source, direction, progress, clock, heard,
-                         attempt, kept, source_degree)
+        run = _Search(program, graph, placed, search, direction, progress, clock, heard,
+                      attempt, kept, source_degree)
         try:
             if site is None:
-                outcome = search.dispatched(exchanged=dispatch != "tasks")
+                outcome = run.dispatched(exchanged=dispatch != "tasks")
             else:
-                outcome = search.included(site)
-            result = search.result(outcome, strategy, called_wall)
+                outcome = run.included(site)
+            result = run.result(outcome, strategy, called_wall)
             result.labels = getattr(graph, "labels", None)  # a DistributedGraph has none
         finally:
             program.close()
     return result
 
 
-def _source_degree(graph, source: int) -> Callable[[], int]:
-    """The source's out-degree, for the client's level-0 summary of a dispatched search, as
-    a call that returns it: a graph on the workers is asked now (a task on the worker
-    holding the source's range) and answers when called, so that the round trip runs
-    beside the call's other ones."""
+def _source_degree(graph, sources: np.ndarray) -> Callable[[], np.ndarray]:
+    """The sources' out-degrees, for the client's level-0 summary of a dispatched search,
+    as a call that returns them: a graph on the workers is asked now (a task on the worker
+    holding the source's range; for several, on the one holding the degrees) and answers
+    when called, so that the round trip runs beside the call's other ones."""
     if isinstance(graph, DistributedGraph):
-        future = graph.degree_future(source)
-        return lambda: int(future.result())
-    return lambda: graph.degree(source)
+        if sources.size == 1:
+            future = graph.degree_future(int(sources[0]))
+        else:
+            future = graph.runtime.client.submit(np.take, graph.degrees_future(), sources)
+        return lambda: np.asarray(future.result(), dtype=np.int64).reshape(-1)
+    return lambda: graph.indptr[sources + 1] - graph.indptr[sources]
 
 
 #: Bytes per vertex a search holds on the workers beside its graph: the steps' discoveries
@@ -441,9 +594,9 @@ class _Outcome:
 class _Search:
     """One search's submissions, and its result (see :func:`bfs`)."""
 
-    def __init__(self, program: Program, graph: Graph, placed, source: int, direction: str,
+    def __init__(self, program: Program, graph: Graph, placed, search: _Options, direction: str,
                  progress, clock: _Deadline, heard: _Heard, attempt: int, kept: KeptLevels,
-                 source_degree: Callable[[], int]):
+                 source_degree: Callable[[], np.ndarray]):
         self.program = program
         self.source_degree = source_degree
         self.attempt = attempt
@@ -453,19 +606,24 @@ class _Search:
         self.graph = graph
         self.placed = placed
         self.parts = placed.parts
-        self.source = source
+        self.sources = search.sources
+        self.depth_limit = search.depth_limit
+        self.device_result = search.device_result
         self.direction = direction
         self.progress = progress
         self.slices = _slice_names(program, placed, placed.parts.num_tasks)
         program.put_future("degrees", placed.degrees)
         # α and β as configured now, sent to the worker too: both sides decide alike
         alpha, beta = switch_parameters(None, None)
-        self.init = {"bounds": self.parts.bounds, "source": source, "direction_mode": direction,
-                     "total_edges": placed.num_arcs, "alpha": alpha, "beta": beta}
+        self.init = {"bounds": self.parts.bounds, "sources": search.sources,
+                     "direction_mode": direction, "total_edges": placed.num_arcs, "alpha": alpha,
+                     "beta": beta, "depth_limit": search.depth_limit,
+                     "device_result": search.device_result}
         self.tags = {"vertices": graph.num_vertices, "directed": bool(graph.directed),
                      "arcs": placed.num_arcs}
-        # a graph kept on the workers keeps its results there too (gathered when read)
-        self.keep = isinstance(graph, DistributedGraph)
+        # a graph kept on the workers keeps its results there too (gathered when read),
+        # and a result asked for on the GPU stays there
+        self.keep = isinstance(graph, DistributedGraph) or search.device_result
 
     def included(self, device: str) -> _Outcome:
         """The whole search as one task on the worker that holds every slice
@@ -489,8 +647,10 @@ class _Search:
             if self.keep:
                 future = program.future("search")
                 summaries, d2h = outcome_summaries(program.client, future)
-                return _Outcome(None, None, summaries, time.perf_counter() - start, d2h,
-                                KeptResult.of_search(program.client, future, self.parts.bounds))
+                kept = KeptResult.of_search(program.client, future, self.parts.bounds)
+                if self.device_result:  # CuPy arrays already when made on a GPU worker
+                    kept = kept.to_device()
+                return _Outcome(None, None, summaries, time.perf_counter() - start, d2h, kept)
             value = functools.partial(program.get, "search")
         try:
             outcome = value(timeout=self.clock.left())
@@ -507,18 +667,21 @@ class _Search:
         (:mod:`taskbfs.search.owner_levels`); the result gathered from the owners, or left
         there for a graph kept on the workers."""
         start = time.perf_counter()
-        first = first_summary(self.parts.bounds, self.source, self.source_degree(),
+        first = first_summary(self.parts.bounds, self.sources, self.source_degree(),
                               self.placed.num_arcs, self.direction, self.init["alpha"],
-                              self.init["beta"])
+                              self.init["beta"], self.depth_limit)
         if self.kept.level >= 1:  # a resumed search reported its first levels already
             self.heard.level = self.kept.level
         search = exchanged_search if exchanged else owned_search
         summaries, result, exchange = search(
-            self.program, self.placed, self.slices, self.source, first, self.direction,
-            self.init["alpha"], self.init["beta"], self, self.tags, self.keep, self.kept)
+            self.program, self.placed, self.slices, self.sources, first, self.direction,
+            self.init["alpha"], self.init["beta"], self.depth_limit, self, self.tags,
+            self.keep, self.kept)
         seconds = time.perf_counter() - start
         if self.keep:
             kept = KeptResult(self.program.client, result, self.parts.bounds)
+            if self.device_result:  # each range's result to a GPU worker (a copy each)
+                kept = kept.to_device()
             return _Outcome(None, None, summaries, seconds, kept=kept, exchange=exchange)
         return _Outcome(*result, summaries, seconds, exchange=exchange)
 
@@ -636,7 +799,7 @@ class _Search:
             return _level_table(summaries, mine().trace, wall_start, fetched()[0])
 
         result = BFSResult(
-            source=self.source,
+            source=self.sources,
             distances=outcome.distances,
             parents=outcome.parents,
             trace=trace,

@@ -713,7 +713,7 @@ def _download(out_v, out_u, n: int, dtype, parents: bool = True):
     return vertices, copy_to_host(out_u, n, out_u.dtype) if parents else None
 
 
-def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceCache | None = None,
+def result_to_host(frontier: Frontier, logs, levels, sources, cache: DeviceCache | None = None,
                    arrays=None):
     """The search's ``(distances, parents)`` on the host, over its vertices, in the dtype of
     the device's arrays (:func:`~taskbfs.search.result.result_dtype`): the result its GPU
@@ -740,8 +740,33 @@ def result_to_host(frontier: Frontier, logs, levels, source: int, cache: DeviceC
         elif d.vertices.size:
             record_pairs(d.vertices, d.parents, 0, d.vertices.size, 0, n, level + 1, parents,
                          distances)
-    distances[source] = 0
-    parents[source] = source
+    distances[sources] = 0
+    parents[sources] = sources
+    return distances, parents
+
+
+def result_on_device(frontier: Frontier, logs, levels, sources, cache: DeviceCache | None = None,
+                     arrays=None):
+    """:func:`result_to_host`'s result left on this GPU as CuPy arrays (``bfs(...,
+    device_result=True)``): the device's result copied on the device (its arrays are the
+    cache's, reused by the next search), the host steps' pairs (``logs``) sent up and
+    written over it. :class:`~taskbfs.errors.DeviceUnavailableError` without CuPy."""
+    from taskbfs.kernels.gpu import require_cupy
+
+    cp = require_cupy("device_result=True")
+    cache = cache if cache is not None else device_cache()
+    n = int(frontier.bounds[-1])
+    with cache.lock:
+        on_device = arrays if arrays is not None else cache.search_result(frontier)
+        distances, parents = (cp.asarray(array)[:n].copy() for array in on_device)
+    for d, level in zip(logs, levels, strict=True):
+        if d.vertices.size:  # duplicates are all at that distance: any parent is valid
+            vertices = cp.asarray(d.vertices)
+            distances[vertices] = cp.asarray(d.depths) if d.depths is not None else level + 1
+            parents[vertices] = cp.asarray(d.parents)
+    on_gpu = cp.asarray(sources)
+    distances[on_gpu] = 0
+    parents[on_gpu] = on_gpu
     return distances, parents
 
 
@@ -754,5 +779,6 @@ def _into_host(device_array, n: int) -> np.ndarray:
     return copy_out(device_array, n, device_array.dtype, thread_pool())
 
 
-__all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "result_to_host", "run_step_on_gpu",
+__all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "result_on_device", "result_to_host",
+           "run_step_on_gpu",
            "upload_slices"]

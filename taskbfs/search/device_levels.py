@@ -58,7 +58,8 @@ class GpuLevels:
         Where each step runs.
     degrees : ndarray of int64
         Out-degrees of every vertex.
-    source : int
+    sources : ndarray of int64
+        The search's sources (distinct).
     bounds : ndarray of int64
         The T + 1 bounds of the tasks' ranges.
     on_threads : LevelTasks
@@ -67,14 +68,14 @@ class GpuLevels:
         Default: this worker's.
     """
 
-    def __init__(self, slices, placement: Placement, degrees: np.ndarray, source: int,
+    def __init__(self, slices, placement: Placement, degrees: np.ndarray, sources,
                  bounds: np.ndarray, on_threads: LevelTasks, cache=None):
         self.slices = slices
         self.on_threads = on_threads
         self.placement = placement
         self.degrees = degrees
         self.n = int(degrees.size)
-        self.source = int(source)
+        self.sources = np.asarray(sources, dtype=np.int64).reshape(-1)
         self.bounds = np.ascontiguousarray(bounds, dtype=np.int64)
         self.num_tasks = int(self.bounds.size - 1)
         self._cache = cache
@@ -299,7 +300,7 @@ class GpuLevels:
         return moved
 
     def _reached(self, frontier: Frontier):
-        """``(pairs, frontier ids)`` for :meth:`DeviceLevels.enter_reached`: the source and
+        """``(pairs, frontier ids)`` for :meth:`DeviceLevels.enter_reached`: the sources and
         every host step's pairs so far (``frontier.included``) as rows of vertex, parent
         and distance, and the level's frontier as vertex ids; None when they would be more
         bytes than two bitmaps (``entry_capacity``; :meth:`DeviceLevels.enter` then sends
@@ -308,14 +309,14 @@ class GpuLevels:
         if any(d.parents is None for _, d in logs):
             return None
         dtype = self.levels.dtype
-        count = 1 + sum(int(d.vertices.size) for _, d in logs)
+        count = self.sources.size + sum(int(d.vertices.size) for _, d in logs)
         top_down = frontier.direction == TOP_DOWN
         ids = frontier.vertices.size if top_down else count  # at most
         if 3 * count + ids > self.levels.entry_capacity:
             return None
         pairs = np.empty((3, count), dtype=dtype)
-        pairs[:, 0] = (self.source, self.source, 0)
-        at = 1
+        at = self.sources.size
+        pairs[0, :at], pairs[1, :at], pairs[2, :at] = self.sources, self.sources, 0
         for level, d in logs:
             stop = at + d.vertices.size
             pairs[0, at:stop] = d.vertices
@@ -358,16 +359,27 @@ class GpuLevels:
         """Bytes the result's copy to the host moves."""
         return 2 * self.levels.dtype.itemsize * self.n if self.ran else 0
 
-    def result(self, frontier: Frontier, source: int):
+    def result(self, frontier: Frontier, sources):
         """``(distances, parents)`` on the host: the device's result, with the pairs of the
         levels that ran on the host (``frontier.included``) written over it."""
         from taskbfs.search.device_cache import result_to_host
 
-        on_host = frontier.included[self.logs_on_device:]  # the others' are on the device
-        logs = [d for _, d in on_host]
-        levels = [level for level, _ in on_host]
-        return result_to_host(frontier, logs, levels, source, cache=self.cache,
+        return result_to_host(frontier, *self._host_logs(frontier), sources, cache=self.cache,
                               arrays=self.levels.result())
+
+    def result_on_device(self, frontier: Frontier, sources):
+        """:meth:`result` left in this GPU's memory, as CuPy arrays (``bfs(...,
+        device_result=True)``): nothing crosses the bus but the host levels' pairs."""
+        from taskbfs.search.device_cache import result_on_device
+
+        return result_on_device(frontier, *self._host_logs(frontier), sources, cache=self.cache,
+                                arrays=self.levels.result())
+
+    def _host_logs(self, frontier: Frontier) -> tuple[list, list]:
+        """``(logs, levels)`` of the steps that ran on the host (the others' pairs are in
+        the device's result)."""
+        on_host = frontier.included[self.logs_on_device:]
+        return [d for _, d in on_host], [level for level, _ in on_host]
 
 
 def _host_frontier(frontier: Frontier, visited: np.ndarray, on_gpu: np.ndarray,

@@ -297,6 +297,23 @@ class DistributedGraph:
                               t - runs[j][0], *[s[j] for s in sent], **owners[t])
                 for j, (first, stop) in enumerate(runs) for t in range(first, stop)]
 
+    def reversed(self) -> DistributedGraph:
+        """The graph with every arc reversed (itself when undirected), kept on the workers
+        over the same ranges: the in-neighbour slices a bottom-up search reads, built once
+        by the same all-to-all and kept with the graph (as many bytes again on the
+        workers); what ``bfs(..., reverse=True)`` searches."""
+        if not self.directed:
+            return self
+        made = self.__dict__.get("_reverse")
+        if made is None:
+            placed = self.place(self.runtime, self.ranges.num_tasks, "edges", need_transpose=True)
+            client = self.runtime.client
+            slices = [client.submit(_own_adjacency, s, self.token + "/R")
+                      for s in placed.transposed]
+            made = self.__dict__["_reverse"] = DistributedGraph(
+                self.runtime, self.ranges, slices, self.num_arcs, True, self.token + "/R")
+        return made
+
     def _check_runtime(self, runtime) -> None:
         if runtime.client is not self.runtime.client:
             raise InvalidParameterError(
@@ -553,6 +570,12 @@ def _reversed_split(piece: GraphSlice, bounds: np.ndarray, n: int):
     return split_arcs(dst, src, bounds, n, True)
 
 
+def _own_adjacency(piece: GraphSlice, token: str) -> GraphSlice:
+    """A transposed slice as the out-adjacency of the reversed graph (its in-arcs are its
+    out-arcs there)."""
+    return GraphSlice(piece.task, piece.lo, piece.hi, piece.indptr, piece.indices, token)
+
+
 def _transposed_slice(piece: GraphSlice, n: int, token: str, k: int, *sent) -> GraphSlice:
     indptr, indices = range_csr(_keys_of(k, sent), piece.lo, piece.hi, n, cores_per_thread())
     return GraphSlice(piece.task, piece.lo, piece.hi, indptr, indices, token, piece.indptr)
@@ -655,10 +678,21 @@ class KeptResult:
     ranges: ``pieces[i]`` is a future of the ``(distances, parents)`` of vertices
     ``bounds[i] .. bounds[i + 1] - 1``."""
 
-    def __init__(self, client, pieces: list, bounds: np.ndarray):
+    def __init__(self, client, pieces: list, bounds: np.ndarray, on_device: bool = False):
         self.client = client
         self.pieces = pieces
         self.bounds = np.asarray(bounds, dtype=np.int64)
+        #: The pieces are CuPy arrays in a GPU worker's memory (``bfs(device_result=True)``).
+        self.on_device = on_device
+
+    def to_device(self) -> KeptResult:
+        """The pieces as CuPy arrays on a GPU worker (no copy where they are already
+        there; one host to device copy for a piece made on the host)."""
+        from taskbfs.runtime.plugin import GPU_RESOURCE
+
+        pieces = [self.client.submit(_piece_to_device, p, resources={GPU_RESOURCE: 1})
+                  for p in self.pieces]
+        return KeptResult(self.client, pieces, self.bounds, on_device=True)
 
     @classmethod
     def of_search(cls, client, outcome: Future, bounds: np.ndarray) -> KeptResult:
@@ -676,20 +710,43 @@ class KeptResult:
 
         sizes = np.diff(self.bounds).tolist()
         dtype = result_dtype(int(self.bounds[-1]))
+        meta = {}
+        if self.on_device:  # chunks of CuPy arrays
+            import cupy
+
+            meta = {"meta": cupy.empty(0, dtype=dtype)}
         out = []
         for field in (0, 1):
             parts = [da.from_delayed(self.client.submit(_field, p, field), shape=(size,),
-                                     dtype=dtype)
+                                     dtype=dtype, **meta)
                      for p, size in zip(self.pieces, sizes, strict=True)]
             out.append(da.concatenate(parts) if len(parts) > 1 else parts[0])
         return tuple(out)
 
+    def to_dask_dataframe(self, frame):
+        """The reached vertices as a dask DataFrame, one partition per piece, each made by
+        ``frame(distances, parents, lo)`` on the worker that holds its piece."""
+        import dask.dataframe as dd
+
+        parts = [self.client.submit(_piece_frame, p, int(lo), frame, self.on_device)
+                 for p, lo in zip(self.pieces, self.bounds[:-1], strict=True)]
+        dtype = _result_dtype_of(self.bounds)
+        meta = frame(np.empty(0, dtype), np.empty(0, dtype), 0)
+        return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
     def gather(self):
-        """``(distances, parents)`` as two numpy arrays on the client."""
-        pieces = self.client.gather(self.pieces)
-        if len(pieces) == 1:
-            return pieces[0]
-        return (np.concatenate([d for d, _ in pieces]), np.concatenate([p for _, p in pieces]))
+        """``(distances, parents)`` as two numpy arrays on the client (pieces on a GPU
+        copied to their worker's host first)."""
+        on_host = ([self.client.submit(_piece_to_host, p) for p in self.pieces]
+                   if self.on_device else self.pieces)
+        return _joined(self.client.gather(on_host), np)
+
+    def gather_device(self):
+        """``(distances, parents)`` of pieces on a GPU as two CuPy arrays in this process
+        (the worker's own arrays when it runs in this process; else sent by Dask)."""
+        import cupy
+
+        return _joined(self.client.gather(self.pieces), cupy)
 
 
 def outcome_summaries(client, outcome: Future):
@@ -708,3 +765,31 @@ def _outcome_meta(outcome):
 
 def _field(piece, field: int) -> np.ndarray:
     return piece[field]
+
+
+def _joined(pieces: list, xp):
+    """``(distances, parents)`` of the pieces in vertex order, as arrays of ``xp``."""
+    if len(pieces) == 1:
+        return tuple(pieces[0])
+    return (xp.concatenate([d for d, _ in pieces]), xp.concatenate([p for _, p in pieces]))
+
+
+def _piece_to_device(piece):
+    import cupy
+
+    return tuple(cupy.asarray(x) for x in piece)
+
+
+def _result_dtype_of(bounds) -> np.dtype:
+    from taskbfs.search.result import result_dtype
+
+    return result_dtype(int(bounds[-1]))
+
+
+def _piece_frame(piece, lo: int, frame, on_device: bool):
+    distances, parents = _piece_to_host(piece) if on_device else piece
+    return frame(distances, parents, lo)
+
+
+def _piece_to_host(piece):
+    return tuple(x if isinstance(x, np.ndarray) else x.get() for x in piece)

@@ -122,8 +122,10 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
         has one for bottom-up steps).
     degrees : ndarray of int64
     init : dict
-        ``bounds``, ``source``, ``direction_mode``, ``total_edges``, ``alpha``, ``beta``:
-        what :func:`~taskbfs.search.state.first_frontier` needs.
+        ``bounds``, ``sources`` (int64, distinct), ``direction_mode``, ``total_edges``,
+        ``alpha``, ``beta``, ``depth_limit``: what :func:`~taskbfs.search.state.first_frontier`
+        needs; ``device_result``: leave the result in this GPU's memory (CuPy arrays, no
+        copy to the host; :func:`_assemble`).
     policy : Policy or PlacementPolicy
         Places each step on a device (by its size and task id), through the runtime's
         :class:`~taskbfs.runtime.policy.Placement`.
@@ -132,17 +134,18 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
     """
     slices = bundle.tasks
     placement = Placement(policy, gpu_present=device == CUDA)
-    frontier, summary = first_frontier(degrees, init["bounds"], init["source"],
+    sources = init["sources"]
+    frontier, summary = first_frontier(degrees, init["bounds"], sources,
                                        init["direction_mode"], init["alpha"], init["beta"],
-                                       init["total_edges"])
+                                       init["total_edges"], depth_limit=init.get("depth_limit"))
     threads = worker_threads()
-    levels = IncludedLevels(slices, degrees, placement, device, threads, frontier,
-                            init["source"])
+    levels = IncludedLevels(slices, degrees, placement, device, threads, frontier, sources)
     run_levels(levels, summary)
     gpu, frontier = levels.gpu, levels.frontier
-    d2h = gpu.result_bytes() if gpu is not None and gpu.ran else 0
+    on_device = bool(init.get("device_result")) and device == CUDA  # else moved after
+    d2h = gpu.result_bytes() if gpu is not None and gpu.ran and not on_device else 0
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
-                                 frontier, init["source"], threads, gpu)
+                                 frontier, sources, threads, gpu, on_device)
     return SearchOutcome(distances, parents, levels.summaries, d2h)
 
 
@@ -175,7 +178,7 @@ class IncludedLevels:
         The worker's threads (the levels run on them, and the result's assembly).
     frontier : Frontier
         Level 0's (:func:`~taskbfs.search.state.first_frontier`).
-    source : int
+    sources : ndarray of int64
 
     Attributes
     ----------
@@ -189,7 +192,7 @@ class IncludedLevels:
     """
 
     def __init__(self, slices, degrees, placement: Placement, device: str, threads: int,
-                 frontier: Frontier, source: int):
+                 frontier: Frontier, sources):
         self.slices, self.degrees, self.placement = slices, degrees, placement
         self.device = device
         self.frontier = frontier
@@ -197,7 +200,7 @@ class IncludedLevels:
         self.summaries = LevelSummaries(num_tasks)
         self.publisher = SummaryPublisher()
         self.on_threads = LevelTasks(slices, degrees, threads)
-        self.gpu = (GpuLevels(slices, placement, degrees, source, frontier.bounds,
+        self.gpu = (GpuLevels(slices, placement, degrees, sources, frontier.bounds,
                               self.on_threads)
                     if GpuLevels.applies(device) else None)
         self.cpu_max = cpu_sizes(placement, frontier.tally.rule)  # None: no level is compiled
@@ -266,16 +269,29 @@ class IncludedLevels:
         record_included(BARRIER_NAME, [barrier])
         return nxt, summary
 
-def _assemble(frontier: Frontier, source: int, threads: int | None = None,
-              gpu: GpuLevels | None = None):
+def _assemble(frontier: Frontier, sources, threads: int | None = None,
+              gpu: GpuLevels | None = None, on_device: bool = False):
     """The search's ``(distances, parents)`` from every step's output (the last
-    frontier's ``included``), or the result on the GPU with the host levels' pairs."""
+    frontier's ``included``), or the result on the GPU with the host levels' pairs; with
+    ``on_device``, as CuPy arrays in this GPU's memory (:func:`result_on_device`)."""
     if gpu is not None and gpu.ran:
-        return gpu.result(frontier, source)
+        if on_device:
+            return gpu.result_on_device(frontier, sources)
+        return gpu.result(frontier, sources)
     logs = [d for _, d in frontier.included]
     levels = [level for level, _ in frontier.included]
-    return assemble_all(logs, levels, source=source, bounds=frontier.bounds,
-                        cuts=[0, int(frontier.bounds[-1])], threads=threads)
+    result = assemble_all(logs, levels, sources=sources, bounds=frontier.bounds,
+                          cuts=[0, int(frontier.bounds[-1])], threads=threads)
+    # no level ran on the GPU: the result is made here and sent up once
+    return tuple(map(to_cupy, result)) if on_device else result
+
+
+def to_cupy(array: np.ndarray):
+    """``array`` in this GPU's memory as a CuPy array (the one copy of a result made on
+    the host; :class:`~taskbfs.errors.DeviceUnavailableError` without CuPy)."""
+    from taskbfs.kernels.gpu import require_cupy
+
+    return require_cupy("device_result=True").asarray(array)
 
 
 #: The search task on a CPU worker: ``ins = [slices, degrees]`` (every task's slices as one

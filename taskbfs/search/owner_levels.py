@@ -203,10 +203,9 @@ class OwnerLevels:
         self._reported = entered  # when this owner's last report was made (perf_counter)
         self._waited = 0.0  # the exchange's waits until then
         self._queued = queued  # the first report's, then 0
-        if self.owners > 1 and fresh:  # the source: visited, and the whole frontier
-            source = np.array([state.source], dtype=np.int64)
-            set_bits(front.visited, source)
-            set_bits(front.bits, source)
+        if self.owners > 1 and fresh:  # the sources: visited, and the whole frontier
+            set_bits(front.visited, state.sources)
+            set_bits(front.bits, state.sources)
         elif self.owners > 1:  # the frontier the others start from (a resumed search's)
             reached, as_words = _reached_report(front, state)
             share = {"reached": reached, "reached_words": as_words}
@@ -408,12 +407,12 @@ class ExchangedSearch(OwnedSearch):
         return moved
 
 
-def exchanged_search(program, placed, slices, source: int, first: LevelSummary,
-                     direction_mode: str, alpha: float, beta: float, waits, tags: dict,
-                     keep: bool, kept):
+def exchanged_search(program, placed, slices, sources, first: LevelSummary,
+                     direction_mode: str, alpha: float, beta: float, depth_limit, waits,
+                     tags: dict, keep: bool, kept):
     """Run :class:`ExchangedSearch`; ``(summaries, result, exchange)``."""
-    return ExchangedSearch(program, placed, slices, source, first, direction_mode, alpha, beta,
-                           waits, tags, keep, kept).run()
+    return ExchangedSearch(program, placed, slices, sources, first, direction_mode, alpha,
+                           beta, depth_limit, waits, tags, keep, kept).run()
 
 
 def run_steps(calls, gpu_steps: np.ndarray, smp=step_smp, cuda=step_cuda) -> list:

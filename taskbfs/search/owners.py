@@ -128,7 +128,8 @@ class OwnerState:
     num_vertices: int
     #: Per range, the out-arcs of its current frontier (int64; what the report sends).
     edges: np.ndarray
-    source: int = -1
+    #: The search's sources (int64, distinct).
+    sources: np.ndarray = field(default_factory=lambda: _NO_VERTICES)
     nbytes: int = field(init=False)  # the arrays' bytes (their sizes never change)
     #: The bitmap words of the owner's ranges (their spans summed; the report's ``words``).
     words: int = field(init=False)
@@ -242,11 +243,11 @@ def _here() -> str:
         return "local"
 
 
-def init_owner(*slices, source: int, num_vertices: int, search: str,
+def init_owner(*slices, sources, num_vertices: int, search: str,
                bounds: np.ndarray | None = None, owner_of: np.ndarray | None = None,
                results_on_device: bool = False) -> tuple:
     """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` (GraphSlice, this
-    worker's), the source visited at distance 0 when it is one of them; ``bounds`` and
+    worker's), the ``sources`` (ids, distinct) among their vertices visited at distance 0; ``bounds`` and
     ``owner_of`` (every range's owner) are kept for the steps (default: ``slices`` are
     every range, and this owner the only one). With ``results_on_device`` (an owner that
     runs its levels itself on a GPU worker) and a GPU here, the ranges' distances and
@@ -267,23 +268,25 @@ def init_owner(*slices, source: int, num_vertices: int, search: str,
                           search, results_on_device)
     edges = np.zeros(count, np.int64)
     ranges = []
+    sources = np.asarray(sources, dtype=np.int64).reshape(-1)
     for i, part in enumerate(slices):
         first, stop = word_span(part.lo, part.hi)
         size = 0 if results_on_device else part.hi - part.lo
         rs = RangeState(part.task, part.lo, part.hi, first, stop, part.out_offsets,
                         _unreached(size, dtype), _unreached(size, dtype))
-        if part.lo <= source < part.hi:
-            front.visited[source >> 6] |= np.uint64(1) << np.uint64(source & 63)
+        mine = sources[(sources >= part.lo) & (sources < part.hi)]
+        if mine.size:
+            set_bits(front.visited, mine)
             if not results_on_device:
-                rs.distances[source - part.lo] = 0
-                rs.parents[source - part.lo] = source
-            front.frontiers[i] = np.array([source], dtype=np.int64)
-            front.counts[i] = 1
-            front.unvisited[i] -= 1
-            edges[i] = rs.offsets[source - part.lo + 1] - rs.offsets[source - part.lo]
+                rs.distances[mine - part.lo] = 0
+                rs.parents[mine - part.lo] = mine
+            front.frontiers[i] = mine
+            front.counts[i] = mine.size
+            front.unvisited[i] -= mine.size
+            edges[i] = int((rs.offsets[mine - part.lo + 1] - rs.offsets[mine - part.lo]).sum())
         ranges.append(rs)
     frontier_bitmap(front.current(), front.bits)
-    return front, OwnerState(here, ranges, int(num_vertices), edges, int(source))
+    return front, OwnerState(here, ranges, int(num_vertices), edges, sources)
 
 
 def _has_gpu() -> bool:
@@ -296,7 +299,7 @@ def _has_gpu() -> bool:
 def results_to_host(front: OwnerFrontier, state: OwnerState) -> None:
     """Fill the state's result arrays from the owner's GPU at the end of a search whose
     results were kept there (``front.results_on_device``): each range's distances and
-    parents copied into new host arrays, the source's written (it is not on the device)."""
+    parents copied into new host arrays, the sources' written (they are not on the device)."""
     if not front.results_on_device:
         return
     from taskbfs.search.device_cache import device_cache
@@ -306,9 +309,9 @@ def results_to_host(front: OwnerFrontier, state: OwnerState) -> None:
         for rs in state.ranges:
             rs.distances, rs.parents = cache.result_range(*_device_result(front, state),
                                                           rs.lo, rs.hi)
-            if rs.lo <= state.source < rs.hi:
-                rs.distances[state.source - rs.lo] = 0
-                rs.parents[state.source - rs.lo] = state.source
+            mine = state.sources[(state.sources >= rs.lo) & (state.sources < rs.hi)]
+            rs.distances[mine - rs.lo] = 0
+            rs.parents[mine - rs.lo] = mine
     state.nbytes = sum(a.nbytes for r in state.ranges for a in (r.distances, r.parents))
     front.results_on_device = False
 
@@ -670,7 +673,7 @@ def range_result(state: OwnerState, vertex_range: int):
     return rs.distances, rs.parents
 
 
-def resume_owner(*args, source: int, level: int, num_vertices: int, search: str,
+def resume_owner(*args, sources, level: int, num_vertices: int, search: str,
                  bounds: np.ndarray | None = None, owner_of: np.ndarray | None = None) -> tuple:
     """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` rebuilt from the
     distances of a search's completed levels (called as ``resume_owner(*slices,
@@ -679,7 +682,7 @@ def resume_owner(*args, source: int, level: int, num_vertices: int, search: str,
     in-neighbours (``slices`` hold in-arcs: the transposed ones of a directed graph);
     ``bounds`` and ``owner_of`` as for :func:`init_owner`."""
     *slices, levels = args
-    front, state = init_owner(*slices, source=source, num_vertices=num_vertices, search=search,
+    front, state = init_owner(*slices, sources=sources, num_vertices=num_vertices, search=search,
                               bounds=bounds, owner_of=owner_of)
     for i, (part, rs) in enumerate(zip(slices, state.ranges, strict=True)):
         mine = levels[part.lo : part.hi]
@@ -715,11 +718,12 @@ class KeptLevels:
     Parameters
     ----------
     num_vertices : int
-    source : int
+    sources : ndarray of int64
+        The search's sources (distinct).
     """
 
-    def __init__(self, num_vertices: int, source: int):
-        self.num_vertices, self.source = num_vertices, source
+    def __init__(self, num_vertices: int, sources):
+        self.num_vertices, self.sources = num_vertices, sources
         self._levels = None  # made when first read (a resume reads it)
         #: ``(level, reached)`` of the levels completed since :attr:`levels` was last read
         self._pending: list[tuple[int, list]] = []
@@ -741,7 +745,7 @@ class KeptLevels:
         without one never pays for it, not even the array of n bytes)."""
         if self._levels is None:
             self._levels = np.full(self.num_vertices, -1, dtype=np.int8)
-            self._levels[self.source] = 0
+            self._levels[self.sources] = 0
         if self._pending:
             deepest = self._pending[-1][0]
             if deepest > np.iinfo(self._levels.dtype).max:
@@ -801,12 +805,15 @@ class OwnedSearch:
         The graph's slices on the workers; each worker holding slices owns their ranges.
     slices : list of list of str
         Per range, the data names of its slice (and transposed slice) in ``program``.
-    source : int
+    sources : ndarray of int64
+        The search's sources (distinct).
     first : LevelSummary
         The level-0 summary (``state.first_summary``).
     direction_mode : str
     alpha, beta : float
         Beamer's parameters.
+    depth_limit : int or None
+        The last level searched (:class:`~taskbfs.search.state.SwitchRule`).
     waits : object
         Which attempt of the search this is (``attempt``), and how the client waits,
         within the call's timeout, failing when an owner left the
@@ -824,21 +831,22 @@ class OwnedSearch:
         completed level (level 0 when none), and keeps each level it completes there.
     """
 
-    def __init__(self, program, placed, slices, source: int, first: LevelSummary,
-                 direction_mode: str, alpha: float, beta: float, waits, tags: dict,
-                 keep: bool, kept: KeptLevels):
+    def __init__(self, program, placed, slices, sources, first: LevelSummary,
+                 direction_mode: str, alpha: float, beta: float, depth_limit, waits,
+                 tags: dict, keep: bool, kept: KeptLevels):
         self.program = program
         self.client = program.client
         self.placed = placed
         self.bounds = placed.parts.bounds
         self.n = int(self.bounds[-1])
         self.slices = slices
-        self.source = source
+        self.sources = sources
         self.kept = kept
         self.resumed_from = kept.start(waits.attempt, program.id, first, placed.parts.num_tasks)
         self.summaries = kept.summaries
         self.started = False
-        self.rule = search_rule(self.bounds, placed.num_arcs, direction_mode, alpha, beta)
+        self.rule = search_rule(self.bounds, placed.num_arcs, direction_mode, alpha, beta,
+                                depth_limit)
         self.waits = waits
         self.keep = keep
         self.tags = tags
@@ -910,7 +918,7 @@ class OwnedSearch:
         for w, tasks in enumerate(self.owned):
             self.program.submit(RESUME, ins=[*(self.slices[t][-1] for t in tasks), "levels"],
                                 outs=[self.fronts[w], self.states[w]],
-                                kwargs={"source": self.source, "level": level,
+                                kwargs={"sources": self.sources, "level": level,
                                         "num_vertices": self.n, "search": self.program.id,
                                         "bounds": self.bounds, "owner_of": self.owner_of},
                                 worker=self.workers[w],
@@ -927,7 +935,7 @@ class OwnedSearch:
     def _init_keywords(self, owner: int) -> dict:
         """The keywords of owner ``owner``'s :func:`init_owner` (its result on the host,
         where any worker's steps send their pairs)."""
-        return {"source": self.source, "num_vertices": self.n, "search": self.program.id,
+        return {"sources": self.sources, "num_vertices": self.n, "search": self.program.id,
                 "bounds": self.bounds, "owner_of": self.owner_of}
 
     def level(self, summary: LevelSummary) -> LevelSummary:
@@ -1123,8 +1131,9 @@ def _step_outputs(level: int, task: int, owner: int, owners: int, direction: str
     return names, [n for n in names if n]
 
 
-def owned_search(program, placed, slices, source: int, first: LevelSummary, direction_mode: str,
-                 alpha: float, beta: float, waits, tags: dict, keep: bool, kept: KeptLevels):
+def owned_search(program, placed, slices, sources, first: LevelSummary, direction_mode: str,
+                 alpha: float, beta: float, depth_limit, waits, tags: dict, keep: bool,
+                 kept: KeptLevels):
     """Run :class:`OwnedSearch`; ``(summaries, result, exchange)``."""
-    return OwnedSearch(program, placed, slices, source, first, direction_mode, alpha, beta,
-                       waits, tags, keep, kept).run()
+    return OwnedSearch(program, placed, slices, sources, first, direction_mode, alpha, beta,
+                       depth_limit, waits, tags, keep, kept).run()

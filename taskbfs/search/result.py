@@ -3,8 +3,10 @@
 Its tables (``trace``, ``levels``) are built when first read, from the records the search
 collected: a search pays nothing for tables nobody looks at. A search of a graph kept on
 the workers (:class:`~taskbfs.search.distributed.DistributedGraph`) leaves its distances and
-parents there too: :meth:`BFSResult.to_dask` reads them as dask arrays, and the attributes
-gather them on first read.
+parents there too: :meth:`BFSResult.to_dask` reads them as dask arrays,
+:meth:`BFSResult.to_dask_dataframe` as a table, and the attributes gather them on first
+read; a search asked for ``device_result=True`` leaves them in a GPU's memory
+(:meth:`BFSResult.to_cupy`).
 """
 
 from __future__ import annotations
@@ -27,12 +29,19 @@ class BFSResult:
 
     Attributes
     ----------
-    source : int
+    source : int or ndarray of int64
+        The source's id; the sources' ids (sorted, distinct) when several were given.
+    sources : ndarray of int64
+        The sources' ids, sorted and distinct (one for a single source).
+    depth_limit : int or None
+        The search's ``depth_limit`` (None: none).
+    reverse : bool
+        Whether the search followed arcs backwards (``reverse=True``).
     distances : ndarray of int32 (int64 from 2^31 vertices on)
-        Hops from the source; -1 for unreached vertices (the dtype: :func:`result_dtype`). Gathered from the workers on
+        Hops from the nearest source; -1 for unreached vertices (the dtype: :func:`result_dtype`). Gathered from the workers on
         first read when the search left them there (see :meth:`to_dask`).
     parents : ndarray, the dtype of ``distances``
-        BFS tree (Graph500 convention): ``parents[source] == source``, -1 unreached.
+        BFS tree (Graph500 convention): ``parents[s] == s`` for every source, -1 unreached.
     trace : pandas.DataFrame
         One row per executed task: level, task, lo, hi, direction, size (the size it was
         placed by, :func:`~taskbfs.search.state.step_sizes`), edges_examined, found, device, worker, thread,
@@ -76,6 +85,8 @@ class BFSResult:
     """
 
     labels: np.ndarray | None = None
+    depth_limit: int | None = None
+    reverse: bool = False
     attempts: int = 1
     lost_workers: tuple = ()
     resumed_from: tuple = ()
@@ -88,7 +99,8 @@ class BFSResult:
                  search_seconds: float | None = None,
                  assembly_seconds: float | Callable[[], float] = 0.0, assembly_d2h_bytes: int = 0, kept=None,
                  bounds: np.ndarray | None = None):
-        self.source = source
+        self.sources = np.atleast_1d(np.asarray(source, dtype=np.int64))
+        self.source = int(self.sources[0]) if np.ndim(source) == 0 else self.sources
         self._distances = distances
         self._parents = parents
         self._kept = kept  # KeptResult: distances and parents still on the workers
@@ -159,6 +171,62 @@ class BFSResult:
         return da.from_array(self.distances, chunks=chunks), da.from_array(self.parents,
                                                                            chunks=chunks)
 
+    def to_pandas(self) -> pd.DataFrame:
+        """The reached vertices as a table: columns ``vertex``, ``distance``, ``parent``
+        (one row per reached vertex, in vertex order; the sources are their own parents),
+        vertices and parents as labels when the graph has them.
+
+        Examples
+        --------
+        >>> import taskbfs as tb
+        >>> r = tb.bfs(tb.Graph.from_edges([0, 1, 3], [1, 2, 4]), 0, tasks=2)
+        >>> r.to_pandas()
+           vertex  distance  parent
+        0       0         0       0
+        1       1         1       0
+        2       2         2       1
+        """
+        return _reached_frame(self.distances, self.parents, 0, self.labels)
+
+    def to_dask_dataframe(self):
+        """:meth:`to_pandas` as a dask DataFrame, one partition per vertex range (the
+        search's tasks', or the pieces a result kept on the workers is in: then each
+        partition is made on the worker that holds its piece and nothing is gathered;
+        compute it on the runtime's client, as :meth:`to_dask`'s arrays).
+
+        Examples
+        --------
+        >>> import taskbfs as tb
+        >>> r = tb.bfs(tb.Graph.from_edges([0, 1, 3], [1, 2, 4]), 0, tasks=2)
+        >>> r.to_dask_dataframe().compute()["distance"].tolist()
+        [0, 1, 2]
+        """
+        import dask.dataframe as dd
+
+        if self._kept is not None:
+            return self._kept.to_dask_dataframe(_reached_frame)
+        frame = self.to_pandas()
+        parts = max(1, min(len(frame), len(self._bounds) - 1 if self._bounds is not None else 1))
+        return dd.from_pandas(frame, npartitions=parts, sort=False)
+
+    def to_cupy(self):
+        """``(distances, parents)`` as CuPy arrays in GPU memory: a search with
+        ``device_result=True`` left them on its GPU worker and they are handed over as
+        they are (the very arrays when that worker runs in this process); any other
+        result is copied to this process's GPU.
+
+        Raises
+        ------
+        DeviceUnavailableError
+            CuPy is not installed here (or the CUDA simulator is on).
+        """
+        from taskbfs.kernels.gpu import require_cupy
+
+        cupy = require_cupy("to_cupy()")
+        if self._distances is None and self._kept is not None and self._kept.on_device:
+            return self._kept.gather_device()
+        return cupy.asarray(self.distances), cupy.asarray(self.parents)
+
     def _bring_home(self) -> None:
         if self._distances is None and self._kept is not None:
             self._distances, self._parents = self._kept.gather()
@@ -210,7 +278,7 @@ class BFSResult:
 
     @property
     def reached(self) -> int:
-        """Number of vertices reached from the source (itself included)."""
+        """Number of vertices reached from the sources (themselves included)."""
         return int(np.count_nonzero(self.distances >= 0))
 
     def distance_dict(self) -> dict:
@@ -220,7 +288,7 @@ class BFSResult:
         return dict(zip(self._names(reached), self.distances[reached].tolist(), strict=True))
 
     def parent_dict(self) -> dict:
-        """``{vertex: parent}`` over the reached vertices (the source is its own parent),
+        """``{vertex: parent}`` over the reached vertices (a source is its own parent),
         keyed by and naming labels when the graph has them."""
         reached = np.flatnonzero(self.parents >= 0)
         return dict(zip(self._names(reached), self._names(self.parents[reached]), strict=True))
@@ -236,3 +304,15 @@ class BFSResult:
             f"BFSResult(source={self.source}, reached={self.reached}, levels={self.num_levels}, "
             f"elapsed={self.elapsed:.4f}s, MTEPS={self.mteps:.1f}, strategy={self.strategy!r})"
         )
+
+
+def _reached_frame(distances, parents, lo: int, labels=None) -> pd.DataFrame:
+    """The rows ``vertex, distance, parent`` of the reached vertices among ``distances``
+    and ``parents`` (those of vertices ``lo ..``), vertex and parent as ``labels`` when
+    given."""
+    reached = np.flatnonzero(np.asarray(distances) >= 0)
+    vertex, parent = reached + lo, np.asarray(parents)[reached]
+    if labels is not None:
+        vertex, parent = labels[vertex], labels[parent]
+    return pd.DataFrame({"vertex": vertex, "distance": np.asarray(distances)[reached],
+                         "parent": parent})

@@ -88,6 +88,9 @@ class SwitchRule:
     num_vertices: int
     mean_degree: float
     task_vertices: tuple[int, ...]
+    #: The last level searched (``bfs(depth_limit=...)``): the summary of that level ends
+    #: the search; None: no limit.
+    depth_limit: int | None = None
 
     @functools.cached_property
     def range_vertices(self) -> np.ndarray:
@@ -113,7 +116,12 @@ class SwitchRule:
             Per task: vertices found, the arcs leaving them, vertices still unvisited.
         edges_examined, found, start, stop, device_stats
             What the level measured (``stop`` None: now).
+
+        At ``depth_limit`` the summary's frontier is empty (its vertices are reached, not
+        searched from): every runner ends there, as at the end of the graph.
         """
+        if self.depth_limit is not None and level >= self.depth_limit:
+            counts, task_edges = np.zeros_like(counts), np.zeros_like(task_edges)
         n_new = int(counts.sum())
         frontier_edges = int(task_edges.sum())
         unexplored = int(unexplored_before) - frontier_edges
@@ -377,62 +385,78 @@ def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Disco
     return replace(d, words=words, frontier_edges=int(edges))
 
 
-def first_summary(bounds, source: int, source_degree: int, total_edges: int, direction_mode: str,
-                  alpha: float | None = None, beta: float | None = None) -> LevelSummary:
+def first_summary(bounds, sources, source_degrees, total_edges: int, direction_mode: str,
+                  alpha: float | None = None, beta: float | None = None,
+                  depth_limit: int | None = None) -> LevelSummary:
     """The level-0 :class:`LevelSummary`: the one place that decides level 0 (its
     direction by Beamer's rule, per task its frontier or unvisited vertices and the size
-    its step is placed by), from what the client has at hand. The dispatched loop sends
-    it before any task runs; a search run as one task makes its first frontier from it
-    (:func:`first_frontier`)."""
+    its step is placed by), from what the client has at hand: the ``sources`` (one vertex
+    or several, distinct: :func:`as_sources`) and their out-degrees. The dispatched loop
+    sends it before any task runs; a search run as one task makes its first frontier from
+    it (:func:`first_frontier`)."""
     bounds = np.asarray(bounds, dtype=np.int64)
     num_tasks = bounds.size - 1
-    owner = int(np.searchsorted(bounds, source, side="right") - 1)
-    counts = np.zeros(num_tasks, dtype=np.int64)
-    counts[owner] = 1
+    counts, task_edges = _per_task(bounds, sources, source_degrees)
     now = time.time()
-    # the source, found by a level -1 with an empty frontier and every edge unexplored
-    return search_rule(bounds, total_edges, direction_mode, alpha, beta).summary(
-        0, TOP_DOWN, 0, int(total_edges), counts, counts * int(source_degree),
+    # the sources, found by a level -1 with an empty frontier and every edge unexplored
+    return search_rule(bounds, total_edges, direction_mode, alpha, beta, depth_limit).summary(
+        0, TOP_DOWN, 0, int(total_edges), counts, task_edges,
         np.diff(bounds) - counts, edges_examined=np.zeros(num_tasks, dtype=np.int64),
         found=np.zeros(num_tasks, dtype=np.int64), start=now, stop=now)
 
 
+def as_sources(sources) -> np.ndarray:
+    """``sources`` (a vertex id or several) as the sorted distinct int64 ids every part of
+    a search reads (sorted: grouped by owning task, as a frontier is)."""
+    return np.unique(np.asarray(sources, dtype=np.int64).reshape(-1))
+
+
+def _per_task(bounds: np.ndarray, sources, source_degrees) -> tuple[np.ndarray, np.ndarray]:
+    """Per task of ``bounds``: how many of ``sources`` it owns and their out-arcs."""
+    sources = np.asarray(sources, dtype=np.int64).reshape(-1)
+    degrees = np.broadcast_to(np.asarray(source_degrees, dtype=np.int64), sources.shape)
+    owner = np.searchsorted(bounds, sources, side="right") - 1
+    num_tasks = bounds.size - 1
+    counts = np.bincount(owner, minlength=num_tasks).astype(np.int64)
+    edges = np.zeros(num_tasks, dtype=np.int64)
+    np.add.at(edges, owner, degrees)
+    return counts, edges
+
+
 def search_rule(bounds, total_edges: int, direction_mode: str, alpha: float | None = None,
-                beta: float | None = None) -> SwitchRule:
+                beta: float | None = None, depth_limit: int | None = None) -> SwitchRule:
     """The :class:`SwitchRule` of a search over ``bounds[-1]`` vertices and
-    ``total_edges`` arcs (α and β: :func:`switch_parameters`)."""
+    ``total_edges`` arcs (α and β: :func:`switch_parameters`; ``depth_limit``: the last
+    level searched, None: every level)."""
     alpha, beta = switch_parameters(alpha, beta)
     n = int(bounds[-1])
     return SwitchRule(direction_mode, float(alpha), float(beta), n, int(total_edges) / max(n, 1),
-                      tuple(np.diff(np.asarray(bounds, dtype=np.int64)).tolist()))
+                      tuple(np.diff(np.asarray(bounds, dtype=np.int64)).tolist()),
+                      None if depth_limit is None else int(depth_limit))
 
 
-def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: float | None = None,
+def first_frontier(degrees, bounds, sources, direction_mode: str, alpha: float | None = None,
                    beta: float | None = None, total_edges: int | None = None,
-                   result_on_device: bool = False) -> tuple[Frontier, LevelSummary]:
+                   result_on_device: bool = False,
+                   depth_limit: int | None = None) -> tuple[Frontier, LevelSummary]:
     """``(level-0 frontier, its summary)`` of a search run as one task: the summary is
-    :func:`first_summary`'s, the frontier the source in the form its direction reads
-    (``total_edges``: the degrees' sum, when the caller knows it; ``result_on_device``:
-    see :attr:`Frontier.result_on_device`)."""
+    :func:`first_summary`'s, the frontier the sources (one vertex or several, distinct) in
+    the form its direction reads (``total_edges``: the degrees' sum, when the caller knows
+    it; ``result_on_device``: see :attr:`Frontier.result_on_device`; ``depth_limit``: see
+    :class:`SwitchRule`)."""
     n = degrees.size
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
     total_edges = int(degrees.sum()) if total_edges is None else int(total_edges)
-    degree = int(degrees[source])
-    summary = first_summary(bounds, source, degree, total_edges, direction_mode, alpha, beta)
-    sizes = np.diff(bounds)
-    if summary.direction == BOTTOM_UP:
-        unvisited = summary.frontier_counts.copy()
-        counts = sizes - unvisited
-    else:
-        counts = summary.frontier_counts.copy()
-        unvisited = sizes - counts
-    progress = Progress(unvisited_per_task=unvisited, search=uuid.uuid4().hex,
+    src = as_sources(sources)
+    counts, task_edges = _per_task(bounds, src, degrees[src])
+    summary = first_summary(bounds, src, degrees[src], total_edges, direction_mode, alpha, beta,
+                            depth_limit)
+    progress = Progress(unvisited_per_task=np.diff(bounds) - counts, search=uuid.uuid4().hex,
                         result_on_device=result_on_device)
-    tally = Tally(search_rule(bounds, total_edges, direction_mode, alpha, beta), 1,
-                  summary.unexplored_edges)
-    src = np.array([source], dtype=np.int64)
+    tally = Tally(search_rule(bounds, total_edges, direction_mode, alpha, beta, depth_limit),
+                  int(src.size), summary.unexplored_edges)
     visited = empty_bitmap(n)
-    visited[source >> 6] = np.uint64(1) << np.uint64(source & 63)
+    frontier_bitmap(src, visited)
     offsets = np.zeros(bounds.size, dtype=np.int64)
     if summary.direction == BOTTOM_UP:
         frontier = Frontier(0, BOTTOM_UP, src[:0], offsets, visited.copy(), visited, bounds,
@@ -440,7 +464,7 @@ def first_frontier(degrees, bounds, source: int, direction_mode: str, alpha: flo
     else:
         np.cumsum(counts, out=offsets[1:])
         frontier = Frontier(0, TOP_DOWN, src, offsets, None, visited, bounds, progress,
-                            task_edges=counts * degree, tally=tally)
+                            task_edges=task_edges, tally=tally)
     return frontier, summary
 
 
@@ -619,7 +643,7 @@ def _fold_bottom_up(bounds, visited, discoveries, num_vertices):
     return new_bits, ordered, counts, task_edges
 
 
-def assemble_all(logs, levels, *, source: int, bounds, cuts,
+def assemble_all(logs, levels, *, sources, bounds, cuts,
                  threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The result over ``[cuts[0], cuts[-1])``, ``(distances, parents)``, from every step's
     output of a search (a search run as one task assembles inside it): on ``threads``
@@ -654,9 +678,10 @@ def assemble_all(logs, levels, *, source: int, bounds, cuts,
                                          distance, chunk_start, _ASSEMBLY_CHUNK, distances,
                                          parents),
                max(1, min(pool_size, max(fill, int(chunk_start[-1])))), pool_size)
-    if first <= source < stop:
-        distances[source - first] = 0
-        parents[source - first] = source
+    mine = as_sources(sources)
+    mine = mine[(mine >= first) & (mine < stop)]
+    distances[mine - first] = 0
+    parents[mine - first] = mine
     return distances, parents
 
 

@@ -75,7 +75,7 @@ def _bundle(graph: Graph, tasks: int) -> tuple[SliceBundle, np.ndarray]:
 
 def _search(graph: Graph, tasks: int, direction: str, device: str, policy: Policy) -> None:
     bundle, bounds = _bundle(graph, tasks)
-    init = {"bounds": bounds, "source": 0, "direction_mode": direction,
+    init = {"bounds": bounds, "sources": np.zeros(1, dtype=np.int64), "direction_mode": direction,
             "total_edges": graph.num_arcs, "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta")}
     run_search(bundle, graph.degrees(), init=init, policy=policy, device=device)
 
@@ -85,7 +85,7 @@ def _owner_levels(graph: Graph, tasks: int) -> None:
     level's steps and the owner's barrier), called here without Dask, one owner holding
     every range; top-down and bottom-up levels in turn until the frontier ends."""
     bundle, bounds = _bundle(graph, tasks)
-    front, state = owners.INIT.smp(*[bundle.tasks[t][0] for t in range(tasks)], source=0,
+    front, state = owners.INIT.smp(*[bundle.tasks[t][0] for t in range(tasks)], sources=[0],
                                    num_vertices=graph.num_vertices, search="warm-up",
                                    bounds=bounds, owner_of=np.zeros(tasks, dtype=np.int64))
     for level in range(graph.num_vertices):
@@ -102,7 +102,7 @@ def _owner_levels(graph: Graph, tasks: int) -> None:
     distances = np.concatenate([r.distances for r in state.ranges])
     for dtype in (np.int8, np.int16, np.int32):
         owners.RESUME.smp(*[bundle.tasks[t][-1] for t in range(tasks)], distances.astype(dtype),
-                          source=0, level=1, num_vertices=graph.num_vertices, search="warm-up")
+                          sources=[0], level=1, num_vertices=graph.num_vertices, search="warm-up")
 
 
 def _steps(graph: Graph, tasks: int) -> None:
