@@ -137,7 +137,7 @@ def validate(graph, source, parents, levels=None) -> np.ndarray:
     ...
     taskbfs.errors.ValidationError: Graph500 rule 5 broken: vertex 2 has parent 0 but (0, 2) is not an edge of the graph
     """
-    from taskbfs.search.core import check_sources
+    from taskbfs.search.sources import check_sources
 
     sources = check_sources(graph, source)  # labels, for a labelled graph
     if sources.size > 1:
