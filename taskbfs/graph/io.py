@@ -20,21 +20,28 @@ Any of these may be compressed (``.gz``, ``.bz2``, ``.xz`` after the suffix) exc
 
 Approach
 --------
-Text files are parsed by pandas' C reader (comments, blank lines, extra columns) in one
-call; nothing loops over lines in Python while a file is well formed. When that fast path
-fails, or yields a value that is not a valid vertex id, a careful line-by-line scan runs
-over the file to find the first bad line, so that every error is a
-:class:`~taskbfs.errors.GraphFormatError` naming the file and the 1-based line number.
+Text files are parsed by compiled readers on every core: MatrixMarket files by
+fast_matrix_market (the one inside ``scipy.io``, which ``scipy.io.mmread`` runs), edge
+lists by pyarrow's CSV reader; when a file is one those cannot take (comments between
+the edges, runs of spaces, ...) pandas' C reader (comments, blank lines, extra columns)
+parses it in one call. Nothing loops over lines in Python while a file is well formed.
+When the fast paths fail, or yield a value that is not a valid vertex id, a careful
+line-by-line scan runs over the file to find the first bad line, so that every error is
+a :class:`~taskbfs.errors.GraphFormatError` naming the file and the 1-based line number.
+MatrixMarket files are written by fast_matrix_market, edge lists by pyarrow (pandas
+where pyarrow is not installed).
 """
 
 from __future__ import annotations
 
 import bz2
 import codecs
+import contextlib
 import errno
 import gzip
 import io
 import lzma
+import mmap
 import os
 import re
 import warnings
@@ -47,6 +54,7 @@ from numba import njit
 
 from taskbfs.errors import EmptyGraphError, GraphFormatError, InvalidParameterError
 from taskbfs.graph._graph import Graph, graph_of_pieces, index_dtype
+from taskbfs.graph._threads import cores, run
 
 __all__ = ["read_graph", "read_edges", "byte_ranges", "save_graph", "KNOWN_FORMATS",
            "GraphFileNotFoundError"]
@@ -431,6 +439,8 @@ class _EdgeListLayout:
     split: bytes | None  # separator for the line scan (None: whitespace)
     comment: str  # comment character for pandas
     header_line: int  # 1-based line of the header, 0 if none
+    first_line: int = 1  # 1-based line of the first edge
+    columns: int = 2  # columns of the first edge's line
 
 
 def _read_edgelist(path: str, directed: bool | None) -> Graph:
@@ -456,8 +466,13 @@ def _edgelist_pieces(path: str, narrow: bool = False) -> list:
 
 
 def _fast_edgelist(path, layout: _EdgeListLayout, narrow: bool = False):
-    """pandas with each candidate separator: its pieces (see :func:`_read_table`); None
-    unless it gives valid ids throughout (``path`` may be an in-memory buffer)."""
+    """The compiled parser, else pandas with each candidate separator: its pieces (see
+    :func:`_read_table`); None unless it gives valid ids throughout (``path`` may be an
+    in-memory buffer)."""
+    pieces = _compiled_edgelist(path, layout)
+    if pieces is not None:
+        ok = all(c.size == 0 or c.min() >= 0 for p in pieces for c in p)
+        return pieces if ok else None
     for sep in layout.seps:
         if hasattr(path, "seek"):
             path.seek(0)
@@ -488,7 +503,8 @@ def _sniff_edgelist(path: str) -> _EdgeListLayout | None:
             seps, split = (r"\s+",), None
         tokens = _split(body, split)
         is_header = len(tokens) >= 2 and not any(_NUMBER_RE.match(t) for t in tokens[:2])
-        return _EdgeListLayout(seps, split, comment, lineno if is_header else 0)
+        return _EdgeListLayout(seps, split, comment, lineno if is_header else 0,
+                               lineno + 1 if is_header else lineno, max(2, len(tokens)))
     return None
 
 
@@ -532,9 +548,9 @@ def _edgelist_range(path: str, start: int, stop: int):
         block = block[len(codecs.BOM_UTF8):]
     if layout.header_line:
         block = _without_header(path, layout, begin, block)
-    quiet = replace(layout, header_line=0)
+    quiet = replace(layout, header_line=0, first_line=1)
     pieces = _fast_edgelist(io.BytesIO(block), quiet) if block.strip() else None
-    pair = None if pieces is None else _joined(pieces)
+    pair = _joined(pieces) if pieces else None
     if pair is None and block.strip():
         first = _line_number(path, begin)
         lines = ((first + i, raw.strip()) for i, raw in enumerate(block.split(b"\n")))
@@ -589,12 +605,14 @@ def _mtx_pieces(path: str, directed: bool | None, narrow: bool = False):
     (``narrow``: int32 where the ids fit; a symmetric file read as directed gives each
     piece twice, the second reversed: both arcs of every entry, with no copy)."""
     head = _mtx_header(path)
-    pieces = _fast_mtx(path, head, narrow)
+    pieces = _compiled_mtx(path, head)  # 0-based already
     if pieces is None:
-        pieces = [list(_scan_mtx(path, head))]  # raises at the first bad line
-    for piece in pieces:
-        for column in piece:
-            np.subtract(column, 1, out=column)  # in place: 1-based to 0-based
+        pieces = _fast_mtx(path, head, narrow)
+        if pieces is None:
+            pieces = [list(_scan_mtx(path, head))]  # raises at the first bad line
+        for piece in pieces:
+            for column in piece:
+                np.subtract(column, 1, out=column)  # in place: 1-based to 0-based
     if directed is None:
         directed = not head.symmetric
     if head.symmetric and directed:
@@ -673,6 +691,197 @@ def _mtx_size(text: bytes, path: str, lineno: int, symmetric: bool) -> _MtxHeade
     if rows == 0:
         raise EmptyGraphError(f"{path}, line {lineno}: the matrix is 0 x 0 (no vertices)")
     return _MtxHeader(rows, nnz, symmetric, lineno)
+
+
+def _compiled_mtx(path: str, head: _MtxHeader):
+    """The entries by the compiled parser (:func:`_compiled_pairs`): ``[rows, cols]``
+    pieces, 0-based, int32 below 2^31 vertices; None for a compressed file, a line that
+    is not ``row col [values]`` with both in 1..n (a comment, a sign, a decimal point...)
+    or a count other than the declared one: the slower paths then read the file or name
+    its bad line.
+
+    Not fast_matrix_market (``scipy.io.mmread``'s parser, no faster here): it reads the
+    entry ``17 1.5e2`` of a pattern file as (17, 1), a silent wrong graph."""
+    if head.nnz == 0 or os.path.splitext(path)[1].lower() in _COMPRESSED:
+        return None
+    pieces = _compiled_pairs(path, head.size_line + 1, 0, 1, head.n, index_dtype(head.n))
+    if not isinstance(pieces, list) or sum(p[0].size for p in pieces) != head.nnz:
+        return None
+    return pieces
+
+
+def _compiled_edgelist(source, layout: _EdgeListLayout):
+    """The edges of an uncompressed edge-list file (or an in-memory buffer) from
+    ``layout.first_line`` on by the compiled parser: ``[src, dst]`` pieces, int32 when
+    every id fits, else int64; None when a line is not ``u v [more columns]`` (a comment
+    among the edges, a quoted or signed id, ``0x1f``...; pandas then reads it, or the
+    scan names the bad line). Not pyarrow's CSV reader: it takes ``0x1f`` for 31."""
+    if isinstance(source, (str, os.PathLike)) and \
+            os.path.splitext(os.fspath(source))[1].lower() in _COMPRESSED:
+        return None
+    comma = ord(",") if layout.seps[0] == "," else 0
+    for dtype in (np.int32, np.int64):  # int32 when the ids fit: half the memory
+        pieces = _compiled_pairs(source, layout.first_line, comma, 0,
+                                 np.iinfo(dtype).max, dtype)
+        if pieces is not _OUT_OF_RANGE:
+            return pieces
+    return None
+
+
+#: Bytes per piece of a file the compiled parser reads (at least; more pieces than threads).
+_PARSE_BYTES = 1 << 22
+#: :func:`_compiled_pairs`' answer when an id is above ``high``.
+_OUT_OF_RANGE = object()
+_BAD_LINE, _BAD_ID = -1, -2
+
+
+def _compiled_pairs(source, first_line: int, sep: int, base: int, high: int, dtype):
+    """The pairs of ids ``a b [anything]`` on the lines of a file (a path, or a
+    ``BytesIO``) from its 1-based ``first_line`` on, parsed by :func:`_parse_pairs`
+    on every core (pieces of about equal bytes cut at line starts; the loops release the
+    GIL): a list of ``[a - base, b - base]`` pieces of ``dtype``; None at a line that is
+    not such a pair (blank lines are skipped), :data:`_OUT_OF_RANGE` at an id outside
+    ``base .. high``. ``sep``: a separator byte (``,``) or 0 for spaces and tabs."""
+    if isinstance(source, io.BytesIO):
+        buffer = source.getbuffer()
+        try:
+            return _parsed_buffer(buffer, first_line, sep, base, high, dtype)
+        finally:
+            buffer.release()
+    with open(source, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        return _parsed_buffer(mm, first_line, sep, base, high, dtype)
+    finally:
+        with contextlib.suppress(BufferError):  # a traceback's frame still views it: closed
+            mm.close()                           # when collected
+
+
+def _parsed_buffer(buffer, first_line: int, sep: int, base: int, high: int, dtype):
+    data = np.frombuffer(buffer, dtype=np.uint8)
+    start = int(_line_start(data, np.int64(first_line)))
+    stop = data.size
+    threads = cores()
+    parts = max(1, min(4 * threads, (stop - start) // _PARSE_BYTES))
+    cuts = [start] + [int(_line_start_after(data, np.int64(start + (stop - start) * k // parts)))
+                      for k in range(1, parts)] + [stop]
+    spans = [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a]
+
+    def parse(span):
+        a, b = span
+        lines = _count_lines(data, a, b)
+        left, right = np.empty(lines, dtype), np.empty(lines, dtype)
+        count = _parse_pairs(data, a, b, sep, base, high, left, right)
+        return count if count < 0 else [left[:count], right[:count]]
+
+    pieces = run(parse, spans, threads)  # (a map closes once no array views it: on return)
+    if any(isinstance(p, int) and p == _BAD_ID for p in pieces):
+        return _OUT_OF_RANGE
+    if any(isinstance(p, int) for p in pieces):
+        return None
+    return pieces
+
+
+@njit(nogil=True, cache=True)
+def _line_start(data, line):  # pragma: no cover - numba
+    """The offset of the 1-based ``line`` (the size of ``data`` if it has fewer)."""
+    i = 0
+    for _ in range(line - 1):
+        while i < data.size and data[i] != 10:
+            i += 1
+        if i >= data.size:
+            return data.size
+        i += 1
+    return i
+
+
+@njit(nogil=True, cache=True)
+def _line_start_after(data, at):  # pragma: no cover - numba
+    """The offset of the first line that starts after byte ``at - 1``."""
+    i = max(at, 1) - 1
+    while i < data.size and data[i] != 10:
+        i += 1
+    return min(i + 1, data.size)
+
+
+@njit(nogil=True, cache=True)
+def _count_lines(data, start, stop):  # pragma: no cover - numba
+    """Lines in ``data[start:stop]``, the last one with or without its newline."""
+    count = 1
+    for i in range(start, stop):
+        if data[i] == 10:
+            count += 1
+    return count
+
+
+@njit(nogil=True, cache=True)
+def _is_blank(c):  # pragma: no cover - numba
+    return c == 32 or c == 9
+
+
+@njit(nogil=True, cache=True)
+def _digits(data, i, stop, base, high):  # pragma: no cover - numba
+    """``(id - base, position after it, status)`` of the digits at ``i``: status 0, or
+    ``_BAD_LINE`` (no digits, more than 18) or ``_BAD_ID`` (outside ``base .. high``)."""
+    value = 0
+    j = i
+    while j < stop and 48 <= data[j] <= 57:
+        value = value * 10 + (data[j] - 48)
+        j += 1
+        if j - i > 18:
+            return 0, j, -1
+    if j == i:
+        return 0, j, -1
+    if value < base or value > high:
+        return 0, j, -2
+    return value - base, j, 0
+
+
+@njit(nogil=True, cache=True)
+def _parse_pairs(data, start, stop, sep, base, high, left, right):  # pragma: no cover - numba
+    """Parse the whole lines of ``data[start:stop]`` as ``a b [anything]`` (``a, b``
+    separated by spaces and tabs, or by ``sep`` with optional blanks around it, and
+    followed by a blank, ``sep`` or the end of the line) into ``left`` / ``right``; the
+    count, or ``_BAD_LINE`` / ``_BAD_ID`` at the first line that is not blank and not
+    such a pair."""
+    count = 0
+    i = start
+    while i < stop:
+        while i < stop and _is_blank(data[i]):
+            i += 1
+        if i >= stop:
+            break
+        if data[i] == 10 or data[i] == 13:  # a blank line
+            i += 1
+            continue
+        a, i, status = _digits(data, i, stop, base, high)
+        if status != 0:
+            return status
+        gap = i
+        while i < stop and _is_blank(data[i]):
+            i += 1
+        if sep != 0:
+            if i >= stop or data[i] != sep:
+                return -1
+            i += 1
+            while i < stop and _is_blank(data[i]):
+                i += 1
+        elif i == gap:
+            return -1
+        b, i, status = _digits(data, i, stop, base, high)
+        if status != 0:
+            return status
+        if i < stop and not (_is_blank(data[i]) or data[i] == 10 or data[i] == 13
+                             or (sep != 0 and data[i] == sep)):
+            return -1
+        left[count] = a
+        right[count] = b
+        count += 1
+        while i < stop and data[i] != 10:  # more columns, if any, are not read
+            i += 1
+    return count
 
 
 def _fast_mtx(path: str, head: _MtxHeader, narrow: bool = False):
@@ -878,33 +1087,70 @@ def _row_problem(indptr, indices):  # pragma: no cover - numba
 
 # ====================================================================== text writers
 def _write_mtx(graph: Graph, path: str) -> None:
-    src, dst = _arcs(graph)
-    if not graph.directed:
-        keep = src > dst  # the lower triangle
-        src, dst = src[keep], dst[keep]
+    src, dst = _arcs(graph, lower=not graph.directed)
     symmetry = "general" if graph.directed else "symmetric"
-    with _open_text_for_writing(path) as f:
+    if _fmm_write(path, graph.num_vertices, src, dst, symmetry):
+        return
+    with _open_text_for_writing(path) as f:  # pragma: no cover - scipy < 1.12
         f.write(f"%%MatrixMarket matrix coordinate pattern {symmetry}\n")
         f.write("% written by taskbfs\n")
         f.write(f"{graph.num_vertices} {graph.num_vertices} {src.size}\n")
         _write_pairs(f, src + 1, dst + 1, " ")
 
 
+def _fmm_write(path: str, n: int, src: np.ndarray, dst: np.ndarray, symmetry: str) -> bool:
+    """Write a ``pattern`` MatrixMarket file of the 0-based arcs ``src -> dst`` by
+    fast_matrix_market on every core (the writer of ``scipy.io.mmwrite``); False when it
+    is not installed."""
+    try:  # scipy >= 1.12
+        from scipy.io._fast_matrix_market import _fmm_core, _get_write_cursor
+    except ImportError:  # pragma: no cover - older scipy
+        return False
+    with contextlib.ExitStack() as stack:
+        # a path ending in .mtx is written by the C++ side; any other through a stream (its
+        # own open would add ".mtx" to the name), compressed ones through Python's codecs
+        plain = path.lower().endswith(".mtx")
+        target = path if plain else stack.enter_context(_open_binary_for_writing(path))
+        cursor = _get_write_cursor(target, comment=" written by taskbfs", symmetry=symmetry)
+        _fmm_core.write_body_coo(cursor, (n, n), src, dst, np.zeros(0))  # no values: pattern
+        del cursor  # flushed and closed before the stream is
+    return True
+
+
 def _write_edgelist(graph: Graph, path: str) -> None:
-    src, dst = _arcs(graph)
-    if not graph.directed:
-        keep = src < dst
-        src, dst = src[keep], dst[keep]
+    src, dst = _arcs(graph, upper=not graph.directed)
     sep = "," if _base_suffix(path) == ".csv" else "\t"
     kind = "directed" if graph.directed else "undirected"
-    with _open_text_for_writing(path) as f:
-        f.write(f"# taskbfs edge list: {kind}, {graph.num_vertices} vertices, {src.size} edges\n")
-        _write_pairs(f, src, dst, sep)
+    head = f"# taskbfs edge list: {kind}, {graph.num_vertices} vertices, {src.size} edges\n"
+    try:
+        import pyarrow as pa
+        from pyarrow import csv as pa_csv
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        with _open_text_for_writing(path) as f:
+            f.write(head)
+            _write_pairs(f, src, dst, sep)
+        return
+    with _open_binary_for_writing(path) as f:
+        f.write(head.encode())
+        pa_csv.write_csv(pa.table({"u": src, "v": dst}), f,
+                         pa_csv.WriteOptions(include_header=False, delimiter=sep,
+                                             quoting_style="none"))
 
 
-def _arcs(graph: Graph):
-    src = np.repeat(np.arange(graph.num_vertices, dtype=np.int64), graph.degrees())
-    return src, graph.indices.astype(np.int64, copy=False)
+def _open_binary_for_writing(path: str):
+    suffix = os.path.splitext(path)[1].lower()
+    return _COMPRESSED.get(suffix, open)(path, "wb")
+
+
+def _arcs(graph: Graph, lower: bool = False, upper: bool = False):
+    """Every arc ``(src, dst)`` of the graph in row order (ids of the graph's index dtype),
+    or those with ``src > dst`` (``lower``) or ``src < dst`` (``upper``) only."""
+    src = np.repeat(np.arange(graph.num_vertices, dtype=graph.indices.dtype), graph.degrees())
+    dst = graph.indices
+    if lower or upper:
+        keep = src > dst if lower else src < dst
+        src, dst = src[keep], dst[keep]
+    return src, dst
 
 
 def _write_pairs(f, src: np.ndarray, dst: np.ndarray, sep: str) -> None:
