@@ -391,8 +391,9 @@ def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int
 
 def build_from_files(path, format: str | None, directed: bool | None, runtime,
                      ranges: int | None):
-    """:func:`taskbfs.read_graph` with a runtime: an edge-list file read by a task per
-    ``files.read-bytes`` (a setting) byte range, any other file by a task of its own."""
+    """:func:`taskbfs.read_graph` with a runtime: an uncompressed edge-list or MatrixMarket
+    file read by a task per ``files.read-bytes`` (a setting) byte range (cut from the
+    file's size on a worker, no pre-scan), a compressed file by a task of its own."""
     rt = _as_runtime(runtime)
     paths = [os.fspath(p) for p in ([path] if isinstance(path, (str, os.PathLike)) else path)]
     if not paths:
@@ -400,12 +401,17 @@ def build_from_files(path, format: str | None, directed: bool | None, runtime,
     client = rt.client
     plans = client.gather([client.submit(graph_io.byte_ranges, p, config.get("files.read-bytes"), format,
                                          pure=False) for p in paths])
-    read = []
+    read, checks = [], []
     for p, plan in zip(paths, plans, strict=True):
         ranges_of_p = [None] if plan is None else plan  # None: the whole file in one task
-        read += [client.submit(graph_io.read_edges, p, format, directed, r, pure=False)
-                 for r in ranges_of_p]
+        mine = [client.submit(graph_io.read_edges, p, format, directed, r, pure=False)
+                for r in ranges_of_p]
+        if plan is not None:  # a MatrixMarket file's ranges hold the entries it declares
+            checks.append(client.submit(graph_io.check_entry_count, p, format,
+                                        *[client.submit(_entry_count, r) for r in mine]))
+        read += mine
     heads = client.gather([client.submit(_file_head, r) for r in read])
+    client.gather(checks)
     kinds = {d for _, d in heads}
     if len(kinds) > 1:
         raise InvalidParameterError(
@@ -561,6 +567,10 @@ def _frame_pair(frame, source: str, target: str):
 
 def _file_head(read) -> tuple:
     return read[2], read[3]
+
+
+def _entry_count(read) -> int:
+    return int(read[0].size)
 
 
 def _edges_of(read):

@@ -56,8 +56,8 @@ from taskbfs.errors import EmptyGraphError, GraphFormatError, InvalidParameterEr
 from taskbfs.graph._graph import Graph, graph_of_pieces, index_dtype
 from taskbfs.graph._threads import cores, run
 
-__all__ = ["read_graph", "read_edges", "byte_ranges", "save_graph", "KNOWN_FORMATS",
-           "GraphFileNotFoundError"]
+__all__ = ["read_graph", "read_edges", "byte_ranges", "check_entry_count", "save_graph",
+           "KNOWN_FORMATS", "GraphFileNotFoundError"]
 
 #: Format names accepted by ``format=``.
 KNOWN_FORMATS = ("mtx", "edgelist", "npz")
@@ -163,9 +163,12 @@ def read_edges(path, format: str | None = None, directed: bool | None = None,
     and are refused), and:
 
     byte_range : (start, stop), optional
-        Read only the lines of an uncompressed edge-list file that start at a byte offset
-        in ``start .. stop - 1`` (:func:`byte_ranges` cuts a file into such ranges; every
-        line falls in exactly one). Errors still name the file's line.
+        Read only the lines of an uncompressed edge-list or MatrixMarket file that start
+        at a byte offset in ``start .. stop - 1`` (:func:`byte_ranges` cuts a file into
+        such ranges; every line falls in exactly one; a MatrixMarket range reads the
+        header lines too, and keeps only the entries). Errors still name the file's line;
+        that a MatrixMarket file holds the entries it declares is checked over all its
+        ranges by :func:`check_entry_count`.
 
     Returns
     -------
@@ -183,7 +186,10 @@ def read_edges(path, format: str | None = None, directed: bool | None = None,
         raise InvalidParameterError(f"{path}: an .npz file holds a graph, not an edge list")
     if byte_range is not None:
         _check_rangeable(path, fmt)
-        src, dst = _edgelist_range(path, int(byte_range[0]), int(byte_range[1]))
+        start, stop = int(byte_range[0]), int(byte_range[1])
+        if fmt == "mtx":
+            return _mtx_range(path, start, stop, directed)
+        src, dst = _edgelist_range(path, start, stop)
         return src, dst, None, bool(directed)
     if fmt == "mtx":
         pieces, n, directed = _mtx_pieces(path, directed)
@@ -194,11 +200,11 @@ def read_edges(path, format: str | None = None, directed: bool | None = None,
 
 def byte_ranges(path, size: int, format: str | None = None) -> list[tuple[int, int]] | None:
     """``(start, stop)`` byte ranges of about ``size`` bytes covering an uncompressed
-    edge-list file (for :func:`read_edges`); None for a file that cannot be read in
-    ranges (MatrixMarket, compressed)."""
+    edge-list or MatrixMarket file (for :func:`read_edges`; from the file's size alone,
+    nothing read); None for a file that cannot be read in ranges (compressed, .npz)."""
     path = os.fspath(path)
     fmt = _resolve_format(path, format)
-    if fmt != "edgelist" or os.path.splitext(path)[1].lower() in _COMPRESSED:
+    if fmt == "npz" or os.path.splitext(path)[1].lower() in _COMPRESSED:
         return None
     if not os.path.exists(path):
         raise GraphFileNotFoundError(path)
@@ -208,9 +214,27 @@ def byte_ranges(path, size: int, format: str | None = None) -> list[tuple[int, i
 
 
 def _check_rangeable(path: str, fmt: str) -> None:
-    if fmt != "edgelist" or os.path.splitext(path)[1].lower() in _COMPRESSED:
+    if fmt == "npz" or os.path.splitext(path)[1].lower() in _COMPRESSED:
         raise InvalidParameterError(
-            f"{path}: only uncompressed edge-list files are read in byte ranges")
+            f"{path}: only uncompressed edge-list and MatrixMarket files are read in byte "
+            f"ranges")
+
+
+def check_entry_count(path, format: str | None, *counts: int) -> None:
+    """Check that the byte ranges of a file (:func:`read_edges` with ``byte_range``)
+    read ``counts`` entries in all, as a MatrixMarket file's size line declares (nothing
+    to check for an edge list). Otherwise the file is read again, line by line, to raise
+    the :class:`~taskbfs.errors.GraphFormatError` naming the line (too few entries, or
+    the first one too many)."""
+    path = os.fspath(path)
+    if _resolve_format(path, format) != "mtx":
+        return
+    head = _mtx_header(path)
+    if sum(int(c) for c in counts) != head.nnz:
+        _scan_mtx(path, head)  # raises
+        raise GraphFormatError(  # pragma: no cover - the scan finds it
+            f"the byte ranges read {sum(counts)} entries, not the {head.nnz} declared", path,
+            head.size_line)
 
 
 def _checked_file(path, format, directed):
@@ -536,14 +560,7 @@ def _edgelist_range(path: str, start: int, stop: int):
     layout = _sniff_edgelist(path)
     if layout is None:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    with open(path, "rb") as f:
-        if start > 0:
-            f.seek(start - 1)
-            f.readline()  # the rest of a line that started before ``start``
-        begin = f.tell()
-        block = f.read(max(0, stop - begin)) if begin < stop else b""
-        if block and not block.endswith(b"\n"):
-            block += f.readline()  # the line that starts before ``stop`` ends after it
+    begin, block = _read_block(path, start, stop)
     if begin == 0 and block.startswith(codecs.BOM_UTF8):
         block = block[len(codecs.BOM_UTF8):]
     if layout.header_line:
@@ -558,6 +575,20 @@ def _edgelist_range(path: str, start: int, stop: int):
     if pair is None:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     return pair
+
+
+def _read_block(path: str, start: int, stop: int) -> tuple[int, bytes]:
+    """``(begin, block)``: the bytes of the lines of a file that start at an offset in
+    ``[start, stop)``, from ``begin``, the first one's offset."""
+    with open(path, "rb") as f:
+        if start > 0:
+            f.seek(start - 1)
+            f.readline()  # the rest of a line that started before ``start``
+        begin = f.tell()
+        block = f.read(max(0, stop - begin)) if begin < stop else b""
+        if block and not block.endswith(b"\n"):
+            block += f.readline()  # the line that starts before ``stop`` ends after it
+    return begin, block
 
 
 def _without_header(path: str, layout: _EdgeListLayout, begin: int, block: bytes) -> bytes:
@@ -618,6 +649,39 @@ def _mtx_pieces(path: str, directed: bool | None, narrow: bool = False):
     if head.symmetric and directed:
         pieces += [[dst, src] for src, dst in pieces]
     return pieces, head.n, bool(directed)
+
+
+def _mtx_range(path: str, start: int, stop: int, directed: bool | None):
+    """:func:`read_edges` of the entries on the lines that start in ``[start, stop)``:
+    ``(src, dst, n, directed)``, 0-based (the entry count is checked over all ranges by
+    :func:`check_entry_count`)."""
+    head = _mtx_header(path)
+    with open(path, "rb") as f:
+        body = _offset_of_line(f, head.size_line + 1)
+    begin, block = _read_block(path, max(start, body), stop) if stop > body else (body, b"")
+    pieces = None
+    if block.strip():
+        pieces = _compiled_pairs(io.BytesIO(block), 1, 0, 1, head.n, index_dtype(head.n))
+        if not isinstance(pieces, list):
+            first = _line_number(path, begin)
+            lines = ((first + i, raw.strip()) for i, raw in enumerate(block.split(b"\n")))
+            pieces = [list(_scan_mtx(path, head, lines, counted=False))]
+            for piece in pieces:
+                for column in piece:
+                    np.subtract(column, 1, out=column)
+    src, dst = _joined(pieces) if pieces else (np.empty(0, np.int64), np.empty(0, np.int64))
+    if directed is None:
+        directed = not head.symmetric
+    if head.symmetric and directed:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    return src, dst, head.n, bool(directed)
+
+
+def _offset_of_line(f, line: int) -> int:
+    """The byte offset of the 1-based ``line`` of the binary file ``f``."""
+    for _ in range(line - 1):
+        f.readline()
+    return f.tell()
 
 
 def _mtx_header(path: str) -> _MtxHeader:
@@ -896,11 +960,13 @@ def _fast_mtx(path: str, head: _MtxHeader, narrow: bool = False):
     return pieces if ok else None
 
 
-def _scan_mtx(path: str, head: _MtxHeader):
-    """The careful path over the entries, raising at the first bad line."""
+def _scan_mtx(path: str, head: _MtxHeader, lines=None, counted: bool = True):
+    """The careful path over the entries, raising at the first bad line (``lines``:
+    ``(lineno, text)`` pairs of the body, by default the file's; ``counted``: check the
+    number of entries against the declared one)."""
     src, dst = array("q"), array("q")
     lineno = head.size_line
-    for lineno, text in _numbered_lines(path):
+    for lineno, text in _numbered_lines(path) if lines is None else lines:
         if lineno <= head.size_line:
             continue
         _check_text(text, path, lineno)
@@ -913,13 +979,13 @@ def _scan_mtx(path: str, head: _MtxHeader):
                 path,
                 lineno,
             )
-        if len(src) == head.nnz:
+        if counted and len(src) == head.nnz:
             raise GraphFormatError(
                 f"more entries than the {head.nnz} declared on line {head.size_line}", path, lineno
             )
         src.append(_mtx_index(tokens[0], head, path, lineno, "row"))
         dst.append(_mtx_index(tokens[1], head, path, lineno, "column"))
-    if len(src) != head.nnz:
+    if counted and len(src) != head.nnz:
         raise GraphFormatError(
             f"file ends after {len(src)} of the {head.nnz} entries declared on line "
             f"{head.size_line} (truncated file?)",
