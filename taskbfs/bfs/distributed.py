@@ -44,13 +44,19 @@ from distributed import Future
 from taskbfs import config
 from taskbfs.bfs.placement import MAX_PLACED_GRAPHS, PlacedGraph
 from taskbfs.bfs.steps import GraphSlice
-from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
+from taskbfs.errors import (
+    EmptyGraphError,
+    InsufficientMemoryError,
+    InvalidParameterError,
+    InvalidVertexError,
+)
 from taskbfs.graph import Graph, Partition
 from taskbfs.graph import io as graph_io
 from taskbfs.graph._graph import _as_vertex_array, _check_num_vertices
 from taskbfs.graph.chunked import (
     MAX_BUILD_VERTICES,
     arc_histogram,
+    build_plan,
     join_rows,
     kronecker_chunk,
     kronecker_chunk_count,
@@ -172,17 +178,28 @@ class DistributedGraph:
         return cls.from_chunks(rt, chunks, num_vertices, directed, ranges)
 
     @classmethod
-    def _build(cls, rt, chunks: list, n: int, directed: bool, ranges: int) -> DistributedGraph:
+    def _build(cls, rt, chunks: list, n: int, directed: bool, ranges: int,
+               chunk_edges: int = 0) -> DistributedGraph:
         client = rt.client
         token = uuid.uuid4().hex
         bins = min(n, max(HISTOGRAM_BINS, ranges))
+        held = [client.submit(_pair_nbytes, c) for c in chunks if not isinstance(c, _Remade)]
         counts = [_on_chunk(client, c, _histogram, n, bins, directed) for c in chunks]
         while len(counts) > 1:
             counts = [client.submit(_summed, *counts[i : i + _FAN_IN])
                       for i in range(0, len(counts), _FAN_IN)]
-        bounds, arcs = client.gather([client.submit(range_bounds, counts[0], n, ranges),
-                                      client.submit(_total, counts[0])])
+        arcs, held = client.gather([client.submit(_total, counts[0]),
+                                    client.submit(_summed_ints, *held)])
+        # the arcs counted: the passes that fit the workers' memory, or a refusal before
+        # any key is made (kronecker refused what its estimate could tell before this)
+        if held and not chunk_edges:  # the chunks' working memory: about their own size
+            chunk_edges = held // (16 * len(chunks))
+        plan = _plan(rt, arcs, n, ranges, chunk_edges, held)
+        ranges = min(plan.ranges, bins)
+        bounds = client.submit(range_bounds, counts[0], n, ranges).result()
         del counts
+        if plan.passes > 1:
+            return cls._build_in_passes(rt, chunks, n, directed, bounds, plan.passes, token)
         # chunk by chunk, its split then what it sends each owner: Dask runs them in that
         # order, and what is sent is a copy, so a chunk and its split are released as soon
         # as it is cut (and a range built on a worker over its memory target reads its
@@ -199,6 +216,41 @@ class DistributedGraph:
                                 r - runs[j][0], *[s[j] for s in sent], **owners[r])
                   for j, (first, stop) in enumerate(runs) for r in range(first, stop)]
         del sent
+        arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
+        return cls(rt, Partition(bounds), slices, arcs, directed, token)
+
+    @classmethod
+    def _build_in_passes(cls, rt, chunks: list, n: int, directed: bool, bounds: np.ndarray,
+                         passes: int, token: str) -> DistributedGraph:
+        """The all-to-all of :meth:`_build` in ``passes`` passes (:func:`build_plan`):
+        each over about ``1 / passes`` of every worker's ranges, its keys made (every
+        chunk split again, keeping only the pass's ranges), sent and turned into rows
+        before the next pass starts, so that a worker holds one pass's keys at a time."""
+        from distributed.client import _wait
+
+        client = rt.client
+        ranges = bounds.size - 1
+        owners = _owners(client, ranges)
+        slices: list = [None] * ranges
+        for runs in _pass_runs(owners, passes):
+            wanted = np.zeros(ranges, dtype=np.bool_)
+            for first, stop in runs:
+                wanted[first:stop] = True
+            sent = []
+            for chunk in chunks:
+                split = _on_chunk(client, chunk, _split, bounds, n, directed, wanted)
+                sent.append([client.submit(_run_keys, split, first, stop) for first, stop in runs])
+            del split
+            made = {r: client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n,
+                                     token, r - first, *[s[j] for s in sent], **owners[r])
+                    for j, (first, stop) in enumerate(runs) for r in range(first, stop)}
+            del sent
+            for r, future in made.items():
+                slices[r] = future
+            # this pass's keys are gone before the next pass makes its own (as in
+            # runtime/resident.py: distributed.wait needs a default client)
+            client.sync(_wait, list(made.values()))
+        chunks.clear()  # the caller's list too
         arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
         return cls(rt, Partition(bounds), slices, arcs, directed, token)
 
@@ -381,12 +433,27 @@ def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int
     count = kronecker_chunk_count(scale, edgefactor, seed, size)
     specs = [(scale, edgefactor, seed, i, size) for i in range(count)]
     n = 1 << scale
-    if _holds_chunks(rt.client, count * size * 2 * np.dtype(np.int64).itemsize):
+    ranges = _check_ranges(ranges, rt, n)
+    edge_list = count * size * 2 * np.dtype(np.int64).itemsize
+    # refused here, before any chunk is made, when the workers cannot hold it: its arcs
+    # estimated (both arcs of each generated edge, less self-loops and repeats)
+    arcs = int(KRONECKER_ARCS_PER_EDGE * 2 * count * size)
+    what = f"building a Kronecker graph of scale {scale}"
+    try:
+        plan = _plan(rt, arcs, n, ranges, size, 0, what=what)
+    except InsufficientMemoryError:
+        plan = None  # perhaps with smaller chunks
+    if plan is not None and plan.passes == 1 and _holds_chunks(rt.client, edge_list):
         chunks = [rt.client.submit(kronecker_chunk, *spec, pure=False) for spec in specs]
         return DistributedGraph.from_chunks(rt, chunks, n, False, ranges)
+    if plan is None or plan.passes > 1:  # smaller chunk tasks hold less (the same graph)
+        size = max(1, min(size, PASS_CHUNK_EDGES))
+        _plan(rt, arcs, n, ranges, size, 0, what=what)  # raises if it cannot fit
+        count = kronecker_chunk_count(scale, edgefactor, seed, size)
+        specs = [(scale, edgefactor, seed, i, size) for i in range(count)]
     # the generator's chunks name vertices below n by construction: nothing to check
     return DistributedGraph._build(rt, [_Remade(kronecker_chunk, spec) for spec in specs],
-                                   n, False, _check_ranges(ranges, rt, n))
+                                   n, False, ranges, size)
 
 
 def build_from_files(path, format: str | None, directed: bool | None, runtime,
@@ -443,6 +510,66 @@ def _on_chunk(client, chunk, fn, *args):
     return client.submit(fn, chunk, *args)
 
 
+#: Edges per Kronecker chunk when a build runs in passes (each chunk is made again every
+#: pass; a smaller one holds less while it is split).
+PASS_CHUNK_EDGES = 1 << 18
+#: Arcs of a Kronecker graph per generated edge and direction (self-loops and repeats
+#: dropped): 128.3 M arcs of 2 x 67.1 M at scale 22 (0.956); the estimate a build on the
+#: workers is checked against before it starts (then again with the arcs counted).
+KRONECKER_ARCS_PER_EDGE = 0.96
+
+
+def _plan(rt, arcs: int, n: int, ranges: int, chunk_edges: int = 0, held: int = 0,
+          what: str = "building this graph"):
+    """:func:`~taskbfs.graph.chunked.build_plan` for this runtime's workers: what each
+    worker that owns ranges can take before Dask pauses it (``memory_limit`` x
+    ``distributed.worker.memory.pause``, or ``terminate`` where pausing is off, less the
+    memory its process uses now, as the scheduler last heard; no limit where both are
+    off; in-process workers share this machine's available memory)."""
+    import dask
+
+    info = workers_of(rt.client)
+    owners = workers_with(info, GPU_RESOURCE) or sorted(info)
+    if not owners:
+        return build_plan(arcs, n, ranges, [None], chunk_edges=chunk_edges, held=held, what=what)
+    if rt.in_process:
+        from taskbfs.runtime.cluster import _available_memory
+
+        free = [_available_memory() // len(owners)] * len(owners)
+    else:
+        # neither pausing nor the nanny's terminate on: nothing stops a process for its size
+        fraction = next((float(f) for f in (dask.config.get("distributed.worker.memory.pause"),
+                                             dask.config.get("distributed.worker.memory.terminate"))
+                         if f), None)
+        free = [None if not info[w].get("memory_limit") or fraction is None else
+                max(0, int(fraction * info[w]["memory_limit"])
+                    - int(info[w].get("metrics", {}).get("memory", 0))) for w in owners]
+    threads = [info[w].get("nthreads", 1) for w in owners]
+    return build_plan(arcs, n, ranges, free, threads, chunk_edges, held, what)
+
+
+def _pass_runs(owners: list[dict], passes: int) -> list[list[tuple[int, int]]]:
+    """Per pass, the ``(first, stop)`` run of each worker's ranges it builds: each
+    worker's consecutive ranges cut into ``passes`` groups (of ``ceil(mine / passes)``,
+    the last ones smaller or empty)."""
+    blocks, first = [], 0
+    for r in range(1, len(owners) + 1):
+        if r == len(owners) or owners[r] != owners[first]:
+            blocks.append((first, r))
+            first = r
+    out = []
+    for p in range(passes):
+        runs = []
+        for a, b in blocks:
+            size = -(-(b - a) // passes)
+            lo, hi = a + p * size, min(b, a + (p + 1) * size)
+            if lo < hi:
+                runs.append((lo, hi))
+        if runs:
+            out.append(runs)
+    return out
+
+
 def _holds_chunks(client, nbytes: int) -> bool:
     """Whether a build may hold an edge list of ``nbytes`` on the workers until its
     ranges are cut: its chunk tasks run wherever a thread is free, so each worker holds
@@ -483,8 +610,16 @@ def _check_ids(pair, index: int, n: int) -> None:
                                  f"a vertex outside 0..{n - 1} (num_vertices={n})")
 
 
-def _split(pair, bounds: np.ndarray, n: int, directed: bool):
-    return split_arcs(pair[0], pair[1], bounds, n, directed)
+def _split(pair, bounds: np.ndarray, n: int, directed: bool, wanted=None):
+    return split_arcs(pair[0], pair[1], bounds, n, directed, wanted)
+
+
+def _pair_nbytes(pair) -> int:
+    return int(pair[0].nbytes + pair[1].nbytes)
+
+
+def _summed_ints(*values) -> int:
+    return int(sum(values))
 
 
 def _histogram(pair, n: int, bins: int, directed: bool) -> np.ndarray:
