@@ -13,7 +13,7 @@ __all__ = ["kronecker", "read_graph"]
 
 
 def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, runtime=None,
-              ranges: int | None = None):
+              ranges: int | None = None, progress=None):
     """The undirected Graph500 Kronecker graph with ``2**scale`` vertices.
 
     Without ``runtime``: :func:`taskbfs.graph.kronecker`, a :class:`~taskbfs.Graph` built
@@ -24,7 +24,9 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, runtime=None,
     Where the workers' memory is short the build runs in passes (more ranges then: one
     of every worker a pass), and a graph they cannot hold is refused before any work
     with :class:`~taskbfs.InsufficientMemoryError`
-    (:func:`taskbfs.graph.chunked.build_plan`).
+    (:func:`taskbfs.graph.chunked.build_plan`). ``progress``: a progress bar for a build
+    of more than a few seconds (default: when someone may be watching: a terminal, a
+    notebook), ``False`` for none, or a function ``progress(done, total)``.
 
     Examples
     --------
@@ -38,27 +40,27 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, runtime=None,
     if runtime is None:
         if ranges is not None:
             raise InvalidParameterError("ranges is for a graph built on the workers (runtime=...)")
-        return _kronecker(scale, edgefactor, seed)
+        return _kronecker(scale, edgefactor, seed, progress=progress)
     from taskbfs.bfs.distributed import build_kronecker
 
-    return build_kronecker(scale, edgefactor, seed, runtime, ranges)
+    return build_kronecker(scale, edgefactor, seed, runtime, ranges, progress=progress)
 
 
 def read_graph(path, format: str | None = None, directed: bool | None = None, runtime=None,
-               ranges: int | None = None):
+               ranges: int | None = None, progress=None):
     """Read a graph file (:func:`taskbfs.graph.read_graph`, whose docstring says the
     formats); with a ``runtime``, read one or a list of MatrixMarket or edge-list files
     on its workers (each worker must see the paths: an uncompressed edge list is read by
     one task per ``files.read-bytes`` (a setting) byte range, any other file by one task) into a
     :class:`~taskbfs.DistributedGraph` of ``ranges`` vertex ranges. Edge-list ids are
     kept as given (``num_vertices`` = the largest id + 1 over all files); MatrixMarket
-    files must declare the same size."""
+    files must declare the same size. ``progress`` as for :func:`kronecker`."""
     if runtime is None:
         if not isinstance(path, (str, os.PathLike)):
             raise InvalidParameterError("a list of files is read on the workers: pass runtime=")
         if ranges is not None:
             raise InvalidParameterError("ranges is for a graph built on the workers (runtime=...)")
-        return _io.read_graph(path, format=format, directed=directed)
+        return _io.read_graph(path, format=format, directed=directed, progress=progress)
     from taskbfs.bfs.distributed import build_from_files
 
-    return build_from_files(path, format, directed, runtime, ranges)
+    return build_from_files(path, format, directed, runtime, ranges, progress=progress)

@@ -187,3 +187,70 @@ def test_range_csr_group_by_group_is_from_edges_rows(name, groups):
                            threads=2, groups=groups)
         np.testing.assert_array_equal(ip, g.indptr[lo:hi + 1] - g.indptr[lo])
         np.testing.assert_array_equal(ix, g.indices[g.indptr[lo]:g.indptr[hi]])
+
+
+# ====================================================================== progress
+def _recorder():
+    calls = []
+
+    def progress(done, total):
+        calls.append((done, total))
+
+    return calls, progress
+
+
+def _finished(calls) -> bool:
+    """Steps only go up, never past the total, and end with all of them done."""
+    dones = [d for d, _ in calls]
+    return (bool(calls) and dones == sorted(dones) and all(d <= t for d, t in calls)
+            and calls[-1][0] == calls[-1][1] > 0)
+
+
+def test_progress_of_builds_in_this_process(tmp_path):
+    calls, progress = _recorder()
+    g = tb.kronecker(10, progress=progress)
+    assert _finished(calls) and g.num_vertices == 1 << 10
+    path = tmp_path / "g.mtx"
+    tb.save_graph(g, path)
+    calls.clear()
+    assert tb.read_graph(path, progress=progress).num_arcs == g.num_arcs
+    assert _finished(calls)
+    with pytest.raises(tb.InvalidParameterError, match="progress must be"):
+        tb.kronecker(4, progress="yes")
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_progress_of_builds_on_the_workers(runtime, passes, setting, tmp_path, count):
+    passes[0] = count
+    setting("kronecker.chunk-edges", 3000)
+    calls, progress = _recorder()
+    tb.kronecker(11, edgefactor=8, seed=4, runtime=runtime, progress=progress)
+    assert _finished(calls)
+    path = tmp_path / "g.txt"
+    path.write_text("".join(f"{i} {i + 1}\n" for i in range(500)))
+    setting("files.read-bytes", 1000)
+    calls.clear()
+    assert tb.read_graph(path, runtime=runtime, progress=progress).num_vertices == 501
+    assert _finished(calls)
+
+
+def test_progress_bar_after_the_delay_only(capsys, setting):
+    """A bar on stderr once a build has run ``build.progress-delay`` seconds; nothing for
+    a build quicker than that, nor by default where nobody watches (not a terminal)."""
+    setting("build.progress-delay", 0)
+    tb.kronecker(9, progress=True)
+    assert "kronecker(9)" in capsys.readouterr().err
+    tb.kronecker(9)
+    assert capsys.readouterr().err == ""
+    setting("build.progress-delay", 60)
+    tb.kronecker(9, progress=True)
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_shows_the_build_progress(capsys, setting):
+    from taskbfs.cli import main
+
+    setting("build.progress-delay", 0)
+    assert main(["run", "--scale", "8", "--progress", "--tasks", "1",
+                 "--dashboard-address", "none"]) == 0
+    assert "kronecker(8)" in capsys.readouterr().err

@@ -53,6 +53,7 @@ from taskbfs.errors import (
 from taskbfs.graph import Graph, Partition
 from taskbfs.graph import io as graph_io
 from taskbfs.graph._graph import _as_vertex_array, _check_num_vertices
+from taskbfs.graph._progress import BuildProgress
 from taskbfs.graph.chunked import (
     MAX_BUILD_VERTICES,
     arc_histogram,
@@ -123,10 +124,17 @@ class DistributedGraph:
     # ------------------------------------------------------------------ building
     @classmethod
     def from_chunks(cls, runtime, chunks: list, num_vertices: int | None = None,
-                    directed: bool = False, ranges: int | None = None) -> DistributedGraph:
+                    directed: bool = False, ranges: int | None = None, *,
+                    progress=None) -> DistributedGraph:
         """Build from edge chunks already on the workers: futures of ``(src, dst)`` pairs
         (any integer arrays; checked there, as ``Graph.from_edges`` checks its input).
-        The list is emptied, so that each chunk is released as soon as it is split."""
+        The list is emptied, so that each chunk is released as soon as it is split.
+        ``progress`` as for :func:`taskbfs.kronecker`."""
+        with _progress_of(progress, "building the graph on the workers") as bar:
+            return cls._from_chunks(runtime, chunks, num_vertices, directed, ranges, bar)
+
+    @classmethod
+    def _from_chunks(cls, runtime, chunks, num_vertices, directed, ranges, bar):
         rt = _as_runtime(runtime)
         client = rt.client
         raw, chunks = list(chunks), chunks
@@ -145,12 +153,12 @@ class DistributedGraph:
                 f"{MAX_BUILD_VERTICES} vertices")
         checks = [client.submit(_check_ids, c, i, n) for i, c in enumerate(chunks)]
         client.gather(checks)  # raises the first chunk's bad vertex id
-        return cls._build(rt, chunks, n, bool(directed), _check_ranges(ranges, rt, n))
+        return cls._build(rt, chunks, n, bool(directed), _check_ranges(ranges, rt, n), bar=bar)
 
     @classmethod
     def from_dask(cls, edges, dst=None, num_vertices: int | None = None, directed: bool = False,
                   runtime=None, ranges: int | None = None, *, source: str = "source",
-                  target: str = "target") -> DistributedGraph:
+                  target: str = "target", progress=None) -> DistributedGraph:
         """Build from a dask collection of edges: a ``dask.dataframe`` with the columns
         ``source`` and ``target`` (named as :meth:`Graph.from_edges` and networkx's
         ``from_pandas_edgelist`` name them), or two 1-D dask arrays ``edges`` (sources)
@@ -175,16 +183,18 @@ class DistributedGraph:
                 raise InvalidParameterError(
                     f"src and dst must have the same chunks, got {edges.chunks} and {dst.chunks}")
             chunks = client.compute([list(p) for p in zip(src_parts, dst_parts, strict=True)])
-        return cls.from_chunks(rt, chunks, num_vertices, directed, ranges)
+        return cls.from_chunks(rt, chunks, num_vertices, directed, ranges, progress=progress)
 
     @classmethod
     def _build(cls, rt, chunks: list, n: int, directed: bool, ranges: int,
-               chunk_edges: int = 0) -> DistributedGraph:
+               chunk_edges: int = 0, bar: BuildProgress | None = None) -> DistributedGraph:
         client = rt.client
+        bar = bar or BuildProgress(False, "")
         token = uuid.uuid4().hex
         bins = min(n, max(HISTOGRAM_BINS, ranges))
         held = [client.submit(_pair_nbytes, c) for c in chunks if not isinstance(c, _Remade)]
         counts = [_on_chunk(client, c, _histogram, n, bins, directed) for c in chunks]
+        bar.watch(counts)
         while len(counts) > 1:
             counts = [client.submit(_summed, *counts[i : i + _FAN_IN])
                       for i in range(0, len(counts), _FAN_IN)]
@@ -199,7 +209,8 @@ class DistributedGraph:
         bounds = client.submit(range_bounds, counts[0], n, ranges).result()
         del counts
         if plan.passes > 1:
-            return cls._build_in_passes(rt, chunks, n, directed, bounds, plan.passes, token)
+            return cls._build_in_passes(rt, chunks, n, directed, bounds, plan.passes, token,
+                                        bar)
         # chunk by chunk, its split then what it sends each owner: Dask runs them in that
         # order, and what is sent is a copy, so a chunk and its split are released as soon
         # as it is cut (and a range built on a worker over its memory target reads its
@@ -209,19 +220,21 @@ class DistributedGraph:
         sent = []
         for chunk in chunks:
             split = _on_chunk(client, chunk, _split, bounds, n, directed)
+            bar.watch([split])
             sent.append([client.submit(_run_keys, split, first, stop) for first, stop in runs])
         chunks.clear()  # the caller's list too
         del chunk, split
         slices = [client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n, token,
                                 r - runs[j][0], *[s[j] for s in sent], **owners[r])
                   for j, (first, stop) in enumerate(runs) for r in range(first, stop)]
+        bar.watch(slices)
         del sent
         arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
         return cls(rt, Partition(bounds), slices, arcs, directed, token)
 
     @classmethod
     def _build_in_passes(cls, rt, chunks: list, n: int, directed: bool, bounds: np.ndarray,
-                         passes: int, token: str) -> DistributedGraph:
+                         passes: int, token: str, bar: BuildProgress) -> DistributedGraph:
         """The all-to-all of :meth:`_build` in ``passes`` passes (:func:`build_plan`):
         each over about ``1 / passes`` of every worker's ranges, its keys made (every
         chunk split again, keeping only the pass's ranges), sent and turned into rows
@@ -232,13 +245,16 @@ class DistributedGraph:
         ranges = bounds.size - 1
         owners = _owners(client, ranges)
         slices: list = [None] * ranges
-        for runs in _pass_runs(owners, passes):
+        plan = _pass_runs(owners, passes)
+        bar.grow(len(plan) * len(chunks) + ranges)  # the steps to come, known now
+        for runs in plan:
             wanted = np.zeros(ranges, dtype=np.bool_)
             for first, stop in runs:
                 wanted[first:stop] = True
             sent = []
             for chunk in chunks:
                 split = _on_chunk(client, chunk, _split, bounds, n, directed, wanted)
+                split.add_done_callback(bar.one)
                 sent.append([client.submit(_run_keys, split, first, stop) for first, stop in runs])
             del split
             made = {r: client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n,
@@ -247,6 +263,7 @@ class DistributedGraph:
             del sent
             for r, future in made.items():
                 slices[r] = future
+                future.add_done_callback(bar.one)
             # this pass's keys are gone before the next pass makes its own (as in
             # runtime/resident.py: distributed.wait needs a default client)
             client.sync(_wait, list(made.values()))
@@ -422,7 +439,8 @@ class DistributedGraph:
 
 
 # ====================================================================== builders
-def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int | None):
+def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int | None,
+                    progress=None):
     """:func:`taskbfs.kronecker` with a runtime: each chunk of the edge list (chunks of
     the setting ``kronecker.chunk-edges`` as the client has it) generated on a worker.
     The edge list is held on the workers until the ranges are cut (they need every
@@ -443,25 +461,30 @@ def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int
         plan = _plan(rt, arcs, n, ranges, size, 0, what=what)
     except InsufficientMemoryError:
         plan = None  # perhaps with smaller chunks
-    if plan is not None and plan.passes == 1 and _holds_chunks(rt.client, edge_list):
-        chunks = [rt.client.submit(kronecker_chunk, *spec, pure=False) for spec in specs]
-        return DistributedGraph.from_chunks(rt, chunks, n, False, ranges)
     if plan is None or plan.passes > 1:  # smaller chunk tasks hold less (the same graph)
         size = max(1, min(size, PASS_CHUNK_EDGES))
         _plan(rt, arcs, n, ranges, size, 0, what=what)  # raises if it cannot fit
         count = kronecker_chunk_count(scale, edgefactor, seed, size)
         specs = [(scale, edgefactor, seed, i, size) for i in range(count)]
-    # the generator's chunks name vertices below n by construction: nothing to check
-    return DistributedGraph._build(rt, [_Remade(kronecker_chunk, spec) for spec in specs],
-                                   n, False, ranges, size)
+    with _progress_of(progress, f"kronecker({scale}) on the workers") as bar:
+        if plan is not None and plan.passes == 1 and _holds_chunks(rt.client, edge_list):
+            chunks = [rt.client.submit(kronecker_chunk, *spec, pure=False) for spec in specs]
+            return DistributedGraph.from_chunks(rt, chunks, n, False, ranges, progress=bar)
+        # the generator's chunks name vertices below n by construction: nothing to check
+        return DistributedGraph._build(rt, [_Remade(kronecker_chunk, spec) for spec in specs],
+                                       n, False, ranges, size, bar)
 
 
 def build_from_files(path, format: str | None, directed: bool | None, runtime,
-                     ranges: int | None):
+                     ranges: int | None, progress=None):
     """:func:`taskbfs.read_graph` with a runtime: an uncompressed edge-list or MatrixMarket
     file read by a task per ``files.read-bytes`` (a setting) byte range (cut from the
     file's size on a worker, no pre-scan), a compressed file by a task of its own."""
-    rt = _as_runtime(runtime)
+    with _progress_of(progress, "reading the graph on the workers") as bar:
+        return _build_from_files(path, format, directed, _as_runtime(runtime), ranges, bar)
+
+
+def _build_from_files(path, format, directed, rt, ranges, bar):
     paths = [os.fspath(p) for p in ([path] if isinstance(path, (str, os.PathLike)) else path)]
     if not paths:
         raise InvalidParameterError("no files to read")
@@ -477,6 +500,7 @@ def build_from_files(path, format: str | None, directed: bool | None, runtime,
             checks.append(client.submit(graph_io.check_entry_count, p, format,
                                         *[client.submit(_entry_count, r) for r in mine]))
         read += mine
+    bar.watch(read)
     heads = client.gather([client.submit(_file_head, r) for r in read])
     client.gather(checks)
     kinds = {d for _, d in heads}
@@ -490,7 +514,13 @@ def build_from_files(path, format: str | None, directed: bool | None, runtime,
     n = sizes.pop() if sizes else None
     chunks = [client.submit(_edges_of, r) for r in read]
     del read  # the chunks hold the edges now
-    return DistributedGraph.from_chunks(rt, chunks, n, kinds.pop(), ranges)
+    return DistributedGraph.from_chunks(rt, chunks, n, kinds.pop(), ranges, progress=bar)
+
+
+def _progress_of(progress, what: str) -> BuildProgress:
+    """The :class:`BuildProgress` a build reports to (``progress`` itself when it is one,
+    as a builder hands its bar to the one it calls)."""
+    return progress if isinstance(progress, BuildProgress) else BuildProgress(progress, what)
 
 
 @dataclass(frozen=True)

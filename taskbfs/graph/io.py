@@ -53,7 +53,8 @@ import numpy as np
 from numba import njit
 
 from taskbfs.errors import EmptyGraphError, GraphFormatError, InvalidParameterError
-from taskbfs.graph._graph import Graph, graph_of_pieces, index_dtype
+from taskbfs.graph._graph import CSR_STEPS, Graph, graph_of_pieces, index_dtype
+from taskbfs.graph._progress import BuildProgress
 from taskbfs.graph._threads import cores, run
 
 __all__ = ["read_graph", "read_edges", "byte_ranges", "check_entry_count", "save_graph",
@@ -100,7 +101,8 @@ class GraphFileNotFoundError(GraphFormatError, FileNotFoundError):
 
 
 # ====================================================================== public API
-def read_graph(path, format: str | None = None, directed: bool | None = None) -> Graph:
+def read_graph(path, format: str | None = None, directed: bool | None = None,
+               progress=None) -> Graph:
     """Read a graph from a MatrixMarket, SNAP edge-list or taskbfs ``.npz`` file.
 
     Parameters
@@ -115,6 +117,9 @@ def read_graph(path, format: str | None = None, directed: bool | None = None) ->
         ``symmetric`` ones undirected; ``.npz`` files keep what was saved. ``False``
         symmetrises a directed input. ``True`` keeps arcs as given (a symmetric
         MatrixMarket file then gives both arcs of each entry).
+    progress : None, bool or callable
+        A bar for a read of more than a few seconds (None: when someone may be watching),
+        or a function ``progress(done, total)`` (:mod:`taskbfs.graph._progress`).
 
     Returns
     -------
@@ -149,9 +154,10 @@ def read_graph(path, format: str | None = None, directed: bool | None = None) ->
     path, fmt, directed = _checked_file(path, format, directed)
     if fmt == "npz":
         return _read_npz(path, directed)
-    if fmt == "mtx":
-        return _read_mtx(path, directed)
-    return _read_edgelist(path, directed)
+    with BuildProgress(progress, f"reading {os.path.basename(path)}", 1 + CSR_STEPS) as bar:
+        if fmt == "mtx":
+            return _read_mtx(path, directed, bar)
+        return _read_edgelist(path, directed, bar)
 
 
 def read_edges(path, format: str | None = None, directed: bool | None = None,
@@ -467,9 +473,11 @@ class _EdgeListLayout:
     columns: int = 2  # columns of the first edge's line
 
 
-def _read_edgelist(path: str, directed: bool | None) -> Graph:
+def _read_edgelist(path: str, directed: bool | None, bar) -> Graph:
     # the pieces as read, never joined: a joined copy would add the edge list to the peak
-    return graph_of_pieces(_edgelist_pieces(path, narrow=True), directed=bool(directed))
+    pieces = _edgelist_pieces(path, narrow=True)
+    bar.update()
+    return graph_of_pieces(pieces, directed=bool(directed), step=bar.update)
 
 
 def _edgelist_pieces(path: str, narrow: bool = False) -> list:
@@ -626,9 +634,10 @@ class _MtxHeader:
     size_line: int  # 1-based line of "rows cols nnz"; data follows it
 
 
-def _read_mtx(path: str, directed: bool | None) -> Graph:
+def _read_mtx(path: str, directed: bool | None, bar) -> Graph:
     pieces, n, directed = _mtx_pieces(path, directed, narrow=True)
-    return graph_of_pieces(pieces, num_vertices=n, directed=directed)
+    bar.update()
+    return graph_of_pieces(pieces, num_vertices=n, directed=directed, step=bar.update)
 
 
 def _mtx_pieces(path: str, directed: bool | None, narrow: bool = False):
