@@ -254,3 +254,21 @@ def test_cli_shows_the_build_progress(capsys, setting):
     assert main(["run", "--scale", "8", "--progress", "--tasks", "1",
                  "--dashboard-address", "none"]) == 0
     assert "kronecker(8)" in capsys.readouterr().err
+
+
+def test_plan_keeps_the_peak_within_a_multiple_of_the_csr_where_it_can():
+    """build.peak-over-csr: more passes (at most MAX_CAPPED_PASSES) to keep a worker's
+    peak within that multiple of its CSR share, with memory to spare; none for a small
+    share, and the plain memory fit when the cap is out of reach."""
+    from taskbfs.graph.chunked import MAX_CAPPED_PASSES
+
+    arcs, n = 400_000_000, 1 << 24  # ~520 MiB of CSR a worker
+    free = [None] * 3
+    plain = build_plan(arcs, n, 3, free, chunk_edges=1 << 18)
+    capped = build_plan(arcs, n, 3, free, chunk_edges=1 << 18, peak_over_csr=2.0)
+    assert plain.passes == 1 and 1 < capped.passes <= MAX_CAPPED_PASSES
+    assert capped.need - (1 << 18) * 24 <= 2.0 * capped.csr
+    small = build_plan(arcs // 100, n // 100, 3, free, chunk_edges=1 << 18, peak_over_csr=2.0)
+    assert small.passes == 1
+    out_of_reach = build_plan(arcs, n, 3, free, chunk_edges=1 << 18, peak_over_csr=1.01)
+    assert out_of_reach.passes == 1

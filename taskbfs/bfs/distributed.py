@@ -230,6 +230,7 @@ class DistributedGraph:
         bar.watch(slices)
         del sent
         arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
+        bar.finish()
         return cls(rt, Partition(bounds), slices, arcs, directed, token)
 
     @classmethod
@@ -269,6 +270,7 @@ class DistributedGraph:
             client.sync(_wait, list(made.values()))
         chunks.clear()  # the caller's list too
         arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
+        bar.finish()
         return cls(rt, Partition(bounds), slices, arcs, directed, token)
 
     # ------------------------------------------------------------------ what bfs reads
@@ -575,7 +577,8 @@ def _plan(rt, arcs: int, n: int, ranges: int, chunk_edges: int = 0, held: int = 
                 max(0, int(fraction * info[w]["memory_limit"])
                     - int(info[w].get("metrics", {}).get("memory", 0))) for w in owners]
     threads = [info[w].get("nthreads", 1) for w in owners]
-    return build_plan(arcs, n, ranges, free, threads, chunk_edges, held, what)
+    return build_plan(arcs, n, ranges, free, threads, chunk_edges, held, what,
+                      config.get("build.peak-over-csr"))
 
 
 def _pass_runs(owners: list[dict], passes: int) -> list[list[tuple[int, int]]]:

@@ -70,6 +70,7 @@ class BuildProgress:
         self._lock = threading.Lock()
         self._call = progress if callable(progress) and not isinstance(progress, bool) else None
         self._bar = None
+        self._finished = False
         if self._call is None and (progress is True or (progress is None and _watched())):
             import warnings
 
@@ -96,6 +97,8 @@ class BuildProgress:
         """``steps`` steps done (extra arguments, such as the future of a Dask
         callback, are ignored)."""
         with self._lock:
+            if self._finished:  # a Dask callback late after the build returned
+                return
             self.done += int(steps)
             if self._bar is not None:
                 self._bar.update(int(steps))
@@ -114,6 +117,20 @@ class BuildProgress:
     def one(self, *_) -> None:
         """One step done (a Dask future's callback)."""
         self.update(1)
+
+    def finish(self) -> None:
+        """Every step done (the build has its result; Dask callbacks of its futures
+        may still be on their way, and are ignored from now on)."""
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+            if self._bar is not None:
+                self._bar.update(self.total - self.done)
+            self.done = self.total
+            done, total = self.done, self.total
+        if self._call is not None:
+            self._call(done, total)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -164,6 +164,11 @@ CHUNK_BYTES_PER_EDGE = 16
 SPLIT_BYTES_PER_EDGE = 16
 #: Most passes a build is cut into (each generates or reads every chunk again).
 MAX_PASSES = 64
+#: Most passes a build takes to keep within ``peak_over_csr`` (:func:`build_plan`), and
+#: the least share of the CSR a worker holds for it to (below, a worker's peak is mostly
+#: its process and its chunk tasks: passes would add time, not save memory).
+MAX_CAPPED_PASSES = 4
+MIN_CAPPED_CSR = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -194,10 +199,15 @@ class BuildPlan:
 
 
 def build_plan(arcs: int, num_vertices: int, ranges: int, free: list, threads: list | None = None,
-               chunk_edges: int = 0, held: int = 0, what: str = "building this graph") -> BuildPlan:
+               chunk_edges: int = 0, held: int = 0, what: str = "building this graph",
+               peak_over_csr: float | None = None) -> BuildPlan:
     """The fewest passes that fit every worker's memory: a :class:`BuildPlan`, or
     :class:`~taskbfs.errors.InsufficientMemoryError` before any work when even
-    :data:`MAX_PASSES` passes would not fit.
+    :data:`MAX_PASSES` passes would not fit. With ``peak_over_csr``, the fewest that
+    also keep each worker's estimated peak (less its running chunk tasks) within that
+    multiple of its share of the CSR, where at most :data:`MAX_CAPPED_PASSES` passes can
+    and the share is at least :data:`MIN_CAPPED_CSR` (memory left for the search that
+    follows; more passes than that would slow every build down for it).
 
     Parameters
     ----------
@@ -215,30 +225,42 @@ def build_plan(arcs: int, num_vertices: int, ranges: int, free: list, threads: l
         and its split's keys).
     held : int
         Bytes of edge chunks held on the workers through the build (spread by threads).
+    peak_over_csr : float, optional
+        See above (the setting ``build.peak-over-csr``).
     """
     workers = len(free)
     threads = [1] * workers if threads is None else [max(1, int(t)) for t in threads]
     itemsize = 4 if num_vertices <= np.iinfo(np.int32).max else 8
     total_threads = sum(threads) or 1
+    fitting = None  # the fewest passes that fit the free memory, above peak_over_csr
     for passes in range(1, MAX_PASSES + 1):
         count = max(1, min(max(ranges, passes * workers), num_vertices))
         per_worker = np.bincount(np.arange(count) * workers // count, minlength=workers)
-        needs, csrs = [], []
+        needs, csrs, over = [], [], []
         for w in range(workers):
             mine = int(per_worker[w])
             share = arcs * mine / count
             csrs.append(itemsize * share + 8 * num_vertices * mine / count)
             per_pass = share * -(-mine // passes) / max(1, mine)  # its largest pass
-            needs.append(csrs[w] + PASS_BYTES_PER_ARC * per_pass
-                         + threads[w] * chunk_edges * (CHUNK_BYTES_PER_EDGE
-                                                       + SPLIT_BYTES_PER_EDGE / passes)
+            chunk = threads[w] * chunk_edges * (CHUNK_BYTES_PER_EDGE
+                                                + SPLIT_BYTES_PER_EDGE / passes)
+            needs.append(csrs[w] + PASS_BYTES_PER_ARC * per_pass + chunk
                          + held * threads[w] / total_threads)
+            over.append(needs[w] - chunk - peak_over_csr * csrs[w]
+                        if peak_over_csr and csrs[w] >= MIN_CAPPED_CSR else 0)
         short = [n - f for n, f in zip(needs, free, strict=True) if f is not None]
         w = int(np.argmax(needs))
         if not short or max(short) <= 0:
-            return BuildPlan(passes, count, int(needs[w]), int(csrs[w]))
+            plan = BuildPlan(passes, count, int(needs[w]), int(csrs[w]))
+            if max(over) <= 0:
+                return plan
+            fitting = fitting or plan
+            if passes >= MAX_CAPPED_PASSES:
+                return fitting
         if count >= num_vertices:
             break
+    if fitting is not None:
+        return fitting
     w = max((w for w in range(workers) if free[w] is not None), key=lambda w: needs[w] - free[w])
     raise InsufficientMemoryError(
         f"{what} on the workers needs about {_mib(needs[w])} more on a worker that can take "
