@@ -272,3 +272,20 @@ def test_plan_keeps_the_peak_within_a_multiple_of_the_csr_where_it_can():
     assert small.passes == 1
     out_of_reach = build_plan(arcs, n, 3, free, chunk_edges=1 << 18, peak_over_csr=1.01)
     assert out_of_reach.passes == 1
+
+
+def test_peak_over_csr_setting_reaches_the_plan(runtime, setting, monkeypatch):
+    seen = []
+    real = dist.build_plan
+
+    def spy(*args, **kwargs):
+        seen.append(args[8] if len(args) > 8 else kwargs.get("peak_over_csr"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dist, "build_plan", spy)
+    setting("build.peak-over-csr", None)
+    tb.kronecker(8, runtime=runtime)
+    assert seen and set(seen) == {None}
+    setting("build.peak-over-csr", 1.5)
+    tb.kronecker(8, runtime=runtime)
+    assert seen[-1] == 1.5

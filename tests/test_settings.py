@@ -41,6 +41,7 @@ TESTED_ELSEWHERE = {
     "build.send-share-of-memory": "test_distributed_graph.py",
     "build.hold-share-of-memory": "test_distributed_graph.py",
     "build.progress-delay": "test_build_memory.py",
+    "build.peak-over-csr": "test_build_memory.py",
     "gpu.pinned-pool-bytes": "test_pinned.py",
     "gpu.device-memory-budget": "test_device_data.py",
     "gpu.device-memory-fraction": "test_device_data.py",
