@@ -41,7 +41,6 @@ import errno
 import gzip
 import io
 import lzma
-import mmap
 import os
 import re
 import warnings
@@ -814,22 +813,30 @@ def _compiled_pairs(source, first_line: int, sep: int, base: int, high: int, dty
     on every core (pieces of about equal bytes cut at line starts; the loops release the
     GIL): a list of ``[a - base, b - base]`` pieces of ``dtype``; None at a line that is
     not such a pair (blank lines are skipped), :data:`_OUT_OF_RANGE` at an id outside
-    ``base .. high``. ``sep``: a separator byte (``,``) or 0 for spaces and tabs."""
+    ``base .. high``. ``sep``: a separator byte (``,``) or 0 for spaces and tabs. A file
+    is read :data:`_READ_BYTES` at a time (whole lines), not mapped: its pages would count
+    in the process's memory, a Dask worker's too."""
     if isinstance(source, io.BytesIO):
-        buffer = source.getbuffer()
-        try:
-            return _parsed_buffer(buffer, first_line, sep, base, high, dtype)
-        finally:
-            buffer.release()
+        return _parsed_buffer(source.getvalue(), first_line, sep, base, high, dtype)
+    pieces = []
     with open(source, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return None
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        return _parsed_buffer(mm, first_line, sep, base, high, dtype)
-    finally:
-        with contextlib.suppress(BufferError):  # a traceback's frame still views it: closed
-            mm.close()                           # when collected
+        _offset_of_line(f, first_line)
+        while True:
+            block = f.read(_READ_BYTES)
+            if not block:
+                break
+            if not block.endswith(b"\n"):
+                block += f.readline()  # the block's last line, whole
+            parsed = _parsed_buffer(block, 1, sep, base, high, dtype)
+            if not isinstance(parsed, list):
+                return parsed
+            pieces += parsed
+            del block, parsed
+    return pieces or None
+
+
+#: Bytes of a file :func:`_compiled_pairs` reads and parses at once.
+_READ_BYTES = 1 << 25
 
 
 def _parsed_buffer(buffer, first_line: int, sep: int, base: int, high: int, dtype):
@@ -849,7 +856,7 @@ def _parsed_buffer(buffer, first_line: int, sep: int, base: int, high: int, dtyp
         count = _parse_pairs(data, a, b, sep, base, high, left, right)
         return count if count < 0 else [left[:count], right[:count]]
 
-    pieces = run(parse, spans, threads)  # (a map closes once no array views it: on return)
+    pieces = run(parse, spans, threads)
     if any(isinstance(p, int) and p == _BAD_ID for p in pieces):
         return _OUT_OF_RANGE
     if any(isinstance(p, int) for p in pieces):
