@@ -551,6 +551,11 @@ PASS_CHUNK_EDGES = 1 << 18
 KRONECKER_ARCS_PER_EDGE = 0.96
 
 
+#: Dask's thresholds (fractions of a worker's memory_limit) at which a worker pauses, and
+#: at which its nanny ends it: a build plans within the first of them that is on.
+_WORKER_MEMORY_ACTIONS = ("distributed.worker.memory.pause", "distributed.worker.memory.terminate")
+
+
 def _plan(rt, arcs: int, n: int, ranges: int, chunk_edges: int = 0, held: int = 0,
           what: str = "building this graph"):
     """:func:`~taskbfs.graph.chunked.build_plan` for this runtime's workers: what each
@@ -570,9 +575,8 @@ def _plan(rt, arcs: int, n: int, ranges: int, chunk_edges: int = 0, held: int = 
         free = [_available_memory() // len(owners)] * len(owners)
     else:
         # neither pausing nor the nanny's terminate on: nothing stops a process for its size
-        fraction = next((float(f) for f in (dask.config.get("distributed.worker.memory.pause"),
-                                             dask.config.get("distributed.worker.memory.terminate"))
-                         if f), None)
+        fraction = next((float(f) for f in map(dask.config.get, _WORKER_MEMORY_ACTIONS) if f),
+                        None)
         free = [None if not info[w].get("memory_limit") or fraction is None else
                 max(0, int(fraction * info[w]["memory_limit"])
                     - int(info[w].get("metrics", {}).get("memory", 0))) for w in owners]
