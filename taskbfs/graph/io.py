@@ -851,10 +851,17 @@ def _parsed_buffer(buffer, first_line: int, sep: int, base: int, high: int, dtyp
 
     def parse(span):
         a, b = span
-        lines = _count_lines(data, a, b)
-        left, right = np.empty(lines, dtype), np.empty(lines, dtype)
+        # at most a pair per 4 bytes ("1 2\n"; the last line may lack its newline): no
+        # pass to count the lines; the pages past the pairs are never touched, and given
+        # back by the resize
+        most = (b - a + 1) // 4 + 1
+        left, right = np.empty(most, dtype), np.empty(most, dtype)
         count = _parse_pairs(data, a, b, sep, base, high, left, right)
-        return count if count < 0 else [left[:count], right[:count]]
+        if count < 0:
+            return count
+        left.resize(count, refcheck=False)
+        right.resize(count, refcheck=False)
+        return [left, right]
 
     pieces = run(parse, spans, threads)
     if any(isinstance(p, int) and p == _BAD_ID for p in pieces):
@@ -884,16 +891,6 @@ def _line_start_after(data, at):  # pragma: no cover - numba
     while i < data.size and data[i] != 10:
         i += 1
     return min(i + 1, data.size)
-
-
-@njit(nogil=True, cache=True)
-def _count_lines(data, start, stop):  # pragma: no cover - numba
-    """Lines in ``data[start:stop]``, the last one with or without its newline."""
-    count = 1
-    for i in range(start, stop):
-        if data[i] == 10:
-            count += 1
-    return count
 
 
 @njit(nogil=True, cache=True)
