@@ -95,6 +95,11 @@ def test_build_in_passes_is_the_same_graph(runtime, passes, setting, count):
     dk = tb.kronecker(11, edgefactor=8, seed=4, runtime=runtime, ranges=3)
     assert dk.ranges.num_tasks >= 3
     _same_csr(dk, tb.kronecker(11, edgefactor=8, seed=4))
+    source = int(np.argmax(dk.degrees()))
+    r = tb.bfs(dk, source, runtime=runtime)  # in its own ranges: no copy of its rows cut
+    assert r.num_tasks == dk.ranges.num_tasks and len(dk._placed) == 1
+    g = tb.kronecker(11, edgefactor=8, seed=4)
+    tb.validate(g, source, r.parents, levels=r.distances)
     s = shape("random_directed_400_1200")
     dd = dist.DistributedGraph.from_dask(da.from_array(s.src, chunks=300),
                                          da.from_array(s.dst, chunks=300), s.num_vertices,
