@@ -560,3 +560,24 @@ def test_writers_keep_the_name(tmp_path, name):
     save_graph(g, tmp_path / name)
     assert os.listdir(tmp_path) == [name]
     assert edges_of(read_graph(tmp_path / name)) == edges_of(g)
+
+
+@pytest.mark.parametrize("window", [4096, 3 * 4096, 1 << 26])
+def test_compiled_parser_windows_and_pieces(tmp_path, monkeypatch, window):
+    """A file mapped a window at a time and parsed in pieces (small ones here): every
+    line read once, wherever the windows and pieces cut; a line longer than a window
+    goes to pandas."""
+    monkeypatch.setattr(gio, "_WINDOW_BYTES", window)
+    monkeypatch.setattr(gio, "_PARSE_BYTES", 1000)
+    rng = np.random.default_rng(3)
+    pairs = rng.integers(0, 3000, size=(20000, 2))
+    body = "".join(f"{u + 1} {v + 1}{' 0.5' * (i % 3)}\n" for i, (u, v) in enumerate(pairs))
+    path = write(tmp_path, "w.mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                    f"% c\n3000 3000 {len(pairs)}\n{body}")
+    src, dst, _, _ = gio.read_edges(path)
+    assert np.array_equal(src, pairs[:, 0]) and np.array_equal(dst, pairs[:, 1])
+    path = write(tmp_path, "w.txt", "# c\n" + "".join(f"{u}\t{v}\n" for u, v in pairs))
+    src, dst, _, _ = gio.read_edges(path)
+    assert np.array_equal(src, pairs[:, 0]) and np.array_equal(dst, pairs[:, 1])
+    long_line = write(tmp_path, "l.txt", "0 1 " + "7" * 9000 + "\n2 3\n")
+    assert gio.read_edges(long_line)[0].tolist() == [0, 2]
