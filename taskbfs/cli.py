@@ -215,9 +215,8 @@ def load_graph(args, show_progress: bool = False):
             graph = tb.read_graph(args.graph, directed=args.directed)
         return graph, f"{args.graph} (read in {time.perf_counter() - t0:.2f} s)"
     t0 = time.perf_counter()
-    src, dst = kronecker_edges(args.scale, args.edgefactor, args.seed, show_progress)
-    with _ticker("building the CSR graph", show_progress):
-        graph = tb.Graph.from_edges(src, dst, num_vertices=1 << args.scale, directed=False)
+    # the same graph as from the edge list kronecker_edges gives, made on every core
+    graph = tb.kronecker(args.scale, args.edgefactor, args.seed, progress=show_progress)
     return graph, (f"Kronecker scale {args.scale}, edgefactor {args.edgefactor}, seed {args.seed} "
                    f"(generated in {time.perf_counter() - t0:.2f} s)")
 

@@ -121,7 +121,40 @@ def test_edge_list_read_in_byte_ranges(tmp_path, header, sep, newline):
     bad.write_text("0 1\n" * 1000 + "1 x\n")
     with pytest.raises(tb.GraphFormatError, match="bad.txt, line 1001"):
         [read_edges(bad, byte_range=r) for r in byte_ranges(bad, 1000)]
-    assert byte_ranges(tmp_path / "g.mtx", 10) is None
+    gz = tmp_path / "g.txt.gz"
+    gz.write_bytes(b"")
+    assert byte_ranges(gz, 10) is None
+
+
+@pytest.mark.parametrize("symmetry", ["general", "symmetric"])
+def test_matrix_market_read_in_byte_ranges(tmp_path, symmetry):
+    """A MatrixMarket file's ranges hold each entry once, whatever the cut (the header
+    in none); a bad line is named; a count other than the declared one is found over all
+    the ranges (check_entry_count)."""
+    from taskbfs.graph.io import byte_ranges, check_entry_count, read_edges
+
+    s = shape("random_sparse_500_1000")
+    head = f"%%MatrixMarket matrix coordinate real {symmetry}\n% c\n"
+    body = "".join(f"{u + 1} {v + 1} 0.5\n" + ("% x\n" if i % 300 == 7 else "")
+                   for i, (u, v) in enumerate(zip(s.src, s.dst, strict=True)))
+    path = tmp_path / "g.mtx"
+    path.write_text(f"{head}{s.num_vertices} {s.num_vertices} {s.src.size}\n{body}")
+    whole = read_edges(path)
+    for size in (1, 13, 1000, 1 << 20):
+        parts = [read_edges(path, byte_range=r) for r in byte_ranges(path, size)]
+        assert {p[2] for p in parts} == {s.num_vertices} and {p[3] for p in parts} == {whole[3]}
+        if symmetry == "general":
+            np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), s.src)
+            np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), s.dst)
+        check_entry_count(path, None, *[p[0].size for p in parts])
+    path.write_text(f"{head}{s.num_vertices} {s.num_vertices} {s.src.size + 1}\n{body}")
+    counts = [read_edges(path, byte_range=r)[0].size for r in byte_ranges(path, 1000)]
+    with pytest.raises(tb.GraphFormatError, match=r"g.mtx, line \d+: file ends after"):
+        check_entry_count(path, None, *counts)
+    bad = tmp_path / "bad.mtx"
+    bad.write_text(f"{head}4 4 1001\n" + "1 2\n" * 1000 + "1 2.5\n")
+    with pytest.raises(tb.GraphFormatError, match="bad.mtx, line 1004"):
+        [read_edges(bad, byte_range=r) for r in byte_ranges(bad, 1000)]
 
 
 def test_range_bounds_balance_arcs():

@@ -517,3 +517,67 @@ def test_npz_with_a_bad_row_is_refused(tmp_path, indices, message):
              directed=np.bool_(True))
     with pytest.raises(GraphFormatError, match=f"corrupt taskbfs .npz: {message}"):
         read_graph(path)
+
+
+# ====================================================================== the compiled parser
+def test_valid_files_never_reach_pandas(tmp_path, monkeypatch):
+    """Well-formed MatrixMarket and edge-list files are read by the compiled parser alone
+    (pandas' reader is the fallback for comments among the edges and the like)."""
+
+    def fail(*args, **kwargs):
+        raise AssertionError("pandas used on a file the compiled parser takes")
+
+    monkeypatch.setattr(gio, "_read_table", fail)
+    g = read_graph(write(tmp_path, "a.mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                            "% c\n4 4 3\n1 2 0.5\n\n 2\t3 1e3\r\n4 1\n"))
+    assert edges_of(g) == {(0, 1), (1, 2), (3, 0)}
+    g = read_graph(write(tmp_path, "b.txt", "# c\nsrc dst\n0 1\n2\t3 7\n\n4  5\n"))
+    assert edges_of(g) == {(0, 1), (2, 3), (4, 5), (1, 0), (3, 2), (5, 4)}
+    g = read_graph(write(tmp_path, "c.csv", "0,1,0.5\n2 , 3\n"))
+    assert edges_of(g) == {(0, 1), (2, 3), (1, 0), (3, 2)}
+
+
+def test_ids_beyond_int32_are_read_as_int64(tmp_path):
+    big = 2**31 + 5
+    src, dst, n, _ = gio.read_edges(write(tmp_path, "big.txt", f"0 1\n{big} 2\n"))
+    assert src.tolist() == [0, big] and dst.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("line", ["17 1.5e2", "17 2x", "0x1f 2", "3,4"])
+def test_lenient_parsers_token_refused(tmp_path, line):
+    """What fast_matrix_market (``17 1.5e2`` read as (17, 1)) or pyarrow (``0x1f`` read as
+    31) would take is a format error naming the line."""
+    body = "\n".join(["1 2"] * 5 + [line] + ["2 3"] * 5) + "\n"
+    format_error(write(tmp_path, "m.mtx", "%%MatrixMarket matrix coordinate pattern general\n"
+                                          f"40 40 11\n{body}"), 8)
+    if "," not in line:
+        format_error(write(tmp_path, "e.txt", body), 6)
+
+
+@pytest.mark.parametrize("name", ["g.mm", "g.mtx.gz", "g.csv.gz"])
+def test_writers_keep_the_name(tmp_path, name):
+    g = Graph.from_edges([0, 1, 2], [1, 2, 0])
+    save_graph(g, tmp_path / name)
+    assert os.listdir(tmp_path) == [name]
+    assert edges_of(read_graph(tmp_path / name)) == edges_of(g)
+
+
+@pytest.mark.parametrize("window", [4096, 3 * 4096, 1 << 26])
+def test_compiled_parser_windows_and_pieces(tmp_path, monkeypatch, window):
+    """A file mapped a window at a time and parsed in pieces (small ones here): every
+    line read once, wherever the windows and pieces cut; a line longer than a window
+    goes to pandas."""
+    monkeypatch.setattr(gio, "_WINDOW_BYTES", window)
+    monkeypatch.setattr(gio, "_PARSE_BYTES", 1000)
+    rng = np.random.default_rng(3)
+    pairs = rng.integers(0, 3000, size=(20000, 2))
+    body = "".join(f"{u + 1} {v + 1}{' 0.5' * (i % 3)}\n" for i, (u, v) in enumerate(pairs))
+    path = write(tmp_path, "w.mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                    f"% c\n3000 3000 {len(pairs)}\n{body}")
+    src, dst, _, _ = gio.read_edges(path)
+    assert np.array_equal(src, pairs[:, 0]) and np.array_equal(dst, pairs[:, 1])
+    path = write(tmp_path, "w.txt", "# c\n" + "".join(f"{u}\t{v}\n" for u, v in pairs))
+    src, dst, _, _ = gio.read_edges(path)
+    assert np.array_equal(src, pairs[:, 0]) and np.array_equal(dst, pairs[:, 1])
+    long_line = write(tmp_path, "l.txt", "0 1 " + "7" * 9000 + "\n2 3\n")
+    assert gio.read_edges(long_line)[0].tolist() == [0, 2]

@@ -535,7 +535,7 @@ def check_memory(needed: int, what: str) -> None:
 
 
 def graph_of_pieces(pieces: list, num_vertices: int | None = None,
-                    directed: bool = False) -> Graph:
+                    directed: bool = False, step=None) -> Graph:
     """:meth:`Graph.from_edges` of an edge list held in pieces, without joining them (a
     reader's pieces: joining them would add a copy of the edge list to the build's peak).
 
@@ -548,6 +548,8 @@ def graph_of_pieces(pieces: list, num_vertices: int | None = None,
         Default: the largest id + 1.
     directed : bool
         As in :meth:`Graph.from_edges`.
+    step : callable, optional
+        Called with no argument after each of the build's :data:`CSR_STEPS` steps.
     """
     largest = max((int(max(s.max(initial=-1), d.max(initial=-1))) for s, d in pieces),
                   default=-1)
@@ -566,11 +568,12 @@ def graph_of_pieces(pieces: list, num_vertices: int | None = None,
                 )
             offset += src.size
     _check_fits_in_memory(num_vertices, sum(s.size for s, _ in pieces), directed)
-    indptr, indices = _chunks_to_csr(pieces, num_vertices, directed)
+    indptr, indices = _chunks_to_csr(pieces, num_vertices, directed, step=step)
     return Graph.made_valid(indptr, indices, num_vertices, bool(directed))
 
 
-def _chunks_to_csr(chunks: list, n: int, directed: bool, threads: int | None = None):
+def _chunks_to_csr(chunks: list, n: int, directed: bool, threads: int | None = None,
+                   step=None):
     """Sort, deduplicate and drop self-loops: ``(indptr int64, indices)`` of the edges of
     every ``(src, dst)`` pair in ``chunks`` (ids below ``n``, any integer dtype), on
     ``threads`` threads (default: one per core).
@@ -587,27 +590,37 @@ def _chunks_to_csr(chunks: list, n: int, directed: bool, threads: int | None = N
     (:func:`_close_gaps`). Beyond the edge list it allocates the CSR, the repeats, two
     bytes an arc of a group for the rows within blocks and, per thread, 16 bytes an arc
     of the block it sorts (at most :data:`_IN_PLACE_ARCS` arcs: a larger block is sorted
-    in place, :func:`_sort_block_in_place`)."""
+    in place, :func:`_sort_block_in_place`). ``step``, if given, is called after the
+    count and after each pass (:data:`CSR_STEPS` calls)."""
+    step = step or _no_step
     threads = threads or cores()
     units = _edge_ranges(chunks, threads)
     arcs = sum(hi - lo for _, lo, hi in units) * (1 if directed else 2)
     shift = _block_shift(n, arcs, threads)
     starts, cursors = _block_places(chunks, units, -(-n // (1 << shift)), directed, shift,
                                     threads)
+    step()
     indices = np.empty(int(starts[-1]), dtype=index_dtype(n))
     indptr = np.zeros(n + 1, dtype=np.int64)
     kept = np.zeros(starts.size - 1, dtype=np.int64)
     groups = _block_groups(starts, _ROW_PASSES)
+    for _ in range(_ROW_PASSES - len(groups)):
+        step()  # (fewer groups than passes: their steps at once)
     rows = np.empty(max(starts[b] - starts[a] for a, b in groups), dtype=np.uint16)
     for a, b in groups:
         _scatter_all(chunks, units, cursors, directed, shift, (a, b, starts[a]), indices,
                      rows, threads, drop=b == starts.size - 1)
         kept[a:b] = _sort_blocks(indices, rows, starts, (a, b), shift, indptr, threads)
+        step()
     del rows
     total = _close_gaps(indices, starts, kept)
     indices.resize(total, refcheck=False)  # gives the repeats' memory back in place
     np.cumsum(indptr, out=indptr)
     return indptr, indices
+
+
+def _no_step() -> None:
+    pass
 
 
 #: Arcs a block of rows aims at: few enough that a block's sort keys stay in the caches,
@@ -624,6 +637,8 @@ _IN_PLACE_ARCS = 4 * _BLOCK_ARCS
 #: rows within blocks (two bytes an arc) are held for one pass's arcs, an eighth of the
 #: bytes of int32 indices, for one more read of the edge list a pass.
 _ROW_PASSES = 4
+#: Steps a CSR build reports to its ``step`` callback: the count, then each pass.
+CSR_STEPS = 1 + _ROW_PASSES
 #: Most rows in a block: a row's place within its block is kept in 16 bits.
 _MAX_BLOCK_SHIFT = 16
 #: Fewest edges a range of the edge list holds (a thread's start costs more than fewer).

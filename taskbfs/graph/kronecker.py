@@ -50,7 +50,14 @@ import numpy as np
 from numba import njit
 
 from taskbfs.errors import InvalidParameterError
-from taskbfs.graph._graph import Graph, _check_fits_in_memory, _chunks_to_csr, index_dtype
+from taskbfs.graph._graph import (
+    CSR_STEPS,
+    Graph,
+    _check_fits_in_memory,
+    _chunks_to_csr,
+    index_dtype,
+)
+from taskbfs.graph._progress import BuildProgress
 from taskbfs.graph._threads import cores, cuts, run
 
 __all__ = ["kronecker", "kronecker_edges", "num_chunks"]
@@ -127,11 +134,13 @@ def kronecker_edges(scale: int, edgefactor: int = 16, seed: int = 1, chunk: int 
     return _edges(scale, seed, lo, hi, np.int64, cores())
 
 
-def kronecker(scale: int, edgefactor: int = 16, seed: int = 1) -> Graph:
+def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, progress=None) -> Graph:
     """The undirected Graph500 Kronecker graph with ``2**scale`` vertices.
 
     Self-loops and repeated edges of the generated list are dropped, so ``num_edges`` is a
     little below ``edgefactor * 2**scale``; vertices that no edge touches stay, isolated.
+    ``progress``: a bar for a build of more than a few seconds (None: when someone may be
+    watching), or a function ``progress(done, total)`` (:mod:`taskbfs.graph._progress`).
 
     Examples
     --------
@@ -146,23 +155,33 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1) -> Graph:
     ids = index_dtype(n)  # the list kept in the ids' own width: half the bytes below 2^31
     edges = _num_edges(scale, edgefactor)
     _check_fits_in_memory(n, edges, directed=False, extra=2 * ids.itemsize * edges)
-    pieces = [_edges(scale, seed, 0, edges, ids, cores())]
-    indptr, indices = _chunks_to_csr(pieces, n, directed=False)  # (it empties pieces)
-    return Graph.made_valid(indptr, indices, n, False)
+    threads = cores()
+    with BuildProgress(progress, f"kronecker({scale})",
+                       _generation_units(edges, threads) + CSR_STEPS) as bar:
+        pieces = [_edges(scale, seed, 0, edges, ids, threads, step=bar.update)]
+        indptr, indices = _chunks_to_csr(pieces, n, directed=False, step=bar.update)
+    return Graph.made_valid(indptr, indices, n, False)  # (_chunks_to_csr emptied pieces)
 
 
 # ====================================================================== the generator
-def _edges(scale: int, seed: int, lo: int, hi: int, dtype, threads: int):
+def _generation_units(edges: int, threads: int) -> int:
+    """Ranges of edges :func:`_edges` makes, one a call on a thread."""
+    return max(1, min(4 * threads, edges // _MIN_RANGE))
+
+
+def _edges(scale: int, seed: int, lo: int, hi: int, dtype, threads: int, step=None):
     """Edges ``lo .. hi - 1`` of the seed's list as ``dtype`` arrays, made on ``threads``
-    threads (each a range of them)."""
+    threads (each a range of them; ``step()`` called after each range)."""
     src = np.empty(hi - lo, dtype=dtype)
     dst = np.empty(hi - lo, dtype=dtype)
     params = _stream_key(seed), *_thresholds(), *_scramble_params(scale, _scramble_keys(seed))
-    bounds = cuts(hi - lo, max(1, min(4 * threads, (hi - lo) // _MIN_RANGE)))
+    bounds = cuts(hi - lo, _generation_units(hi - lo, threads))
 
     def fill(i: int) -> None:
         a, b = bounds[i], bounds[i + 1]
         _place_edges(np.int64(lo + a), scale, *params, True, src[a:b], dst[a:b])
+        if step is not None:
+            step()
 
     run(fill, range(bounds.size - 1), threads)
     return src, dst

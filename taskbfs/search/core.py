@@ -101,7 +101,7 @@ def bfs(graph: Graph, source, tasks: int | None = None, strategy: str = "hybrid"
         so T above the vertex count runs one task per vertex: ``result.num_tasks`` says
         how many ran); default :func:`default_tasks`: one per GPU worker for ``hybrid``
         and ``gpu`` on a cluster with GPUs, else one per CPU slot, at least
-        ``taskbfs.tasks`` (4).
+        ``taskbfs.tasks`` (4) (a :class:`DistributedGraph`: its ranges).
     strategy : {"hybrid", "fixed", "cpu", "gpu"}
         hybrid: a task goes to the GPU when its frontier exceeds λ (paper Sec. V.A);
         fixed: the first ``gpu_share`` of the tasks always run on the GPU (Sec. V.B);
@@ -307,7 +307,8 @@ def _attempt(rt, graph, search: _Options, requested, strategy: str, policy: Poli
         resources = rt.resources(clock.left())
         # A task owns at least one vertex: more tasks than vertices means one task per vertex.
         num_tasks = (kept.num_tasks if resuming else
-                     min(requested or _default_for(resources, strategy), graph.num_vertices))
+                     min(requested or _default_for(resources, strategy, graph),
+                         graph.num_vertices))
         if strategy == "fixed":
             policy = replace(policy, gpu_tasks=frozenset(range(round(share * num_tasks))))
         if policy.needs_gpu:
@@ -1106,10 +1107,14 @@ def default_tasks(runtime=None, strategy: str = "hybrid") -> int:
     return _default_for(_runtime(runtime).resources(), strategy)
 
 
-def _default_for(resources: dict, strategy: str) -> int:
+def _default_for(resources: dict, strategy: str, graph=None) -> int:
     gpus = int(resources.get(GPU_RESOURCE, 0))
     if gpus and strategy in ("hybrid", "gpu"):
         return max(1, gpus * config.get("tasks-per-gpu"))
+    if isinstance(graph, DistributedGraph):
+        # its own ranges (one per CPU slot, or more where it was built in passes): another
+        # T would cut copies of its rows on the workers
+        return graph.ranges.num_tasks
     return tasks_for_slots(int(resources.get(CPU_RESOURCE, 0)))
 
 

@@ -41,13 +41,20 @@ from dataclasses import dataclass
 import numpy as np
 from distributed import Future
 
-from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
+from taskbfs.errors import (
+    EmptyGraphError,
+    InsufficientMemoryError,
+    InvalidParameterError,
+    InvalidVertexError,
+)
 from taskbfs.graph import Graph, Partition
 from taskbfs.graph import io as graph_io
 from taskbfs.graph._graph import _as_vertex_array, _check_num_vertices
+from taskbfs.graph._progress import BuildProgress
 from taskbfs.graph.chunked import (
     MAX_BUILD_VERTICES,
     arc_histogram,
+    build_plan,
     join_rows,
     kronecker_chunk,
     kronecker_chunk_count,
@@ -80,6 +87,9 @@ _SEND_SHARE_OF_MEMORY = 0.125
 #: Most share of a worker's memory limit its part of a Kronecker edge list may take to be
 #: held until the ranges are cut; beyond, each chunk is generated twice and never held.
 _HOLD_SHARE_OF_MEMORY = 0.5
+#: A worker's build peak kept within this multiple of its share of the CSR where memory is
+#: plentiful (more passes, up to chunked.MAX_CAPPED_PASSES): memory left for the search.
+_PEAK_OVER_CSR = 2.0
 
 
 class DistributedGraph:
@@ -127,10 +137,17 @@ class DistributedGraph:
     # ------------------------------------------------------------------ building
     @classmethod
     def from_chunks(cls, runtime, chunks: list, num_vertices: int | None = None,
-                    directed: bool = False, ranges: int | None = None) -> DistributedGraph:
+                    directed: bool = False, ranges: int | None = None, *,
+                    progress=None) -> DistributedGraph:
         """Build from edge chunks already on the workers: futures of ``(src, dst)`` pairs
         (any integer arrays; checked there, as ``Graph.from_edges`` checks its input).
-        The list is emptied, so that each chunk is released as soon as it is split."""
+        The list is emptied, so that each chunk is released as soon as it is split.
+        ``progress`` as for :func:`taskbfs.kronecker`."""
+        with _progress_of(progress, "building the graph on the workers") as bar:
+            return cls._from_chunks(runtime, chunks, num_vertices, directed, ranges, bar)
+
+    @classmethod
+    def _from_chunks(cls, runtime, chunks, num_vertices, directed, ranges, bar):
         rt = _as_runtime(runtime)
         client = rt.client
         raw, chunks = list(chunks), chunks
@@ -149,12 +166,12 @@ class DistributedGraph:
                 f"{MAX_BUILD_VERTICES} vertices")
         checks = [client.submit(_check_ids, c, i, n) for i, c in enumerate(chunks)]
         client.gather(checks)  # raises the first chunk's bad vertex id
-        return cls._build(rt, chunks, n, bool(directed), _check_ranges(ranges, rt, n))
+        return cls._build(rt, chunks, n, bool(directed), _check_ranges(ranges, rt, n), bar=bar)
 
     @classmethod
     def from_dask(cls, edges, dst=None, num_vertices: int | None = None, directed: bool = False,
                   runtime=None, ranges: int | None = None, *, source: str = "source",
-                  target: str = "target") -> DistributedGraph:
+                  target: str = "target", progress=None) -> DistributedGraph:
         """Build from a dask collection of edges: a ``dask.dataframe`` with the columns
         ``source`` and ``target`` (named as :meth:`Graph.from_edges` and networkx's
         ``from_pandas_edgelist`` name them), or two 1-D dask arrays ``edges`` (sources)
@@ -179,20 +196,34 @@ class DistributedGraph:
                 raise InvalidParameterError(
                     f"src and dst must have the same chunks, got {edges.chunks} and {dst.chunks}")
             chunks = client.compute([list(p) for p in zip(src_parts, dst_parts, strict=True)])
-        return cls.from_chunks(rt, chunks, num_vertices, directed, ranges)
+        return cls.from_chunks(rt, chunks, num_vertices, directed, ranges, progress=progress)
 
     @classmethod
-    def _build(cls, rt, chunks: list, n: int, directed: bool, ranges: int) -> DistributedGraph:
+    def _build(cls, rt, chunks: list, n: int, directed: bool, ranges: int,
+               chunk_edges: int = 0, bar: BuildProgress | None = None) -> DistributedGraph:
         client = rt.client
+        bar = bar or BuildProgress(False, "")
         token = uuid.uuid4().hex
         bins = min(n, max(HISTOGRAM_BINS, ranges))
+        held = [client.submit(_pair_nbytes, c) for c in chunks if not isinstance(c, _Remade)]
         counts = [_on_chunk(client, c, _histogram, n, bins, directed) for c in chunks]
+        bar.watch(counts)
         while len(counts) > 1:
             counts = [client.submit(_summed, *counts[i : i + _FAN_IN])
                       for i in range(0, len(counts), _FAN_IN)]
-        bounds, arcs = client.gather([client.submit(range_bounds, counts[0], n, ranges),
-                                      client.submit(_total, counts[0])])
+        arcs, held = client.gather([client.submit(_total, counts[0]),
+                                    client.submit(_summed_ints, *held)])
+        # the arcs counted: the passes that fit the workers' memory, or a refusal before
+        # any key is made (kronecker refused what its estimate could tell before this)
+        if held and not chunk_edges:  # the chunks' working memory: about their own size
+            chunk_edges = held // (16 * len(chunks))
+        plan = _plan(rt, arcs, n, ranges, chunk_edges, held)
+        ranges = min(plan.ranges, bins)
+        bounds = client.submit(range_bounds, counts[0], n, ranges).result()
         del counts
+        if plan.passes > 1:
+            return cls._build_in_passes(rt, chunks, n, directed, bounds, plan.passes, token,
+                                        bar)
         # chunk by chunk, its split then what it sends each owner: Dask runs them in that
         # order, and what is sent is a copy, so a chunk and its split are released as soon
         # as it is cut (and a range built on a worker over its memory target reads its
@@ -202,14 +233,57 @@ class DistributedGraph:
         sent = []
         for chunk in chunks:
             split = _on_chunk(client, chunk, _split, bounds, n, directed)
+            bar.watch([split])
             sent.append([client.submit(_run_keys, split, first, stop) for first, stop in runs])
         chunks.clear()  # the caller's list too
         del chunk, split
         slices = [client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n, token,
                                 r - runs[j][0], *[s[j] for s in sent], **owners[r])
                   for j, (first, stop) in enumerate(runs) for r in range(first, stop)]
+        bar.watch(slices)
         del sent
         arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
+        bar.finish()
+        return cls(rt, Partition(bounds), slices, arcs, directed, token)
+
+    @classmethod
+    def _build_in_passes(cls, rt, chunks: list, n: int, directed: bool, bounds: np.ndarray,
+                         passes: int, token: str, bar: BuildProgress) -> DistributedGraph:
+        """The all-to-all of :meth:`_build` in ``passes`` passes (:func:`build_plan`):
+        each over about ``1 / passes`` of every worker's ranges, its keys made (every
+        chunk split again, keeping only the pass's ranges), sent and turned into rows
+        before the next pass starts, so that a worker holds one pass's keys at a time."""
+        from distributed.client import _wait
+
+        client = rt.client
+        ranges = bounds.size - 1
+        owners = _owners(client, ranges)
+        slices: list = [None] * ranges
+        plan = _pass_runs(owners, passes)
+        bar.grow(len(plan) * len(chunks) + ranges)  # the steps to come, known now
+        for runs in plan:
+            wanted = np.zeros(ranges, dtype=np.bool_)
+            for first, stop in runs:
+                wanted[first:stop] = True
+            sent = []
+            for chunk in chunks:
+                split = _on_chunk(client, chunk, _split, bounds, n, directed, wanted)
+                split.add_done_callback(bar.one)
+                sent.append([client.submit(_run_keys, split, first, stop) for first, stop in runs])
+            del split
+            made = {r: client.submit(_range_slice, r, int(bounds[r]), int(bounds[r + 1]), n,
+                                     token, r - first, *[s[j] for s in sent], **owners[r])
+                    for j, (first, stop) in enumerate(runs) for r in range(first, stop)}
+            del sent
+            for r, future in made.items():
+                slices[r] = future
+                future.add_done_callback(bar.one)
+            # this pass's keys are gone before the next pass makes its own (as in
+            # runtime/resident.py: distributed.wait needs a default client)
+            client.sync(_wait, list(made.values()))
+        chunks.clear()  # the caller's list too
+        arcs = sum(client.gather([client.submit(_arc_count, s) for s in slices]))
+        bar.finish()
         return cls(rt, Partition(bounds), slices, arcs, directed, token)
 
     # ------------------------------------------------------------------ what bfs reads
@@ -397,7 +471,8 @@ class DistributedGraph:
 
 
 # ====================================================================== builders
-def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int | None):
+def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int | None,
+                    progress=None):
     """:func:`taskbfs.kronecker` with a runtime: each chunk of the edge list (chunks of
     :data:`_CHUNK_EDGES`) generated on a worker.
     The edge list is held on the workers until the ranges are cut (they need every
@@ -408,31 +483,58 @@ def build_kronecker(scale: int, edgefactor: int, seed: int, runtime, ranges: int
     count = kronecker_chunk_count(scale, edgefactor, seed, size)
     specs = [(scale, edgefactor, seed, i, size) for i in range(count)]
     n = 1 << scale
-    if _holds_chunks(rt.client, count * size * 2 * np.dtype(np.int64).itemsize):
-        chunks = [rt.client.submit(kronecker_chunk, *spec, pure=False) for spec in specs]
-        return DistributedGraph.from_chunks(rt, chunks, n, False, ranges)
-    # the generator's chunks name vertices below n by construction: nothing to check
-    return DistributedGraph._build(rt, [_Remade(kronecker_chunk, spec) for spec in specs],
-                                   n, False, _check_ranges(ranges, rt, n))
+    ranges = _check_ranges(ranges, rt, n)
+    edge_list = count * size * 2 * np.dtype(np.int64).itemsize
+    # refused here, before any chunk is made, when the workers cannot hold it: its arcs
+    # estimated (both arcs of each generated edge, less self-loops and repeats)
+    arcs = int(KRONECKER_ARCS_PER_EDGE * 2 * count * size)
+    what = f"building a Kronecker graph of scale {scale}"
+    try:
+        plan = _plan(rt, arcs, n, ranges, size, 0, what=what)
+    except InsufficientMemoryError:
+        plan = None  # perhaps with smaller chunks
+    if plan is None or plan.passes > 1:  # smaller chunk tasks hold less (the same graph)
+        size = max(1, min(size, PASS_CHUNK_EDGES))
+        _plan(rt, arcs, n, ranges, size, 0, what=what)  # raises if it cannot fit
+        count = kronecker_chunk_count(scale, edgefactor, seed, size)
+        specs = [(scale, edgefactor, seed, i, size) for i in range(count)]
+    with _progress_of(progress, f"kronecker({scale}) on the workers") as bar:
+        if plan is not None and plan.passes == 1 and _holds_chunks(rt.client, edge_list):
+            chunks = [rt.client.submit(kronecker_chunk, *spec, pure=False) for spec in specs]
+            return DistributedGraph.from_chunks(rt, chunks, n, False, ranges, progress=bar)
+        # the generator's chunks name vertices below n by construction: nothing to check
+        return DistributedGraph._build(rt, [_Remade(kronecker_chunk, spec) for spec in specs],
+                                       n, False, ranges, size, bar)
 
 
 def build_from_files(path, format: str | None, directed: bool | None, runtime,
-                     ranges: int | None):
-    """:func:`taskbfs.read_graph` with a runtime: an edge-list file read by a task per
-    :data:`_READ_BYTES` byte range, any other file by a task of its own."""
-    rt = _as_runtime(runtime)
+                     ranges: int | None, progress=None):
+    """:func:`taskbfs.read_graph` with a runtime: an uncompressed edge-list or MatrixMarket
+    file read by a task per :data:`_READ_BYTES` byte range (cut from the
+    file's size on a worker, no pre-scan), a compressed file by a task of its own."""
+    with _progress_of(progress, "reading the graph on the workers") as bar:
+        return _build_from_files(path, format, directed, _as_runtime(runtime), ranges, bar)
+
+
+def _build_from_files(path, format, directed, rt, ranges, bar):
     paths = [os.fspath(p) for p in ([path] if isinstance(path, (str, os.PathLike)) else path)]
     if not paths:
         raise InvalidParameterError("no files to read")
     client = rt.client
     plans = client.gather([client.submit(graph_io.byte_ranges, p, _READ_BYTES, format,
                                          pure=False) for p in paths])
-    read = []
+    read, checks = [], []
     for p, plan in zip(paths, plans, strict=True):
         ranges_of_p = [None] if plan is None else plan  # None: the whole file in one task
-        read += [client.submit(graph_io.read_edges, p, format, directed, r, pure=False)
-                 for r in ranges_of_p]
+        mine = [client.submit(graph_io.read_edges, p, format, directed, r, pure=False)
+                for r in ranges_of_p]
+        if plan is not None:  # a MatrixMarket file's ranges hold the entries it declares
+            checks.append(client.submit(graph_io.check_entry_count, p, format,
+                                        *[client.submit(_entry_count, r) for r in mine]))
+        read += mine
+    bar.watch(read)
     heads = client.gather([client.submit(_file_head, r) for r in read])
+    client.gather(checks)
     kinds = {d for _, d in heads}
     if len(kinds) > 1:
         raise InvalidParameterError(
@@ -444,7 +546,13 @@ def build_from_files(path, format: str | None, directed: bool | None, runtime,
     n = sizes.pop() if sizes else None
     chunks = [client.submit(_edges_of, r) for r in read]
     del read  # the chunks hold the edges now
-    return DistributedGraph.from_chunks(rt, chunks, n, kinds.pop(), ranges)
+    return DistributedGraph.from_chunks(rt, chunks, n, kinds.pop(), ranges, progress=bar)
+
+
+def _progress_of(progress, what: str) -> BuildProgress:
+    """The :class:`BuildProgress` a build reports to (``progress`` itself when it is one,
+    as a builder hands its bar to the one it calls)."""
+    return progress if isinstance(progress, BuildProgress) else BuildProgress(progress, what)
 
 
 @dataclass(frozen=True)
@@ -462,6 +570,71 @@ def _on_chunk(client, chunk, fn, *args):
     if isinstance(chunk, _Remade):
         return client.submit(_remade, chunk.make, chunk.spec, fn, *args, pure=False)
     return client.submit(fn, chunk, *args)
+
+
+#: Edges per Kronecker chunk when a build runs in passes (each chunk is made again every
+#: pass; a smaller one holds less while it is split).
+PASS_CHUNK_EDGES = 1 << 18
+#: Arcs of a Kronecker graph per generated edge and direction (self-loops and repeats
+#: dropped): 128.3 M arcs of 2 x 67.1 M at scale 22 (0.956); the estimate a build on the
+#: workers is checked against before it starts (then again with the arcs counted).
+KRONECKER_ARCS_PER_EDGE = 0.96
+
+
+#: Dask's thresholds (fractions of a worker's memory_limit) at which a worker pauses, and
+#: at which its nanny ends it: a build plans within the first of them that is on.
+_WORKER_MEMORY_ACTIONS = ("distributed.worker.memory.pause", "distributed.worker.memory.terminate")
+
+
+def _plan(rt, arcs: int, n: int, ranges: int, chunk_edges: int = 0, held: int = 0,
+          what: str = "building this graph"):
+    """:func:`~taskbfs.graph.chunked.build_plan` for this runtime's workers: what each
+    worker that owns ranges can take before Dask pauses it (``memory_limit`` x
+    ``distributed.worker.memory.pause``, or ``terminate`` where pausing is off, less the
+    memory its process uses now, as the scheduler last heard; no limit where both are
+    off; in-process workers share this machine's available memory)."""
+    import dask
+
+    info = workers_of(rt.client)
+    owners = workers_with(info, GPU_RESOURCE) or sorted(info)
+    if not owners:
+        return build_plan(arcs, n, ranges, [None], chunk_edges=chunk_edges, held=held, what=what)
+    if rt.in_process:
+        from taskbfs.runtime.cluster import _available_memory
+
+        free = [_available_memory() // len(owners)] * len(owners)
+    else:
+        # neither pausing nor the nanny's terminate on: nothing stops a process for its size
+        fraction = next((float(f) for f in map(dask.config.get, _WORKER_MEMORY_ACTIONS) if f),
+                        None)
+        free = [None if not info[w].get("memory_limit") or fraction is None else
+                max(0, int(fraction * info[w]["memory_limit"])
+                    - int(info[w].get("metrics", {}).get("memory", 0))) for w in owners]
+    threads = [info[w].get("nthreads", 1) for w in owners]
+    return build_plan(arcs, n, ranges, free, threads, chunk_edges, held, what,
+                      _PEAK_OVER_CSR)
+
+
+def _pass_runs(owners: list[dict], passes: int) -> list[list[tuple[int, int]]]:
+    """Per pass, the ``(first, stop)`` run of each worker's ranges it builds: each
+    worker's consecutive ranges cut into ``passes`` groups (of ``ceil(mine / passes)``,
+    the last ones smaller or empty)."""
+    blocks, first = [], 0
+    for r in range(1, len(owners) + 1):
+        if r == len(owners) or owners[r] != owners[first]:
+            blocks.append((first, r))
+            first = r
+    out = []
+    for p in range(passes):
+        runs = []
+        for a, b in blocks:
+            size = -(-(b - a) // passes)
+            lo, hi = a + p * size, min(b, a + (p + 1) * size)
+            if lo < hi:
+                runs.append((lo, hi))
+        if runs:
+            out.append(runs)
+    return out
 
 
 def _holds_chunks(client, nbytes: int) -> bool:
@@ -504,8 +677,16 @@ def _check_ids(pair, index: int, n: int) -> None:
                                  f"a vertex outside 0..{n - 1} (num_vertices={n})")
 
 
-def _split(pair, bounds: np.ndarray, n: int, directed: bool):
-    return split_arcs(pair[0], pair[1], bounds, n, directed)
+def _split(pair, bounds: np.ndarray, n: int, directed: bool, wanted=None):
+    return split_arcs(pair[0], pair[1], bounds, n, directed, wanted)
+
+
+def _pair_nbytes(pair) -> int:
+    return int(pair[0].nbytes + pair[1].nbytes)
+
+
+def _summed_ints(*values) -> int:
+    return int(sum(values))
 
 
 def _histogram(pair, n: int, bins: int, directed: bool) -> np.ndarray:
@@ -594,6 +775,10 @@ def _frame_pair(frame, source: str, target: str):
 
 def _file_head(read) -> tuple:
     return read[2], read[3]
+
+
+def _entry_count(read) -> int:
+    return int(read[0].size)
 
 
 def _edges_of(read):
