@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections import OrderedDict
+from concurrent.futures import CancelledError
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,7 +45,13 @@ from distributed import Future
 from taskbfs import config
 from taskbfs.bfs.placement import MAX_PLACED_GRAPHS, PlacedGraph
 from taskbfs.bfs.steps import GraphSlice
-from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
+from taskbfs.errors import (
+    EmptyGraphError,
+    InvalidParameterError,
+    InvalidVertexError,
+    SearchTimeoutError,
+    WorkerLostError,
+)
 from taskbfs.graph import Graph, Partition
 from taskbfs.graph import io as graph_io
 from taskbfs.graph._graph import _as_vertex_array, _check_num_vertices
@@ -60,7 +67,7 @@ from taskbfs.graph.chunked import (
     split_arcs,
 )
 from taskbfs.graph.partition import partition_indptr
-from taskbfs.runtime.plugin import GPU_RESOURCE, workers_of, workers_with
+from taskbfs.runtime.plugin import GPU_RESOURCE, stranded, workers_of, workers_with
 from taskbfs.runtime.worker import cores_per_thread
 
 __all__ = ["DistributedGraph", "build_from_files", "build_kronecker"]
@@ -675,11 +682,63 @@ class KeptResult:
         return tuple(out)
 
     def gather(self):
-        """``(distances, parents)`` as two numpy arrays on the client."""
-        pieces = self.client.gather(self.pieces)
+        """``(distances, parents)`` as two numpy arrays on the client.
+
+        Raises
+        ------
+        WorkerLostError
+            A piece was lost with its worker and cannot be made again (it was written by
+            owner tasks pinned to that worker: Dask would wait for it forever); seen
+            within :data:`LOST_CHECK_SECONDS` of the wait. Pieces Dask can recompute
+            elsewhere are waited for.
+        SearchTimeoutError
+            The scheduler did not answer that check within ``runtime.connect-timeout``.
+        """
+        self._wait()
+        try:
+            pieces = self.client.gather(self.pieces)
+        except CancelledError:  # a piece's data was lost and cannot be recomputed
+            raise self._lost(()) from None
         if len(pieces) == 1:
             return pieces[0]
         return (np.concatenate([d for d, _ in pieces]), np.concatenate([p for _, p in pieces]))
+
+
+    def _wait(self) -> None:
+        """Wait until every piece is computed, checking every
+        :data:`LOST_CHECK_SECONDS` that none waits for a worker that left."""
+        from distributed import wait
+
+        while True:
+            try:
+                with self.client.as_current():  # ``wait`` uses the current client
+                    wait(self.pieces, timeout=LOST_CHECK_SECONDS)
+                return
+            except TimeoutError:
+                pass
+            limit = config.get("runtime.connect-timeout")
+            try:
+                gone = stranded(self.client, self.pieces, timeout=limit)
+            except TimeoutError:
+                raise SearchTimeoutError(
+                    f"the search's result could not be read from the workers: the scheduler "
+                    f"did not answer within {limit:g} s (runtime.connect-timeout)") from None
+            if gone:
+                raise self._lost(gone)
+
+    @staticmethod
+    def _lost(workers) -> WorkerLostError:
+        who = (f"worker {', '.join(workers)}, which left the cluster" if workers else
+               "a worker that left the cluster")
+        return WorkerLostError(
+            f"the search's result (distances and parents) was kept on {who}, and is lost "
+            f"with it (the owner tasks that wrote it cannot run elsewhere): search again",
+            workers)
+
+
+#: Seconds between the checks of :meth:`KeptResult.gather` that no piece waits for a
+#: worker that left (a scheduler round trip each, while the pieces are not all there).
+LOST_CHECK_SECONDS = 1.0
 
 
 def outcome_summaries(client, outcome: Future):

@@ -108,7 +108,9 @@ class BFSResult:
     @property
     def distances(self) -> np.ndarray:
         """Hops from the source (:func:`result_dtype`; -1 unreached); gathered on first
-        read if kept."""
+        read if kept (:class:`~taskbfs.errors.WorkerLostError` within seconds when a
+        worker that kept a piece of it left the cluster and the piece cannot be made
+        again: :meth:`~taskbfs.bfs.distributed.KeptResult.gather`)."""
         self._bring_home()
         return self._distances
 

@@ -761,6 +761,31 @@ def workers_of(client) -> dict:
     return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
 
 
+def stranded(client, futures, timeout: float | None = None) -> list[str]:
+    """The workers, gone from the cluster, that ``futures`` wait for: a future (or a task
+    it waits for) restricted to workers that all left, without ``allow_other_workers``,
+    which Dask keeps in ``no-worker`` forever (a task pinned to a worker's address: a
+    lost owner's). Sorted addresses; empty when every one can still run. Asked of the
+    scheduler within ``timeout`` seconds, else ``TimeoutError``."""
+    return client.run_on_scheduler(_stranded, [f.key for f in futures],
+                                   callback_timeout=timeout)
+
+
+def _stranded(keys: list, dask_scheduler=None) -> list[str]:
+    scheduler = dask_scheduler
+    gone, seen, stack = set(), set(), list(keys)
+    while stack:
+        ts = scheduler.tasks.get(stack.pop())
+        if ts is None or ts.key in seen or ts.state not in ("waiting", "no-worker"):
+            continue
+        seen.add(ts.key)
+        pins = ts.worker_restrictions
+        if pins and not ts.loose_restrictions and not any(w in scheduler.workers for w in pins):
+            gone.update(pins)
+        stack.extend(dts.key for dts in ts.dependencies)
+    return sorted(gone)
+
+
 def workers_with(workers: dict, resource: str) -> list[str]:
     """The addresses among ``workers`` (as :func:`workers_of` gives them) that advertise
     ``resource``, sorted."""
