@@ -9,6 +9,7 @@ with scipy.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 
@@ -19,7 +20,7 @@ from reference import scipy_distances
 from test_faults import ProcessCluster
 
 import taskbfs as tb
-from taskbfs.errors import WorkerLostError
+from taskbfs.errors import SearchTimeoutError, TaskBFSError, WorkerLostError
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
@@ -112,3 +113,46 @@ def test_a_result_lost_with_its_owner_is_an_error(processes):
         np.testing.assert_array_equal(again.distances,
                                       scipy_distances(tb.kronecker(9, seed=5), 1))
         processes.kill(names[sorted(holders)[0]], rt.client)
+
+
+def _path_graph(n: int) -> tb.Graph:
+    return tb.Graph.from_edges(np.arange(n - 1), np.arange(1, n))
+
+
+def test_a_stopped_scheduler_is_a_search_timeout(processes, setting):
+    """The scheduler SIGSTOPped when the client hears of level 3 of a 200-level search
+    (levels dispatched as tasks, or run by two owners trading pieces): SearchTimeoutError
+    after ``timeout`` (3 s) naming the level, not a wait in ``Client.nthreads()`` for as
+    long as the scheduler stays stopped (420 s and more before). Connecting to the
+    stopped scheduler fails after ``runtime.connect-timeout`` (distributed's Client
+    waits for its handshake forever). Once it continues, the cluster searches again."""
+    with runtime_without_warm_up(processes.address) as rt:
+        for name in ("stop-a", "stop-b"):
+            processes.add_worker(name, rt.client)
+        graph = _path_graph(200)
+        _check(graph, 0, tb.bfs(graph, 0, tasks=4, runtime=rt))
+        for dispatch in ("tasks", "auto"):
+            stopped = []
+
+            def stop(summary):
+                if summary.level == 3 and not stopped:
+                    stopped.append(time.perf_counter())
+                    processes.signal("scheduler", signal.SIGSTOP)
+
+            try:
+                with pytest.raises(SearchTimeoutError, match=r"timeout of 3 s: it was at level"):
+                    _within(30, lambda: tb.bfs(graph, 0, tasks=4, runtime=rt, timeout=3,
+                                               dispatch=dispatch, progress=stop))
+                assert stopped and time.perf_counter() - stopped[0] < 3 + 2
+                if dispatch == "auto":
+                    setting("runtime.connect-timeout", 2)
+                    start = time.perf_counter()
+                    with pytest.raises(TaskBFSError, match="did not answer within 2 s"):
+                        _within(30, lambda: tb.bfs(graph, 0, runtime=processes.address,
+                                                   timeout=3))
+                    assert time.perf_counter() - start < 2 + 2
+            finally:
+                processes.signal("scheduler", signal.SIGCONT)
+            _check(graph, 0, tb.bfs(graph, 0, tasks=4, runtime=rt, timeout=60))
+        for name in ("stop-a", "stop-b"):
+            processes.kill(name, rt.client)

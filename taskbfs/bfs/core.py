@@ -219,7 +219,7 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
         if policy.needs_gpu:
             rt.require_gpu("strategy 'gpu'", resources)
 
-        source_degree = _source_degree(graph, source)  # its round trip overlaps the next ones
+        source_degree = _source_degree(graph, source, clock)  # its round trip overlaps the next ones
         _check_memory(rt, graph, num_tasks, balance, direction, clock)
         placed = place_graph(rt, graph, num_tasks, balance,
                              need_transpose=direction != TOP_DOWN or resuming,
@@ -246,14 +246,14 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
     return result
 
 
-def _source_degree(graph, source: int) -> Callable[[], int]:
+def _source_degree(graph, source: int, clock: _Deadline) -> Callable[[], int]:
     """The source's out-degree, for the client's level-0 summary of a dispatched search, as
     a call that returns it: a graph on the workers is asked now (a task on the worker
-    holding the source's range) and answers when called, so that the round trip runs
-    beside the call's other ones."""
+    holding the source's range) and answers when called (within the call's timeout), so
+    that the round trip runs beside the call's other ones."""
     if isinstance(graph, DistributedGraph):
         future = graph.degree_future(source)
-        return lambda: int(future.result())
+        return lambda: int(future.result(timeout=clock.left()))
     return lambda: graph.degree(source)
 
 
@@ -488,7 +488,7 @@ class _Search:
                 pass
             if self.keep:
                 future = program.future("search")
-                summaries, d2h = outcome_summaries(program.client, future)
+                summaries, d2h = outcome_summaries(program.client, future, self.clock.left())
                 return _Outcome(None, None, summaries, time.perf_counter() - start, d2h,
                                 KeptResult.of_search(program.client, future, self.parts.bounds))
             value = functools.partial(program.get, "search")
@@ -528,7 +528,11 @@ class _Search:
         forever)."""
         if self.clock.timeout is not None and self.clock.left() <= 1e-3:
             raise TimeoutError("the search's timeout passed")
-        if not self.placed.intact() or set(workers) - set(self.program.client.nthreads()):
+        if not self.placed.intact():
+            raise CancelledError("a worker holding ranges of the graph left the cluster")
+        # asked of the scheduler within the timeout: a frozen one must not hold the call
+        if workers and set(workers) - set(self.program.client.nthreads(
+                callback_timeout=self.clock.left())):
             raise CancelledError("a worker holding ranges of the graph left the cluster")
 
     def settle(self, futures, workers=()) -> None:

@@ -246,32 +246,37 @@ class DistributedGraph:
                                                            for s in self.slices])
         return self._degrees
 
-    def place(self, runtime, tasks: int, balance: str, need_transpose: bool) -> PlacedGraph:
+    def place(self, runtime, tasks: int, balance: str, need_transpose: bool,
+              timeout: float | None = None) -> PlacedGraph:
         """The :class:`PlacedGraph` a search with T = ``tasks`` and ``balance`` reads: the
         built slices when they are its ranges (``tasks`` = R and ``balance="edges"``:
-        they are balanced by edges already), else slices cut from them on the workers."""
+        they are balanced by edges already), else slices cut from them on the workers
+        (what it asks of the cluster, within ``timeout`` seconds, else ``TimeoutError``)."""
         self._check_runtime(runtime)
         key = (int(tasks), balance)
         placed = self._placed.get(key)
         if placed is None:
-            placed = self._placement(int(tasks), balance)
+            placed = self._placement(int(tasks), balance, timeout)
             self._placed[key] = placed
             while len(self._placed) > MAX_PLACED_GRAPHS:
                 self._placed.popitem(last=False)
         self._placed.move_to_end(key)
         if need_transpose and placed.transposed is None:
-            placed.transposed = self._transposed(placed) if self.directed else placed.slices
+            placed.transposed = (self._transposed(placed, timeout) if self.directed
+                                 else placed.slices)
         return placed
 
-    def _placement(self, tasks: int, balance: str) -> PlacedGraph:
+    def _placement(self, tasks: int, balance: str, timeout: float | None) -> PlacedGraph:
         client = self.runtime.client
         if tasks == self.ranges.num_tasks and balance == "edges":
             return PlacedGraph(self.ranges, self.slices, self.degrees_future(), self.num_arcs)
-        bounds = client.submit(_partition_bounds, self.degrees_future(), tasks, balance).result()
+        bounds = client.submit(_partition_bounds, self.degrees_future(), tasks,
+                               balance).result(timeout=timeout)
         parts = Partition(bounds)
         slices = [client.submit(_cut_slice, t, lo, hi, self.token, *self._covering(lo, hi),
                                 **owner)
-                  for (t, (lo, hi)), owner in zip(enumerate(parts), _owners(client, tasks), strict=True)]
+                  for (t, (lo, hi)), owner in zip(enumerate(parts), _owners(client, tasks, timeout),
+                                                  strict=True)]
         return PlacedGraph(parts, slices, self.degrees_future(), self.num_arcs)
 
     def _covering(self, lo: int, hi: int) -> list:
@@ -279,15 +284,15 @@ class DistributedGraph:
         first, last = self.ranges.owner(np.array([lo, hi - 1]))
         return self.slices[int(first) : int(last) + 1]
 
-    def _transposed(self, placed: PlacedGraph) -> list:
+    def _transposed(self, placed: PlacedGraph, timeout: float | None = None) -> list:
         """The placed ranges' slices of the reversed graph (in-neighbours), by the same
         all-to-all as the build, from the slices' own arcs."""
         client, n = self.runtime.client, self.num_vertices
         bounds = placed.parts.bounds
         splits = [client.submit(_reversed_split, s, bounds, n) for s in placed.slices]
-        owners = _owners(client, placed.parts.num_tasks)  # as the slices were dealt out
+        owners = _owners(client, placed.parts.num_tasks, timeout)  # as the slices were dealt out
         runs = _owner_runs(owners, _ranges_per_send(client, self.num_arcs,
-                                                    placed.parts.num_tasks))
+                                                    placed.parts.num_tasks, timeout))
         sent = [[client.submit(_run_keys, s, first, stop) for first, stop in runs]
                 for s in splits]
         return [client.submit(_transposed_slice, placed.slices[t], n, self.token + "/T",
@@ -584,7 +589,7 @@ def _as_runtime(runtime):
     return _runtime(runtime)
 
 
-def _owners(client, count: int) -> list[dict]:
+def _owners(client, count: int, timeout: float | None = None) -> list[dict]:
     """``submit`` keywords that deal ``count`` ranges out to the workers, consecutive
     ranges to the same worker (the scheduler would put them where most of their input
     lies, often all on one); a preference, not a restriction. Consecutive, so that
@@ -593,7 +598,7 @@ def _owners(client, count: int) -> list[dict]:
     and its steps run best beside it, and the big steps of a search that may use a GPU
     run on one (CPU steps copy only the owner's frontier,
     :class:`~taskbfs.bfs.owners.OwnerFrontier`)."""
-    info = workers_of(client)
+    info = workers_of(client, timeout)
     workers = workers_with(info, GPU_RESOURCE) or sorted(info)
     if len(info) < 2:
         return [{}] * count
@@ -613,11 +618,11 @@ def _owner_runs(owners: list[dict], most: int) -> list[tuple[int, int]]:
     return runs
 
 
-def _ranges_per_send(client, arcs: int, ranges: int) -> int:
+def _ranges_per_send(client, arcs: int, ranges: int, timeout: float | None = None) -> int:
     """How many ranges' keys one split sends a worker in one piece: their keys (8 bytes
     an arc, ranges of about equal arcs) at most the setting ``build.send-share-of-memory``
     of the smallest worker ``memory_limit`` (every range, where no worker has one)."""
-    limits = [w.get("memory_limit") or 0 for w in workers_of(client).values()]
+    limits = [w.get("memory_limit") or 0 for w in workers_of(client, timeout).values()]
     limits = [m for m in limits if m > 0]
     if not limits:
         return ranges
@@ -741,10 +746,10 @@ class KeptResult:
 LOST_CHECK_SECONDS = 1.0
 
 
-def outcome_summaries(client, outcome: Future):
+def outcome_summaries(client, outcome: Future, timeout: float | None = None):
     """``(summaries, assembly_d2h_bytes)`` of a one-task search's outcome, without its
-    result arrays."""
-    return client.submit(_outcome_meta, outcome).result()
+    result arrays (within ``timeout`` seconds, else ``TimeoutError``)."""
+    return client.submit(_outcome_meta, outcome).result(timeout=timeout)
 
 
 def _outcome_range(outcome, lo: int, hi: int):

@@ -108,7 +108,7 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
     ``"graph"`` the whole graph where a GPU worker holds every range (its searches run
     there as one task), else each slice."""
     if not isinstance(graph, Graph):
-        placed = graph.place(runtime, tasks, balance, need_transpose)
+        placed = graph.place(runtime, tasks, balance, need_transpose, timeout)
         if to_gpu:
             upload_to_gpus(runtime, placed, graph.num_vertices, to_gpu, timeout)
         return placed

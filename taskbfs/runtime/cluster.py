@@ -338,7 +338,7 @@ class Runtime:
         does. The workers' resources are asked once, again after one joins or leaves."""
         if self._worker_resources is None:
             self._worker_resources = {address: info.get("resources") or {}
-                                      for address, info in workers_of(self.client).items()}
+                                      for address, info in workers_of(self.client, timeout).items()}
         wanted = GPU_RESOURCE if device == CUDA else CPU_RESOURCE
         declared = any(wanted in r for r in self._worker_resources.values())
         offering = sorted(address for address, r in self._worker_resources.items()
@@ -561,12 +561,39 @@ def _connect(target, security=None) -> Client:
         _check_address(target)
         security = _check_security(target, security)
     kwargs = {} if security is None else {"security": security}
+    timeout = config.get("runtime.connect-timeout")
     try:
-        return Client(target, set_as_default=False, timeout=config.get("runtime.connect-timeout"),
-                      **kwargs)
+        if isinstance(target, str):
+            _answers(target, security, timeout)
+        return Client(target, set_as_default=False, timeout=timeout, **kwargs)
     except (OSError, TimeoutError) as exc:
         where = target if isinstance(target, str) else getattr(target, "scheduler_address", target)
         raise TaskBFSError(f"cannot reach a Dask scheduler at {where!r}: {exc}") from None
+
+
+def _answers(address: str, security, timeout: float) -> None:
+    """Return once the scheduler at ``address`` answers a connection's handshake, within
+    ``timeout`` seconds (else ``TimeoutError``; ``OSError`` when it cannot be reached).
+    distributed's ``Client`` reads that handshake with no timeout: a stopped (SIGSTOP)
+    scheduler, whose port still accepts connections, held it forever."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm import connect
+
+    args = {} if security is None else security.get_connection_args("client")
+
+    async def probe():
+        comm = await asyncio.wait_for(connect(address, timeout=timeout, **args), timeout)
+        await comm.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # its own event loop: the
+        # caller's thread may run one (a notebook's)
+        try:
+            pool.submit(asyncio.run, probe()).result()
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"the scheduler did not answer within {timeout:g} s "
+                               f"(runtime.connect-timeout; is it stopped or overloaded?)") from None
 
 
 def _check_security(address: str, security):

@@ -754,11 +754,13 @@ def _register_policy(program: str, policy, dask_scheduler=None) -> None:
     _bound(plugin.policies, MAX_POLICIES)
 
 
-def workers_of(client) -> dict:
-    """``{address: worker info}`` of every worker, asked of the scheduler now.
+def workers_of(client, timeout: float | None = None) -> dict:
+    """``{address: worker info}`` of every worker, asked of the scheduler now (within
+    ``timeout`` seconds, else ``TimeoutError``).
     (``client.scheduler_info(n_workers=-1)["workers"]`` may return the client's cached
     copy that its periodic refresh has just replaced with one listing no workers.)"""
-    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+    return client.sync(client.scheduler.identity, n_workers=-1,
+                       callback_timeout=timeout)["workers"]
 
 
 def stranded(client, futures, timeout: float | None = None) -> list[str]:
