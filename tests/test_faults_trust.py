@@ -20,9 +20,14 @@ from reference import scipy_distances
 from test_faults import ProcessCluster
 
 import taskbfs as tb
-from taskbfs.errors import SearchTimeoutError, TaskBFSError, WorkerLostError
+from taskbfs.errors import (
+    DeviceUnavailableError,
+    SearchTimeoutError,
+    TaskBFSError,
+    WorkerLostError,
+)
 
-from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
+from programs import runtime_without_warm_up, slow_path_pair  # isort: skip  (tests/programs.py)
 
 
 @pytest.fixture(scope="module")
@@ -155,4 +160,104 @@ def test_a_stopped_scheduler_is_a_search_timeout(processes, setting):
                 processes.signal("scheduler", signal.SIGCONT)
             _check(graph, 0, tb.bfs(graph, 0, tasks=4, runtime=rt, timeout=60))
         for name in ("stop-a", "stop-b"):
+            processes.kill(name, rt.client)
+
+
+def test_a_retry_waits_for_the_slices_dask_recomputes(processes):
+    """A graph built on two workers from an edge chunk that takes 3 s to make; a worker
+    holding slices SIGKILLed when the client hears of level 0 of the graph's first
+    search: the second attempt waits
+    while Dask recomputes the lost slices (their futures are "lost" meanwhile), and
+    returns the scipy-checked result. Before, each attempt failed at its first check
+    (~1 s), and the search took three attempts and ~13.5 s or failed."""
+    with runtime_without_warm_up(processes.address) as rt:
+        names = {processes.add_worker(name, rt.client): name for name in ("slow-a", "slow-b")}
+        graph = tb.DistributedGraph.from_chunks(  # the chunk is released once split
+            rt, [rt.client.submit(slow_path_pair, 60, 3.0, pure=False)], ranges=4)
+        reference = _path_graph(60)
+        # the only holder of a slice (a search would copy slices between the workers)
+        victim = sorted(ws[0] for ws in rt.client.who_has(graph.slices).values())[-1]
+        killed = []
+
+        def kill(summary):
+            if not killed:
+                killed.append(summary.level)
+                processes.kill(names[victim], rt.client)
+
+        result = _within(60, lambda: tb.bfs(graph, 0, tasks=4, runtime=rt, dispatch="tasks",
+                                            progress=kill, timeout=45))
+        np.testing.assert_array_equal(result.distances, scipy_distances(reference, 0))
+        assert killed == [0] and result.attempts == 2 and result.lost_workers == [victim]
+        for address, name in names.items():
+            if address != victim:
+                processes.kill(name, rt.client)
+
+
+def test_attempts_that_lose_workers_say_so_once(processes, setting):
+    """One retry; a worker holding slices SIGKILLed at level 2 of the first attempt and
+    another at level 5 of the second: one WorkerLostError that names each attempt's
+    level and worker once (it repeated the whole message per attempt before), with both
+    workers. Then, with no worker left, a search says the cluster has no workers
+    (DeviceUnavailableError), not "needs 0 MiB ... 0 MiB free"."""
+    setting("search.retries-on-worker-loss", 1)
+    with runtime_without_warm_up(processes.address) as rt:
+        names = {processes.add_worker(name, rt.client): name
+                 for name in ("twice-a", "twice-b", "twice-c")}
+        graph = _path_graph(40)
+        _check(graph, 0, tb.bfs(graph, 0, tasks=6, runtime=rt, dispatch="tasks"))
+        killed = []
+
+        def kill(summary):
+            if summary.level >= (2 if not killed else 5) and len(killed) < 2:
+                from taskbfs.bfs.placement import _placed
+
+                held = {w for (token, *_), p in _placed[rt].items() if token == graph.token
+                        for ws in rt.client.who_has(p.slices).values() for w in ws}
+                victim = sorted(held - set(killed))[-1]
+                killed.append(victim)
+                processes.kill(names[victim], rt.client)
+
+        with pytest.raises(WorkerLostError) as lost:
+            tb.bfs(graph, 0, tasks=6, runtime=rt, dispatch="tasks", progress=kill, timeout=60)
+        message = str(lost.value)
+        assert lost.value.workers == killed and len(killed) == 2
+        assert "each of its 2 attempts" in message and "attempt 1 at level 2" in message
+        assert "attempt 2 at level 5" in message
+        assert all(message.count(w) == 1 for w in killed), message
+        assert message.count("left the cluster") == 2, message
+
+        setting("runtime.connect-timeout", 2)
+        for address, name in names.items():
+            if address not in killed:
+                processes.kill(name, rt.client)
+        with pytest.raises(DeviceUnavailableError, match="the cluster has no workers"):
+            tb.bfs(graph, 0, tasks=6, runtime=rt)
+
+
+def test_a_frozen_owner_is_a_search_timeout(processes, setting):
+    """Two owners trading pieces (``dispatch="auto"``), no ``timeout``; one SIGSTOPped
+    when the client hears of level 3: SearchTimeoutError naming it once the other owner
+    has waited ``runtime.exchange-timeout`` (3 s here; 300 s by default) for its
+    message, not the owners' ExchangeAborted."""
+    setting("runtime.exchange-timeout", 3)
+    with runtime_without_warm_up(processes.address) as rt:
+        names = {processes.add_worker(name, rt.client): name for name in ("froze-a", "froze-b")}
+        graph = _path_graph(300)
+        _check(graph, 0, tb.bfs(graph, 0, tasks=4, runtime=rt))
+        victim = sorted(names)[-1]
+        stopped = []
+
+        def stop(summary):
+            if summary.level >= 3 and not stopped:
+                stopped.append(time.perf_counter())
+                processes.signal(names[victim], signal.SIGSTOP)
+
+        try:
+            with pytest.raises(SearchTimeoutError, match="did not answer the other owners") as late:
+                _within(60, lambda: tb.bfs(graph, 0, tasks=4, runtime=rt, progress=stop))
+            assert victim in str(late.value) and time.perf_counter() - stopped[0] < 3 + 10
+        finally:
+            processes.signal(names[victim], signal.SIGCONT)
+        _check(graph, 0, tb.bfs(graph, 0, tasks=4, runtime=rt, timeout=60))
+        for name in names.values():
             processes.kill(name, rt.client)

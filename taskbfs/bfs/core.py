@@ -57,6 +57,7 @@ from taskbfs.bfs.state import (
 from taskbfs.bfs.steps import STEP
 from taskbfs.dashboard import send_finished
 from taskbfs.errors import (
+    DeviceUnavailableError,
     InsufficientMemoryError,
     InvalidParameterError,
     SearchTimeoutError,
@@ -65,9 +66,14 @@ from taskbfs.errors import (
 )
 from taskbfs.graph import Graph, as_graph
 from taskbfs.graph._graph import check_memory
-from taskbfs.runtime import CUDA, SMP, Policy, Program
+from taskbfs.runtime import CUDA, SMP, ExchangeAborted, Policy, Program
 from taskbfs.runtime.cluster import default_runtime
-from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE, fetch_trace_later
+from taskbfs.runtime.plugin import (
+    CPU_RESOURCE,
+    GPU_RESOURCE,
+    cluster_resources,
+    fetch_trace_later,
+)
 
 STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
 DISPATCH = ("auto", "tasks")
@@ -186,10 +192,10 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
             break
         except WorkerLostError as exc:
             lost.append(exc)
-            if len(lost) > retries or not _recover(rt, graph, clock):
-                if len(lost) > 1:
-                    exc.args = (f"{exc} (attempt {len(lost)} of the search; earlier: "
-                                f"{'; '.join(str(e) for e in lost[:-1])})",)
+            why_not = ("" if len(lost) > retries else _recover(rt, graph, clock))
+            if len(lost) > retries or why_not:
+                if len(lost) > 1 or why_not:
+                    _tell_attempts(exc, lost, why_not)
                 raise
     result.attempts, result.lost_workers = len(lost) + 1, [w for e in lost for w in e.workers]
     result.resumed_from = [first for _, _, first in kept.attempts[1:]]
@@ -211,6 +217,8 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
     with _faults(rt, graph, began, clock, heard):
         rt.share_settings()
         resources = rt.resources(clock.left())
+        if not resources.get("workers", 1):
+            resources = _wait_for_a_worker(rt, clock)
         # A task owns at least one vertex: more tasks than vertices means one task per vertex.
         num_tasks = (kept.num_tasks if resuming else
                      min(requested or _default_for(resources, strategy), graph.num_vertices))
@@ -244,6 +252,23 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
         finally:
             program.close()
     return result
+
+
+def _wait_for_a_worker(rt, clock) -> dict:
+    """The cluster's resources once a worker is there (waiting up to
+    ``runtime.connect-timeout`` seconds, within the call's timeout), else
+    :class:`DeviceUnavailableError` saying the cluster has no workers."""
+    wait = float(config.get("runtime.connect-timeout"))
+    left = clock.left()
+    wait = wait if left is None else min(wait, left)
+    try:
+        rt.client.wait_for_workers(1, timeout=wait)
+    except TimeoutError:
+        raise DeviceUnavailableError(
+            f"the cluster has no workers (none joined within {wait:g} s, "
+            f"taskbfs.runtime.connect-timeout): start some, e.g. "
+            f"dask worker {rt.client.scheduler.address}") from None
+    return cluster_resources(rt.client, clock.left())
 
 
 def _source_degree(graph, source: int, clock: _Deadline) -> Callable[[], int]:
@@ -320,25 +345,46 @@ def _check_retries(retries) -> int:
     return int(retries)
 
 
-def _recover(rt, graph, clock: _Deadline) -> bool:
+def _recover(rt, graph, clock: _Deadline) -> str:
     """Make the cluster ready for another attempt after a lost worker: the embedded
     cluster's workers restarted, at least one worker there (waiting up to
-    ``taskbfs.runtime.connect-timeout`` seconds, within the call's ``timeout``). Whether
-    the search can run again: a :class:`Graph` is placed again from the client's arrays;
-    a :class:`DistributedGraph` only when Dask can recompute every slice it lost (built
-    by tasks, not scattered)."""
+    ``taskbfs.runtime.connect-timeout`` seconds, within the call's ``timeout``). Why the
+    search cannot run again, or "" when it can: a :class:`Graph` is placed again from the
+    client's arrays; a :class:`DistributedGraph` only when Dask can recompute every slice
+    it lost (built by tasks, not scattered); the next attempt waits for that."""
     with contextlib.suppress(Exception):  # a cluster that cannot heal is judged below
         rt.heal()
     if isinstance(graph, DistributedGraph) and any(
             f.status in ("cancelled", "error") for f in graph.slices):
-        return False
+        return "the graph's slices on it cannot be made again (they were not built by tasks)"
     wait = config.get("runtime.connect-timeout")
     left = clock.left()
+    wait = wait if left is None else min(wait, left)
     try:
-        rt.client.wait_for_workers(1, timeout=wait if left is None else min(wait, left))
+        rt.client.wait_for_workers(1, timeout=wait)
     except (TimeoutError, *_LOST):
-        return False
-    return True
+        return f"no worker was left to run it (none joined within {wait:g} s)"
+    return ""
+
+
+def _tell_attempts(exc: WorkerLostError, lost: list, why_not: str) -> None:
+    """Make ``exc``, the last of the ``lost`` attempts' errors, say in one message what
+    each attempt lost, and why the search was not tried again (``why_not``; "": no
+    retries were left); its ``workers`` become every attempt's."""
+    said = []
+    for attempt, e in enumerate(lost, 1):
+        where = "before its first level" if e.level is None else f"at level {e.level}"
+        who = (f"worker {', '.join(e.workers)} left the cluster" if e.workers else
+               "it lost data it needed")
+        said.append(f"attempt {attempt} {where}: {who}")
+    end = (f"not tried again: {why_not}" if why_not else
+           f"taskbfs.search.retries-on-worker-loss = {len(lost) - 1}")
+    if len(lost) == 1:
+        exc.args = (f"{exc}; {end}",)
+        return
+    exc.args = (f"the search lost a worker in each of its {len(lost)} attempts "
+                f"({'; '.join(said)}); {end}",)
+    exc.workers = [w for e in lost for w in e.workers]
 
 
 class _Deadline:
@@ -378,6 +424,18 @@ def _faults(rt, graph: Graph, since: float, clock: _Deadline, heard: _Heard):
     passed ``timeout`` into :class:`SearchTimeoutError`."""
     try:
         yield
+    except ExchangeAborted as exc:  # a peer's message did not come, or could not be sent
+        if not exc.workers:
+            raise
+        lost = [w for w in _workers_lost_since(rt, since) if w in exc.workers]
+        if lost:  # it left the cluster: a lost worker, as below
+            raise _lost(rt, graph, heard, lost, exc) from None
+        where = "before its first level" if heard.level is None else f"at level {heard.level}"
+        raise SearchTimeoutError(
+            f"the search did not finish: it was {where}, and worker {', '.join(exc.workers)} "
+            f"did not answer the other owners within taskbfs.runtime.exchange-timeout "
+            f"({config.get('runtime.exchange-timeout'):g} s; it may be frozen or overloaded)",
+            heard.level) from None
     except TaskBFSError:
         raise
     except TimeoutError as exc:
@@ -389,16 +447,19 @@ def _faults(rt, graph: Graph, since: float, clock: _Deadline, heard: _Heard):
             f"may be frozen or overloaded)", heard.level
         ) from None
     except _LOST as exc:
-        forget_lost(rt)
-        forget_graph(rt, graph)
-        workers = _workers_lost_since(rt, since)
-        where = "before its first level" if heard.level is None else f"at level {heard.level}"
-        who = (f"worker {', '.join(workers)} left the cluster" if workers else
-               f"the cluster lost data the search needed ({type(exc).__name__}: {exc})")
-        raise WorkerLostError(
-            f"the search failed {where}: {who}; the graph's data on it is placed again by "
-            f"the next search", workers, heard.level
-        ) from None
+        raise _lost(rt, graph, heard, _workers_lost_since(rt, since), exc) from None
+
+
+def _lost(rt, graph, heard: _Heard, workers: list[str], exc: Exception) -> WorkerLostError:
+    """The :class:`WorkerLostError` of a search that lost ``workers`` (empty: it cannot
+    say which; ``exc`` is what distributed raised), the placements they held dropped."""
+    forget_lost(rt)
+    forget_graph(rt, graph)
+    where = "before its first level" if heard.level is None else f"at level {heard.level}"
+    who = (f"worker {', '.join(workers)} left the cluster" if workers else
+           f"the cluster lost data the search needed ({type(exc).__name__}: {exc})")
+    return WorkerLostError(f"the search failed {where}: {who}; the graph's data on it is "
+                           f"placed again by the next search", workers, heard.level)
 
 
 #: Seconds a failed search waits for the scheduler to log the worker it lost (the

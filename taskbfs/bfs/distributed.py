@@ -257,6 +257,7 @@ class DistributedGraph:
         placed = self._placed.get(key)
         if placed is None:
             placed = self._placement(int(tasks), balance, timeout)
+            placed.recomputable = True  # Dask recomputes a slice lost with its worker
             self._placed[key] = placed
             while len(self._placed) > MAX_PLACED_GRAPHS:
                 self._placed.popitem(last=False)

@@ -42,7 +42,10 @@ WAIT_SLICE = 0.25
 
 class ExchangeAborted(TaskBFSError):
     """The exchange's channel was aborted (its program failed elsewhere), or a peer's
-    message did not come within ``taskbfs.runtime.exchange-timeout``."""
+    message did not come within ``taskbfs.runtime.exchange-timeout``: then ``workers``
+    names the peers whose messages did not come (a frozen or overloaded worker)."""
+
+    workers: tuple = ()
 
 
 class Mailbox:
@@ -73,10 +76,12 @@ class Mailbox:
                     return box.pop(round_)
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise ExchangeAborted(
+                    late = ExchangeAborted(
                         f"the exchange {channel!r}: {senders - len(box[round_])} of {senders} "
                         f"messages of round {round_!r} did not come within "
                         f"taskbfs.runtime.exchange-timeout")
+                    late.missing = sorted(set(range(senders)) - set(box[round_]))
+                    raise late
                 self._ready.wait(min(left, WAIT_SLICE))
 
     def end(self, channel: str, how: str = "ended") -> None:
@@ -163,16 +168,26 @@ class Exchange:
             call = self.worker.rpc(address).__getattr__(MAILBOX_OP)(
                 channel=self.channel, round_=round_, sender=self.me,
                 message=to_serialize(messages[peer]))
-            sends.append(asyncio.run_coroutine_threadsafe(call, loop))
+            sends.append((address, asyncio.run_coroutine_threadsafe(call, loop)))
         start = time.monotonic()
-        got = self.box.take(self.channel, round_, len(self.peers), start + self.timeout)
+        try:
+            got = self.box.take(self.channel, round_, len(self.peers), start + self.timeout)
+        except ExchangeAborted as exc:  # name the peers that did not send
+            exc.workers = tuple(self.peers[p] for p in getattr(exc, "missing", ()))
+            if exc.workers:
+                exc.args = (f"{exc.args[0]} ({self.timeout:g} s) from {', '.join(exc.workers)}",)
+            raise
         self.waited += time.monotonic() - start
-        for sent in sends:  # delivered by now (each peer answered before it could send back)
+        for address, sent in sends:  # delivered by now (each peer answered before it could
+            # send back)
             try:
                 sent.result(timeout=self.timeout)
             except Exception as exc:
-                raise ExchangeAborted(f"the exchange {self.channel!r}: a message of round "
-                                      f"{round_!r} was not delivered: {exc}") from exc
+                failed = ExchangeAborted(f"the exchange {self.channel!r}: a message of round "
+                                         f"{round_!r} was not delivered to {address}: "
+                                         f"{type(exc).__name__} {exc}")
+                failed.workers = (address,)
+                raise failed from exc
         return [got[p] for p in range(len(self.peers))]
 
     def close(self) -> None:
