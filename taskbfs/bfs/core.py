@@ -180,7 +180,13 @@ def bfs(graph: Graph, source: int, tasks: int | None = None, strategy: str = "hy
     clock = _Deadline(_check_timeout(config.get("search.timeout") if timeout is None else timeout))
     policy = Policy(strategy, lam=_check_lam(lam))
     progress = _check_progress(progress)
+    reaching = time.perf_counter()
     rt = _runtime(runtime if runtime is not None else getattr(graph, "runtime", None))
+    # not the search's time: starting the embedded cluster (a process's first call) or
+    # connecting to a scheduler given by its address; the clocks of elapsed and of the
+    # trace's times leave it out
+    reaching = time.perf_counter() - reaching
+    called, called_wall = called + reaching, called_wall + reaching
     retries = _check_retries(config.get("search.retries-on-worker-loss"))
     lost = []
     kept = KeptLevels(graph.num_vertices, source)  # what a later attempt resumes from
