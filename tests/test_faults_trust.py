@@ -139,15 +139,15 @@ def test_a_stopped_scheduler_is_a_search_timeout(processes, setting):
         for dispatch in ("tasks", "auto"):
             stopped = []
 
-            def stop(summary):
+            def stop(summary, stopped=stopped):
                 if summary.level == 3 and not stopped:
                     stopped.append(time.perf_counter())
                     processes.signal("scheduler", signal.SIGSTOP)
 
             try:
                 with pytest.raises(SearchTimeoutError, match=r"timeout of 3 s: it was at level"):
-                    _within(30, lambda: tb.bfs(graph, 0, tasks=4, runtime=rt, timeout=3,
-                                               dispatch=dispatch, progress=stop))
+                    _within(30, lambda d=dispatch, stop=stop: tb.bfs(
+                        graph, 0, tasks=4, runtime=rt, timeout=3, dispatch=d, progress=stop))
                 assert stopped and time.perf_counter() - stopped[0] < 3 + 2
                 if dispatch == "auto":
                     setting("runtime.connect-timeout", 2)

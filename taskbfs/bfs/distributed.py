@@ -35,8 +35,8 @@ from __future__ import annotations
 import os
 import uuid
 from collections import OrderedDict
-from concurrent.futures import CancelledError
 from collections.abc import Callable
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 
 import numpy as np
