@@ -130,7 +130,8 @@ def test_a_stopped_scheduler_is_a_search_timeout(processes, setting):
     after ``timeout`` (3 s) naming the level, not a wait in ``Client.nthreads()`` for as
     long as the scheduler stays stopped (420 s and more before). Connecting to the
     stopped scheduler fails after ``runtime.connect-timeout`` (distributed's Client
-    waits for its handshake forever). Once it continues, the cluster searches again."""
+    waits for its handshake forever); a search that sends a changed setting to the
+    workers times out too. Once it continues, the cluster searches again."""
     with runtime_without_warm_up(processes.address) as rt:
         for name in ("stop-a", "stop-b"):
             processes.add_worker(name, rt.client)
@@ -156,6 +157,12 @@ def test_a_stopped_scheduler_is_a_search_timeout(processes, setting):
                         _within(30, lambda: tb.bfs(graph, 0, runtime=processes.address,
                                                    timeout=3))
                     assert time.perf_counter() - start < 2 + 2
+                    # a changed setting is sent to the workers within the timeout too
+                    setting("search.summary-interval", 0.5)
+                    start = time.perf_counter()
+                    with pytest.raises(SearchTimeoutError):
+                        _within(30, lambda: tb.bfs(graph, 0, tasks=4, runtime=rt, timeout=3))
+                    assert time.perf_counter() - start < 3 + 2
             finally:
                 processes.signal("scheduler", signal.SIGCONT)
             _check(graph, 0, tb.bfs(graph, 0, tasks=4, runtime=rt, timeout=60))

@@ -221,7 +221,7 @@ def _attempt(rt, graph, source: int, requested, strategy: str, policy: Policy, d
     resuming = kept.level >= 1
     began = called_wall if attempt == 1 else time.time()  # what it loses is lost from then
     with _faults(rt, graph, began, clock, heard):
-        rt.share_settings()
+        rt.share_settings(clock.left())
         resources = rt.resources(clock.left())
         if not resources.get("workers", 1):
             resources = _wait_for_a_worker(rt, clock)

@@ -348,9 +348,10 @@ class Runtime:
         holders = self._holders(futures, timeout).intersection(offering)
         return min(holders) if holders else None
 
-    def share_settings(self) -> None:
+    def share_settings(self, timeout: float | None = None) -> None:
         """Give the workers this process's ``taskbfs`` settings, if they changed since the
-        last call (a dictionary comparison when they did not).
+        last call (a dictionary comparison when they did not), within ``timeout`` seconds
+        (else ``TimeoutError``).
 
         Workers in this process read the same settings already; those of other processes
         get them through a worker plugin (:class:`SettingsPlugin`), which workers that join
@@ -361,7 +362,14 @@ class Runtime:
         settings = config.snapshot()
         if settings == self._shared_settings:
             return
-        self.client.register_plugin(SettingsPlugin(settings), name=SettingsPlugin.name)
+        plugin = SettingsPlugin(settings)
+        register = getattr(self.client, "_register_worker_plugin", None)
+        if timeout is None or register is None:
+            self.client.register_plugin(plugin, name=SettingsPlugin.name)
+        else:  # what register_plugin runs, which takes no timeout (a stopped scheduler)
+            self.client.sync(register, plugin, SettingsPlugin.name,
+                             getattr(plugin, "idempotent", False),
+                             callback_timeout=timeout)
         self._shared_settings = settings
 
     def _warm_up_workers(self) -> None:
