@@ -137,6 +137,7 @@ def test_a_stopped_scheduler_is_a_search_timeout(processes, setting):
             processes.add_worker(name, rt.client)
         graph = _path_graph(200)
         _check(graph, 0, tb.bfs(graph, 0, tasks=4, runtime=rt))
+        fresh = tb.Runtime(rt.client)  # searched first while the scheduler is stopped
         for dispatch in ("tasks", "auto"):
             stopped = []
 
@@ -163,9 +164,15 @@ def test_a_stopped_scheduler_is_a_search_timeout(processes, setting):
                     with pytest.raises(SearchTimeoutError):
                         _within(30, lambda: tb.bfs(graph, 0, tasks=4, runtime=rt, timeout=3))
                     assert time.perf_counter() - start < 3 + 2
+                    # a runtime's first search (the live page's hook, once per runtime)
+                    start = time.perf_counter()
+                    with pytest.raises(SearchTimeoutError):
+                        _within(30, lambda: tb.bfs(graph, 0, tasks=4, runtime=fresh, timeout=3))
+                    assert time.perf_counter() - start < 2 + 3 + 2
             finally:
                 processes.signal("scheduler", signal.SIGCONT)
             _check(graph, 0, tb.bfs(graph, 0, tasks=4, runtime=rt, timeout=60))
+        fresh.close()
         for name in ("stop-a", "stop-b"):
             processes.kill(name, rt.client)
 

@@ -386,7 +386,7 @@ class Runtime:
             logger.warning("taskbfs: the worker warm-up %s failed: %s", names, exc)
 
     # ------------------------------------------------------------------ consumers
-    def add_listener(self, name: str, setup) -> bool:
+    def add_listener(self, name: str, setup, timeout: float | None = None) -> bool:
         """Hook a listener into the scheduler plugin's placement decisions, once per name.
 
         ``setup(scheduler)`` runs on the scheduler (once per plugin and ``name``; later
@@ -396,10 +396,11 @@ class Runtime:
         module the scheduler can import). The listener goes with the plugin when the last
         runtime closes. Returns whether it is in place (a failing ``setup`` is logged on
         the scheduler, never raised, and not tried again by this runtime: a consumer's
-        hook must not stop or slow a program).
+        hook must not stop or slow a program). The scheduler is asked within ``timeout``
+        seconds, else ``TimeoutError`` (and asked again by the next call).
         """
         if name not in self._listeners:  # a failed setup is not tried again either
-            self._listeners[name] = bool(add_listener(self.client, name, setup))
+            self._listeners[name] = bool(add_listener(self.client, name, setup, timeout))
         return self._listeners[name]
 
     # ------------------------------------------------------------------ lifetime

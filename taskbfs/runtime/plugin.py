@@ -695,15 +695,16 @@ async def _detach(user: str, dask_scheduler=None) -> bool:
     return True
 
 
-def add_listener(client, name: str, setup) -> bool:
+def add_listener(client, name: str, setup, timeout: float | None = None) -> bool:
     """Add a placement listener named ``name`` to the plugin on ``client``'s scheduler,
-    unless one of that name is there: ``setup(scheduler)`` runs there and returns it.
+    unless one of that name is there: ``setup(scheduler)`` runs there and returns it
+    (within ``timeout`` seconds, else ``TimeoutError``).
 
     ``setup`` must be picklable (a function in a module the scheduler can import). Returns
     whether the listener is in place; a ``setup`` that raises is logged on the scheduler
     and gives False (a consumer's page must not stop a program).
     """
-    return client.run_on_scheduler(_add_listener, name, setup)
+    return client.run_on_scheduler(_add_listener, name, setup, callback_timeout=timeout)
 
 
 def _add_listener(name: str, setup, dask_scheduler=None) -> bool:
