@@ -71,8 +71,10 @@ def install(runtime):
     -------
     The runtime, for chaining (``rt = install(rt)``).
     """
-    try:
-        runtime.add_listener(LISTENER, board_on)
+    from taskbfs import config
+
+    try:  # within runtime.connect-timeout: a stopped scheduler must not hold a search
+        runtime.add_listener(LISTENER, board_on, config.get("runtime.connect-timeout"))
     except Exception:  # e.g. a scheduler that cannot import taskbfs.dashboard
         logger.warning("taskbfs: the /taskbfs dashboard page could not be added", exc_info=True)
     return runtime

@@ -17,6 +17,7 @@ import pytest
 SLOWEST_MODULES = (
     "test_bfs_gpu.py",  # the CUDA simulator in one process
     "test_faults.py",
+    "test_faults_trust.py",
     "test_kernels_gpu.py",  # the CUDA simulator in one process
     "test_distributed_graph.py",
     "test_dispatched.py",

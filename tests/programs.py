@@ -141,3 +141,12 @@ def _exchange_rounds(*, peers, me, channel, rounds, timeout=None):
 #: One peer of an exchange between tasks running at once (``kwargs``: peers, me,
 #: channel, rounds, optionally timeout).
 EXCHANGE_ROUNDS = Task("exchange_rounds", smp=_exchange_rounds)
+
+
+def slow_path_pair(n: int, seconds: float):
+    """The arcs ``(src, dst)`` of a path on ``n`` vertices, after ``seconds`` of sleep: an
+    edge chunk whose recomputation (after its worker left) takes a while."""
+    import time
+
+    time.sleep(seconds)
+    return np.arange(n - 1), np.arange(1, n)

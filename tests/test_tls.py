@@ -147,16 +147,19 @@ def _free_port() -> int:
 
 def test_the_readmes_tls_commands_run(tmp_path, monkeypatch, capsys):
     """The README's TLS section as written: make-certs.sh, a scheduler and a worker from
-    its command lines, its ``taskbfs run`` line and its Python block (port and scale
-    changed)."""
+    its command lines, its ``taskbfs run`` line and its Python block (ports and scale
+    changed); every port the scheduler and the worker listen on is on 127.0.0.1 (their
+    dashboards were on every interface before: unauthenticated, TLS or not)."""
     import shlex
 
+    import psutil
+
     lines, python = _readme_tls_blocks()
-    port = str(_free_port())
+    port, dashboard = str(_free_port()), str(_free_port())
     monkeypatch.chdir(tmp_path)
     env = dict(os.environ, PYTHONPATH=WORKER_PYTHONPATH)
     commands = {shlex.split(line)[0 if not line.startswith("dask") else 1]: shlex.split(
-        line.replace("8786", port)) for line in lines if line}
+        line.replace("8786", port).replace("8787", dashboard)) for line in lines if line}
     subprocess.run(["bash", str(REPO / commands["deploy/tls/make-certs.sh"][0]),
                     *commands["deploy/tls/make-certs.sh"][1:]], check=True, timeout=120)
     procs = [subprocess.Popen([sys.executable, "-m", *commands[name]], env=env,
@@ -176,6 +179,14 @@ def test_the_readmes_tls_commands_run(tmp_path, monkeypatch, capsys):
                 assert time.monotonic() < deadline and procs[0].poll() is None, \
                     (tmp_path / "worker.log").read_text()
                 time.sleep(0.5)
+        for name, proc in zip(("scheduler", "worker"), procs, strict=True):
+            parent = psutil.Process(proc.pid)  # a worker runs in its nanny's child process
+            listening = {(c.laddr.ip, c.laddr.port)
+                         for p in [parent, *parent.children(recursive=True)]
+                         for c in p.net_connections(kind="inet")
+                         if c.status == psutil.CONN_LISTEN}
+            assert len(listening) >= 2 and {ip for ip, _ in listening} == {"127.0.0.1"}, \
+                (name, listening)  # its port and its dashboard's at least
         run = commands["taskbfs"]
         run[run.index("--scale") + 1] = "8"
         assert main(run[1:]) == 0, capsys.readouterr().err

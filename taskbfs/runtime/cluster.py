@@ -338,7 +338,7 @@ class Runtime:
         does. The workers' resources are asked once, again after one joins or leaves."""
         if self._worker_resources is None:
             self._worker_resources = {address: info.get("resources") or {}
-                                      for address, info in workers_of(self.client).items()}
+                                      for address, info in workers_of(self.client, timeout).items()}
         wanted = GPU_RESOURCE if device == CUDA else CPU_RESOURCE
         declared = any(wanted in r for r in self._worker_resources.values())
         offering = sorted(address for address, r in self._worker_resources.items()
@@ -348,9 +348,10 @@ class Runtime:
         holders = self._holders(futures, timeout).intersection(offering)
         return min(holders) if holders else None
 
-    def share_settings(self) -> None:
+    def share_settings(self, timeout: float | None = None) -> None:
         """Give the workers this process's ``taskbfs`` settings, if they changed since the
-        last call (a dictionary comparison when they did not).
+        last call (a dictionary comparison when they did not), within ``timeout`` seconds
+        (else ``TimeoutError``).
 
         Workers in this process read the same settings already; those of other processes
         get them through a worker plugin (:class:`SettingsPlugin`), which workers that join
@@ -361,7 +362,14 @@ class Runtime:
         settings = config.snapshot()
         if settings == self._shared_settings:
             return
-        self.client.register_plugin(SettingsPlugin(settings), name=SettingsPlugin.name)
+        plugin = SettingsPlugin(settings)
+        register = getattr(self.client, "_register_worker_plugin", None)
+        if timeout is None or register is None:
+            self.client.register_plugin(plugin, name=SettingsPlugin.name)
+        else:  # what register_plugin runs, which takes no timeout (a stopped scheduler)
+            self.client.sync(register, plugin, SettingsPlugin.name,
+                             getattr(plugin, "idempotent", False),
+                             callback_timeout=timeout)
         self._shared_settings = settings
 
     def _warm_up_workers(self) -> None:
@@ -378,7 +386,7 @@ class Runtime:
             logger.warning("taskbfs: the worker warm-up %s failed: %s", names, exc)
 
     # ------------------------------------------------------------------ consumers
-    def add_listener(self, name: str, setup) -> bool:
+    def add_listener(self, name: str, setup, timeout: float | None = None) -> bool:
         """Hook a listener into the scheduler plugin's placement decisions, once per name.
 
         ``setup(scheduler)`` runs on the scheduler (once per plugin and ``name``; later
@@ -388,10 +396,11 @@ class Runtime:
         module the scheduler can import). The listener goes with the plugin when the last
         runtime closes. Returns whether it is in place (a failing ``setup`` is logged on
         the scheduler, never raised, and not tried again by this runtime: a consumer's
-        hook must not stop or slow a program).
+        hook must not stop or slow a program). The scheduler is asked within ``timeout``
+        seconds, else ``TimeoutError`` (and asked again by the next call).
         """
         if name not in self._listeners:  # a failed setup is not tried again either
-            self._listeners[name] = bool(add_listener(self.client, name, setup))
+            self._listeners[name] = bool(add_listener(self.client, name, setup, timeout))
         return self._listeners[name]
 
     # ------------------------------------------------------------------ lifetime
@@ -561,12 +570,39 @@ def _connect(target, security=None) -> Client:
         _check_address(target)
         security = _check_security(target, security)
     kwargs = {} if security is None else {"security": security}
+    timeout = config.get("runtime.connect-timeout")
     try:
-        return Client(target, set_as_default=False, timeout=config.get("runtime.connect-timeout"),
-                      **kwargs)
+        if isinstance(target, str):
+            _answers(target, security, timeout)
+        return Client(target, set_as_default=False, timeout=timeout, **kwargs)
     except (OSError, TimeoutError) as exc:
         where = target if isinstance(target, str) else getattr(target, "scheduler_address", target)
         raise TaskBFSError(f"cannot reach a Dask scheduler at {where!r}: {exc}") from None
+
+
+def _answers(address: str, security, timeout: float) -> None:
+    """Return once the scheduler at ``address`` answers a connection's handshake, within
+    ``timeout`` seconds (else ``TimeoutError``; ``OSError`` when it cannot be reached).
+    distributed's ``Client`` reads that handshake with no timeout: a stopped (SIGSTOP)
+    scheduler, whose port still accepts connections, held it forever."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm import connect
+
+    args = {} if security is None else security.get_connection_args("client")
+
+    async def probe():
+        comm = await asyncio.wait_for(connect(address, timeout=timeout, **args), timeout)
+        await comm.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # its own event loop: the
+        # caller's thread may run one (a notebook's)
+        try:
+            pool.submit(asyncio.run, probe()).result()
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"the scheduler did not answer within {timeout:g} s "
+                               f"(runtime.connect-timeout; is it stopped or overloaded?)") from None
 
 
 def _check_security(address: str, security):

@@ -39,12 +39,17 @@ ENDED_CHANNELS = 1024
 WAIT_SLICE = 0.25
 #: Default seconds an exchange waits for a round's messages: a safety net for a lost
 #: client (the client aborts the exchange when its program fails).
-_EXCHANGE_TIMEOUT = 300.0
+EXCHANGE_TIMEOUT = 300.0
 
 
 class ExchangeAborted(TaskBFSError):
     """The exchange's channel was aborted (its program failed elsewhere), or a peer's
-    message did not come within the exchange's ``timeout``."""
+    message did not come within the exchange's ``timeout``: then ``workers`` names the
+    peers whose messages did not come (a frozen or overloaded worker)."""
+
+    workers: tuple = ()
+    #: The exchange's timeout (seconds) when a peer's message did not come.
+    timeout: float | None = None
 
 
 class Mailbox:
@@ -75,10 +80,12 @@ class Mailbox:
                     return box.pop(round_)
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise ExchangeAborted(
+                    late = ExchangeAborted(
                         f"the exchange {channel!r}: {senders - len(box[round_])} of {senders} "
                         f"messages of round {round_!r} did not come within "
                         f"the exchange's timeout")
+                    late.missing = sorted(set(range(senders)) - set(box[round_]))
+                    raise late
                 self._ready.wait(min(left, WAIT_SLICE))
 
     def end(self, channel: str, how: str = "ended") -> None:
@@ -137,7 +144,7 @@ class Exchange:
     me : int
     timeout : float, optional
         Seconds to wait for a round's messages before :class:`ExchangeAborted` (default
-        :data:`_EXCHANGE_TIMEOUT`).
+        :data:`EXCHANGE_TIMEOUT`).
     """
 
     def __init__(self, channel: str, peers: list[str], me: int, timeout: float | None = None):
@@ -149,7 +156,7 @@ class Exchange:
             raise TaskBFSError(f"exchange {channel!r}: peer {me} is {self.peers[self.me]}, "
                                f"but this task runs on {self.worker.address}")
         self.box = mailbox(self.worker.address)
-        self.timeout = float(_EXCHANGE_TIMEOUT if timeout is None else timeout)
+        self.timeout = float(EXCHANGE_TIMEOUT if timeout is None else timeout)
         #: Seconds this task has waited for its peers' messages, all rounds so far.
         self.waited = 0.0
 
@@ -168,16 +175,27 @@ class Exchange:
             call = self.worker.rpc(address).__getattr__(MAILBOX_OP)(
                 channel=self.channel, round_=round_, sender=self.me,
                 message=to_serialize(messages[peer]))
-            sends.append(asyncio.run_coroutine_threadsafe(call, loop))
+            sends.append((address, asyncio.run_coroutine_threadsafe(call, loop)))
         start = time.monotonic()
-        got = self.box.take(self.channel, round_, len(self.peers), start + self.timeout)
+        try:
+            got = self.box.take(self.channel, round_, len(self.peers), start + self.timeout)
+        except ExchangeAborted as exc:  # name the peers that did not send
+            exc.workers = tuple(self.peers[p] for p in getattr(exc, "missing", ()))
+            exc.timeout = self.timeout
+            if exc.workers:
+                exc.args = (f"{exc.args[0]} ({self.timeout:g} s) from {', '.join(exc.workers)}",)
+            raise
         self.waited += time.monotonic() - start
-        for sent in sends:  # delivered by now (each peer answered before it could send back)
+        for address, sent in sends:  # delivered by now (each peer answered before it could
+            # send back)
             try:
                 sent.result(timeout=self.timeout)
             except Exception as exc:
-                raise ExchangeAborted(f"the exchange {self.channel!r}: a message of round "
-                                      f"{round_!r} was not delivered: {exc}") from exc
+                failed = ExchangeAborted(f"the exchange {self.channel!r}: a message of round "
+                                         f"{round_!r} was not delivered to {address}: "
+                                         f"{type(exc).__name__} {exc}")
+                failed.workers = (address,)
+                raise failed from exc
         return [got[p] for p in range(len(self.peers))]
 
     def close(self) -> None:

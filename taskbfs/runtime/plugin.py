@@ -693,15 +693,16 @@ async def _detach(user: str, dask_scheduler=None) -> bool:
     return True
 
 
-def add_listener(client, name: str, setup) -> bool:
+def add_listener(client, name: str, setup, timeout: float | None = None) -> bool:
     """Add a placement listener named ``name`` to the plugin on ``client``'s scheduler,
-    unless one of that name is there: ``setup(scheduler)`` runs there and returns it.
+    unless one of that name is there: ``setup(scheduler)`` runs there and returns it
+    (within ``timeout`` seconds, else ``TimeoutError``).
 
     ``setup`` must be picklable (a function in a module the scheduler can import). Returns
     whether the listener is in place; a ``setup`` that raises is logged on the scheduler
     and gives False (a consumer's page must not stop a program).
     """
-    return client.run_on_scheduler(_add_listener, name, setup)
+    return client.run_on_scheduler(_add_listener, name, setup, callback_timeout=timeout)
 
 
 def _add_listener(name: str, setup, dask_scheduler=None) -> bool:
@@ -752,11 +753,38 @@ def _register_policy(program: str, policy, dask_scheduler=None) -> None:
     _bound(plugin.policies, MAX_POLICIES)
 
 
-def workers_of(client) -> dict:
-    """``{address: worker info}`` of every worker, asked of the scheduler now.
+def workers_of(client, timeout: float | None = None) -> dict:
+    """``{address: worker info}`` of every worker, asked of the scheduler now (within
+    ``timeout`` seconds, else ``TimeoutError``).
     (``client.scheduler_info(n_workers=-1)["workers"]`` may return the client's cached
     copy that its periodic refresh has just replaced with one listing no workers.)"""
-    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+    return client.sync(client.scheduler.identity, n_workers=-1,
+                       callback_timeout=timeout)["workers"]
+
+
+def stranded(client, futures, timeout: float | None = None) -> list[str]:
+    """The workers, gone from the cluster, that ``futures`` wait for: a future (or a task
+    it waits for) restricted to workers that all left, without ``allow_other_workers``,
+    which Dask keeps in ``no-worker`` forever (a task pinned to a worker's address: a
+    lost owner's). Sorted addresses; empty when every one can still run. Asked of the
+    scheduler within ``timeout`` seconds, else ``TimeoutError``."""
+    return client.run_on_scheduler(_stranded, [f.key for f in futures],
+                                   callback_timeout=timeout)
+
+
+def _stranded(keys: list, dask_scheduler=None) -> list[str]:
+    scheduler = dask_scheduler
+    gone, seen, stack = set(), set(), list(keys)
+    while stack:
+        ts = scheduler.tasks.get(stack.pop())
+        if ts is None or ts.key in seen or ts.state not in ("waiting", "no-worker"):
+            continue
+        seen.add(ts.key)
+        pins = ts.worker_restrictions
+        if pins and not ts.loose_restrictions and not any(w in scheduler.workers for w in pins):
+            gone.update(pins)
+        stack.extend(dts.key for dts in ts.dependencies)
+    return sorted(gone)
 
 
 def workers_with(workers: dict, resource: str) -> list[str]:

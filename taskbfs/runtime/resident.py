@@ -26,8 +26,9 @@ Approach
 Faults
     A worker lost during a call fails it with ``CommClosedError`` (what a lost task's
     caller sees too). One that cannot be reached (gone already, or a client that reaches
-    the scheduler only) gives :class:`NotResident`, and the task goes through the
-    scheduler. A timeout leaves the call running there, as it leaves a started task running;
+    the scheduler only), or that answers without running the handler (a worker closing,
+    or one just started whose plugin has not added it yet: distributed answers None),
+    gives :class:`NotResident`, and the task goes through the scheduler. A timeout leaves the call running there, as it leaves a started task running;
     its answer, and the records it takes off the worker, then go to no one.
 """
 
@@ -133,6 +134,9 @@ class Residents:
             answer = self.client.sync(self._send, address, message, callback_timeout=timeout)
         except CommClosedError as exc:
             raise CommClosedError(f"worker {address} left during task {key}: {exc}") from exc
+        if not isinstance(answer, dict):  # no handler ran: a worker closing, or one just
+            # started whose plugin has not added the handler yet (distributed answers None)
+            raise NotResident(f"worker {address} has no handler for resident calls now")
         if answer["status"] == "error":
             raise answer["exception"]
         if answer["status"] != "OK":

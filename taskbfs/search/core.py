@@ -37,6 +37,7 @@ from distributed.scheduler import KilledWorker
 
 from taskbfs import config
 from taskbfs.errors import (
+    DeviceUnavailableError,
     InsufficientMemoryError,
     InvalidParameterError,
     SearchTimeoutError,
@@ -46,9 +47,14 @@ from taskbfs.errors import (
 from taskbfs.graph import Graph, as_graph
 from taskbfs.graph._graph import check_memory
 from taskbfs.live_runs import send_finished
-from taskbfs.runtime import CUDA, SMP, Policy, Program
+from taskbfs.runtime import CUDA, SMP, ExchangeAborted, Policy, Program
 from taskbfs.runtime.cluster import default_runtime
-from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE, fetch_trace_later
+from taskbfs.runtime.plugin import (
+    CPU_RESOURCE,
+    GPU_RESOURCE,
+    cluster_resources,
+    fetch_trace_later,
+)
 from taskbfs.search.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
 from taskbfs.search.distributed import DistributedGraph, KeptResult, outcome_summaries
 from taskbfs.search.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
@@ -218,7 +224,13 @@ def bfs(graph: Graph, source, tasks: int | None = None, strategy: str = "hybrid"
 
         require_cupy("device_result=True")
     progress = _check_progress(progress)
+    reaching = time.perf_counter()
     rt = _runtime(runtime if runtime is not None else getattr(graph, "runtime", None))
+    # not the search's time: starting the embedded cluster (a process's first call) or
+    # connecting to a scheduler given by its address; the clocks of elapsed and of the
+    # trace's times leave it out
+    reaching = time.perf_counter() - reaching
+    called, called_wall = called + reaching, called_wall + reaching
     retries = _check_retries(config.get("search.retries-on-worker-loss"))
     lost = []
     kept = KeptLevels(graph.num_vertices, sources)  # what a later attempt resumes from
@@ -231,10 +243,10 @@ def bfs(graph: Graph, source, tasks: int | None = None, strategy: str = "hybrid"
             break
         except WorkerLostError as exc:
             lost.append(exc)
-            if len(lost) > retries or not _recover(rt, graph, clock):
-                if len(lost) > 1:
-                    exc.args = (f"{exc} (attempt {len(lost)} of the search; earlier: "
-                                f"{'; '.join(str(e) for e in lost[:-1])})",)
+            why_not = ("" if len(lost) > retries else _recover(rt, graph, clock))
+            if len(lost) > retries or why_not:
+                if len(lost) > 1 or why_not:
+                    _tell_attempts(exc, lost, why_not)
                 raise
     result.attempts, result.lost_workers = len(lost) + 1, [w for e in lost for w in e.workers]
     result.resumed_from = [first for _, _, first in kept.attempts[1:]]
@@ -303,8 +315,10 @@ def _attempt(rt, graph, search: _Options, requested, strategy: str, policy: Poli
     resuming = kept.level >= 1
     began = called_wall if attempt == 1 else time.time()  # what it loses is lost from then
     with _faults(rt, graph, began, clock, heard):
-        rt.share_settings()
+        rt.share_settings(clock.left())
         resources = rt.resources(clock.left())
+        if not resources.get("workers", 1):
+            resources = _wait_for_a_worker(rt, clock)
         # A task owns at least one vertex: more tasks than vertices means one task per vertex.
         num_tasks = (kept.num_tasks if resuming else
                      min(requested or _default_for(resources, strategy, graph),
@@ -316,7 +330,7 @@ def _attempt(rt, graph, search: _Options, requested, strategy: str, policy: Poli
         if search.device_result:
             rt.require_gpu("device_result=True", resources)
 
-        source_degree = _source_degree(graph, search.sources)  # its round trip overlaps the next ones
+        source_degree = _source_degree(graph, search.sources, clock)  # its round trip overlaps the next ones
         _check_memory(rt, graph, num_tasks, balance, direction, clock)
         placed = place_graph(rt, graph, num_tasks, balance,
                              need_transpose=direction != TOP_DOWN or resuming,
@@ -343,17 +357,36 @@ def _attempt(rt, graph, search: _Options, requested, strategy: str, policy: Poli
     return result
 
 
-def _source_degree(graph, sources: np.ndarray) -> Callable[[], np.ndarray]:
+def _wait_for_a_worker(rt, clock) -> dict:
+    """The cluster's resources once a worker is there (waiting up to
+    ``runtime.connect-timeout`` seconds, within the call's timeout), else
+    :class:`DeviceUnavailableError` saying the cluster has no workers."""
+    wait = float(config.get("runtime.connect-timeout"))
+    left = clock.left()
+    wait = wait if left is None else min(wait, left)
+    try:
+        rt.client.wait_for_workers(1, timeout=wait)
+    except TimeoutError:
+        raise DeviceUnavailableError(
+            f"the cluster has no workers (none joined within {wait:g} s, "
+            f"taskbfs.runtime.connect-timeout): start some, e.g. "
+            f"dask worker {rt.client.scheduler.address}") from None
+    return cluster_resources(rt.client, clock.left())
+
+
+def _source_degree(graph, sources: np.ndarray, clock: _Deadline) -> Callable[[], np.ndarray]:
     """The sources' out-degrees, for the client's level-0 summary of a dispatched search,
     as a call that returns them: a graph on the workers is asked now (a task on the worker
     holding the source's range; for several, on the one holding the degrees) and answers
-    when called, so that the round trip runs beside the call's other ones."""
+    when called (within the call's timeout), so that the round trip runs beside the
+    call's other ones."""
     if isinstance(graph, DistributedGraph):
         if sources.size == 1:
             future = graph.degree_future(int(sources[0]))
         else:
             future = graph.runtime.client.submit(np.take, graph.degrees_future(), sources)
-        return lambda: np.asarray(future.result(), dtype=np.int64).reshape(-1)
+        return lambda: np.asarray(future.result(timeout=clock.left()),
+                                  dtype=np.int64).reshape(-1)
     return lambda: graph.indptr[sources + 1] - graph.indptr[sources]
 
 
@@ -420,25 +453,46 @@ def _check_retries(retries) -> int:
     return int(retries)
 
 
-def _recover(rt, graph, clock: _Deadline) -> bool:
+def _recover(rt, graph, clock: _Deadline) -> str:
     """Make the cluster ready for another attempt after a lost worker: the embedded
     cluster's workers restarted, at least one worker there (waiting up to
-    ``taskbfs.runtime.connect-timeout`` seconds, within the call's ``timeout``). Whether
-    the search can run again: a :class:`Graph` is placed again from the client's arrays;
-    a :class:`DistributedGraph` only when Dask can recompute every slice it lost (built
-    by tasks, not scattered)."""
+    ``taskbfs.runtime.connect-timeout`` seconds, within the call's ``timeout``). Why the
+    search cannot run again, or "" when it can: a :class:`Graph` is placed again from the
+    client's arrays; a :class:`DistributedGraph` only when Dask can recompute every slice
+    it lost (built by tasks, not scattered); the next attempt waits for that."""
     with contextlib.suppress(Exception):  # a cluster that cannot heal is judged below
         rt.heal()
     if isinstance(graph, DistributedGraph) and any(
             f.status in ("cancelled", "error") for f in graph.slices):
-        return False
+        return "the graph's slices on it cannot be made again (they were not built by tasks)"
     wait = config.get("runtime.connect-timeout")
     left = clock.left()
+    wait = wait if left is None else min(wait, left)
     try:
-        rt.client.wait_for_workers(1, timeout=wait if left is None else min(wait, left))
+        rt.client.wait_for_workers(1, timeout=wait)
     except (TimeoutError, *_LOST):
-        return False
-    return True
+        return f"no worker was left to run it (none joined within {wait:g} s)"
+    return ""
+
+
+def _tell_attempts(exc: WorkerLostError, lost: list, why_not: str) -> None:
+    """Make ``exc``, the last of the ``lost`` attempts' errors, say in one message what
+    each attempt lost, and why the search was not tried again (``why_not``; "": no
+    retries were left); its ``workers`` become every attempt's."""
+    said = []
+    for attempt, e in enumerate(lost, 1):
+        where = "before its first level" if e.level is None else f"at level {e.level}"
+        who = (f"worker {', '.join(e.workers)} left the cluster" if e.workers else
+               "it lost data it needed")
+        said.append(f"attempt {attempt} {where}: {who}")
+    end = (f"not tried again: {why_not}" if why_not else
+           f"taskbfs.search.retries-on-worker-loss = {len(lost) - 1}")
+    if len(lost) == 1:
+        exc.args = (f"{exc}; {end}",)
+        return
+    exc.args = (f"the search lost a worker in each of its {len(lost)} attempts "
+                f"({'; '.join(said)}); {end}",)
+    exc.workers = [w for e in lost for w in e.workers]
 
 
 class _Deadline:
@@ -478,6 +532,18 @@ def _faults(rt, graph: Graph, since: float, clock: _Deadline, heard: _Heard):
     passed ``timeout`` into :class:`SearchTimeoutError`."""
     try:
         yield
+    except ExchangeAborted as exc:  # a peer's message did not come, or could not be sent
+        if not exc.workers:
+            raise
+        lost = [w for w in _workers_lost_since(rt, since) if w in exc.workers]
+        if lost:  # it left the cluster: a lost worker, as below
+            raise _lost(rt, graph, heard, lost, exc) from None
+        where = "before its first level" if heard.level is None else f"at level {heard.level}"
+        raise SearchTimeoutError(
+            f"the search did not finish: it was {where}, and worker {', '.join(exc.workers)} "
+            f"did not answer the other owners within the exchange's timeout "
+            f"({exc.timeout:g} s; it may be frozen or overloaded)",
+            heard.level) from None
     except TaskBFSError:
         raise
     except TimeoutError as exc:
@@ -489,16 +555,19 @@ def _faults(rt, graph: Graph, since: float, clock: _Deadline, heard: _Heard):
             f"may be frozen or overloaded)", heard.level
         ) from None
     except _LOST as exc:
-        forget_lost(rt)
-        forget_graph(rt, graph)
-        workers = _workers_lost_since(rt, since)
-        where = "before its first level" if heard.level is None else f"at level {heard.level}"
-        who = (f"worker {', '.join(workers)} left the cluster" if workers else
-               f"the cluster lost data the search needed ({type(exc).__name__}: {exc})")
-        raise WorkerLostError(
-            f"the search failed {where}: {who}; the graph's data on it is placed again by "
-            f"the next search", workers, heard.level
-        ) from None
+        raise _lost(rt, graph, heard, _workers_lost_since(rt, since), exc) from None
+
+
+def _lost(rt, graph, heard: _Heard, workers: list[str], exc: Exception) -> WorkerLostError:
+    """The :class:`WorkerLostError` of a search that lost ``workers`` (empty: it cannot
+    say which; ``exc`` is what distributed raised), the placements they held dropped."""
+    forget_lost(rt)
+    forget_graph(rt, graph)
+    where = "before its first level" if heard.level is None else f"at level {heard.level}"
+    who = (f"worker {', '.join(workers)} left the cluster" if workers else
+           f"the cluster lost data the search needed ({type(exc).__name__}: {exc})")
+    return WorkerLostError(f"the search failed {where}: {who}; the graph's data on it is "
+                           f"placed again by the next search", workers, heard.level)
 
 
 #: Seconds a failed search waits for the scheduler to log the worker it lost (the
@@ -593,7 +662,7 @@ class _Search:
                 pass
             if self.keep:
                 future = program.future("search")
-                summaries, d2h = outcome_summaries(program.client, future)
+                summaries, d2h = outcome_summaries(program.client, future, self.clock.left())
                 kept = KeptResult.of_search(program.client, future, self.parts.bounds)
                 if self.device_result:  # CuPy arrays already when made on a GPU worker
                     kept = kept.to_device()
@@ -638,7 +707,11 @@ class _Search:
         forever)."""
         if self.clock.timeout is not None and self.clock.left() <= 1e-3:
             raise TimeoutError("the search's timeout passed")
-        if not self.placed.intact() or set(workers) - set(self.program.client.nthreads()):
+        if not self.placed.intact():
+            raise CancelledError("a worker holding ranges of the graph left the cluster")
+        # asked of the scheduler within the timeout: a frozen one must not hold the call
+        if workers and set(workers) - set(self.program.client.nthreads(
+                callback_timeout=self.clock.left())):
             raise CancelledError("a worker holding ranges of the graph left the cluster")
 
     def settle(self, futures, workers=()) -> None:

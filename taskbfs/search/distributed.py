@@ -36,16 +36,20 @@ import os
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 
 import numpy as np
 from distributed import Future
 
+from taskbfs import config
 from taskbfs.errors import (
     EmptyGraphError,
     InsufficientMemoryError,
     InvalidParameterError,
     InvalidVertexError,
+    SearchTimeoutError,
+    WorkerLostError,
 )
 from taskbfs.graph import Graph, Partition
 from taskbfs.graph import io as graph_io
@@ -64,7 +68,7 @@ from taskbfs.graph.chunked import (
     split_arcs,
 )
 from taskbfs.graph.partition import partition_indptr
-from taskbfs.runtime.plugin import GPU_RESOURCE, workers_of, workers_with
+from taskbfs.runtime.plugin import GPU_RESOURCE, stranded, workers_of, workers_with
 from taskbfs.runtime.worker import cores_per_thread
 from taskbfs.search.placement import MAX_PLACED_GRAPHS, PlacedGraph
 from taskbfs.search.steps import GraphSlice
@@ -323,32 +327,38 @@ class DistributedGraph:
                                                            for s in self.slices])
         return self._degrees
 
-    def place(self, runtime, tasks: int, balance: str, need_transpose: bool) -> PlacedGraph:
+    def place(self, runtime, tasks: int, balance: str, need_transpose: bool,
+              timeout: float | None = None) -> PlacedGraph:
         """The :class:`PlacedGraph` a search with T = ``tasks`` and ``balance`` reads: the
         built slices when they are its ranges (``tasks`` = R and ``balance="edges"``:
-        they are balanced by edges already), else slices cut from them on the workers."""
+        they are balanced by edges already), else slices cut from them on the workers
+        (what it asks of the cluster, within ``timeout`` seconds, else ``TimeoutError``)."""
         self._check_runtime(runtime)
         key = (int(tasks), balance)
         placed = self._placed.get(key)
         if placed is None:
-            placed = self._placement(int(tasks), balance)
+            placed = self._placement(int(tasks), balance, timeout)
+            placed.recomputable = True  # Dask recomputes a slice lost with its worker
             self._placed[key] = placed
             while len(self._placed) > MAX_PLACED_GRAPHS:
                 self._placed.popitem(last=False)
         self._placed.move_to_end(key)
         if need_transpose and placed.transposed is None:
-            placed.transposed = self._transposed(placed) if self.directed else placed.slices
+            placed.transposed = (self._transposed(placed, timeout) if self.directed
+                                 else placed.slices)
         return placed
 
-    def _placement(self, tasks: int, balance: str) -> PlacedGraph:
+    def _placement(self, tasks: int, balance: str, timeout: float | None) -> PlacedGraph:
         client = self.runtime.client
         if tasks == self.ranges.num_tasks and balance == "edges":
             return PlacedGraph(self.ranges, self.slices, self.degrees_future(), self.num_arcs)
-        bounds = client.submit(_partition_bounds, self.degrees_future(), tasks, balance).result()
+        bounds = client.submit(_partition_bounds, self.degrees_future(), tasks,
+                               balance).result(timeout=timeout)
         parts = Partition(bounds)
         slices = [client.submit(_cut_slice, t, lo, hi, self.token, *self._covering(lo, hi),
                                 **owner)
-                  for (t, (lo, hi)), owner in zip(enumerate(parts), _owners(client, tasks), strict=True)]
+                  for (t, (lo, hi)), owner in zip(enumerate(parts), _owners(client, tasks, timeout),
+                                                  strict=True)]
         return PlacedGraph(parts, slices, self.degrees_future(), self.num_arcs)
 
     def _covering(self, lo: int, hi: int) -> list:
@@ -356,15 +366,15 @@ class DistributedGraph:
         first, last = self.ranges.owner(np.array([lo, hi - 1]))
         return self.slices[int(first) : int(last) + 1]
 
-    def _transposed(self, placed: PlacedGraph) -> list:
+    def _transposed(self, placed: PlacedGraph, timeout: float | None = None) -> list:
         """The placed ranges' slices of the reversed graph (in-neighbours), by the same
         all-to-all as the build, from the slices' own arcs."""
         client, n = self.runtime.client, self.num_vertices
         bounds = placed.parts.bounds
         splits = [client.submit(_reversed_split, s, bounds, n) for s in placed.slices]
-        owners = _owners(client, placed.parts.num_tasks)  # as the slices were dealt out
+        owners = _owners(client, placed.parts.num_tasks, timeout)  # as the slices were dealt out
         runs = _owner_runs(owners, _ranges_per_send(client, self.num_arcs,
-                                                    placed.parts.num_tasks))
+                                                    placed.parts.num_tasks, timeout))
         sent = [[client.submit(_run_keys, s, first, stop) for first, stop in runs]
                 for s in splits]
         return [client.submit(_transposed_slice, placed.slices[t], n, self.token + "/T",
@@ -795,7 +805,7 @@ def _as_runtime(runtime):
     return _runtime(runtime)
 
 
-def _owners(client, count: int) -> list[dict]:
+def _owners(client, count: int, timeout: float | None = None) -> list[dict]:
     """``submit`` keywords that deal ``count`` ranges out to the workers, consecutive
     ranges to the same worker (the scheduler would put them where most of their input
     lies, often all on one); a preference, not a restriction. Consecutive, so that
@@ -804,7 +814,7 @@ def _owners(client, count: int) -> list[dict]:
     and its steps run best beside it, and the big steps of a search that may use a GPU
     run on one (CPU steps copy only the owner's frontier,
     :class:`~taskbfs.search.owners.OwnerFrontier`)."""
-    info = workers_of(client)
+    info = workers_of(client, timeout)
     workers = workers_with(info, GPU_RESOURCE) or sorted(info)
     if len(info) < 2:
         return [{}] * count
@@ -824,11 +834,11 @@ def _owner_runs(owners: list[dict], most: int) -> list[tuple[int, int]]:
     return runs
 
 
-def _ranges_per_send(client, arcs: int, ranges: int) -> int:
+def _ranges_per_send(client, arcs: int, ranges: int, timeout: float | None = None) -> int:
     """How many ranges' keys one split sends a worker in one piece: their keys (8 bytes
     an arc, ranges of about equal arcs) at most :data:`_SEND_SHARE_OF_MEMORY`
     of the smallest worker ``memory_limit`` (every range, where no worker has one)."""
-    limits = [w.get("memory_limit") or 0 for w in workers_of(client).values()]
+    limits = [w.get("memory_limit") or 0 for w in workers_of(client, timeout).values()]
     limits = [m for m in limits if m > 0]
     if not limits:
         return ranges
@@ -921,10 +931,26 @@ class KeptResult:
 
     def gather(self):
         """``(distances, parents)`` as two numpy arrays on the client (pieces on a GPU
-        copied to their worker's host first)."""
+        copied to their worker's host first).
+
+        Raises
+        ------
+        WorkerLostError
+            A piece was lost with its worker and cannot be made again (it was written by
+            owner tasks pinned to that worker: Dask would wait for it forever); seen
+            within :data:`LOST_CHECK_SECONDS` of the wait. Pieces Dask can recompute
+            elsewhere are waited for.
+        SearchTimeoutError
+            The scheduler did not answer that check within ``runtime.connect-timeout``.
+        """
+        self._wait()
         on_host = ([self.client.submit(_piece_to_host, p) for p in self.pieces]
                    if self.on_device else self.pieces)
-        return _joined(self.client.gather(on_host), np)
+        try:
+            pieces = self.client.gather(on_host)
+        except CancelledError:  # a piece's data was lost and cannot be recomputed
+            raise self._lost(()) from None
+        return _joined(pieces, np)
 
     def gather_device(self):
         """``(distances, parents)`` of pieces on a GPU as two CuPy arrays in this process
@@ -934,10 +960,47 @@ class KeptResult:
         return _joined(self.client.gather(self.pieces), cupy)
 
 
-def outcome_summaries(client, outcome: Future):
+    def _wait(self) -> None:
+        """Wait until every piece is computed, checking every
+        :data:`LOST_CHECK_SECONDS` that none waits for a worker that left."""
+        from distributed import wait
+
+        while True:
+            try:
+                with self.client.as_current():  # ``wait`` uses the current client
+                    wait(self.pieces, timeout=LOST_CHECK_SECONDS)
+                return
+            except TimeoutError:
+                pass
+            limit = config.get("runtime.connect-timeout")
+            try:
+                gone = stranded(self.client, self.pieces, timeout=limit)
+            except TimeoutError:
+                raise SearchTimeoutError(
+                    f"the search's result could not be read from the workers: the scheduler "
+                    f"did not answer within {limit:g} s (runtime.connect-timeout)") from None
+            if gone:
+                raise self._lost(gone)
+
+    @staticmethod
+    def _lost(workers) -> WorkerLostError:
+        who = (f"worker {', '.join(workers)}, which left the cluster" if workers else
+               "a worker that left the cluster")
+        return WorkerLostError(
+            f"the search's result (distances and parents) was kept on {who}, and is lost "
+            f"with it (the owner tasks that wrote it cannot run elsewhere): search again",
+            workers)
+
+
+#: Seconds between the checks of :meth:`KeptResult.gather` that no piece waits for a
+#: worker that left (a scheduler round trip each, while the pieces are not all there).
+LOST_CHECK_SECONDS = 1.0
+
+
+def outcome_summaries(client, outcome: Future, timeout: float | None = None):
     """``(summaries, assembly_d2h_bytes)`` of a one-task search's outcome, without its
-    result arrays."""
-    return client.submit(_outcome_meta, outcome).result()
+    result arrays (within ``timeout`` seconds, else ``TimeoutError``)."""
+    return client.submit(_outcome_meta, outcome).result(timeout=timeout)
 
 
 def _outcome_range(outcome, lo: int, hi: int):

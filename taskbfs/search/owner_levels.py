@@ -66,6 +66,7 @@ from taskbfs.runtime import (
     publish,
     thread_pool,
 )
+from taskbfs.runtime.mailbox import EXCHANGE_TIMEOUT
 from taskbfs.runtime.plugin import GPU_RESOURCE, workers_with
 from taskbfs.search.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.search.levels import run_levels
@@ -92,7 +93,8 @@ __all__ = ["OWNER_LEVELS", "ExchangedSearch", "OwnerLevels", "exchanged_search"]
 # ====================================================================== on the workers
 def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
                  opening: LevelSummary, rule, policy, per_range: bool,
-                 init: dict | None = None, submitted: float | None = None) -> tuple:
+                 init: dict | None = None, submitted: float | None = None,
+                 exchange_timeout: float | None = None) -> tuple:
     """The task :data:`OWNER_LEVELS`: every level of the search from ``opening`` for the
     ranges of owner ``owner`` (called as ``owner_levels(*slices, front, state)``: per
     owned range, in the owner's order, ``layout[i]`` slices: its out-adjacency slice, then
@@ -102,7 +104,9 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     result (with ``per_range``, one ``(distances, parents)`` per range, left there for a
     graph kept on the workers; else :func:`~taskbfs.search.owners.owner_result`, for the
     client to gather), then ``(front, state)``. ``submitted``: when the client submitted
-    the task (``time.time()``), for the first level's ``queued`` part."""
+    the task (``time.time()``), for the first level's ``queued`` part; ``exchange_timeout``:
+    how long it waits for a peer's message of a round (the client's
+    :data:`~taskbfs.runtime.mailbox.EXCHANGE_TIMEOUT`)."""
     from distributed import secede
 
     entered = time.perf_counter()
@@ -116,7 +120,7 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     if init is not None:
         front, state = init_owner(*(s[0] for s in slices), **init)
     secede()  # it waits for its peers: its thread slot is the worker's for other tasks
-    exchange = Exchange(channel, peers, owner)
+    exchange = Exchange(channel, peers, owner, timeout=exchange_timeout)
     try:
         runner = OwnerLevels(slices, front, state, exchange, rule, policy, opening, entered,
                              fresh=init is not None, queued=queued)
@@ -364,7 +368,7 @@ class ExchangedSearch(OwnedSearch):
                         "opening": opening, "rule": self.rule, "policy": self.program.policy,
                         "per_range": self.keep,
                         "init": self._init_keywords(w) if fresh else None,
-                        "submitted": time.time()},
+                        "submitted": time.time(), "exchange_timeout": EXCHANGE_TIMEOUT},
                 tags={**(self.tags if fresh and w == 0 else {}), "owner": w, "opening": level})
 
     def _kept(self) -> list:

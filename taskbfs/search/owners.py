@@ -864,11 +864,12 @@ class OwnedSearch:
         of them where Dask made copies. A slice held only by other workers (a GPU worker
         of the embedded cluster) is owned by the fewest-loaded host worker, unless the
         graph was built on the workers (``keep``): its ranges stay where they are."""
-        who = self.client.who_has(self.placed.slices)
+        left = self.waits.clock.left  # each round trip within the call's timeout
+        who = _who_has(self.client, self.placed.slices, left())
         if not all(who.get(f.key) for f in self.placed.slices):  # still being built, or lost
             self.waits.settle(self.placed.slices)
-            who = self.client.who_has(self.placed.slices)
-        workers = workers_of(self.client)
+            who = _who_has(self.client, self.placed.slices, left())
+        workers = workers_of(self.client, left())
         load: dict[str, int] = {}
         holders = []
         for f in self.placed.slices:
@@ -1082,6 +1083,13 @@ class OwnedSearch:
 
     def _next_summary(self, summary: LevelSummary, merged: _Level) -> LevelSummary:
         return next_summary(self.rule, summary, merged)
+
+
+def _who_has(client, futures, timeout: float | None) -> dict:
+    """``{key: [worker, ...]}`` of ``futures``, asked of the scheduler within ``timeout``
+    seconds, else ``TimeoutError`` (``Client.who_has`` takes no timeout)."""
+    return client.sync(client.scheduler.who_has, keys=[f.key for f in futures],
+                       callback_timeout=timeout)
 
 
 def merged_reports(reports, owned: list) -> _Level:

@@ -34,6 +34,10 @@ class PlacedGraph:
     """One graph placed on one runtime: its partition, the futures of its slices (and of
     its degree array), and its arc count (the sum of the degrees)."""
 
+    #: Whether Dask can compute its slices again (a graph built on the workers by tasks):
+    #: then a slice lost with its worker is being recomputed, not broken.
+    recomputable = False
+
     def __init__(self, parts: Partition, slices, degrees, num_arcs: int, transposed=None):
         self.parts = parts
         self.slices = slices
@@ -76,9 +80,11 @@ class PlacedGraph:
     def intact(self) -> bool:
         """Whether no placed datum was lost: a scattered slice whose holder left the
         cluster is cancelled by the scheduler (it cannot be recomputed); a computed one
-        is lost until it is computed again. Pending ones (still being built) count as
-        intact."""
-        return not any(f.status in _BROKEN for f in self.futures())
+        is lost until it is computed again, which counts as intact when the graph is
+        :attr:`recomputable` (a search waits for it, within its timeout). Pending ones
+        (still being built) count as intact."""
+        broken = _BROKEN - {"lost"} if self.recomputable else _BROKEN
+        return not any(f.status in broken for f in self.futures())
 
 
 class SliceBundle:
@@ -108,7 +114,7 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
     ``"graph"`` the whole graph where a GPU worker holds every range (its searches run
     there as one task), else each slice."""
     if not isinstance(graph, Graph):
-        placed = graph.place(runtime, tasks, balance, need_transpose)
+        placed = graph.place(runtime, tasks, balance, need_transpose, timeout)
         if to_gpu:
             upload_to_gpus(runtime, placed, graph.num_vertices, to_gpu, timeout)
         return placed

@@ -45,7 +45,7 @@ class BFSResult:
     trace : pandas.DataFrame
         One row per executed task: level, task, lo, hi, direction, size (the size it was
         placed by, :func:`~taskbfs.search.state.step_sizes`), edges_examined, found, device, worker, thread,
-        start, stop (seconds since the call started), attempt (which attempt of the
+        start, stop (seconds since the call started, on the clock of ``elapsed``), attempt (which attempt of the
         search ran it: above 1, the search lost a worker and ran again), resumed_from
         (the level that attempt started from: 0, or the last level an earlier attempt
         completed when it resumed that one, docs/resume.md). Built when first read.
@@ -55,7 +55,9 @@ class BFSResult:
         Built when first read.
     elapsed : float
         Seconds from the call's entry to its return with the result in the caller's
-        hands: the user's stopwatch, and what ``teps`` divides by.
+        hands, less the time the call took to start or reach its runtime (the embedded
+        cluster's start in a process's first call, ``Runtime.start_seconds``: not the
+        search's): the user's stopwatch, and what ``teps`` divides by.
     search_seconds : float
         Of ``elapsed``, the span from the first task's submission until every vertex's
         distance and parent existed on the workers.
@@ -120,7 +122,9 @@ class BFSResult:
     @property
     def distances(self) -> np.ndarray:
         """Hops from the source (:func:`result_dtype`; -1 unreached); gathered on first
-        read if kept."""
+        read if kept (:class:`~taskbfs.errors.WorkerLostError` within seconds when a
+        worker that kept a piece of it left the cluster and the piece cannot be made
+        again: :meth:`~taskbfs.search.distributed.KeptResult.gather`)."""
         self._bring_home()
         return self._distances
 
