@@ -54,7 +54,11 @@ def runtime():
     """The embedded default runtime (in-process cluster, CPU workers)."""
     from taskbfs.runtime.cluster import default_runtime
 
-    return default_runtime()
+    rt = default_runtime()
+    yield rt
+    # closed while the session ends, not by the interpreter's exit: by then distributed's
+    # own threads may find its settings torn down, and the process may fail
+    rt.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

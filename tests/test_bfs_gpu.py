@@ -833,7 +833,7 @@ def test_a_user_policy_places_the_steps_of_a_search_on_the_gpu_worker(tasks):
     g = _kron()
     source = _hub_source(g)
     bundle, bounds = _bundle(g, tasks)
-    init = {"bounds": bounds, "source": source, "direction_mode": "auto",
+    init = {"bounds": bounds, "sources": np.array([source], dtype=np.int64), "direction_mode": "auto",
             "total_edges": g.num_arcs, "alpha": config.get("direction.alpha"),
             "beta": config.get("direction.beta")}
     # between the steps' sizes (one task: 8, 58, 20; three: 24, then 63 54 58, 18 21 22)

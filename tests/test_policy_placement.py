@@ -203,7 +203,7 @@ class CpuByKeywords:
 
 def _search_on(graph, tasks: int, policy, device: str):
     bundle, bounds = _bundle(graph, tasks)
-    init = {"bounds": bounds, "source": 0, "direction_mode": "auto",
+    init = {"bounds": bounds, "sources": np.zeros(1, dtype=np.int64), "direction_mode": "auto",
             "total_edges": graph.num_arcs, "alpha": config.get("direction.alpha"),
             "beta": config.get("direction.beta")}
     return run_search(bundle, graph.degrees(), init=init, policy=policy, device=device)

@@ -40,7 +40,7 @@ def main(argv=None) -> None:
     policy = Policy(args.strategy)
 
     def search(source):
-        init = {"bounds": bounds, "source": int(source), "direction_mode": "auto",
+        init = {"bounds": bounds, "sources": np.array([source], dtype=np.int64), "direction_mode": "auto",
                 "total_edges": graph.num_arcs, "alpha": config.get("direction.alpha"),
                 "beta": config.get("direction.beta")}
         return run_search(bundle, degrees, init=init, policy=policy, device="cuda")
