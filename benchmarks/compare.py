@@ -32,6 +32,9 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--strategies", nargs="+", default=None,
                    help="taskbfs strategies (default: cpu and hybrid; gpu too with a GPU)")
     p.add_argument("--tasks", type=int, default=None, help="T (default: taskbfs's default)")
+    p.add_argument("--device-result", action="store_true",
+                   help="also time each GPU-using strategy with device_result=True (the "
+                        "result left on the GPU, checked after the clock stops)")
     p.add_argument("--peers", nargs="*", default=["scipy", "numba", "gpu loop", "gap"],
                    help="peers to time beside taskbfs")
     args = p.parse_args(argv)
@@ -52,6 +55,10 @@ def main(argv=None) -> list[dict]:
                 kw = dict(strategy=s, tasks=args.tasks, runtime=rt)
                 harness.warm_up(g, keys[0], **kw)
                 runners[f"taskbfs {s}"] = _taskbfs(g, kw, ran)
+                if args.device_result and s != "cpu":
+                    kw = dict(kw, device_result=True)
+                    harness.warm_up(g, keys[0], **kw)
+                    runners[f"taskbfs {s}+device_result"] = _taskbfs(g, kw, ran)
             for peer in peer_module.peers(args.peers):
                 if peer.why_not:
                     out.add(scale=scale, impl=peer.name, status=peer.why_not)
@@ -88,10 +95,13 @@ def main(argv=None) -> list[dict]:
 
 
 def _taskbfs(g, kw, ran):
+    name = f"taskbfs {kw['strategy']}" + ("+device_result" if kw.get("device_result") else "")
+
     def search(key):
         s, r = harness.timed_bfs(g, key, **kw)
-        ran[f"taskbfs {kw['strategy']}"] = r.num_tasks  # the T that ran
-        return s, r.distances
+        ran[name] = r.num_tasks  # the T that ran
+        # a result left on the GPU is copied to the host for the check, after the clock
+        return s, (r.to_cupy()[0].get() if kw.get("device_result") else r.distances)
     return search
 
 
