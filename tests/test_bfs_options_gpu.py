@@ -90,8 +90,9 @@ def test_device_result_stays_on_the_gpu(runtime, dispatch, tasks):
     assert isinstance(d, cupy.ndarray) and isinstance(p, cupy.ndarray)
     np.testing.assert_array_equal(cupy.asnumpy(d), expected)
     dd, _ = r.to_dask()
-    np.testing.assert_array_equal(cupy.asnumpy(dd.compute()), expected)
-    table = r.to_dask_dataframe().compute()
+    with runtime.client.as_current():  # kept on the workers: computed there
+        np.testing.assert_array_equal(cupy.asnumpy(dd.compute()), expected)
+        table = r.to_dask_dataframe().compute()
     np.testing.assert_array_equal(table["vertex"], np.flatnonzero(expected >= 0))
     np.testing.assert_array_equal(r.distances, expected)  # copied to the host when read
     check_forest(g, sources, r)

@@ -640,6 +640,10 @@ class _Search:
         # a graph kept on the workers keeps its results there too (gathered when read),
         # and a result asked for on the GPU stays there
         self.keep = isinstance(graph, DistributedGraph) or search.device_result
+        # a one-task search's result asked for on a GPU of this process: the call's value
+        # is the worker's own arrays, no copy
+        self.here_on_device = (search.device_result and program.runtime.in_process
+                               and not isinstance(graph, DistributedGraph))
 
     def included(self, device: str) -> _Outcome:
         """The whole search as one task on the worker that holds every slice
@@ -651,7 +655,7 @@ class _Search:
         program.put_future("slices", self.placed.bundle(program.client))
         kwargs = {"init": self.init, "policy": program.policy}
         tags = {**self.tags, "level": 0, "search": True}
-        if self.progress is None and not self.keep:  # its value goes to this caller only
+        if self.progress is None and (not self.keep or self.here_on_device):  # its value goes to this caller only
             value = functools.partial(program.call, task, ins=["slices", "degrees"],
                                       kwargs=kwargs, tags=tags)
         else:
@@ -673,8 +677,13 @@ class _Search:
         except (TimeoutError, *_LOST):
             self._hear_latest()
             raise
-        return _Outcome(outcome.distances, outcome.parents, outcome.summaries,
-                        time.perf_counter() - start, outcome.assembly_d2h_bytes)
+        seconds = time.perf_counter() - start
+        if self.here_on_device:
+            kept = KeptResult.in_this_process(program.client, (outcome.distances, outcome.parents),
+                                              self.parts.bounds)
+            return _Outcome(None, None, outcome.summaries, seconds, kept=kept)
+        return _Outcome(outcome.distances, outcome.parents, outcome.summaries, seconds,
+                        outcome.assembly_d2h_bytes)
 
     def dispatched(self, exchanged: bool = False) -> _Outcome:
         """Every level as T' step tasks and one barrier per owner worker through the

@@ -875,10 +875,30 @@ class KeptResult:
 
     def __init__(self, client, pieces: list, bounds: np.ndarray, on_device: bool = False):
         self.client = client
-        self.pieces = pieces
+        self._pieces = pieces
         self.bounds = np.asarray(bounds, dtype=np.int64)
         #: The pieces are CuPy arrays in a GPU worker's memory (``bfs(device_result=True)``).
         self.on_device = on_device
+        self._here = None  # (distances, parents) made by a worker of this process
+
+    @classmethod
+    def in_this_process(cls, client, arrays: tuple, bounds: np.ndarray) -> KeptResult:
+        """The ``(distances, parents)`` CuPy ``arrays`` a GPU worker of this process left in
+        its GPU's memory, as they are: they become Dask data (a piece per range, no copy)
+        only when read as dask collections."""
+        kept = cls(client, None, bounds, on_device=True)
+        kept._here = arrays
+        return kept
+
+    @property
+    def pieces(self) -> list:
+        """A future of ``(distances, parents)`` per range."""
+        if self._pieces is None:
+            d, p = self._here
+            ranges = [(d[lo:hi], p[lo:hi]) for lo, hi in zip(self.bounds[:-1].tolist(),
+                                                             self.bounds[1:].tolist(), strict=True)]
+            self._pieces = self.client.scatter(ranges, hash=False)
+        return self._pieces
 
     def to_device(self) -> KeptResult:
         """The pieces as CuPy arrays on a GPU worker (no copy where they are already
@@ -943,6 +963,8 @@ class KeptResult:
         SearchTimeoutError
             The scheduler did not answer that check within ``runtime.connect-timeout``.
         """
+        if self._here is not None:
+            return _piece_to_host(self._here)
         self._wait()
         on_host = ([self.client.submit(_piece_to_host, p) for p in self.pieces]
                    if self.on_device else self.pieces)
@@ -957,6 +979,8 @@ class KeptResult:
         (the worker's own arrays when it runs in this process; else sent by Dask)."""
         import cupy
 
+        if self._here is not None:
+            return self._here
         return _joined(self.client.gather(self.pieces), cupy)
 
 
