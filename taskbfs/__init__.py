@@ -59,7 +59,7 @@ _LAZY = {
     "BFSResult": "taskbfs.search",
     "bfs": "taskbfs.search",
     "default_tasks": "taskbfs.search",
-    "DistributedGraph": "taskbfs.search.distributed",
+    "DistributedGraph": "taskbfs.placed.graph",
     "Graph": "taskbfs.graph",
     "Partition": "taskbfs.graph",
     "kronecker": "taskbfs._entry",

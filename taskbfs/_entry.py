@@ -1,5 +1,5 @@
 """``tb.kronecker`` and ``tb.read_graph``: a graph in this process, or with ``runtime=``
-one built on the workers (:mod:`taskbfs.search.distributed`, imported only then)."""
+one built on the workers (:mod:`taskbfs.placed.graph`, imported only then)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, runtime=None,
         if ranges is not None:
             raise InvalidParameterError("ranges is for a graph built on the workers (runtime=...)")
         return _kronecker(scale, edgefactor, seed, progress=progress)
-    from taskbfs.search.distributed import build_kronecker
+    from taskbfs.placed.graph import build_kronecker
 
     return build_kronecker(scale, edgefactor, seed, runtime, ranges, progress=progress)
 
@@ -61,6 +61,6 @@ def read_graph(path, format: str | None = None, directed: bool | None = None, ru
         if ranges is not None:
             raise InvalidParameterError("ranges is for a graph built on the workers (runtime=...)")
         return _io.read_graph(path, format=format, directed=directed, progress=progress)
-    from taskbfs.search.distributed import build_from_files
+    from taskbfs.placed.graph import build_from_files
 
     return build_from_files(path, format, directed, runtime, ranges, progress=progress)

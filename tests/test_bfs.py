@@ -174,7 +174,7 @@ def test_trace_and_levels_describe_the_run(runtime):
 
 
 def test_partitions_are_placed_once_and_reused(runtime):
-    from taskbfs.search.placement import _placed
+    from taskbfs.placed.placement import _placed
 
     graph = tb.kronecker(9, seed=7)
     tb.bfs(graph, 0, tasks=4, runtime=runtime)
@@ -263,7 +263,7 @@ def test_elapsed_is_the_whole_call(runtime, monkeypatch):
 def test_results_are_int32_below_two_to_the_31_vertices(runtime, dispatch):
     """Distances and parents come back as int32 when every vertex id fits (half the bytes
     of int64 to write, copy and keep), whichever way the search ran; int64 beyond."""
-    from taskbfs.search.result import result_dtype
+    from taskbfs.kernels.assembly import result_dtype
 
     g = tb.Graph.from_edges([0, 1, 2], [1, 2, 3])
     r = tb.bfs(g, 0, tasks=2, strategy="cpu", runtime=runtime, dispatch=dispatch)

@@ -25,8 +25,9 @@ from reference import scipy_distances
 import taskbfs as tb
 from taskbfs.kernels.bitmap import bitmap_from_vertices, empty_bitmap
 from taskbfs.kernels.gpu import gpu_available
+from taskbfs.placed.slices import GraphSlice
 from taskbfs.search.state import BOTTOM_UP, TOP_DOWN, Frontier
-from taskbfs.search.steps import STEP, GraphSlice, step_smp
+from taskbfs.search.steps import STEP, step_smp
 
 IN_PROCESS = gpu_available()
 needs_gpu = pytest.mark.skipif(
@@ -178,15 +179,16 @@ def test_placing_the_graph_uploads_its_slices_not_the_first_search(runtime, stra
     """A policy that may use the GPU: placing the graph copies its slices to the GPU
     worker's device memory (the device-data service's counters move then), and the first
     search uploads none; the CPU strategy places nothing there."""
-    from taskbfs.search.placement import place_graph
+    from taskbfs.placed.placement import place_graph
+    from taskbfs.search.device_cache import upload_to_gpus
 
     g = tb.Graph.from_edges(np.r_[np.arange(19), [0] * 5], np.r_[np.arange(1, 20), 5, 7, 9, 11, 13])
     slice_bytes = sum(a.nbytes for a in (g.indptr, g.indices))
     before = _gpu_cache_stats(runtime)
     tb.bfs(g, 0, tasks=tasks, strategy="cpu", runtime=runtime)
     assert _gpu_cache_stats(runtime)["misses"] == before["misses"]  # cpu: nothing placed there
-    place_graph(runtime, g, tasks, tb.config.get("balance"), need_transpose=True,
-                to_gpu="graph" if dispatch == "auto" else "slices")
+    placed = place_graph(runtime, g, tasks, tb.config.get("balance"), need_transpose=True)
+    upload_to_gpus(runtime, placed, g.num_vertices, "graph" if dispatch == "auto" else "slices")
     placed = _gpu_cache_stats(runtime)
     # offsets and neighbours: per slice for steps as tasks, of the whole graph for a search
     # run as one task on the GPU worker (its levels' batches read every range)
@@ -872,7 +874,7 @@ def test_result_kept_on_the_device_is_the_result_assembled_on_the_host(setting,
     first GPU level and copies it back once: the same distances as the steps dispatched as
     tasks (whose pairs the host assembles), valid parents, the same level table; one
     device result per search that ran a GPU step, none otherwise."""
-    from taskbfs.search.result import result_dtype
+    from taskbfs.kernels.assembly import result_dtype
 
     g = graph()
     source = _hub_source(g)

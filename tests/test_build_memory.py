@@ -28,7 +28,7 @@ from shapes import shape
 import taskbfs as tb
 from taskbfs.graph import _progress
 from taskbfs.graph.chunked import MAX_PASSES, BuildPlan, build_plan
-from taskbfs.search import distributed as dist
+from taskbfs.placed import build as dist
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
@@ -102,7 +102,7 @@ def test_build_in_passes_is_the_same_graph(runtime, passes, monkeypatch, count):
     g = tb.kronecker(11, edgefactor=8, seed=4)
     tb.validate(g, source, r.parents, levels=r.distances)
     s = shape("random_directed_400_1200")
-    dd = dist.DistributedGraph.from_dask(da.from_array(s.src, chunks=300),
+    dd = tb.DistributedGraph.from_dask(da.from_array(s.src, chunks=300),
                                          da.from_array(s.dst, chunks=300), s.num_vertices,
                                          directed=True, runtime=runtime, ranges=4)
     g = tb.Graph.from_edges(s.src, s.dst, s.num_vertices, directed=True)

@@ -438,7 +438,7 @@ def test_the_page_follows_owners_that_run_their_levels():
             Client(cluster, set_as_default=False) as client, tb.Runtime(client) as rt:
         import dask.array as da
 
-        from taskbfs.search.distributed import DistributedGraph
+        from taskbfs.placed.graph import DistributedGraph
 
         src, dst = np.arange(n - 1), np.arange(1, n)
         graph = DistributedGraph.from_dask(da.from_array(src, chunks=200),

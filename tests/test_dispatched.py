@@ -66,7 +66,7 @@ def test_every_shape_on_several_owners(spread, s):
 
 
 def _placed_slices(rt, g, tasks):
-    from taskbfs.search.placement import place_graph
+    from taskbfs.placed.placement import place_graph
 
     return place_graph(rt, g, tasks, "edges", need_transpose=False).slices
 

@@ -36,8 +36,8 @@ from reference import scipy_distances
 from shapes import kronecker_like, shape
 
 import taskbfs as tb
+from taskbfs.placed.graph import DistributedGraph
 from taskbfs.search.device_cache import device_cache
-from taskbfs.search.distributed import DistributedGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import harness  # noqa: E402  (benchmarks/harness.py)

@@ -40,8 +40,8 @@ from taskbfs.graph.chunked import (
     range_csr,
     split_arcs,
 )
-from taskbfs.search import distributed as bfs_distributed
-from taskbfs.search.distributed import DistributedGraph
+from taskbfs.placed import build as bfs_distributed
+from taskbfs.placed.graph import DistributedGraph
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 

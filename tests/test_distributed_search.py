@@ -34,8 +34,8 @@ from shapes import path, shape
 
 import taskbfs as tb
 from taskbfs.kernels.merge import accept_into_range, word_span
+from taskbfs.placed.graph import DistributedGraph
 from taskbfs.search import owners as bfs_owners
-from taskbfs.search.distributed import DistributedGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import harness  # noqa: E402  (benchmarks/harness.py)

@@ -134,7 +134,7 @@ def _check(graph, source, result) -> None:
 def _holders(rt, graph, wait: float = 0) -> set[str]:
     """The workers that hold a slice of ``graph`` placed on ``rt`` (waiting up to
     ``wait`` seconds for it to be placed)."""
-    from taskbfs.search.placement import _placed
+    from taskbfs.placed.placement import _placed
 
     deadline = time.monotonic() + wait
     while True:

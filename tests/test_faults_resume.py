@@ -20,8 +20,8 @@ import taskbfs as tb
 from taskbfs.errors import TaskBFSError
 from taskbfs.graph import partition
 from taskbfs.kernels.recovery import parents_from_levels
+from taskbfs.placed.placement import graph_slices
 from taskbfs.search.owners import KeptLevels, resume_owner
-from taskbfs.search.placement import graph_slices
 from taskbfs.search.state import LevelSummary
 
 

@@ -224,7 +224,7 @@ def test_attempts_that_lose_workers_say_so_once(processes, setting):
 
         def kill(summary):
             if summary.level >= (2 if not killed else 5) and len(killed) < 2:
-                from taskbfs.search.placement import _placed
+                from taskbfs.placed.placement import _placed
 
                 held = {w for (token, *_), p in _placed[rt].items() if token == graph.token
                         for ws in rt.client.who_has(p.slices).values() for w in ws}

@@ -22,7 +22,7 @@ from reference import scipy_distances
 
 import taskbfs as tb
 from taskbfs.errors import WorkerLostError
-from taskbfs.search.placement import _placed
+from taskbfs.placed.placement import _placed
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 

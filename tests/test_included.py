@@ -227,7 +227,7 @@ def test_a_search_task_reads_every_slice_as_one_input(runtime, directed):
     Graph500 rules)."""
     from dask.sizeof import sizeof
 
-    from taskbfs.search.placement import place_graph
+    from taskbfs.placed.placement import place_graph
 
     rng = np.random.default_rng(4)
     graph = tb.Graph.from_edges(rng.integers(0, 500, 4000), rng.integers(0, 500, 4000),

@@ -492,8 +492,8 @@ def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
     both count the entries read as the CPU does and the new vertices' out-arcs; the visited
     vertices are -2 in the result; leaving gives back the visited set with the new
     vertices and the next frontier (as vertices, or bits after :meth:`convert`)."""
+    from taskbfs.kernels.assembly import result_dtype
     from taskbfs.kernels.bitmap import bitmap_from_vertices
-    from taskbfs.kernels.gpu_levels import vertex_dtype
 
     for graph, depth, level, frontier, visited, frontier_bits in _scenarios(name):
         n = graph.num_vertices
@@ -503,7 +503,7 @@ def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
         for top_down in (True, False):
             levels = _device_levels(graph, block_size)
             levels.small_level_arcs = small_arcs
-            assert levels.dtype == vertex_dtype(n) == np.int32
+            assert levels.dtype == result_dtype(n) == np.int32
             levels.enter(level, top_down, visited, frontier if top_down else frontier_bits)
             parents = levels.parents.copy_to_host()[:n]
             seen = (depth >= 0) & (depth <= level)

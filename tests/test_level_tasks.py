@@ -13,8 +13,8 @@ from shapes import path, shapes
 
 import taskbfs as tb
 from taskbfs.graph import partition
+from taskbfs.placed.placement import graph_slices
 from taskbfs.search.level_tasks import LevelTasks
-from taskbfs.search.placement import graph_slices
 from taskbfs.search.state import BOTTOM_UP, advance, first_frontier
 from taskbfs.search.steps import slice_for, step_smp
 

@@ -14,9 +14,9 @@ import pytest
 from reference import scipy_distances
 
 import taskbfs as tb
+from taskbfs.placed.placement import MAX_PLACED_GRAPHS, _placed
 from taskbfs.runtime.plugin import MAX_POLICIES, PLUGIN_NAME, SPAN_ID
 from taskbfs.runtime.worker import TOPIC_PREFIX
-from taskbfs.search.placement import MAX_PLACED_GRAPHS, _placed
 
 from test_faults import ProcessCluster  # isort: skip  (tests/test_faults.py)
 

@@ -36,8 +36,8 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from reference import scipy_distances
 
 import taskbfs as tb
-from taskbfs.search import distributed as bfs_distributed
-from taskbfs.search.distributed import _FAN_IN, HISTOGRAM_BINS
+from taskbfs.placed import build as bfs_distributed
+from taskbfs.placed.build import _FAN_IN, HISTOGRAM_BINS
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 

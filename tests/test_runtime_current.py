@@ -12,7 +12,7 @@ from distributed import Client, LocalCluster
 from reference import scipy_distances
 
 import taskbfs as tb
-from taskbfs.search.distributed import DistributedGraph
+from taskbfs.placed.graph import DistributedGraph
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_a_runtime_is_the_current_client_in_its_block(cluster):
         r = tb.bfs(dg, 0, tasks=2)  # the runtime of the block, not a second one
         d, _ = r.to_dask()
         np.testing.assert_array_equal(d.compute(), scipy_distances(graph, 0))
-        from taskbfs.search.core import _wrapped_clients
+        from taskbfs.runtime.choice import _wrapped_clients
 
         plain = tb.bfs(graph, 0, tasks=2)  # this block's runtime, not a second one on its client
         np.testing.assert_array_equal(plain.distances, scipy_distances(graph, 0))

@@ -27,8 +27,8 @@ from reference import scipy_distances
 from shapes import grid
 
 import taskbfs as tb
+from taskbfs.placed.placement import place_graph
 from taskbfs.runtime import SMP, Policy, Program
-from taskbfs.search.placement import place_graph
 from taskbfs.search.steps import STEP
 
 from programs import PROBE, runtime_without_warm_up  # isort: skip  (tests/programs.py)

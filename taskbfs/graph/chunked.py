@@ -3,7 +3,7 @@
 What it returns
 ---------------
 The chunk-level steps of a build that never holds the whole edge list in one place
-(the Dask side, :mod:`taskbfs.search.distributed`, runs each as a task on the workers):
+(the Dask side, :mod:`taskbfs.placed.graph`, runs each as a task on the workers):
 
 1. per edge chunk, :func:`arc_histogram`: its arcs counted per bin of vertex ids;
 2. once, :func:`range_bounds`: vertex ranges of about equal arc counts, from the summed

@@ -1,7 +1,7 @@
 """CUDA kernels of a search whose levels stay on the GPU (numba.cuda); imported lazily.
 
 Returns
-    :func:`level_kernels` ``(block_size, items_per_thread, vertex_dtype)`` → a namespace of
+    :func:`level_kernels` ``(block_size, items_per_thread, result_dtype)`` → a namespace of
     compiled kernels over one device copy of the whole graph (a task that owns every
     vertex: local ids are global ids). They write the search's result (``parents``,
     ``distances``), the next frontier (a queue of vertex ids, or a bitmap) and one row of
@@ -29,7 +29,7 @@ Approach
     in turn (level L writes row L % 3): each level's first kernel zeroes the next level's
     row, so counts need no separate launch.
 Encoding
-    ``parents`` / ``distances`` / queues in ``vertex_dtype`` (int32 below 2^31 vertices,
+    ``parents`` / ``distances`` / queues in ``result_dtype`` (int32 below 2^31 vertices,
     else int64); -1 unreached, -2 visited by a step that ran on the host (its pairs are
     written over the result there). ``indptr`` int64 (global: the slice starts at vertex
     0), ``indices`` int32 or int64, bitmaps ``uint64`` (bit ``v & 63`` of word ``v >> 6``).
@@ -77,12 +77,12 @@ def _add_counts(counts, i_found, i_arcs, i_read, found, arcs, read):
 
 
 @functools.cache
-def level_kernels(block_size: int, items_per_thread: int, vertex_dtype: str) -> SimpleNamespace:
+def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> SimpleNamespace:
     """Compile (once per shape and vertex type) the level kernels for blocks of
     ``block_size`` threads (a power of two)."""
     base = kernels(block_size, items_per_thread)
     block_scan = base.block_exclusive_scan
-    vid = int32 if np.dtype(vertex_dtype) == np.int32 else int64
+    vid = int32 if np.dtype(result_dtype) == np.int32 else int64
     block = int(block_size)
     items = int(items_per_thread)
     tile = block * items

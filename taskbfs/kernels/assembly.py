@@ -18,9 +18,19 @@ Encoding
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from taskbfs.kernels.level_tasks import claim, finished, open_next, wait_for
+
+
+def result_dtype(num_vertices: int) -> np.dtype:
+    """The dtype of a search's ``distances`` and ``parents`` and of vertex ids on the GPU:
+    int32 when every vertex id and -2 fit it (fewer than 2^31 vertices; half the bytes to
+    write, copy and keep), int64 beyond. The same on every path (CPU, GPU, dispatched or
+    one task)."""
+    return np.dtype(np.int32 if int(num_vertices) < 2**31 else np.int64)
+
 
 
 @njit(nogil=True, cache=True)

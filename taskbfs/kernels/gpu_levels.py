@@ -8,7 +8,7 @@ Returns
     placed on the GPU and return its :class:`LevelCounts`, with several tasks
     :meth:`~DeviceLevels.task_counts` the level's counts per task: the only data read back
     per level.
-    :func:`vertex_dtype` gives the type of vertex ids and results (int32 below 2^31
+    :func:`result_dtype` gives the type of vertex ids and results (int32 below 2^31
     vertices, int64 beyond).
 Approach
     The loop a GPU programmer writes (the peer ``benchmarks/plain_gpu_loop.py``), with the level's
@@ -40,15 +40,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from taskbfs.kernels._gpu_levels import DEFERRED, EXAMINED, FOUND, NEXT_EDGES, ROW, ROWS
+from taskbfs.kernels.assembly import result_dtype
 from taskbfs.kernels.gpu import LaunchConfig, Stopwatch, require_gpu
 
 #: Bytes of the counts read back after each level: one row.
 COUNTS_BYTES = ROW * 8
-
-
-def vertex_dtype(num_vertices: int) -> np.dtype:
-    """int32 when every vertex id and -2 fit (fewer than 2^31 vertices), else int64."""
-    return np.dtype(np.int32 if int(num_vertices) < 2**31 else np.int64)
 
 
 @dataclass
@@ -95,7 +91,7 @@ class DeviceLevels:
         self.n = int(num_vertices)
         self.words = words_for(self.n)
         self.config = config
-        self.dtype = vertex_dtype(self.n)
+        self.dtype = result_dtype(self.n)
         self.k = level_kernels(config.block_size, config.items_per_thread, self.dtype.name)
         self._workspace = workspace
         n, words = max(self.n, 1), max(self.words, 1)
@@ -166,7 +162,7 @@ class DeviceLevels:
     def enter_reached(self, level: int, top_down: bool, reached: np.ndarray,
                       frontier: np.ndarray) -> int:
         """Start this search's result from what the host reached: ``reached`` (shape
-        ``(3, k)``, ``vertex_dtype``) holds per row the vertices, their parents and their
+        ``(3, k)``, ``result_dtype``) holds per row the vertices, their parents and their
         distances (every vertex the search visited, the source included; a vertex may be
         named twice at one distance), ``frontier`` the vertex ids of level ``level``
         (top-down: each once; bottom-up: repeats allowed), at most ``entry_capacity`` ids
@@ -231,7 +227,7 @@ class DeviceLevels:
         return visited, frontier, int(visited.nbytes + moved)
 
     def result(self):
-        """``(distances, parents)``: the device arrays (``vertex_dtype``, at least
+        """``(distances, parents)``: the device arrays (``result_dtype``, at least
         ``num_vertices`` entries; -2 where a host step's pair belongs)."""
         return self.distances, self.parents
 
@@ -426,4 +422,4 @@ def _host_array(cuda, simulated: bool, size: int, dtype) -> np.ndarray:
     return np.zeros(size, dtype) if simulated else cuda.pinned_array(size, dtype)
 
 
-__all__ = ["COUNTS_BYTES", "DEFERRED", "DeviceLevels", "LevelCounts", "vertex_dtype"]
+__all__ = ["COUNTS_BYTES", "DEFERRED", "DeviceLevels", "LevelCounts", "result_dtype"]

@@ -46,9 +46,19 @@ from taskbfs.errors import (
 )
 from taskbfs.graph import Graph, as_graph
 from taskbfs.graph._graph import check_memory
+from taskbfs.kernels.assembly import result_dtype
 from taskbfs.live_runs import send_finished
+from taskbfs.placed.graph import DistributedGraph
+from taskbfs.placed.kept import KeptResult
+from taskbfs.placed.placement import (
+    forget_graph,
+    forget_lost,
+    is_placed,
+    place_graph,
+    tasks_for_slots,
+)
 from taskbfs.runtime import CUDA, SMP, ExchangeAborted, Policy, Program
-from taskbfs.runtime.cluster import default_runtime
+from taskbfs.runtime.choice import resolve_runtime
 from taskbfs.runtime.plugin import (
     CPU_RESOURCE,
     GPU_RESOURCE,
@@ -56,12 +66,18 @@ from taskbfs.runtime.plugin import (
     fetch_trace_later,
 )
 from taskbfs.search.compiled_levels import LEVELS_NAME, outside_blocks, summary_columns
-from taskbfs.search.distributed import DistributedGraph, KeptResult, outcome_summaries
-from taskbfs.search.included import BARRIER_NAME, RESULT_NAME, SEARCH, SEARCH_ON_GPU
+from taskbfs.search.device_cache import upload_to_gpus
+from taskbfs.search.included import (
+    BARRIER_NAME,
+    RESULT_NAME,
+    SEARCH,
+    SEARCH_ON_GPU,
+    kept_of_search,
+    outcome_summaries,
+)
 from taskbfs.search.owner_levels import exchanged_search
 from taskbfs.search.owners import KeptLevels, owned_search
-from taskbfs.search.placement import forget_graph, forget_lost, is_placed, place_graph
-from taskbfs.search.result import BFSResult, result_dtype
+from taskbfs.search.result import BFSResult
 from taskbfs.search.sources import check_sources, several_sources
 from taskbfs.search.state import (
     AUTO,
@@ -334,10 +350,11 @@ def _attempt(rt, graph, search: _Options, requested, strategy: str, policy: Poli
         _check_memory(rt, graph, num_tasks, balance, direction, clock)
         placed = place_graph(rt, graph, num_tasks, balance,
                              need_transpose=direction != TOP_DOWN or resuming,
-                             timeout=clock.left(),
-                             to_gpu=(("graph" if dispatch == "auto" else "slices")
-                                     if policy.uses_gpu and resources.get(GPU_RESOURCE, 0) > 0
-                                     else None))
+                             timeout=clock.left())
+        if policy.uses_gpu and resources.get(GPU_RESOURCE, 0) > 0:
+            # a search run as one task reads the whole graph there; dispatched steps, slices
+            upload_to_gpus(rt, placed, graph.num_vertices,
+                           "graph" if dispatch == "auto" else "slices", clock.left())
         # one worker holding every slice includes the search (the degrees, 8 bytes a
         # vertex, are copied to it once if they were made elsewhere)
         site = (None if dispatch == "tasks" or resuming
@@ -667,7 +684,7 @@ class _Search:
             if self.keep:
                 future = program.future("search")
                 summaries, d2h = outcome_summaries(program.client, future, self.clock.left())
-                kept = KeptResult.of_search(program.client, future, self.parts.bounds)
+                kept = kept_of_search(program.client, future, self.parts.bounds)
                 if self.device_result:  # CuPy arrays already when made on a GPU worker
                     kept = kept.to_device()
                 return _Outcome(None, None, summaries, time.perf_counter() - start, d2h, kept)
@@ -1200,12 +1217,6 @@ def _default_for(resources: dict, strategy: str, graph=None) -> int:
     return tasks_for_slots(int(resources.get(CPU_RESOURCE, 0)))
 
 
-def tasks_for_slots(slots: int) -> int:
-    """The default T for a cluster of ``slots`` CPU slots (0: unknown): one per slot, at
-    least ``taskbfs.tasks``."""
-    return max(1, config.get("tasks"), int(slots))
-
-
 def _check_choice(name: str, value, choices) -> str:
     if value not in choices:
         raise InvalidParameterError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
@@ -1213,57 +1224,11 @@ def _check_choice(name: str, value, choices) -> str:
 
 
 def _runtime(runtime):
-    from distributed import Client
+    """The Runtime a call uses (:func:`~taskbfs.runtime.choice.resolve_runtime`), with the
+    live page installed: the page is the BFS's, not the runtime's."""
+    from taskbfs.dashboard import install
 
-    from taskbfs.dashboard import install  # the live page is the BFS's, not the runtime's
-    from taskbfs.runtime import Runtime
-
-    if runtime is None:
-        from taskbfs.runtime.cluster import runtime_of
-
-        current = _current_client()
-        if current is None:
-            runtime = default_runtime()
-        else:  # the user's Runtime of a with block, else their Client
-            runtime = runtime_of(current) or _wrapped_runtime(current)
-    elif not isinstance(runtime, Runtime):
-        if not isinstance(runtime, (str, Client)):
-            raise InvalidParameterError(
-                f"runtime must be a tb.Runtime, a distributed.Client, a scheduler address "
-                f"or None (the embedded cluster), got {runtime!r}")
-        runtime = _wrapped_runtime(runtime)
-    else:
-        runtime.heal()  # an embedded cluster's stopped workers start again
-    return install(runtime)
-
-
-def _current_client():
-    """The user's current ``distributed.Client`` (``Client.current()``: the one of an
-    ``as_current`` block, else the default client), used as dask collections use it; None
-    when there is none or it is closed, and the embedded cluster is started instead."""
-    from distributed import Client
-
-    try:
-        client = Client.current(allow_global=True)
-    except ValueError:  # no client in this process
-        return None
-    return client if client.status in ("running", "connecting") else None
-
-
-_wrapped_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_wrapped_addresses: dict = {}
-
-
-def _wrapped_runtime(client_or_address):
-    """A Runtime around a Client or address given to bfs(), kept for reuse across calls
-    (its placed partitions with it); dropped with the Client."""
-    from taskbfs.runtime import Runtime
-
-    cache = _wrapped_addresses if isinstance(client_or_address, str) else _wrapped_clients
-    rt = cache.get(client_or_address)
-    if rt is None or rt.client.status not in ("running", "connecting"):
-        rt = cache[client_or_address] = Runtime(client_or_address)
-    return rt
+    return install(resolve_runtime(runtime))
 
 
 __all__ = ["STRATEGIES", "bfs", "default_tasks", "TOP_DOWN", "BOTTOM_UP", "AUTO"]

@@ -37,8 +37,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from distributed import wait as distributed_wait
 
-from taskbfs.search.result import result_dtype
+from taskbfs.kernels.assembly import result_dtype
+from taskbfs.placed.placement import PlacedGraph
 from taskbfs.search.state import BOTTOM_UP, Discoveries, Frontier, one_range
 
 #: Name of the device cache in a worker's :func:`~taskbfs.runtime.worker.worker_cache`.
@@ -315,7 +317,7 @@ class DeviceCache:
     # ------------------------------------------------------------------ the search's result
     def search_result(self, frontier: Frontier):
         """The distances and parents of ``frontier``'s search on this device (device arrays
-        of :func:`~taskbfs.search.result.result_dtype` over every vertex id the bitmaps
+        of :func:`~taskbfs.kernels.assembly.result_dtype` over every vertex id the bitmaps
         cover), -1 everywhere at the first call of
         a search: its GPU steps write their pairs there (``Frontier.result_on_device``).
         One search at a time: a new search takes the arrays over."""
@@ -408,9 +410,38 @@ def device_cache(worker=None) -> DeviceCache:
                             lambda: DeviceCache(data=device_data(NumbaAllocator, worker)), worker)
 
 
+def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int, form: str = "slices",
+                   timeout: float | None = None) -> None:
+    """Copy ``placed``'s slices (transposed ones too) into GPU workers' device memory, once
+    per placement and orientation (see :func:`upload_slices`):
+    a slice a GPU worker holds into that worker's device (its steps run there, beside the
+    range's owner state), a slice no GPU worker holds (placed from the client onto CPU
+    workers) into every GPU worker's; with ``form`` "graph", a GPU worker that holds every
+    range copies the whole graph at once instead."""
+    futures = placed.slice_futures()
+    keys = frozenset((f.key, form) for f in futures)
+    if keys <= placed.uploaded:
+        return
+    gpus = set(runtime.gpu_workers())
+    who = {}
+    if len(gpus) > 1:  # where each slice is once it exists (one still being cut is held
+        # nowhere yet, and would be copied to every GPU worker)
+        with runtime.client.as_current():  # ``wait`` uses the default client; ours may not be it
+            distributed_wait(futures, timeout=timeout)
+        who = runtime.client.who_has(futures)
+    held = {f.key: gpus.intersection(who.get(f.key, ())) for f in futures}
+
+    def slices_for(address: str) -> list:
+        return [f for f in futures if not held[f.key] or address in held[f.key]]
+
+    runtime.on_gpu_workers(upload_slices, int(num_vertices), form == "graph",
+                           timeout=timeout, args_of=slices_for)
+    placed.uploaded = keys
+
+
 def upload_slices(num_vertices: int, whole: bool, *parts) -> dict:
     """Copy a placed graph's slices into this GPU worker's device memory (run there when
-    the graph is placed, :func:`~taskbfs.search.placement.upload_to_gpus`), with the step's
+    the graph is placed, :func:`upload_to_gpus`), with the step's
     output buffers: what the first search would otherwise pay. With ``whole`` and every
     range here, the whole graph at once with the device levels' buffers (its searches run
     here as one task); else slice by slice, those beyond the budget left for the steps to
@@ -486,7 +517,6 @@ def _pin_result_buffers(ranges: list, num_vertices: int) -> None:
     their results into pinned memory rather than pin it then
     (:func:`~taskbfs.kernels.pinned.copy_out`)."""
     from taskbfs.kernels.pinned import pinned_pool
-    from taskbfs.search.result import result_dtype
 
     arrays = [hi - lo for lo, hi in ranges for _ in range(2 * RESULTS_PINNED_AHEAD)]
     pinned_pool().hold_free(arrays, result_dtype(num_vertices))
@@ -716,7 +746,7 @@ def _download(out_v, out_u, n: int, dtype, parents: bool = True):
 def result_to_host(frontier: Frontier, logs, levels, sources, cache: DeviceCache | None = None,
                    arrays=None):
     """The search's ``(distances, parents)`` on the host, over its vertices, in the dtype of
-    the device's arrays (:func:`~taskbfs.search.result.result_dtype`): the result its GPU
+    the device's arrays (:func:`~taskbfs.kernels.assembly.result_dtype`): the result its GPU
     steps wrote on the device (``arrays``: the GPU levels' of one task; else
     :meth:`DeviceCache.search_result`, ``Frontier.result_on_device``), copied back once
     (into pinned buffers when the pool has room), with the pairs of ``logs`` (its CPU

@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from taskbfs.placed.kept import KeptResult
 from taskbfs.runtime import (
     CUDA,
     SMP,
@@ -117,7 +118,7 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
     Parameters
     ----------
     bundle : SliceBundle
-        Every task's slices in task order (:class:`~taskbfs.search.placement.SliceBundle`:
+        Every task's slices in task order (:class:`~taskbfs.placed.placement.SliceBundle`:
         per task its out-adjacency slice, then its transposed one when a directed graph
         has one for bottom-up steps).
     degrees : ndarray of int64
@@ -294,10 +295,33 @@ def to_cupy(array: np.ndarray):
     return require_cupy("device_result=True").asarray(array)
 
 
+def outcome_summaries(client, outcome, timeout: float | None = None):
+    """``(summaries, assembly_d2h_bytes)`` of a search task's ``outcome`` (a future),
+    without its result arrays (within ``timeout`` seconds, else ``TimeoutError``)."""
+    return client.submit(_outcome_meta, outcome).result(timeout=timeout)
+
+
+def kept_of_search(client, outcome, bounds: np.ndarray) -> KeptResult:
+    """The result inside a search task's ``outcome`` (a future), left on the worker that
+    holds it, cut into the ranges ``bounds`` there."""
+    pieces = [client.submit(_outcome_range, outcome, int(lo), int(hi))
+              for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    return KeptResult(client, pieces, bounds)
+
+
+def _outcome_range(outcome: SearchOutcome, lo: int, hi: int):
+    return outcome.distances[lo:hi], outcome.parents[lo:hi]
+
+
+def _outcome_meta(outcome: SearchOutcome):
+    return outcome.summaries, outcome.assembly_d2h_bytes
+
+
 #: The search task on a CPU worker: ``ins = [slices, degrees]`` (every task's slices as one
-#: :class:`~taskbfs.search.placement.SliceBundle`), ``outs = [search]``. A CPU-only task: the policy always places it there.
+#: :class:`~taskbfs.placed.placement.SliceBundle`), ``outs = [search]``. A CPU-only task: the policy always places it there.
 SEARCH = Task("bfs_search", smp=run_search_on_cpu)
 #: The same task on the GPU worker (a GPU-only task: the policy always places it there).
 SEARCH_ON_GPU = Task("bfs_search", cuda=run_search_on_gpu)
 
-__all__ = ["SEARCH", "SEARCH_ON_GPU", "SearchOutcome", "run_search", "LevelSummary"]
+__all__ = ["SEARCH", "SEARCH_ON_GPU", "SearchOutcome", "kept_of_search", "outcome_summaries",
+           "run_search", "LevelSummary"]

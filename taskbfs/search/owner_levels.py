@@ -52,6 +52,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from taskbfs.kernels.assembly import result_dtype
 from taskbfs.kernels.bitmap import set_bits
 from taskbfs.kernels.merge import word_span
 from taskbfs.runtime import (
@@ -83,7 +84,6 @@ from taskbfs.search.owners import (
     results_to_host,
     split_for_owners,
 )
-from taskbfs.search.result import result_dtype
 from taskbfs.search.state import BOTTOM_UP, LevelSummary, SummaryPublisher
 from taskbfs.search.steps import STEP, slice_for, step_cuda, step_smp
 

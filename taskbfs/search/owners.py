@@ -6,7 +6,7 @@ Returns
     Dask scheduler: ``dispatch="tasks"``, or no worker can include the whole search): the
     level summaries the client made, the result (gathered into two arrays for a graph
     the client holds, left on the owners in one piece per vertex range for a
-    :class:`~taskbfs.search.distributed.DistributedGraph`), and the bytes each level moved
+    :class:`~taskbfs.placed.graph.DistributedGraph`), and the bytes each level moved
     between workers.
 Approach
     Each worker holding slices of the graph *owns* those vertex ranges (W owners: one on
@@ -60,6 +60,7 @@ import numpy as np
 import pandas as pd
 
 from taskbfs.errors import TaskBFSError
+from taskbfs.kernels.assembly import result_dtype
 from taskbfs.kernels.bitmap import empty_bitmap, ids_of_words, set_bits
 from taskbfs.kernels.merge import (
     accept_share,
@@ -74,7 +75,6 @@ from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of, workers_with
 from taskbfs.runtime.worker import cores_per_thread
 from taskbfs.search.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.search.levels import run_levels
-from taskbfs.search.result import result_dtype
 from taskbfs.search.state import (
     BOTTOM_UP,
     TOP_DOWN,

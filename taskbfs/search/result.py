@@ -2,7 +2,7 @@
 
 Its tables (``trace``, ``levels``) are built when first read, from the records the search
 collected: a search pays nothing for tables nobody looks at. A search of a graph kept on
-the workers (:class:`~taskbfs.search.distributed.DistributedGraph`) leaves its distances and
+the workers (:class:`~taskbfs.placed.graph.DistributedGraph`) leaves its distances and
 parents there too: :meth:`BFSResult.to_dask` reads them as dask arrays,
 :meth:`BFSResult.to_dask_dataframe` as a table, and the attributes gather them on first
 read; a search asked for ``device_result=True`` leaves them in a GPU's memory
@@ -15,13 +15,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-
-
-def result_dtype(num_vertices: int) -> np.dtype:
-    """The dtype of a search's ``distances`` and ``parents``: int32 when every vertex id
-    fits it (fewer than 2^31 vertices; half the bytes to write, copy and keep), int64
-    beyond. The same on every path (CPU, GPU, dispatched or one task)."""
-    return np.dtype(np.int32 if int(num_vertices) < 2**31 else np.int64)
 
 
 class BFSResult:
@@ -124,7 +117,7 @@ class BFSResult:
         """Hops from the source (:func:`result_dtype`; -1 unreached); gathered on first
         read if kept (:class:`~taskbfs.errors.WorkerLostError` within seconds when a
         worker that kept a piece of it left the cluster and the piece cannot be made
-        again: :meth:`~taskbfs.search.distributed.KeptResult.gather`)."""
+        again: :meth:`~taskbfs.placed.kept.KeptResult.gather`)."""
         self._bring_home()
         return self._distances
 

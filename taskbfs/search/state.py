@@ -34,7 +34,7 @@ import numpy as np
 from numba.typed import List
 
 from taskbfs import config
-from taskbfs.kernels.assembly import assemble_share
+from taskbfs.kernels.assembly import assemble_share, result_dtype
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, concat, switch_direction
 from taskbfs.kernels.level_tasks import SYNC_SIZE
@@ -48,7 +48,6 @@ from taskbfs.kernels.merge import (
     word_span,
 )
 from taskbfs.runtime import on_threads, publish, thread_pool
-from taskbfs.search.result import result_dtype
 
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
 

@@ -30,10 +30,10 @@ import numpy as np
 
 from taskbfs import config
 from taskbfs.graph import Graph, partition
+from taskbfs.placed.placement import SliceBundle, graph_slices
 from taskbfs.runtime import CUDA, SMP, Policy
 from taskbfs.search import compiled_levels, owners
 from taskbfs.search.included import run_search
-from taskbfs.search.placement import SliceBundle, graph_slices
 from taskbfs.search.state import first_frontier
 from taskbfs.search.steps import slice_for, step_smp
 

@@ -16,10 +16,9 @@ import uuid
 import weakref
 from collections import OrderedDict
 
-from distributed import wait as distributed_wait
-
+from taskbfs import config
 from taskbfs.graph import Graph, Partition, partition
-from taskbfs.search.steps import GraphSlice
+from taskbfs.placed.slices import GraphSlice
 
 #: How many placed graphs a runtime keeps (least recently used dropped first).
 MAX_PLACED_GRAPHS = 4
@@ -101,23 +100,13 @@ class SliceBundle:
 
 
 def place_graph(runtime, graph: Graph, tasks: int, balance: str,
-                need_transpose: bool, timeout: float | None = None,
-                to_gpu: str | None = None) -> PlacedGraph:
+                need_transpose: bool, timeout: float | None = None) -> PlacedGraph:
     """``graph`` cut into ``tasks`` ranges by ``balance`` and its slices scattered to the
     workers (within ``timeout`` seconds, else ``TimeoutError``), or what an earlier call
     placed. A graph that lives on the workers already
-    (:class:`~taskbfs.search.distributed.DistributedGraph`) places itself there.
-
-    With ``to_gpu`` (a policy that may use the GPU) the graph is also copied into the
-    device memory of every GPU worker now (:func:`upload_to_gpus`), so that the first
-    search does not pay for it: ``"slices"`` each slice, for steps dispatched as tasks;
-    ``"graph"`` the whole graph where a GPU worker holds every range (its searches run
-    there as one task), else each slice."""
+    (:class:`~taskbfs.placed.graph.DistributedGraph`) places itself there."""
     if not isinstance(graph, Graph):
-        placed = graph.place(runtime, tasks, balance, need_transpose, timeout)
-        if to_gpu:
-            upload_to_gpus(runtime, placed, graph.num_vertices, to_gpu, timeout)
-        return placed
+        return graph.place(runtime, tasks, balance, need_transpose, timeout)
     scatter = functools.partial(runtime.client.scatter, hash=False,
                                 **({} if timeout is None else {"timeout": timeout}))
     cache = _placed.setdefault(runtime, OrderedDict())
@@ -142,8 +131,6 @@ def place_graph(runtime, graph: Graph, tasks: int, balance: str,
                 graph_slices(reverse, placed.parts, graph.token + "/T", out=graph))
         else:
             placed.transposed = placed.slices
-    if to_gpu:
-        upload_to_gpus(runtime, placed, graph.num_vertices, to_gpu, timeout)
     return placed
 
 
@@ -152,37 +139,6 @@ def is_placed(runtime, graph: Graph, tasks: int, balance: str) -> bool:
     with nothing lost."""
     placed = _placed.get(runtime, {}).get((graph.token, int(tasks), balance))
     return placed is not None and placed.intact()
-
-
-def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int, form: str = "slices",
-                   timeout: float | None = None) -> None:
-    """Copy ``placed``'s slices (transposed ones too) into GPU workers' device memory, once
-    per placement and orientation (see :func:`~taskbfs.search.device_cache.upload_slices`):
-    a slice a GPU worker holds into that worker's device (its steps run there, beside the
-    range's owner state), a slice no GPU worker holds (placed from the client onto CPU
-    workers) into every GPU worker's; with ``form`` "graph", a GPU worker that holds every
-    range copies the whole graph at once instead."""
-    from taskbfs.search.device_cache import upload_slices
-
-    futures = placed.slice_futures()
-    keys = frozenset((f.key, form) for f in futures)
-    if keys <= placed.uploaded:
-        return
-    gpus = set(runtime.gpu_workers())
-    who = {}
-    if len(gpus) > 1:  # where each slice is once it exists (one still being cut is held
-        # nowhere yet, and would be copied to every GPU worker)
-        with runtime.client.as_current():  # ``wait`` uses the default client; ours may not be it
-            distributed_wait(futures, timeout=timeout)
-        who = runtime.client.who_has(futures)
-    held = {f.key: gpus.intersection(who.get(f.key, ())) for f in futures}
-
-    def slices_for(address: str) -> list:
-        return [f for f in futures if not held[f.key] or address in held[f.key]]
-
-    runtime.on_gpu_workers(upload_slices, int(num_vertices), form == "graph",
-                           timeout=timeout, args_of=slices_for)
-    placed.uploaded = keys
 
 
 def graph_slices(graph: Graph, parts: Partition, token: str, out: Graph | None = None) -> list[GraphSlice]:
@@ -215,3 +171,9 @@ def forget_graph(runtime, graph: Graph) -> None:
     cache = _placed.get(runtime, {})
     for key in [k for k in cache if k[0] == graph.token]:
         del cache[key]
+
+
+def tasks_for_slots(slots: int) -> int:
+    """The default T for a cluster of ``slots`` CPU slots (0: unknown): one per slot, at
+    least ``taskbfs.tasks``."""
+    return max(1, config.get("tasks"), int(slots))
