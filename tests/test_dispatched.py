@@ -150,8 +150,9 @@ def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
     accepts the same vertices at the same depth with the same edges as one thread; each
     accepted vertex's parent is one of its candidates' (any is a BFS parent)."""
     from taskbfs.kernels.merge import frontier_bitmap, word_span
-    from taskbfs.search import owners
-    from taskbfs.search.owners import RangeState, _accept
+    from taskbfs.search import owner_barrier
+    from taskbfs.search.owner_barrier import _accept
+    from taskbfs.search.owner_state import RangeState
 
     rng = np.random.default_rng(11)
     lo, hi = 1000, 41000
@@ -161,11 +162,11 @@ def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
     starts = np.array([0, 70_000, 70_000, 150_000], np.int64)
     stops = np.array([60_000, 70_000, 140_000, 200_000], np.int64)
     offsets = np.r_[0, np.cumsum(rng.integers(0, 9, hi - lo))].astype(np.int64)
-    monkeypatch.setattr(owners.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(owner_barrier.os, "cpu_count", lambda: 4)
     runs = []
     for parallel_min in (10**9, 4096):  # one thread, then 4 shares
         with monkeypatch.context() as patch:
-            patch.setattr(owners, "_PARALLEL_ACCEPT_MIN", parallel_min)
+            patch.setattr(owner_barrier, "_PARALLEL_ACCEPT_MIN", parallel_min)
             words = np.zeros(stop - first, np.uint64)
             words[3] = np.uint64(0xFFFF0000FFFF)  # some visited already
             rs = RangeState(0, lo, hi, first, stop, offsets, np.full(hi - lo, -1, np.int32),
@@ -193,7 +194,7 @@ def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
     # with one of its candidates' parents beside it, on one thread and in shares
     for parallel_min in (10**9, 4096):
         with monkeypatch.context() as patch:
-            patch.setattr(owners, "_PARALLEL_ACCEPT_MIN", parallel_min)
+            patch.setattr(owner_barrier, "_PARALLEL_ACCEPT_MIN", parallel_min)
             words = np.zeros(stop - first, np.uint64)
             words[3] = np.uint64(0xFFFF0000FFFF)
             empty = np.empty(0, np.int32)

@@ -97,7 +97,8 @@ def test_reports_of_a_later_level_that_come_first_wait_for_their_turn():
     """Owners that run their levels themselves go on before the client has heard every
     owner of a level; their reports reach the client in no set order. The client keeps a
     later level's report for that level instead of dropping it (a search hung on it)."""
-    from taskbfs.search.owners import REPORT, OwnedSearch
+    from taskbfs.search.owner_state import REPORT
+    from taskbfs.search.owners import OwnedSearch
 
     def report(level, owner):
         return {REPORT: {"level": level, "owner": owner}}
@@ -240,7 +241,7 @@ def test_top_down_pieces_split_by_owner_or_sent_whole_search_alike(rt, monkeypat
     expected = scipy_distances(g, 0)
     moved = {}
     for limit in (0, 2**40):  # always split, always whole
-        monkeypatch.setattr(bfs_owners, "_WHOLE_PIECES_BYTES", limit)  # read by the client
+        monkeypatch.setattr(bfs_owners, "WHOLE_PIECES_BYTES", limit)  # read by the client
         r = tb.bfs(dg, 0, tasks=8, direction="top-down", strategy="cpu", runtime=rt,
                    dispatch="tasks")
         np.testing.assert_array_equal(r.distances, expected)

@@ -21,7 +21,8 @@ from taskbfs.errors import TaskBFSError
 from taskbfs.graph import partition
 from taskbfs.kernels.recovery import parents_from_levels
 from taskbfs.placed.placement import graph_slices
-from taskbfs.search.owners import KeptLevels, resume_owner
+from taskbfs.search.owner_state import resume_owner
+from taskbfs.search.owners import KeptLevels
 from taskbfs.search.state import LevelSummary
 
 
@@ -125,7 +126,8 @@ def test_owners_report_what_they_reached_in_the_fewer_bytes():
     ids, or as its ranges' bitmap words when those are fewer bytes (a large level); both
     name the same vertices, and the kept levels decode the words only when read."""
     from taskbfs.kernels.merge import frontier_bitmap, word_span
-    from taskbfs.search.owners import ReachedWords, _reached_report, init_owner
+    from taskbfs.search.owner_barrier import ReachedWords, reached_report
+    from taskbfs.search.owner_state import init_owner
 
     graph = _graph(path(1000))
     parts = partition(graph, 3, balance="vertices")
@@ -139,7 +141,7 @@ def test_owners_report_what_they_reached_in_the_fewer_bytes():
         front.frontiers = [ids[ids < mine[0].hi], ids[ids >= mine[1].lo]]
         front.counts = np.array([f.size for f in front.frontiers], dtype=np.int64)
         frontier_bitmap(front.current(), front.bits)
-        data, as_words = _reached_report(front, state)
+        data, as_words = reached_report(front, state)
         assert as_words == (4 * ids.size > 8 * state.words)
         got = ReachedWords(spans, data).ids() if as_words else np.frombuffer(data, np.int32)
         assert sorted(set(got.tolist())) == frontier

@@ -415,7 +415,7 @@ def deal_out(client, count: int, timeout: float | None = None) -> list[dict]:
     there are GPU workers, the ranges go to them only: a range's owner runs its barriers
     and its steps run best beside it, and the big steps of a search that may use a GPU
     run on one (CPU steps copy only the owner's frontier,
-    :class:`~taskbfs.search.owners.OwnerFrontier`)."""
+    :class:`~taskbfs.search.owner_state.OwnerFrontier`)."""
     info = workers_of(client, timeout)
     workers = workers_with(info, GPU_RESOURCE) or sorted(info)
     if len(info) < 2:

@@ -15,12 +15,12 @@ Approach
        each on the device the runtime's one rule gives its size
        (:class:`~taskbfs.runtime.policy.Placement`; a CPU worker's are all CPU steps,
        side by side on its threads), and splits what they found into one
-       :class:`~taskbfs.search.owners.Piece` per owner, as a dispatched step does;
+       :class:`~taskbfs.search.owner_barrier.Piece` per owner, as a dispatched step does;
     2. sends every other owner its pieces and receives theirs
        (:class:`~taskbfs.runtime.mailbox.Exchange`: worker to worker, no scheduler; not in
        a bottom-up level, whose steps find only their own range's vertices);
     3. merges them as the dispatched owner barrier does
-       (:func:`~taskbfs.search.owners.accept_pieces`, included), which makes its report;
+       (:func:`~taskbfs.search.owner_barrier.accept_pieces`, included), which makes its report;
     4. publishes the report to the client (who keeps the level for a resume and reports
        it, as for a dispatched level) and sends it to every other owner; with all W
        reports every owner makes the same next summary (the one switch rule), learns the
@@ -29,10 +29,10 @@ Approach
 
     So a level costs two rounds of messages between the owners (one bottom-up) instead of a
     scheduler batch and a client round trip. A GPU owner keeps its ranges' results on its
-    GPU (:func:`~taskbfs.search.owners.init_owner` with ``results_on_device``, decided by the
+    GPU (:func:`~taskbfs.search.owner_state.init_owner` with ``results_on_device``, decided by the
     client): its bottom-up GPU steps return their bitmap words instead of their pairs, the
     pairs its barrier accepts on the host go up to the GPU, and the results come back once,
-    with the owner task's result (:func:`~taskbfs.search.owners.results_to_host`). The client's
+    with the owner task's result (:func:`~taskbfs.search.owner_state.results_to_host`). The client's
     side, :class:`ExchangedSearch`, submits the owners' tasks once (from level 0 each makes
     its owner's state itself) and then reads the reports, level by level, as the dispatched
     runner does (the same :class:`~taskbfs.search.owners.KeptLevels`, result tasks and faults:
@@ -71,19 +71,15 @@ from taskbfs.runtime.mailbox import EXCHANGE_TIMEOUT
 from taskbfs.runtime.plugin import GPU_RESOURCE, workers_with
 from taskbfs.search.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.search.levels import run_levels
-from taskbfs.search.owners import (
+from taskbfs.search.owner_barrier import accept_pieces, reached_report, split_for_owners
+from taskbfs.search.owner_state import (
     REPORT,
-    OwnedSearch,
-    _reached_report,
-    accept_pieces,
     as_frontier,
     init_owner,
-    merged_reports,
-    next_summary,
     owner_result,
     results_to_host,
-    split_for_owners,
 )
+from taskbfs.search.owners import OwnedSearch, merged_reports, next_summary
 from taskbfs.search.state import BOTTOM_UP, LevelSummary, SummaryPublisher
 from taskbfs.search.steps import STEP, slice_for, step_cuda, step_smp
 
@@ -102,7 +98,7 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     init=keywords)``, the owner's state then made here by :func:`init_owner`); ``peers``
     are the owners' workers, ``channel`` names the search's exchange. Returns the owner's
     result (with ``per_range``, one ``(distances, parents)`` per range, left there for a
-    graph kept on the workers; else :func:`~taskbfs.search.owners.owner_result`, for the
+    graph kept on the workers; else :func:`~taskbfs.search.owner_state.owner_result`, for the
     client to gather), then ``(front, state)``. ``submitted``: when the client submitted
     the task (``time.time()``), for the first level's ``queued`` part; ``exchange_timeout``:
     how long it waits for a peer's message of a round (the client's
@@ -211,7 +207,7 @@ class OwnerLevels:
             set_bits(front.visited, state.sources)
             set_bits(front.bits, state.sources)
         elif self.owners > 1:  # the frontier the others start from (a resumed search's)
-            reached, as_words = _reached_report(front, state)
+            reached, as_words = reached_report(front, state)
             share = {"reached": reached, "reached_words": as_words}
             self._learn(exchange.all_to_all(("opening", opening.level), [share] * self.owners))
 

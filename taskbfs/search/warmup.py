@@ -32,7 +32,7 @@ from taskbfs import config
 from taskbfs.graph import Graph, partition
 from taskbfs.placed.placement import SliceBundle, graph_slices
 from taskbfs.runtime import CUDA, SMP, Policy
-from taskbfs.search import compiled_levels, owners
+from taskbfs.search import compiled_levels, owner_barrier, owner_state
 from taskbfs.search.included import run_search
 from taskbfs.search.state import first_frontier
 from taskbfs.search.steps import slice_for, step_smp
@@ -85,23 +85,23 @@ def _owner_levels(graph: Graph, tasks: int) -> None:
     level's steps and the owner's barrier), called here without Dask, one owner holding
     every range; top-down and bottom-up levels in turn until the frontier ends."""
     bundle, bounds = _bundle(graph, tasks)
-    front, state = owners.INIT.smp(*[bundle.tasks[t][0] for t in range(tasks)], sources=[0],
+    front, state = owner_state.INIT.smp(*[bundle.tasks[t][0] for t in range(tasks)], sources=[0],
                                    num_vertices=graph.num_vertices, search="warm-up",
                                    bounds=bounds, owner_of=np.zeros(tasks, dtype=np.int64))
     for level in range(graph.num_vertices):
         if not front.counts.any():
             break
         direction = ("top-down", "bottom-up")[level % 2]
-        pieces = [owners.OWNER_STEP.smp(bundle.tasks[t][-1 if direction == "bottom-up" else 0],
+        pieces = [owner_barrier.OWNER_STEP.smp(bundle.tasks[t][-1 if direction == "bottom-up" else 0],
                                         front, level=level, direction=direction)
                   for t in range(tasks)]
-        front, state = owners.OWNER_BARRIER.smp(*pieces, front, state, level=level, owner=0)
-    owners.RESULT.smp(state)
+        front, state = owner_barrier.OWNER_BARRIER.smp(*pieces, front, state, level=level, owner=0)
+    owner_state.RESULT.smp(state)
     # a search resumed after a lost worker rebuilds its owners from the client's levels,
     # int8 widened to int16 / int32 as searches get deeper (docs/resume.md)
     distances = np.concatenate([r.distances for r in state.ranges])
     for dtype in (np.int8, np.int16, np.int32):
-        owners.RESUME.smp(*[bundle.tasks[t][-1] for t in range(tasks)], distances.astype(dtype),
+        owner_state.RESUME.smp(*[bundle.tasks[t][-1] for t in range(tasks)], distances.astype(dtype),
                           sources=[0], level=1, num_vertices=graph.num_vertices, search="warm-up")
 
 
