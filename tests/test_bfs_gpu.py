@@ -290,7 +290,8 @@ def _pairs(d):
 
 @needs_gpu
 def test_cache_evicts_least_recently_used_under_its_budget():
-    from taskbfs.search.device_cache import DeviceCache, run_step_on_gpu
+    from taskbfs.search.device_cache import DeviceCache
+    from taskbfs.search.gpu_step import run_step_on_gpu
 
     g = _kron()
     bounds = [0, 40, 80, g.num_vertices]
@@ -338,7 +339,8 @@ def test_bottom_up_steps_of_the_owner_loop_leave_their_words_on_the_device(runti
     bottom-up GPU step then copies back its pairs and counters, not its bitmap words and
     degree sum, and finds the same pairs as the CPU step, in the same (vertex) order. End to end, every bottom-up GPU step of a
     dispatched search moves exactly its counters and its pairs (int32 on this graph)."""
-    from taskbfs.search.device_cache import _COUNTER_BYTES, DeviceCache, run_step_on_gpu
+    from taskbfs.search.device_cache import DeviceCache
+    from taskbfs.search.gpu_step import _COUNTER_BYTES, run_step_on_gpu
 
     g = _kron()
     bounds = [0, 40, 80, g.num_vertices]
@@ -368,8 +370,9 @@ def test_bottom_up_steps_of_the_owner_loop_leave_their_words_on_the_device(runti
 @needs_gpu
 def test_large_frontier_counts_edges_on_the_device_and_returns_the_cpu_dtype(monkeypatch):
     from taskbfs.search import device_cache as dc
+    from taskbfs.search import gpu_step
 
-    monkeypatch.setattr(dc, "HOST_EDGE_COUNT_LIMIT", 0)  # every frontier takes the device path
+    monkeypatch.setattr(gpu_step, "HOST_EDGE_COUNT_LIMIT", 0)  # every frontier takes the device path
     g = _kron()
     bounds = [0, 64, g.num_vertices]
     parts = _slices(g, bounds, "large-frontier-test")
@@ -378,7 +381,7 @@ def test_large_frontier_counts_edges_on_the_device_and_returns_the_cpu_dtype(mon
                      _frontier(g, bounds, TOP_DOWN, [3], [3, 5])):
         gpu_found, cpu_found = [], []
         for p in parts:
-            d = dc.run_step_on_gpu(p, frontier, cache=cache)
+            d = gpu_step.run_step_on_gpu(p, frontier, cache=cache)
             cpu = step_smp(p, frontier)
             assert d.vertices.dtype == cpu.vertices.dtype == p.indices.dtype
             assert d.edges_examined == cpu.edges_examined
@@ -395,10 +398,11 @@ def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
     from dataclasses import replace
 
     from taskbfs.search import device_cache as dc
+    from taskbfs.search import gpu_step
     from taskbfs.search.state import bucketed
     from taskbfs.search.steps import for_barrier
 
-    monkeypatch.setattr(dc, "DEVICE_BUCKET_MIN", 0)  # every step's candidates
+    monkeypatch.setattr(gpu_step, "DEVICE_BUCKET_MIN", 0)  # every step's candidates
     g = _kron()
     bounds = np.array([0, *cuts, g.num_vertices], dtype=np.int64)
     parts = _slices(g, bounds.tolist(), "device-bucket-test")
@@ -407,7 +411,7 @@ def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
     cache = dc.DeviceCache(budget=1 << 30)
     found, on_device = [], 0
     for p in parts:
-        raw = dc.run_step_on_gpu(p, frontier, cache=cache)
+        raw = gpu_step.run_step_on_gpu(p, frontier, cache=cache)
         on_device += raw.offsets is not None  # bucketed before it left the device
         assert raw.offsets is not None or raw.vertices.size == 0
         ready = for_barrier(p, frontier, raw)
@@ -428,9 +432,9 @@ def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
 
 @needs_gpu
 def test_gpu_top_down_search_with_device_buckets(runtime, monkeypatch):
-    from taskbfs.search import device_cache
+    from taskbfs.search import gpu_step
 
-    monkeypatch.setattr(device_cache, "DEVICE_BUCKET_MIN", 0)  # every step's candidates
+    monkeypatch.setattr(gpu_step, "DEVICE_BUCKET_MIN", 0)  # every step's candidates
     g = _kron()
     source = _hub_source(g)
     r = tb.bfs(g, source, tasks=3, strategy="gpu", direction="top-down", runtime=runtime)
@@ -501,7 +505,7 @@ def test_sole_step_leaves_the_next_levels_inputs_on_the_device(runtime, monkeypa
 def _sole_step_levels(g, source, cache, direction, token):
     """A search as a plain level loop of T = 1 GPU steps on ``cache``: yields after each
     step (so that two searches can take turns on one cache), returns the distances."""
-    from taskbfs.search.device_cache import run_step_on_gpu
+    from taskbfs.search.gpu_step import run_step_on_gpu
     from taskbfs.search.state import advance, first_frontier
     from taskbfs.search.steps import for_barrier
 

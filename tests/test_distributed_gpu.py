@@ -215,7 +215,7 @@ def test_gpu_owners_keep_their_results_on_their_gpus(rt):
     scipy's, with parents valid by the Graph500 rules (checked on the workers), and the
     same with the results on the host (levels dispatched)."""
     from taskbfs.kernels.merge import word_span
-    from taskbfs.search.device_cache import _COUNTER_BYTES
+    from taskbfs.search.gpu_step import _COUNTER_BYTES
 
     dg = tb.kronecker(10, 16, seed=5, runtime=rt, ranges=RANGES)
     g = dg.gather()

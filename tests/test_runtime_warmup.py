@@ -12,7 +12,7 @@ from distributed import Client, LocalCluster
 import taskbfs as tb
 from taskbfs.runtime import cluster as runtime_cluster
 from taskbfs.search import compiled_levels, warmup
-from taskbfs.search.device_cache import _bucket_on_device
+from taskbfs.search.gpu_step import _bucket_on_device
 
 CALLS: list = []
 _lock = threading.Lock()

@@ -80,10 +80,10 @@ def step_cuda(part: GraphSlice, frontier: Frontier, barrier_form: bool = True,
     ``barrier_form`` False as :func:`step_smp`'s (a bottom-up step's words stay on the
     device), and with ``pairs`` False too, a bottom-up step whose pairs go into the result
     on the device returns its words instead of its vertices (see
-    :func:`~taskbfs.search.device_cache.run_step_on_gpu`)."""
+    :func:`~taskbfs.search.gpu_step.run_step_on_gpu`)."""
     if not frontier.has_work(part.task):
         return idle(part)
-    from taskbfs.search.device_cache import run_step_on_gpu
+    from taskbfs.search.gpu_step import run_step_on_gpu
 
     found = run_step_on_gpu(part, frontier, words=barrier_form or not pairs, pairs=pairs)
     return for_barrier(part, frontier, found) if barrier_form else found

@@ -169,10 +169,10 @@ def _compiled_levels(on: bool, gpu: bool = False):
         stack.enter_context(mock.patch.object(compiled_levels, "COMPILED_LEVEL_EDGES", 0))
         if gpu:
             from taskbfs.kernels.gpu_levels import DeviceLevels
-            from taskbfs.search import device_cache
+            from taskbfs.search import gpu_step
 
             stack.enter_context(mock.patch.object(DeviceLevels, "small_level_arcs", 0))
-            stack.enter_context(mock.patch.object(device_cache, "DEVICE_BUCKET_MIN", 1))
+            stack.enter_context(mock.patch.object(gpu_step, "DEVICE_BUCKET_MIN", 1))
     return stack
 
 
