@@ -505,8 +505,9 @@ def test_sole_step_leaves_the_next_levels_inputs_on_the_device(runtime, monkeypa
 def _sole_step_levels(g, source, cache, direction, token):
     """A search as a plain level loop of T = 1 GPU steps on ``cache``: yields after each
     step (so that two searches can take turns on one cache), returns the distances."""
+    from taskbfs.search.barrier import advance
     from taskbfs.search.gpu_step import run_step_on_gpu
-    from taskbfs.search.state import advance, first_frontier
+    from taskbfs.search.state import first_frontier
     from taskbfs.search.steps import for_barrier
 
     bounds = np.array([0, g.num_vertices], dtype=np.int64)

@@ -14,6 +14,7 @@ import taskbfs as tb
 from taskbfs import config
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import switch_direction
+from taskbfs.search.barrier import advance
 from taskbfs.search.state import (
     AUTO,
     BOTTOM_UP,
@@ -23,7 +24,6 @@ from taskbfs.search.state import (
     Progress,
     SwitchRule,
     Tally,
-    advance,
     bucketed,
     first_frontier,
     first_summary,
@@ -169,7 +169,7 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, 
     """Owners accepted on several threads (each on a copy of its visited words, ORed back:
     neighbours share boundary words here) give the serial barrier's frontier, counts,
     edges and visited set exactly (one owner is accepted serially)."""
-    from taskbfs.search import state
+    from taskbfs.search import barrier
     from taskbfs.search.state import Discoveries, bucketed
 
     rng = np.random.default_rng(seed)
@@ -183,12 +183,12 @@ def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, 
     for s in range(3):  # three steps naming overlapping candidates, with repeats
         found = rng.integers(0, n, 2000)
         steps.append(bucketed(Discoveries(s, found, found.copy(), 0), bounds))
-    monkeypatch.setattr(state, "_threads", lambda: threads)
+    monkeypatch.setattr(barrier, "host_threads", lambda: threads)
     results = {}
     for mode, minimum in (("serial", 1 << 60), ("threads", 0)):
-        monkeypatch.setattr(state, "_PARALLEL_ACCEPT_MIN", minimum)
+        monkeypatch.setattr(barrier, "_PARALLEL_ACCEPT_MIN", minimum)
         mine = visited.copy()
-        frontier, counts, edges = state._accept_top_down(bounds, mine, steps, degrees)
+        frontier, counts, edges = barrier._accept_top_down(bounds, mine, steps, degrees)
         results[mode] = (frontier, counts, edges, mine)
     serial, parallel = results["serial"], results["threads"]
     for want, got in zip(serial[1:], parallel[1:], strict=True):  # counts, edges, visited

@@ -14,8 +14,9 @@ from shapes import path, shapes
 import taskbfs as tb
 from taskbfs.graph import partition
 from taskbfs.placed.placement import graph_slices
+from taskbfs.search.barrier import advance
 from taskbfs.search.level_tasks import LevelTasks
-from taskbfs.search.state import BOTTOM_UP, advance, first_frontier
+from taskbfs.search.state import BOTTOM_UP, first_frontier
 from taskbfs.search.steps import slice_for, step_smp
 
 #: The catalogue, its 3000-vertex path as one of 300 (still a vertex a level, hundreds of
@@ -40,7 +41,7 @@ def task_slices(graph, tasks):
 
 def loop_levels(graph, parts, slices, source, direction):
     """(frontier, summary, steps run) of every level made by the level loop: steps one
-    by one, then the serial barrier (state.advance)."""
+    by one, then the serial barrier (barrier.advance)."""
     degrees = np.diff(graph.indptr).astype(np.int64)
     frontier, summary = first_frontier(degrees, parts.bounds, source, direction)
     made = [(frontier, summary, 0)]

@@ -73,12 +73,7 @@ from taskbfs.search.owners import KeptLevels
 from taskbfs.search.result import BFSResult
 from taskbfs.search.runner import Search
 from taskbfs.search.sources import check_sources
-from taskbfs.search.state import (
-    AUTO,
-    BOTTOM_UP,
-    DIRECTIONS,
-    TOP_DOWN,
-)
+from taskbfs.search.state import AUTO, BOTTOM_UP, DIRECTIONS, TOP_DOWN
 
 STRATEGIES = ("hybrid", "fixed", "cpu", "gpu")
 DISPATCH = ("auto", "tasks")

@@ -43,14 +43,8 @@ from taskbfs.kernels.level_tasks import (
     top_down_level,
 )
 from taskbfs.runtime import on_threads
-from taskbfs.search.state import (
-    BOTTOM_UP,
-    Discoveries,
-    Frontier,
-    LevelSummary,
-    next_level,
-    one_range,
-)
+from taskbfs.search.barrier import next_level
+from taskbfs.search.state import BOTTOM_UP, Discoveries, Frontier, LevelSummary, one_range
 
 
 class TaskLists:

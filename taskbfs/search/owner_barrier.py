@@ -29,12 +29,7 @@ from taskbfs.search.owner_state import (
     record_on_device,
     this_worker,
 )
-from taskbfs.search.state import (
-    BOTTOM_UP,
-    TOP_DOWN,
-    Frontier,
-    bucketed,
-)
+from taskbfs.search.state import BOTTOM_UP, TOP_DOWN, Frontier, bucketed
 from taskbfs.search.steps import STEP, step_cuda, step_smp
 
 #: Pairs of a range from which its owner accepts them in shares on the host's threads

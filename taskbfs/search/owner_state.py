@@ -17,12 +17,7 @@ from taskbfs.kernels.recovery import parents_from_levels
 from taskbfs.runtime import Task, on_threads
 from taskbfs.runtime.worker import cores_per_thread
 from taskbfs.search.included import RESULT_NAME
-from taskbfs.search.state import (
-    BOTTOM_UP,
-    TOP_DOWN,
-    Frontier,
-    Progress,
-)
+from taskbfs.search.state import BOTTOM_UP, TOP_DOWN, Frontier, Progress
 
 #: The key of an owner barrier's message (its report) to the client.
 REPORT = "owner_report"

@@ -65,12 +65,7 @@ from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of, workers_with
 from taskbfs.search.levels import run_levels
 from taskbfs.search.owner_barrier import OWNER_BARRIER, OWNER_STEP, WHOLE_PIECES_BYTES, ReachedWords
 from taskbfs.search.owner_state import BITS_SHARE, INIT, RANGE, REPORT, RESULT, RESUME
-from taskbfs.search.state import (
-    BOTTOM_UP,
-    TOP_DOWN,
-    LevelSummary,
-    search_rule,
-)
+from taskbfs.search.state import BOTTOM_UP, TOP_DOWN, LevelSummary, search_rule
 
 __all__ = ["KeptLevels", "OwnedSearch", "owned_search"]
 

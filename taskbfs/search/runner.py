@@ -40,12 +40,7 @@ from taskbfs.search.options import (
 from taskbfs.search.owner_levels import exchanged_search
 from taskbfs.search.owners import KeptLevels, owned_search
 from taskbfs.search.result import BFSResult
-from taskbfs.search.state import (
-    LevelSummary,
-    first_summary,
-    summaries_of,
-    switch_parameters,
-)
+from taskbfs.search.state import LevelSummary, first_summary, summaries_of, switch_parameters
 from taskbfs.search.tables import (
     level_table,
     span,

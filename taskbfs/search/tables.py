@@ -16,11 +16,7 @@ from taskbfs.search.compiled_levels import LEVELS_NAME, outside_blocks, summary_
 from taskbfs.search.included import (
     BARRIER_NAME,
 )
-from taskbfs.search.state import (
-    TOP_DOWN,
-    LevelSummary,
-    step_sizes,
-)
+from taskbfs.search.state import TOP_DOWN, LevelSummary, step_sizes
 from taskbfs.search.steps import STEP
 
 #: Seconds reading a result's trace waits for its records (asked for when the search
