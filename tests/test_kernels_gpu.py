@@ -209,7 +209,8 @@ def _top_down(indptr, indices, lo, frontier, visited, config, dedupe=True, data=
     """A top-down step on device arrays (slice, frontier, bitmap copied up; scratch and a
     zeroed vertex mask from the service): host pairs and the entries read. The mask must be
     left zeroed (the kernel clears the bits it set)."""
-    from taskbfs.kernels.gpu import gpu_top_down_step, zeroed
+    from taskbfs.kernels.gpu import zeroed
+    from taskbfs.kernels.gpu_steps import gpu_top_down_step
 
     data = data or _service()
     frontier = np.ascontiguousarray(frontier, dtype=np.int64)
@@ -228,7 +229,7 @@ def _top_down(indptr, indices, lo, frontier, visited, config, dedupe=True, data=
 
 def _bottom_up(indptr, indices, lo, hi, visited, frontier_bits, config, data=None):
     """A bottom-up step on device arrays, as :func:`_top_down`."""
-    from taskbfs.kernels.gpu import gpu_bottom_up_step
+    from taskbfs.kernels.gpu_steps import gpu_bottom_up_step
 
     data = data or _service()
     out_v = data.scratch("out_vertices", hi - lo, np.int64)
@@ -313,7 +314,7 @@ def test_hub_split_across_blocks():
 
 @needs_gpu
 def test_step_functions_accept_host_arrays():
-    from taskbfs.kernels.gpu import gpu_bottom_up_step, gpu_top_down_step
+    from taskbfs.kernels.gpu_steps import gpu_bottom_up_step, gpu_top_down_step
 
     graph = _grid(4)
     n = graph.num_vertices
@@ -378,7 +379,8 @@ def test_order_by_vertex_sorts_a_steps_unique_pairs(found, size):
 
 @needs_gpu
 def test_empty_frontier_and_bad_input():
-    from taskbfs.kernels.gpu import check_slice, gpu_top_down_step, launch_config
+    from taskbfs.kernels.gpu import check_slice, launch_config
+    from taskbfs.kernels.gpu_steps import gpu_top_down_step
 
     graph = _path(6)
     indptr, indices = _slice(graph, 2, 4)

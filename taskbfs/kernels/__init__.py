@@ -14,10 +14,11 @@ No Dask and no scheduling here. See ``docs/internals.md`` for the contract.
 
 from taskbfs.kernels.cpu import allocate_outputs, bottom_up_step, frontier_edge_count, top_down_step
 
-#: GPU names, loaded from :mod:`taskbfs.kernels.gpu` on first access (importing this package
-#: never imports numba.cuda; ``gpu_available()`` says whether the kernels can run).
-_GPU_NAMES = ("DeviceSlice", "LaunchConfig", "gpu_available", "gpu_bottom_up_step",
-              "gpu_top_down_step", "launch_config")
+#: GPU names, loaded from :mod:`taskbfs.kernels.gpu` (the steps: :mod:`taskbfs.kernels.gpu_steps`)
+#: on first access (importing this package never imports numba.cuda; ``gpu_available()``
+#: says whether the kernels can run).
+_GPU_NAMES = ("DeviceSlice", "LaunchConfig", "gpu_available", "launch_config")
+_GPU_STEPS = ("gpu_bottom_up_step", "gpu_top_down_step")
 
 
 def __getattr__(name):
@@ -25,7 +26,12 @@ def __getattr__(name):
         from taskbfs.kernels import gpu
 
         return getattr(gpu, name)
+    if name in _GPU_STEPS:
+        from taskbfs.kernels import gpu_steps
+
+        return getattr(gpu_steps, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["allocate_outputs", "bottom_up_step", "frontier_edge_count", "top_down_step", *_GPU_NAMES]
+__all__ = ["allocate_outputs", "bottom_up_step", "frontier_edge_count", "top_down_step", *_GPU_NAMES,
+           *_GPU_STEPS]

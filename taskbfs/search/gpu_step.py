@@ -88,7 +88,7 @@ HOST_EDGE_COUNT_LIMIT = 1 << 14
 
 
 def _top_down(part, dev, cache, frontier, d_visited, h2d) -> Discoveries:
-    from taskbfs.kernels.gpu import gpu_top_down_step
+    from taskbfs.kernels.gpu_steps import gpu_top_down_step
 
     mine = frontier.of_task(part.task)
     total = None
@@ -164,7 +164,8 @@ def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):
 
 def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool,
                pairs: bool = True) -> Discoveries:
-    from taskbfs.kernels.gpu import gpu_bottom_up_step, order_by_vertex
+    from taskbfs.kernels.gpu import order_by_vertex
+    from taskbfs.kernels.gpu_steps import gpu_bottom_up_step
 
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
     out_u = cache.buffer("out_parents", dev.num_vertices, np.int64)
