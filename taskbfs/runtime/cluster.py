@@ -45,19 +45,16 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError, TaskBFSError
+from taskbfs.runtime.attach import attach, detach
 from taskbfs.runtime.plugin import (
-    CPU_RESOURCE,
-    GPU_RESOURCE,
     RESOURCES_TOPIC,
     add_listener,
-    attach,
     cluster_resources,
-    detach,
     workers_of,
     workers_with,
 )
 from taskbfs.runtime.resident import Residents
-from taskbfs.runtime.task import CUDA, SMP
+from taskbfs.runtime.task import CPU_RESOURCE, CUDA, GPU_RESOURCE, SMP
 
 logger = logging.getLogger(__name__)
 
