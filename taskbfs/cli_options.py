@@ -59,9 +59,9 @@ def check_cluster_options(args) -> None:
     if args.lam is not None and not (math.isfinite(args.lam) and args.lam >= 0):
         raise InvalidParameterError(f"--lam must be >= 0 (the threshold λ), got {args.lam}")
     if args.scheduler is not None:
-        from taskbfs.runtime.cluster import _check_address
+        from taskbfs.runtime.connect import check_address
 
-        _check_address(args.scheduler)
+        check_address(args.scheduler)
         if any((args.tls_ca_file, args.tls_cert, args.tls_key)) and \
                 not args.scheduler.startswith("tls://"):
             raise InvalidParameterError("--tls-ca-file, --tls-cert and --tls-key are for a "
@@ -71,7 +71,7 @@ def check_cluster_options(args) -> None:
                 "--dashboard-address is for the embedded cluster; a scheduler started "
                 "separately serves its own (dask scheduler --dashboard-address)")
     elif args.dashboard_address is not None and args.dashboard_address.lower() != "none":
-        from taskbfs.runtime.cluster import check_dashboard_address
+        from taskbfs.runtime.embedded import check_dashboard_address
 
         check_dashboard_address(args.dashboard_address)
 
