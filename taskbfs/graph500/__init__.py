@@ -12,19 +12,9 @@ What it returns
 
 Approach
 --------
-Validation checks rules, not one expected tree (there are many valid BFS trees). Levels
-are the depths in the parent tree. When the BFS hands in its own depth array
-(``levels=``) and every reached vertex there is one level below its parent with the
-source alone at level 0, those levels are the tree's depths and rules 1 and 2 hold (one
-pass on every core); otherwise they are found by one walk up the parent chains (numba;
-each vertex is visited once, so cycles and chains that never reach the source are caught
-on the way, and a reported level that differs from the tree's breaks rule 2). Rules 3
-and 4 are one pass over the CSR arcs and rule 5 a binary search in a sorted row (of the
-child's row for an undirected graph, else the parent's), numba on every core, in blocks
-of rows of about equal arcs (:func:`row_witnesses`; a graph kept on workers runs it per
-range there). Together the rules imply that the tree depths are the true hop distances:
-a tree path is a real path (rules 1, 5), and no edge lets a vertex be reached sooner
-(rules 3, 4).
+Validation checks rules, not one expected tree (there are many valid BFS trees): how, in
+:mod:`~taskbfs.graph500.validation`; the figures as the specification defines them, in
+:mod:`~taskbfs.graph500.statistics`.
 
 Source
 ------
