@@ -35,7 +35,7 @@ CELL_TIMEOUT = 3600
 
 def _gpus() -> str:
     """The GPUs the embedded cluster gets here (each its worker), in words."""
-    from taskbfs.runtime.cluster import detect_gpus
+    from taskbfs.runtime import detect_gpus
 
     found = detect_gpus()
     if not found:

@@ -4,7 +4,8 @@
 on the embedded default cluster or on a scheduler; prints graph size, levels, time, MTEPS
 and the validation verdict.
 ``taskbfs graph500``  the Graph500 benchmark: timed generation and construction, search keys,
-a validated BFS per key, the reference statistics block (``taskbfs/graph500_cli.py``).
+a validated BFS per key, the reference statistics block (``taskbfs/graph500_cli.py``);
+the options both share are in ``taskbfs/cli_options.py``.
 Also ``python -m taskbfs``. Every option is checked before any graph is generated or read
 and before any cluster starts; every taskbfs error ends the command with a one-line
 message and exit status 2; nothing else is caught. ``--json`` writes one JSON document on
@@ -17,17 +18,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import os
 import sys
 import time
 
-from taskbfs import __version__, config
+from taskbfs import __version__, graph500_cli
+from taskbfs.cli_options import (
+    check_cluster_options,
+    check_graph_options,
+    cluster_options,
+    describe_cluster,
+    json_ready,
+    kronecker_options,
+    open_runtime,
+    search_options,
+)
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 
 EXIT_USAGE = 2
-#: Largest --scale accepted (the generator's limit).
-MAX_SCALE = 40
 
 
 def main(argv=None) -> int:
@@ -69,8 +76,6 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true",
                      help="write the results as one JSON document on stdout (text to stderr)")
     run.set_defaults(func=cmd_run)
-    from taskbfs import graph500_cli
-
     graph500_cli.add_parser(sub)
     return parser
 
@@ -79,130 +84,12 @@ def _graph_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("graph")
     g.add_argument("--graph", metavar="FILE", help="read a graph (.mtx, .txt/.el/.csv edge list, .npz)")
     g.add_argument("--directed", action="store_true", default=None, help="treat the file as directed")
-    g.add_argument("--scale", type=int, default=16, help="Kronecker scale: 2**scale vertices (default 16)")
-    g.add_argument("--edgefactor", type=int, default=16, help="Kronecker edges per vertex (default 16)")
-    g.add_argument("--seed", type=int, default=1, help="generator and key seed (default 1)")
-
-
-def cluster_options(p: argparse.ArgumentParser) -> None:
-    """The task and cluster options every command shares (--tasks, --strategy, --lam, ...)."""
-    c = p.add_argument_group("tasks and cluster")
-    c.add_argument("--tasks", type=int, default=None, help=f"number of tasks T (default: one per CPU thread of the cluster, at least {config.get('tasks')})")
-    c.add_argument("--strategy", default="hybrid", choices=["hybrid", "fixed", "cpu", "gpu"])
-    c.add_argument("--lam", type=float, default=None, help=f"hybrid threshold λ (default {config.get('lambda')})")
-    c.add_argument("--direction", default="auto", choices=["auto", "top-down", "bottom-up"])
-    c.add_argument("--dispatch", default=None, choices=["auto", "tasks"],
-                   help=f"(default {config.get('dispatch')}) auto: one task runs the whole search on the worker that holds the "
-                        "graph when there is one; tasks: every step and barrier as a Dask task")
-    c.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="Dask scheduler address (default: start the embedded cluster)")
-    c.add_argument("--tls-ca-file", metavar="FILE", default=None,
-                   help="CA certificate of a tls:// scheduler (with --tls-cert and --tls-key)")
-    c.add_argument("--tls-cert", metavar="FILE", default=None,
-                   help="client certificate for a tls:// scheduler")
-    c.add_argument("--tls-key", metavar="FILE", default=None,
-                   help="private key of --tls-cert (omit when the certificate file holds it)")
-    c.add_argument("--dashboard-address", metavar="ADDRESS", default=None,
-                   help=f"embedded cluster: where to serve the dashboard (default "
-                        f"{config.get('runtime.dashboard-address')}: this machine, a free port; "
-                        f"'none': no dashboard)")
-
-
-def check_cluster_options(args) -> None:
-    """Refuse bad task and cluster options (before any graph or cluster exists)."""
-    if args.tasks is not None and args.tasks < 1:
-        raise InvalidParameterError(f"--tasks must be >= 1, got {args.tasks}")
-    if args.lam is not None and not (math.isfinite(args.lam) and args.lam >= 0):
-        raise InvalidParameterError(f"--lam must be >= 0 (the threshold λ), got {args.lam}")
-    if args.scheduler is not None:
-        from taskbfs.runtime.cluster import _check_address
-
-        _check_address(args.scheduler)
-        if any((args.tls_ca_file, args.tls_cert, args.tls_key)) and \
-                not args.scheduler.startswith("tls://"):
-            raise InvalidParameterError("--tls-ca-file, --tls-cert and --tls-key are for a "
-                                        f"tls:// scheduler, not {args.scheduler!r}")
-        if args.dashboard_address is not None:
-            raise InvalidParameterError(
-                "--dashboard-address is for the embedded cluster; a scheduler started "
-                "separately serves its own (dask scheduler --dashboard-address)")
-    elif args.dashboard_address is not None and args.dashboard_address.lower() != "none":
-        from taskbfs.runtime.cluster import check_dashboard_address
-
-        check_dashboard_address(args.dashboard_address)
-
-
-def open_runtime(args, text=None):
-    """The runtime the options name: ``--scheduler``, or the embedded cluster (said first
-    on ``text`` when given: its start can take a while)."""
-    import taskbfs as tb
-
-    if text is not None and args.scheduler is None:
-        print("starting the embedded cluster (its workers load the search kernels: the first "
-              "run after an install compiles them, then numba's cache has them)", file=text,
-              flush=True)
-    if args.scheduler is not None:
-        return tb.Runtime(args.scheduler, security=_security(args))
-    address = args.dashboard_address
-    if address is None:
-        return tb.Runtime(None)  # the setting taskbfs.runtime.dashboard-address
-    return tb.Runtime(None, dashboard_address=None if address.lower() == "none" else address)
-
-
-def _security(args):
-    """A ``distributed.Security`` from the ``--tls-*`` options (None when none is given)."""
-    files = {"--tls-ca-file": args.tls_ca_file, "--tls-cert": args.tls_cert,
-             "--tls-key": args.tls_key}
-    if not any(files.values()):
-        return None
-    for option, path in files.items():
-        if path is not None and not os.path.isfile(path):
-            raise InvalidParameterError(f"{option} {path}: no such file")
-    from distributed.security import Security
-
-    return Security(tls_ca_file=args.tls_ca_file, tls_client_cert=args.tls_cert,
-                    tls_client_key=args.tls_key, require_encryption=True)
-
-
-def describe_cluster(rt) -> str:
-    """One line on the cluster: workers, CPU threads, GPU workers, how long it took to be
-    ready, dashboard."""
-    res = rt.resources()
-    workers = int(res.get("workers", 0))
-    parts = [f"{workers} worker{'s' if workers != 1 else ''}"]
-    if "CPU" in res:
-        parts.append(f"{int(res['CPU'])} CPU threads")
-    parts.append(f"{int(res.get('GPU', 0))} GPU{'s' if res.get('GPU', 0) != 1 else ''}")
-    parts.append(f"ready in {rt.start_seconds:.1f} s")
-    return f"{', '.join(parts)}; dashboard: {rt.dashboard_link or 'none'}"
+    kronecker_options(g)
 
 
 def cluster_json(rt) -> dict:
     return {"address": rt.client.scheduler.address, "dashboard": rt.dashboard_link,
             **{k: int(v) for k, v in rt.resources().items()}}
-
-
-def search_options(args) -> dict:
-    """The ``tb.bfs`` keyword arguments that :func:`cluster_options` sets."""
-    return {"tasks": args.tasks, "strategy": args.strategy, "lam": args.lam,
-            "direction": args.direction, "dispatch": args.dispatch}
-
-
-def check_graph_options(args) -> None:
-    """Refuse bad graph options: a file that is not there, numbers out of range."""
-    path = getattr(args, "graph", None)
-    if path:
-        if not os.path.exists(path):
-            raise InvalidParameterError(f"no such file: {path}")
-        if os.path.isdir(path):
-            raise InvalidParameterError(f"{path} is a directory, not a graph file")
-        return
-    if not 1 <= args.scale <= MAX_SCALE:
-        raise InvalidParameterError(f"--scale must be in 1..{MAX_SCALE}, got {args.scale}")
-    if args.edgefactor < 1:
-        raise InvalidParameterError(f"--edgefactor must be >= 1, got {args.edgefactor}")
-    if args.seed < 0:
-        raise InvalidParameterError(f"--seed must be >= 0, got {args.seed}")
 
 
 def load_graph(args, show_progress: bool = False):
@@ -219,25 +106,6 @@ def load_graph(args, show_progress: bool = False):
     graph = tb.kronecker(args.scale, args.edgefactor, args.seed, progress=show_progress)
     return graph, (f"Kronecker scale {args.scale}, edgefactor {args.edgefactor}, seed {args.seed} "
                    f"(generated in {time.perf_counter() - t0:.2f} s)")
-
-
-def kronecker_edges(scale: int, edgefactor: int, seed: int, show_progress: bool):
-    """The Kronecker edge list, chunk by chunk with a progress bar on stderr when asked
-    (the same list as :func:`taskbfs.kronecker_edges` makes at once)."""
-    import numpy as np
-
-    import taskbfs as tb
-    from taskbfs.graph import num_chunks
-
-    chunks = num_chunks(scale, edgefactor)
-    if not show_progress or chunks == 1:
-        return tb.kronecker_edges(scale, edgefactor, seed=seed)
-    from tqdm import tqdm
-
-    pieces = [tb.kronecker_edges(scale, edgefactor, seed=seed, chunk=i)
-              for i in tqdm(range(chunks), desc="generating edges", unit=" chunk",
-                            file=sys.stderr, leave=False)]
-    return np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces])
 
 
 class _ticker:
@@ -364,8 +232,7 @@ def _run_document(graph, origin, cluster, results, verdicts) -> dict:
                         for r, v in zip(results, verdicts, strict=True)]}
     if results:
         stats = teps_statistics([r.elapsed for r in results], [r.traversed_edges for r in results])
-        doc["summary"] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
-                          for k, v in stats.items()}
+        doc["summary"] = json_ready(stats)
     return doc
 
 

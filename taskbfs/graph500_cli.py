@@ -21,9 +21,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
+
+from taskbfs.cli_options import (
+    check_cluster_options,
+    check_graph_options,
+    cluster_options,
+    describe_cluster,
+    json_ready,
+    kronecker_edges,
+    kronecker_options,
+    open_runtime,
+    search_options,
+)
+from taskbfs.errors import InvalidParameterError
 
 #: The specification's number of search keys (``taskbfs.graph500.SEARCH_KEYS``, which a
 #: test compares; not imported here: ``taskbfs --help`` must not load numba).
@@ -38,13 +50,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description=__doc__.splitlines()[0],
     )
     g = p.add_argument_group("graph")
-    g.add_argument("--scale", type=int, default=16, help="Kronecker scale: 2**scale vertices (default 16)")
-    g.add_argument("--edgefactor", type=int, default=16, help="edges per vertex (default 16)")
-    g.add_argument("--seed", type=int, default=1, help="generator and search-key seed (default 1)")
+    kronecker_options(g)
     g.add_argument("--keys", type=int, default=SEARCH_KEYS,
                    help=f"number of search keys, i.e. searches (default {SEARCH_KEYS})")
-    from taskbfs.cli import cluster_options  # cli imports this module only to call add_parser
-
     cluster_options(p)
     p.add_argument("--no-validate", dest="validate", action="store_false",
                    help="skip the validation of each search (the specification requires it)")
@@ -57,9 +65,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _check_options(args) -> None:
-    from taskbfs.cli import check_cluster_options, check_graph_options
-    from taskbfs.errors import InvalidParameterError
-
     check_graph_options(args)
     check_cluster_options(args)
     if args.keys < 1:
@@ -74,7 +79,6 @@ def _check_options(args) -> None:
 def cmd_graph500(args) -> int:
     """``taskbfs graph500``; returns the exit status."""
     import taskbfs as tb
-    from taskbfs.cli import describe_cluster, kronecker_edges, open_runtime, search_options
     from taskbfs.graph500 import format_statistics, teps_statistics
 
     _check_options(args)
@@ -130,8 +134,7 @@ def cmd_graph500(args) -> int:
         document = {**header, **stats, "tasks": tasks, "strategy": args.strategy,
                     "validation": "skipped" if not args.validate else
                     ("failed" if failures else "passed"), "failed_keys": failures}
-        json.dump({k: None if isinstance(v, float) and math.isnan(v) else v
-                   for k, v in document.items()}, sys.stdout, indent=1)
+        json.dump(json_ready(document), sys.stdout, indent=1)
         print()
     return 1 if failures else 0
 

@@ -57,9 +57,9 @@ def runtime_without_warm_up(cluster):
     from unittest import mock
 
     import taskbfs as tb
-    from taskbfs.runtime import cluster as runtime_cluster
+    from taskbfs.runtime import attach
 
-    with mock.patch.object(runtime_cluster, "_WORKER_WARM_UP", ()):
+    with mock.patch.object(attach, "WORKER_WARM_UP", ()):
         return tb.Runtime(cluster)
 
 

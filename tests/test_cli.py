@@ -258,11 +258,11 @@ def test_dashboard_address_none(capsys):
 
 
 def test_progress_of_generation_and_reading(capsys, monkeypatch, tmp_path):
-    from taskbfs import cli
+    from taskbfs import cli_options
 
     monkeypatch.setattr(importlib.import_module("taskbfs.graph.kronecker"), "_CHUNK_EDGES",
                         1 << 10)  # scale 9: 8 chunks
-    src, dst = cli.kronecker_edges(9, 16, 4, show_progress=True)
+    src, dst = cli_options.kronecker_edges(9, 16, 4, show_progress=True)
     whole = tb.kronecker_edges(9, 16, seed=4)
     assert np.array_equal(src, whole[0]) and np.array_equal(dst, whole[1])
     assert "generating edges" in capsys.readouterr().err

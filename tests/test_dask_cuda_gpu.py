@@ -5,7 +5,7 @@ What it proves
 ``dask_cuda.LocalCUDACluster`` starts one worker per GPU, one thread each, and gives them
 no ``GPU`` resource. Handed to ``tb.Runtime`` as a Cluster object, such a cluster:
 
-* is recognised: its worker gets ``GPU=1`` (:func:`~taskbfs.runtime.cluster.claim_dask_cuda_gpu`),
+* is recognised: its worker gets ``GPU=1`` (:func:`~taskbfs.runtime.attach.claim_dask_cuda_gpu`),
   which the runtime keeps;
 * runs the ``gpu`` strategy's steps on that worker's GPU, searches giving exactly scipy's
   distances and parents that pass the Graph500 rules, as one task and with every level
@@ -27,7 +27,7 @@ import pytest
 from reference import scipy_distances
 
 import taskbfs as tb
-from taskbfs.runtime.cluster import detect_gpus
+from taskbfs.runtime import detect_gpus
 
 dask_cuda = pytest.importorskip(
     "dask_cuda", reason="dask-cuda is not installed (the GPU machine's run carries it)")

@@ -17,7 +17,7 @@ import pytest
 import taskbfs as tb
 from taskbfs.kernels import gpu_memory
 from taskbfs.kernels.gpu_memory import Allocator, choose_allocator, use_rmm_if_available
-from taskbfs.runtime import cluster
+from taskbfs.runtime import attach
 
 
 @pytest.mark.parametrize(("simulator", "importable", "context", "expected"), [
@@ -107,7 +107,7 @@ def test_every_worker_of_a_real_cluster_runs_the_setup_when_the_runtime_starts()
     """The embedded cluster with a GPU worker (numba's simulator here): the runtime's
     warm-up calls the setup on every worker; the GPU worker's process keeps numba's
     allocator (the simulator), the CPU worker is left alone."""
-    assert cluster._WORKER_WARM_UP[0] == \
+    assert attach.WORKER_WARM_UP[0] == \
         "taskbfs.kernels.gpu_memory:use_rmm_if_available"  # before any GPU work of the warm-up
     with tb.Runtime(threads=1, gpus=1, dashboard_address=None) as rt:
         answers = rt.client.run(lambda dask_worker: use_rmm_if_available(dask_worker).name)

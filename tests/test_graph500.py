@@ -539,7 +539,7 @@ def test_reported_levels_stand_for_the_tree_walk_only_when_they_prove_it(s):
     """A BFS's levels are the tree's depths as the walk of the parent chains finds them;
     levels that break rule 1 or 2 anywhere (one vertex changed) are not taken, and
     validate then names the broken rule as before."""
-    from taskbfs.graph500 import _levels_if_the_trees, _tree_levels_or_raise
+    from taskbfs.graph500.validation import _levels_if_the_trees, _tree_levels_or_raise
 
     g = Graph.from_edges(s.src, s.dst, s.num_vertices, s.directed)
     source = s.sources[0]

@@ -16,8 +16,7 @@ from shapes import path
 import taskbfs as tb
 from taskbfs import config
 from taskbfs.runtime import CUDA, SMP, FunctionPolicy, Policy
-from taskbfs.runtime.plugin import decide_device
-from taskbfs.runtime.policy import Placement, Residence, checked_device
+from taskbfs.runtime.policy import Placement, Residence, checked_device, decide_device
 from taskbfs.search.compiled_levels import cpu_sizes
 from taskbfs.search.included import run_search
 from taskbfs.search.state import SwitchRule

@@ -372,10 +372,10 @@ def test_the_embedded_cluster_takes_one_gpu_worker_however_many_gpus(monkeypatch
     """Its workers share this process, where numba gives every thread the same GPU: on a
     machine of several GPUs it starts one GPU worker (two used to share GPU 0, the others
     idle), and asking for more is refused, naming the way to use them."""
-    from taskbfs.runtime import cluster
+    from taskbfs.runtime import attach, embedded
 
-    monkeypatch.setattr(cluster, "_WORKER_WARM_UP", ())  # no kernels for a GPU this machine lacks
-    monkeypatch.setattr(cluster, "detect_gpus", lambda: 4)
+    monkeypatch.setattr(attach, "WORKER_WARM_UP", ())  # no kernels for a GPU this machine lacks
+    monkeypatch.setattr(embedded, "detect_gpus", lambda: 4)
     with Runtime(threads=1, dashboard_address=None) as rt:
         assert rt.resources()["GPU"] == 1
     for bad in (2, -1, 1.5, True):

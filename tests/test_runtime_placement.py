@@ -356,11 +356,11 @@ LENGTH = Task("length", smp=_length_smp, cuda=_length_cuda)
 @pytest.mark.parametrize("nbytes, where", [(2**21, CUDA), (2**12, SMP)], ids=["large", "small"])
 def test_a_cpu_task_runs_where_its_large_input_is(hetero, addresses, nbytes, where, monkeypatch):
     # a CPU task whose largest input only the GPU worker holds runs there (its smp
-    # implementation) when that input is at least the plugin's _STAY_WITH_DATA_BYTES
+    # implementation) when that input is at least pins.STAY_WITH_DATA_BYTES
     # (read by this in-process scheduler); a smaller one is copied to the CPU worker
-    from taskbfs.runtime import plugin
+    from taskbfs.runtime import pins
 
-    monkeypatch.setattr(plugin, "_STAY_WITH_DATA_BYTES", 2**20)
+    monkeypatch.setattr(pins, "STAY_WITH_DATA_BYTES", 2**20)
     p = Program(hetero, Policy("cpu"))
     p.submit(MAKE_ARRAY, outs=["data"], worker=addresses[CUDA], kwargs={"nbytes": nbytes})
     p.gather(["data"])  # held by the GPU worker before the task is placed

@@ -1,4 +1,4 @@
-"""The runtime's start runs the worker warm-ups (taskbfs.runtime.cluster._WORKER_WARM_UP) on every worker,
+"""The runtime's start runs the worker warm-ups (taskbfs.runtime.attach.WORKER_WARM_UP) on every worker,
 and on workers that join while it is open;
 the BFS's warm-up (taskbfs.search.warmup) runs the search body on tiny graphs."""
 
@@ -10,7 +10,7 @@ import numpy as np
 from distributed import Client, LocalCluster
 
 import taskbfs as tb
-from taskbfs.runtime import cluster as runtime_cluster
+from taskbfs.runtime import attach
 from taskbfs.search import compiled_levels, warmup
 from taskbfs.search.gpu_step import _bucket_on_device
 
@@ -26,7 +26,7 @@ def record(dask_worker) -> str:
 
 
 def test_every_worker_runs_the_warm_ups_when_a_runtime_starts(monkeypatch):
-    monkeypatch.setattr(runtime_cluster, "_WORKER_WARM_UP", (f"{__name__}:record", "no.such.module:f"))
+    monkeypatch.setattr(attach, "WORKER_WARM_UP", (f"{__name__}:record", "no.such.module:f"))
     CALLS.clear()
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address="127.0.0.1:0", resources={"CPU": 1}) as cluster:

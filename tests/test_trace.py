@@ -154,7 +154,7 @@ def test_state_table_of_a_real_run_has_one_step_state_per_task(auto_run):
     steps = states[states["state"].isin(["top-down", "bottom-up"])]
     assert len(steps) <= len(auto_run.trace)
     assert set(steps["state"]) <= set(auto_run.trace["direction"])
-    assert np.allclose(states.groupby("row")["stop"].max(), trace._span(auto_run)[1])
+    assert np.allclose(states.groupby("row")["stop"].max(), trace.tables.search_span(auto_run)[1])
 
 
 def test_empty_trace_gives_empty_tables():
@@ -312,7 +312,7 @@ def test_write_trace_by_suffix(auto_run, tmp_path, monkeypatch):
                 == expected[["level", "task", "size", "edges_examined"]].to_numpy()).all()
     with pytest.raises(tb.InvalidParameterError, match="unknown suffix '.txt'"):
         trace.write_trace(auto_run, tmp_path / "t.txt")
-    monkeypatch.setattr(trace, "_find_spec", lambda name: None)  # as if pyarrow were not installed
+    monkeypatch.setattr(trace.files, "_find_spec", lambda name: None)  # as if pyarrow were not installed
     with pytest.raises(MissingDependencyError, match="needs pyarrow"):
         trace.write_trace(auto_run, tmp_path / "u.parquet")
 

@@ -29,8 +29,9 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 ==================  ===============================================================
 """
 
-from taskbfs.runtime.cluster import Runtime, detect_gpus
+from taskbfs.runtime.cluster import Runtime
 from taskbfs.runtime.device_data import DeviceData, device_data
+from taskbfs.runtime.embedded import detect_gpus
 from taskbfs.runtime.mailbox import Exchange, ExchangeAborted, abort_channel
 from taskbfs.runtime.plugin import PlacementPlugin, fetch_placements
 from taskbfs.runtime.policy import (

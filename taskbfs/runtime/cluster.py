@@ -1,20 +1,21 @@
 """``Runtime``: where taskbfs runs — an existing scheduler, a Client, or the embedded default.
 
-The embedded default is an in-process ``LocalCluster``-style cluster (threads, no
-processes, so partitions and frontiers are shared by reference): one CPU worker whose
-threads are the machine's cores and which advertises ``CPU=<threads>``, plus one worker
-per GPU advertising ``GPU=1`` and running one thread (as dask-cuda does). Under
-``NUMBA_ENABLE_CUDASIM=1`` the simulated GPU counts as one GPU.
+The embedded default (:mod:`~taskbfs.runtime.embedded`) is an in-process
+``LocalCluster``-style cluster (threads, no processes, so partitions and frontiers are
+shared by reference): one CPU worker whose threads are the machine's cores and which
+advertises ``CPU=<threads>``, plus one worker per GPU advertising ``GPU=1`` and running one
+thread (as dask-cuda does). Under ``NUMBA_ENABLE_CUDASIM=1`` the simulated GPU counts as
+one GPU.
 
 A runtime also takes a Cluster object (``LocalCluster``, dask-jobqueue's, dask-kubernetes',
 or anything with a ``scheduler_address``). Workers of dask-cuda (``LocalCUDACluster``,
 ``dask cuda worker``) advertise no ``GPU`` resource: a runtime finds them (a worker that
 runs one of dask-cuda's worker plugins and sees a CUDA device) and gives each ``GPU=1``
-(:func:`claim_dask_cuda_gpu`), which it keeps; workers that join later are not looked at
+(:func:`~taskbfs.runtime.attach.claim_dask_cuda_gpu`), which it keeps; workers that join later are not looked at
 (start them with ``--resources GPU=1``).
 
 Every runtime attaches the placement plugin to its scheduler (and the latency plugin to
-its workers) and shortens its client's batching interval. On a cluster that is not its
+its workers) and shortens its client's batching interval (:mod:`~taskbfs.runtime.attach`). On a cluster that is not its
 own (an address or a Client it was given), :meth:`Runtime.close` puts all of that back
 once no other runtime uses it: plugins unregistered, batching intervals of the client,
 the scheduler and the workers restored, per-worker caches dropped, the client left open.
@@ -29,35 +30,38 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
-import gc
 import logging
-import numbers
-import os
 import threading
 import time
 import uuid
 import weakref
 
-import dask
-from distributed import Client, LocalCluster, Worker
+from distributed import Client, Worker
 from distributed.deploy import Cluster
-from distributed.diagnostics.plugin import WorkerPlugin
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError, TaskBFSError
+from taskbfs.runtime.attach import (
+    SettingsPlugin,
+    WarmUpPlugin,
+    attach,
+    claim_dask_cuda_gpu,
+    detach,
+    restore_client,
+    speed_up_client,
+    warm_up_workers,
+)
+from taskbfs.runtime.connect import connect, dashboard_link, is_cluster_like
+from taskbfs.runtime.embedded import freeze_long_lived_objects, start_embedded_cluster
 from taskbfs.runtime.plugin import (
-    CPU_RESOURCE,
-    GPU_RESOURCE,
     RESOURCES_TOPIC,
     add_listener,
-    attach,
     cluster_resources,
-    detach,
     workers_of,
     workers_with,
 )
 from taskbfs.runtime.resident import Residents
-from taskbfs.runtime.task import CUDA, SMP
+from taskbfs.runtime.task import CPU_RESOURCE, CUDA, GPU_RESOURCE, SMP
 
 logger = logging.getLogger(__name__)
 
@@ -67,20 +71,6 @@ def _in_process(client: Client) -> bool:
     between them by reference)."""
     workers = getattr(getattr(client, "cluster", None), "workers", None)
     return bool(workers) and all(isinstance(w, Worker) for w in workers.values())
-
-
-def detect_gpus() -> int:
-    """Number of CUDA GPUs this process can use (1 under the CUDA simulator, 0 without CUDA)."""
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-        return 1
-    try:
-        from numba import cuda
-
-        if not cuda.is_available():
-            return 0
-        return len(cuda.gpus)
-    except Exception:  # no numba-cuda, no driver, or a broken driver: no GPU for us
-        return 0
 
 
 class Runtime:
@@ -148,18 +138,18 @@ class Runtime:
         if address_or_client is None:
             self._owned_cluster = start_embedded_cluster(threads, gpus, dashboard_address)
             self.client = self._owned_client = Client(self._owned_cluster, set_as_default=False)
-            _freeze_long_lived_objects()
+            freeze_long_lived_objects()
         elif isinstance(address_or_client, Client):
             self.client = address_or_client
-        elif isinstance(address_or_client, (str, Cluster)) or _is_cluster_like(address_or_client):
-            self.client = self._owned_client = _connect(address_or_client, security)
+        elif isinstance(address_or_client, (str, Cluster)) or is_cluster_like(address_or_client):
+            self.client = self._owned_client = connect(address_or_client, security)
         else:
             raise InvalidParameterError(
                 "runtime must be a scheduler address, a distributed.Client, a Cluster (an "
                 f"object with a scheduler_address) or None, got {address_or_client!r}"
             )
         _by_client[id(self.client)] = self  # tb.bfs finds us from the current client
-        self._sped_up = _speed_up_client(self.client)
+        self._sped_up = speed_up_client(self.client)
         try:
             attach(self.client, self._user)
             self._attached = True
@@ -174,7 +164,7 @@ class Runtime:
             self._claim_dask_cuda_gpus()
         _listen_for_resources(self.client, self)
         self._listening_resources = True
-        self._warm_up_workers()
+        self._warming = warm_up_workers(self.client)
         #: Seconds this runtime took to be ready: connecting, or starting the embedded
         #: cluster, with the workers' warm-up (the search code loaded; the first time after
         #: an install, numba compiles it into its cache).
@@ -200,7 +190,7 @@ class Runtime:
             return None
         if self._dashboard_link is None:
             try:
-                self._dashboard_link = _dashboard_link(self.client)
+                self._dashboard_link = dashboard_link(self.client)
             except Exception:
                 logger.debug("taskbfs: no dashboard address", exc_info=True)
                 return None
@@ -372,19 +362,6 @@ class Runtime:
                              callback_timeout=timeout)
         self._shared_settings = settings
 
-    def _warm_up_workers(self) -> None:
-        """Run :data:`_WORKER_WARM_UP` on every worker now and on every worker
-        that joins later (:class:`WarmUpPlugin`): a replacement for a lost worker must not
-        load the search code inside the search that needs it."""
-        names = list(_WORKER_WARM_UP)
-        if not names:
-            return
-        try:
-            self.client.register_plugin(WarmUpPlugin(names), name=WarmUpPlugin.name)
-            self._warming = True
-        except Exception as exc:  # a warm-up only saves time: never fail the start for it
-            logger.warning("taskbfs: the worker warm-up %s failed: %s", names, exc)
-
     # ------------------------------------------------------------------ consumers
     def add_listener(self, name: str, setup, timeout: float | None = None) -> bool:
         """Hook a listener into the scheduler plugin's placement decisions, once per name.
@@ -455,7 +432,7 @@ class Runtime:
                 logger.debug("taskbfs: could not remove the warm-up plugin", exc_info=True)
         self._warming = False
         if self._sped_up:
-            _restore_client(self.client)
+            restore_client(self.client)
             self._sped_up = False
 
     def heal(self) -> bool:
@@ -506,157 +483,6 @@ class Runtime:
     def __repr__(self) -> str:
         return f"Runtime({self.client.scheduler.address!r})"
 
-
-class SettingsPlugin(WorkerPlugin):
-    """Sets ``taskbfs.*`` in a worker process's ``dask.config`` to the caller's settings,
-    and puts the worker's own back at teardown.
-
-    Parameters
-    ----------
-    settings : dict
-        The ``taskbfs`` subtree of the caller's ``dask.config``.
-    """
-
-    name = "taskbfs-settings"
-
-    def __init__(self, settings: dict):
-        self.settings = settings
-        self._applied = None
-
-    def setup(self, worker) -> None:
-        self._applied = dask.config.set({"taskbfs": self.settings})
-
-    def teardown(self, worker) -> None:
-        if self._applied is not None:
-            self._applied.__exit__(None, None, None)
-            self._applied = None
-
-
-class WarmUpPlugin(WorkerPlugin):
-    """Runs the warm-up functions ``names`` (``"module:function"``, see
-    :func:`warm_worker`) on each worker when it is registered and on each worker that
-    joins later; a failing one is logged, never raised. Then it moves every object of the
-    worker's process out of reach of Python's full garbage collections (``gc.freeze``):
-    the modules, compiled code and runtime state made so far live as long as the process,
-    and a full collection that walks them (numba, pandas and distributed loaded) would
-    stall whatever search runs when it fires. The embedded runtime's
-    workers share the caller's process, so its objects are frozen too: a cycle among them
-    that becomes garbage later is kept, not collected.
-    """
-
-    name = "taskbfs-warm-up"
-
-    def __init__(self, names: list[str]):
-        self.names = names
-
-    def setup(self, worker) -> None:
-        for name in self.names:
-            try:
-                warm_worker(name, worker)
-            except Exception as exc:  # a warm-up only saves time
-                logger.warning("taskbfs: the worker warm-up %s failed: %s", name, exc)
-        gc.freeze()
-
-
-def _is_cluster_like(obj) -> bool:
-    return isinstance(getattr(obj, "scheduler_address", None), str)
-
-
-def _connect(target, security=None) -> Client:
-    """A Client of our own to a scheduler address, a Cluster, or a cluster-like object
-    (over TLS with ``security``, a ``distributed.Security``)."""
-    if not isinstance(target, Cluster):
-        target = target if isinstance(target, str) else target.scheduler_address
-        _check_address(target)
-        security = _check_security(target, security)
-    kwargs = {} if security is None else {"security": security}
-    timeout = config.get("runtime.connect-timeout")
-    try:
-        if isinstance(target, str):
-            _answers(target, security, timeout)
-        return Client(target, set_as_default=False, timeout=timeout, **kwargs)
-    except (OSError, TimeoutError) as exc:
-        where = target if isinstance(target, str) else getattr(target, "scheduler_address", target)
-        raise TaskBFSError(f"cannot reach a Dask scheduler at {where!r}: {exc}") from None
-
-
-def _answers(address: str, security, timeout: float) -> None:
-    """Return once the scheduler at ``address`` answers a connection's handshake, within
-    ``timeout`` seconds (else ``TimeoutError``; ``OSError`` when it cannot be reached).
-    distributed's ``Client`` reads that handshake with no timeout: a stopped (SIGSTOP)
-    scheduler, whose port still accepts connections, held it forever."""
-    import asyncio
-    import concurrent.futures
-
-    from distributed.comm import connect
-
-    args = {} if security is None else security.get_connection_args("client")
-
-    async def probe():
-        comm = await asyncio.wait_for(connect(address, timeout=timeout, **args), timeout)
-        await comm.close()
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # its own event loop: the
-        # caller's thread may run one (a notebook's)
-        try:
-            pool.submit(asyncio.run, probe()).result()
-        except asyncio.TimeoutError:
-            raise TimeoutError(f"the scheduler did not answer within {timeout:g} s "
-                               f"(runtime.connect-timeout; is it stopped or overloaded?)") from None
-
-
-def _check_security(address: str, security):
-    """The ``distributed.Security`` to reach ``address`` with: the one given, or for a
-    ``tls://`` address the one Dask's settings describe (``distributed.comm.tls.*``);
-    :class:`InvalidParameterError` when TLS is asked without a CA file, certificate and
-    key (distributed would fail with a raw TypeError, or wait out its timeout)."""
-    from distributed.security import Security
-
-    if security is not None and not isinstance(security, Security):
-        raise InvalidParameterError(f"security must be a distributed.Security, got "
-                                    f"{type(security).__name__}")
-    if not address.startswith("tls://"):
-        return security
-    security = Security() if security is None else security
-    missing = [name for name in ("tls_ca_file", "tls_client_cert")
-               if not getattr(security, name, None)]
-    if missing:
-        raise InvalidParameterError(
-            f"the scheduler {address!r} speaks TLS: give its CA and a client certificate and "
-            f"key (Runtime(address, security=distributed.Security(tls_ca_file=..., "
-            f"tls_client_cert=..., tls_client_key=..., require_encryption=True)), or taskbfs "
-            f"run --tls-ca-file --tls-cert --tls-key); missing: {', '.join(missing)}")
-    return security
-
-
-async def claim_dask_cuda_gpu(dask_worker=None) -> bool:
-    """Give this worker the ``GPU`` resource if it is a dask-cuda GPU worker without it.
-
-    Run on every worker of a cluster that is not the runtime's own (``client.run``). A
-    dask-cuda worker (``LocalCUDACluster``, ``dask cuda worker``) is one running a worker
-    plugin defined by the ``dask_cuda`` package (dask-cuda installs its CPU affinity,
-    RMM and pre-import plugins on every worker it starts, one worker per GPU) in a
-    process that sees a CUDA device (:func:`detect_gpus`). Returns whether it was given
-    ``GPU=1``. A worker started with ``--resources GPU=...`` is left as it is.
-    """
-    state = dask_worker.state
-    if state.total_resources.get(GPU_RESOURCE, 0) > 0:
-        return False
-    plugins = getattr(dask_worker, "plugins", {}).values()
-    if not any(type(p).__module__.split(".")[0] == "dask_cuda" for p in plugins):
-        return False
-    if detect_gpus() < 1:
-        return False
-    await dask_worker.set_resources(**{GPU_RESOURCE: 1})
-    return True
-
-
-#: Functions ("module:function") every worker runs when a runtime starts: a GPU worker's
-#: memory set up before any GPU work, the search code loaded before the first search.
-_WORKER_WARM_UP = ("taskbfs.kernels.gpu_memory:use_rmm_if_available", "taskbfs.search.warmup:warm_up")
-#: The client's batching interval while a runtime uses it: a BFS level waits on a chain of
-#: dependent tasks, so every batching delay is paid per level.
-_CLIENT_BATCH_INTERVAL = 0.0
 
 #: Seconds :meth:`Runtime.close` waits for answers its programs asked for and did not
 #: wait for (a search's trace records).
@@ -715,128 +541,6 @@ def _stop_listening_for_resources(client, runtime) -> None:
             getattr(client, "_event_handlers", {}).pop(RESOURCES_TOPIC, None)
 
 
-def _listening(dask_scheduler=None) -> list:
-    """(host, port) of every socket the scheduler's HTTP server (the dashboard) listens on."""
-    server = getattr(dask_scheduler, "http_server", None)
-    sockets = getattr(server, "_sockets", {}) if server is not None else {}
-    return [list(sock.getsockname()[:2]) for sock in sockets.values()]
-
-
-def _dashboard_link(client: Client) -> str | None:
-    """The dashboard's URL at an address its server listens on (see
-    :attr:`Runtime.dashboard_link`); None when the scheduler serves no dashboard."""
-    from distributed.comm.addressing import get_address_host
-    from distributed.utils import format_dashboard_link
-
-    port = client.scheduler_info().get("services", {}).get("dashboard")
-    if port is None:
-        return None
-    hosts = [host for host, bound in client.run_on_scheduler(_listening) if bound == port]
-    host = hosts[0] if hosts else ""
-    if host in ("", "0.0.0.0", "::"):  # every interface: the scheduler's host reaches it
-        host = get_address_host(client.scheduler.address)
-    return format_dashboard_link(host, port)
-
-
-def warm_worker(name: str, dask_worker=None):
-    """Call the function ``name`` ("module:function") on this worker (run by
-    :class:`Runtime` at its start, with ``client.run``, for each of
-    :data:`_WORKER_WARM_UP`): it gets the worker and loads what its tasks will need.
-    The runtime knows the function by name only, and imports it there."""
-    import importlib
-
-    module, _, function = name.partition(":")
-    return getattr(importlib.import_module(module), function)(dask_worker)
-
-
-def _check_address(address: str) -> None:
-    """Reject a malformed address before ``Client`` sees it.
-
-    ``Client`` raises a bare ValueError for those, and the half-built client then blocks
-    for twice the connect timeout when it is garbage-collected.
-    """
-    from distributed.comm.addressing import parse_address
-    from distributed.comm.registry import get_backend
-
-    try:
-        scheme, location = parse_address(address)
-        backend = get_backend(scheme)
-        if scheme in ("tcp", "tls"):
-            backend.get_address_host_port(location)
-    except ValueError as exc:
-        raise InvalidParameterError(f"not a Dask scheduler address: {address!r} ({exc})") from None
-
-
-def check_dashboard_address(address: str | None) -> None:
-    """Refuse a dashboard address the embedded cluster could not serve on (before it
-    starts): ``[host]:port`` or a port, the port 0-65535, the host one this machine can
-    resolve; None is no dashboard.
-
-    Raises
-    ------
-    InvalidParameterError
-    """
-    import socket
-
-    if address is None:
-        return
-    host, _, port = str(address).rpartition(":")
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise InvalidParameterError(f"dashboard address {address!r}: expected [host]:port with "
-                                    f"a port in 0-65535 (':0': a free port), or 'none'")
-    if host:
-        try:
-            socket.getaddrinfo(host.strip("[]"), None)
-        except OSError as exc:
-            raise InvalidParameterError(f"dashboard address {address!r}: host {host!r} is not "
-                                        f"an address of this machine ({exc})") from None
-
-
-def start_embedded_cluster(threads: int | None = None, gpus: int | None = None,
-                           dashboard_address: str | None = "default") -> LocalCluster:
-    """Start the in-process default cluster: one CPU worker plus a GPU worker when this
-    process sees a GPU (one: see :class:`Runtime`'s ``gpus``).
-
-    Its workers talk to the scheduler in process (``inproc://``); the HTTP servers of its
-    workers, and the scheduler's when it serves no dashboard, listen on the setting
-    ``taskbfs.runtime.host`` (127.0.0.1: this machine only).
-    """
-    host = config.get("runtime.host")
-    threads = int(threads or os.cpu_count() or 1)
-    if threads < 1:
-        raise InvalidParameterError(f"threads must be >= 1, got {threads}")
-    gpus = min(detect_gpus(), 1) if gpus is None else _embedded_gpus(gpus)
-    # Dask serves HTTP (health, metrics) even without a dashboard, by default on 8787:
-    # with no dashboard wanted, keep that server off a fixed port too.
-    if dashboard_address == "default":
-        dashboard_address = config.get("runtime.dashboard-address")
-    check_dashboard_address(dashboard_address)
-    scheduler_kwargs = {"dashboard": False} if dashboard_address is None else {}
-    cluster = _EmbeddedCluster(
-        n_workers=1,
-        threads_per_worker=threads,
-        processes=False,
-        resources={CPU_RESOURCE: threads},
-        dashboard_address=f"{host}:0" if dashboard_address is None else dashboard_address,
-        worker_dashboard_address=f"{host}:0",
-        scheduler_kwargs=scheduler_kwargs,
-        memory_limit=0,
-        silence_logs=logging.WARNING,
-    )
-    for i in range(gpus):
-        cluster.worker_spec[f"gpu-{i}"] = {
-            "cls": Worker,
-            "options": {"nthreads": 1, "resources": {GPU_RESOURCE: 1}, "memory_limit": 0,
-                        "name": f"gpu-{i}", "dashboard_address": f"{host}:0"},
-        }
-    if gpus:
-        # no statistical profiler on the GPU workers: its samples hold the GIL, stalling a GPU task
-        with dask.config.set({"distributed.worker.profile.enabled": False}):
-            cluster.sync(cluster._correct_state)  # the GPU workers start here
-        cluster.wait_for_workers(1 + gpus)
-    return cluster
-
-
 #: id(client) -> an open Runtime on that client (weak: a closed one drops out).
 _by_client: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
@@ -849,91 +553,6 @@ def runtime_of(client) -> Runtime | None:
 
 def _attached_runtime(rt) -> bool:
     return rt._attached and rt.client.status in ("running", "connecting")
-
-
-class _EmbeddedCluster(LocalCluster):
-    """The embedded LocalCluster, whose ``dashboard_link`` (what ``client.dashboard_link``
-    and Jupyter show) names the interface its dashboard listens on.
-
-    Its scheduler is ``inproc://<machine address>/...``, and LocalCluster takes the
-    dashboard's host from that address, where nothing listens when the dashboard is on
-    127.0.0.1 (``taskbfs.runtime.dashboard-address``). The link is still formatted by
-    distributed's ``distributed.dashboard.link`` template, so a template the user sets
-    (a proxy, JupyterHub) is honoured.
-    """
-
-    @property
-    def dashboard_link(self):
-        link = super().dashboard_link
-        try:
-            port = self.scheduler_info["services"]["dashboard"]
-            hosts = {host for host, bound in _listening(self.scheduler) if bound == port}
-        except (AttributeError, KeyError, TypeError):  # no dashboard, or not started yet
-            return link
-        if len(hosts) != 1 or hosts & {"0.0.0.0", "::", ""}:
-            return link  # every interface: the scheduler's host reaches it
-        from distributed.utils import format_dashboard_link
-
-        return format_dashboard_link(hosts.pop(), port)
-
-
-def _embedded_gpus(gpus) -> int:
-    """``gpus`` as the embedded cluster's GPU workers: 0 or 1, else a clear error."""
-    if isinstance(gpus, bool) or not isinstance(gpus, numbers.Integral) or not 0 <= gpus <= 1:
-        raise InvalidParameterError(
-            f"gpus must be 0 or 1 for the embedded cluster, got {gpus!r}: its workers run in "
-            "this process, where every GPU worker would use the same GPU; for several GPUs "
-            "start one worker process per GPU (deploy/start-local-cluster.sh, or `dask "
-            "worker --resources GPU=1` with CUDA_VISIBLE_DEVICES set) and pass its "
-            "scheduler's address to tb.Runtime")
-    return int(gpus)
-
-
-def _freeze_long_lived_objects() -> None:
-    """Keep the objects alive now out of Python's later garbage collections (``gc.freeze``).
-
-    The embedded cluster runs in this process, and distributed allocates many objects per
-    task, so the cycle collector's full passes come every few searches; each one walks every
-    object numba, pandas, distributed and the cluster hold, long enough to multiply the time
-    of a search that meets one. Frozen, those long-lived objects are skipped; they are only
-    never freed by the cycle collector (reference counting still frees them).
-    """
-    gc.freeze()
-
-
-#: Per client: [its batching interval before the first runtime shortened it, runtimes using it].
-_client_intervals: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _speed_up_client(client: Client) -> bool:
-    """Shorten the client's message batching interval (10 ms by default in distributed).
-
-    Level-synchronous BFS sends one small batch per level and waits for its answer, so
-    the batching delay is paid on every level. The client's own interval is kept (counted
-    per runtime) for :func:`_restore_client`. Returns whether it was shortened.
-    """
-    comm = getattr(client, "scheduler_comm", None)
-    if comm is None or not hasattr(comm, "interval"):
-        return False
-    entry = _client_intervals.get(client)
-    if entry is None:
-        entry = _client_intervals[client] = [comm.interval, 0]
-    entry[1] += 1
-    comm.interval = _CLIENT_BATCH_INTERVAL
-    return True
-
-
-def _restore_client(client: Client) -> None:
-    """Undo :func:`_speed_up_client` for one runtime: the last one puts the interval back."""
-    entry = _client_intervals.get(client)
-    if entry is None:
-        return
-    entry[1] -= 1
-    if entry[1] <= 0:
-        del _client_intervals[client]
-        comm = getattr(client, "scheduler_comm", None)
-        if comm is not None and hasattr(comm, "interval"):
-            comm.interval = entry[0]
 
 
 _default: Runtime | None = None

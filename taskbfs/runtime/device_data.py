@@ -230,10 +230,6 @@ class DeviceData:
                 current = self._scratch[name] = self.allocator.empty(size, dtype)
             return current
 
-    def has_scratch(self, name) -> bool:
-        """Whether a scratch buffer ``name`` exists."""
-        return name in self._scratch
-
     # ------------------------------------------------------------------ traffic
     def count_up(self, nbytes: int) -> None:
         """Count ``nbytes`` a task copied to the device outside :meth:`put`."""

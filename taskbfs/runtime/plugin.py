@@ -7,22 +7,19 @@ Scheduler half
     ``taskbfs_policy`` annotation (a built-in :class:`Policy` as plain data, or a reference
     to the user policy its program registered), asks the policy's ``decide``, and sets the task's
     ``resource_restrictions`` to ``{"GPU": 1}`` or ``{"CPU": 1}``; a task is also pinned to
-    the workers of its device that hold its largest input (:func:`_pin_to_data`: Dask's
-    work stealing must not carry it, and then its data, to another worker), and a CPU task
-    whose large input only other workers hold, to those (its CPU implementation runs
-    there). The worker then runs the matching implementation (see
-    :mod:`taskbfs.runtime.worker`). A task submitted with
+    workers that hold its largest input (:mod:`~taskbfs.runtime.pins`). The worker then
+    runs the matching implementation (see :mod:`taskbfs.runtime.worker`). A task submitted with
     ``follow`` (keys of tasks whose outputs it reads, e.g. a BFS level's barrier) goes to
     the GPU worker when all of those were placed there for good, so that their outputs stay
     where they are; otherwise the policy decides. Every decision is logged (bounded) and
     handed to the plugin's named listeners (a program's consumers, e.g. the BFS's live
     dashboard page, hook in there; the runtime itself installs none).
 Client half
-    :func:`placement_annotations` builds those annotations; :func:`attach` and
-    :func:`detach` register the plugin (and the worker plugin :class:`LatencyPlugin`) for a
-    runtime and remove them, with everything they changed, when the last runtime using them
-    goes; the small functions below talk to the plugin through scheduler handlers and
-    ``run_on_scheduler``.
+    :func:`placement_annotations` builds those annotations; the small functions below
+    talk to the plugin through scheduler handlers and ``run_on_scheduler``. Registering
+    the plugin for a runtime, and removing it when the last one goes, is
+    :mod:`taskbfs.runtime.attach`; the device rule it applies is
+    :func:`~taskbfs.runtime.policy.decide_device`.
 
 A cluster whose workers declare no ``CPU`` resource (a plain Dask cluster) gets no CPU
 restriction: any worker runs CPU tasks there (the pin to the workers holding the largest
@@ -31,40 +28,33 @@ input holds there too).
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 import weakref
 from collections import OrderedDict, deque
 
 import dask
-from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
+from distributed.diagnostics.plugin import SchedulerPlugin
 from distributed.protocol.pickle import loads
 
-from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
-from taskbfs.runtime.mailbox import MAILBOX_OP, deliver, forget_mailbox
-from taskbfs.runtime.policy import Policy, checked_device, policy_label
-from taskbfs.runtime.resident import RESIDENT_KEY, RESIDENT_OP, run_resident
-from taskbfs.runtime.task import CUDA, DEVICES, SMP
-from taskbfs.runtime.worker import (
-    COLLECT_OP,
-    RECORDS_OP,
-    SIZES_KEY,
-    collect_records,
-    forget_worker_state,
-    peek_records,
-    program_of_topic,
+from taskbfs.errors import InvalidParameterError
+from taskbfs.runtime.pins import pin_to_data, repin_after_loss
+from taskbfs.runtime.policy import (
+    Policy,
+    decide_device,
+    decision_row,
+    policy_from_dict,
+    policy_to_dict,
 )
+from taskbfs.runtime.resident import RESIDENT_KEY
+from taskbfs.runtime.task import CPU_RESOURCE, CUDA, GPU_RESOURCE, SMP, TASK_ANNOTATION
+from taskbfs.runtime.worker import COLLECT_OP, SIZES_KEY, program_of_topic
 
 logger = logging.getLogger(__name__)
 
 PLUGIN_NAME = "taskbfs-placement"
-#: Annotation names carried by every runtime task.
-TASK_ANNOTATION = "taskbfs"
+#: The annotation that carries a batch's policy (beside each task's ``TASK_ANNOTATION``).
 POLICY_ANNOTATION = "taskbfs_policy"
-#: Resource names the workers advertise.
-GPU_RESOURCE = "GPU"
-CPU_RESOURCE = "CPU"
 #: Size labels kept per program (a BFS keeps one per level; only the latest few matter).
 MAX_SIZE_LABELS = 16
 #: User policies kept (one per open program; the oldest dropped first beyond this).
@@ -74,25 +64,6 @@ HANDLERS = ("taskbfs_placements", "taskbfs_resources", "taskbfs_trace", "taskbfs
 #: The event topic on which the plugin announces the cluster's resource totals whenever a
 #: worker joins or leaves (a runtime keeps the last: no round trip per search).
 RESOURCES_TOPIC = "taskbfs-resources"
-#: Bytes of a CPU task's largest input from which, when only workers that run no CPU tasks
-#: hold it, the task runs on a holder: copying a graph range's slice costs more than its step.
-_STAY_WITH_DATA_BYTES = 1 << 26
-
-
-def policy_to_dict(policy, program: str | None = None) -> dict:
-    """Plain-data form of a policy, for annotations: a built-in :class:`Policy` travels
-    whole; any other policy as a reference to the one ``program`` registered
-    (:func:`register_policy`)."""
-    if isinstance(policy, Policy):
-        return {"kind": policy.kind, "lam": policy.lam, "gpu_tasks": sorted(policy.gpu_tasks)}
-    return {"registered": program}
-
-
-def policy_from_dict(data: dict | None) -> Policy:
-    """Inverse of :func:`policy_to_dict` for built-in policies; None gives the default."""
-    if not data:
-        return Policy()
-    return Policy(data["kind"], data["lam"], frozenset(data.get("gpu_tasks", ())))
 
 
 class PlacementPlugin(SchedulerPlugin):
@@ -177,15 +148,12 @@ class PlacementPlugin(SchedulerPlugin):
         """Call ``listener`` with every decision (see ``listeners``); replaces one of that name."""
         self.listeners[name] = listener
 
-    def remove_listener(self, name: str) -> None:
-        self.listeners.pop(name, None)
-
     # ------------------------------------------------------------- scheduler half
     def update_graph(self, scheduler, *, annotations=None, **kwargs) -> None:
         marks = (annotations or {}).get(TASK_ANNOTATION)
         if not marks:
             return
-        self._shorten_stream_intervals(scheduler)
+        self.shorten_stream_intervals(scheduler)
         self._drop_closed_topics(scheduler, next(iter(marks.values()), None))
         totals = _resource_totals(scheduler)
         policies: dict[int, Policy] = {}
@@ -234,7 +202,7 @@ class PlacementPlugin(SchedulerPlugin):
             return
         if RESIDENT_KEY in msg:  # a resident call's task (its program keeps the decision)
             if self.scheduler is not None:  # no batch comes: sweep and shorten here
-                self._shorten_stream_intervals(self.scheduler)
+                self.shorten_stream_intervals(self.scheduler)
                 self._drop_closed_topics(self.scheduler, {"program": program})
             self._tell_decision(program, msg[RESIDENT_KEY])
             return
@@ -313,17 +281,17 @@ class PlacementPlugin(SchedulerPlugin):
     @staticmethod
     def _restrict(ts, device: str, totals: dict) -> None:
         """Restrict ``ts`` to ``device``: the GPU workers, or the CPU workers that hold
-        its largest input (:func:`_pin_to_data`)."""
+        its largest input (:func:`pin_to_data`)."""
         if device == CUDA:
             ts.resource_restrictions = {GPU_RESOURCE: 1}
             ts.worker_restrictions = None  # a provisional CPU placement's pin
-            _pin_to_data(ts)  # a GPU worker that holds it (its device cache has it too)
+            pin_to_data(ts)  # a GPU worker that holds it (its device cache has it too)
             return
         if totals.get(CPU_RESOURCE, 0) > 0:
             ts.resource_restrictions = {CPU_RESOURCE: 1}
         elif ts.resource_restrictions == {GPU_RESOURCE: 1}:  # a provisional GPU placement
             ts.resource_restrictions = None  # a plain Dask cluster: any worker runs CPU tasks
-        _pin_to_data(ts)
+        pin_to_data(ts)
 
     def _record(self, program: str, key, mark: dict, device: str, now: float, policy) -> None:
         log = self.decisions.get(program)
@@ -340,11 +308,15 @@ class PlacementPlugin(SchedulerPlugin):
 
     def _tell_decision(self, program: str, decision: dict) -> None:
         for name, listener in list(self.listeners.items()):
-            try:
-                listener(program, decision)
-            except Exception:  # a broken listener must never break scheduling
-                logger.warning("taskbfs: placement listener %r dropped", name, exc_info=True)
-                self.listeners.pop(name, None)
+            self._tell(name, listener, program, decision)
+
+    def _tell(self, name: str, hook, *args) -> None:
+        """``hook(*args)``, a method of the listener ``name``; a listener that raises is dropped."""
+        try:
+            hook(*args)
+        except Exception:  # a broken listener must never break scheduling
+            logger.warning("taskbfs: placement listener %r dropped", name, exc_info=True)
+            self.listeners.pop(name, None)
 
     def _release(self, program: str) -> list:
         """Drop ``program``'s decisions; returns them."""
@@ -355,15 +327,10 @@ class PlacementPlugin(SchedulerPlugin):
     def _tell_listeners(self, program: str, message: dict) -> None:
         for name, listener in list(self.listeners.items()):
             hook = getattr(listener, "message", None)
-            if hook is None:
-                continue
-            try:
-                hook(program, message)
-            except Exception:  # a broken listener must never break scheduling
-                logger.warning("taskbfs: placement listener %r dropped", name, exc_info=True)
-                self.listeners.pop(name, None)
+            if hook is not None:
+                self._tell(name, hook, program, message)
 
-    def _shorten_stream_intervals(self, scheduler) -> None:
+    def shorten_stream_intervals(self, scheduler) -> None:
         """Send scheduler→worker and scheduler→client messages without batching delays.
 
         A BFS level is a short chain of dependent tasks (steps → barrier → summary), and each
@@ -379,10 +346,8 @@ class PlacementPlugin(SchedulerPlugin):
                 stream.interval = self.stream_interval
 
     # ------------------------------------------------------------- handlers
-    def placements(self, program: str | None = None) -> list[dict] | dict:
-        """Decision log of one program (or program id → count of decisions)."""
-        if program is None:
-            return {p: len(log) for p, log in self.decisions.items()}
+    def placements(self, program: str) -> list[dict]:
+        """Decision log of one program."""
         return _as_rows(self.decisions.get(program, ()))
 
     async def trace(self, program: str) -> dict:
@@ -407,18 +372,14 @@ class PlacementPlugin(SchedulerPlugin):
             return
         payload = loads(payload)
         for name, listener in takers:
-            try:
-                listener.finished(program, payload)
-            except Exception:  # a broken listener must never break the scheduler
-                logger.warning("taskbfs: placement listener %r dropped", name, exc_info=True)
-                self.listeners.pop(name, None)
+            self._tell(name, listener.finished, program, payload)
 
     def add_worker(self, scheduler=None, worker=None) -> None:
         self._announce_resources()
 
     def remove_worker(self, scheduler=None, worker=None, **kwargs) -> None:
         if self.scheduler is not None and worker is not None:
-            _repin_after_loss(self.scheduler, worker)
+            repin_after_loss(self.scheduler, worker)
         self._announce_resources()
 
     def _announce_resources(self) -> None:
@@ -433,42 +394,6 @@ class PlacementPlugin(SchedulerPlugin):
         return totals
 
 
-def decide_device(policy, mark: dict, size, totals: dict) -> str:
-    """The device ``policy`` gives a task (``mark``: its ``impls`` and ``task`` id) of ``size``
-    on a cluster with resource ``totals``: the one rule
-    (:func:`~taskbfs.runtime.policy.checked_device`, which a
-    :class:`~taskbfs.runtime.policy.Placement` applies to included tasks) for the plugin
-    and a resident call (:meth:`~taskbfs.runtime.Program.call`). A user policy's error or
-    impossible answer is logged (and tagged in ``mark``) and the task runs where it can."""
-    impls = tuple(mark.get("impls", DEVICES))
-    try:
-        device, error = checked_device(policy, size, impls, totals.get(GPU_RESOURCE, 0) > 0,
-                                       mark.get("task"))
-    except DeviceUnavailableError:
-        return CUDA  # waits for a GPU worker; the client checks before submitting
-    if error is not None:
-        logger.error("taskbfs: placement policy %r failed for task %s of program %s: %s",
-                     policy, mark.get("task"), mark.get("program"), error)
-        mark.setdefault("tags", {})["policy_error"] = error
-    return device
-
-
-def decision_row(key, mark: dict, device: str, now: float, policy) -> dict:
-    """One entry of the placement log: a task's ``key``, its ``mark`` (task id, size,
-    tags), the ``device`` chosen, when, and by which policy."""
-    kind, lam = (policy.kind, policy.lam) if isinstance(policy, Policy) else policy_label(policy)
-    return {
-        "key": key,
-        "task": mark.get("task"),
-        "size": mark.get("size"),
-        "device": device,
-        "time": now,
-        "policy": kind,
-        "lam": lam,
-        **mark.get("tags", {}),
-    }
-
-
 def _as_rows(decisions) -> list[dict]:
     """Placement decisions as a client reads them (keys as strings)."""
     return [dict(d, key=str(d["key"])) for d in decisions]
@@ -480,112 +405,6 @@ def _drop_forgotten_groups(scheduler) -> None:
     span = getattr(scheduler.extensions.get("spans"), "spans", {}).get(SPAN_ID)
     if span is not None:
         span.groups = {tg for tg in span.groups if scheduler.task_groups.get(tg.name) is tg}
-
-
-class LatencyPlugin(WorkerPlugin):
-    """Worker plugin: report finished tasks to the scheduler without the 2 ms batching delay.
-
-    It also serves a program's records: to a watcher while it runs (the worker handler
-    :data:`~taskbfs.runtime.worker.RECORDS_OP`) and to :meth:`PlacementPlugin.trace` when
-    it ends (:data:`~taskbfs.runtime.worker.COLLECT_OP`); and the runtime's resident calls
-    (:data:`~taskbfs.runtime.resident.RESIDENT_OP`), and the exchanges between running
-    tasks (:data:`~taskbfs.runtime.mailbox.MAILBOX_OP`). ``teardown`` (when the last
-    runtime leaves, :func:`detach`) removes the handlers, puts the worker's interval back and drops what the runtime kept on the worker (:func:`~taskbfs.runtime.worker_cache`,
-    uncollected trace records).
-    """
-
-    name = "taskbfs-latency"
-
-    def __init__(self, interval: float = 0.0):
-        self.interval = float(interval)  # the worker's batching interval while it is set up
-        self._intervals: dict[int, float] = {}  # id(worker) -> its interval before ours
-
-    def setup(self, worker) -> None:
-        stream = getattr(worker, "batched_stream", None)
-        if stream is not None and hasattr(stream, "interval"):
-            self._intervals.setdefault(id(worker), stream.interval)
-            stream.interval = self.interval
-        for op, handler in ((RECORDS_OP, peek_records), (COLLECT_OP, collect_records),
-                            (RESIDENT_OP, run_resident), (MAILBOX_OP, deliver)):
-            worker.handlers[op] = functools.update_wrapper(
-                functools.partial(handler, dask_worker=worker), handler)
-
-    def teardown(self, worker) -> None:
-        for op in (RECORDS_OP, COLLECT_OP, RESIDENT_OP, MAILBOX_OP):
-            worker.handlers.pop(op, None)
-        forget_mailbox(worker.address)
-        interval = self._intervals.pop(id(worker), None)
-        stream = getattr(worker, "batched_stream", None)
-        if interval is not None and stream is not None:
-            stream.interval = interval
-        forget_worker_state(worker)
-
-
-def _pin_to_data(ts) -> None:
-    """Pin a task placed on a CPU to the CPU workers that hold its largest input (every
-    worker runs CPU tasks on a cluster without a ``CPU`` resource), when any does; when
-    only workers that run no CPU tasks hold it (a GPU worker) and it has at least
-    :data:`_STAY_WITH_DATA_BYTES`, to those, without the resource restriction
-    (the worker then runs the task's CPU implementation); else leave it to Dask. A task
-    placed on a GPU is pinned to the GPU workers that hold its largest input, when any does
-    (a range built on its GPU worker: every step of it runs there, where the device cache
-    holds it, whatever the sizes of its other inputs).
-
-    Without the pin, Dask's work stealing moves a task queued on a busy worker to an idle
-    one, which fetches the task's input; the Active Memory Manager then drops one of the
-    two copies, possibly the first, and over many calls data placed on several workers
-    gathers on one (a BFS's graph slices over a long soak: benchmarks/soak.py). A
-    non-loose worker restriction beside the resource restriction is what stealing
-    respects; the task still runs on any holder, and :func:`_repin_after_loss` moves the
-    pin off a worker that leaves.
-    """
-    largest = None
-    for dts in ts.dependencies:
-        if dts.who_has and (largest is None or dts.nbytes > largest.nbytes):
-            largest = dts
-    holders = None if largest is None else {
-        ws.address for ws in largest.who_has
-        if _runs_resources(ws, ts.resource_restrictions)}
-    if (not holders and largest is not None and ts.resource_restrictions != {GPU_RESOURCE: 1}
-            and largest.nbytes >= _STAY_WITH_DATA_BYTES):
-        # only workers that run no CPU tasks hold it (a graph's range on its GPU worker),
-        # and moving it costs more than the task: a holder runs the CPU implementation
-        ts.resource_restrictions = None
-        holders = {ws.address for ws in largest.who_has}
-    ts.worker_restrictions = holders or None
-    if holders:
-        ts.loose_restrictions = False
-
-
-def _runs_resources(ws, restrictions: dict | None) -> bool:
-    """Whether worker ``ws`` offers the resources ``restrictions`` asks for."""
-    return not restrictions or all(ws.resources.get(name, 0) >= amount
-                                   for name, amount in restrictions.items())
-
-
-def _repin_after_loss(scheduler, address: str) -> None:
-    """Pin again, where their largest input is now, the tasks not yet running that
-    :func:`_pin_to_data` pinned to ``address``, a worker that left (Dask leaves a task
-    restricted to workers that are all gone waiting for them forever); those that
-    waited for a worker (``no-worker``) are assigned again. Scans the scheduler's tasks
-    once per lost worker."""
-    recommendations = {}
-    for ts in list(scheduler.tasks.values()):
-        if (ts.state not in ("waiting", "no-worker") or not ts.worker_restrictions
-                or address not in ts.worker_restrictions or not _placed_by_policy(ts)):
-            continue
-        _pin_to_data(ts)
-        if ts.state == "no-worker":
-            recommendations[ts.key] = "processing"
-    if recommendations:
-        scheduler.transitions(recommendations, stimulus_id=f"taskbfs-repin-{time.time()}")
-
-
-def _placed_by_policy(ts) -> bool:
-    """Whether ``ts`` is a taskbfs task its policy placed (not one pinned by its program
-    with ``worker=``)."""
-    mark = (ts.annotations or {}).get(TASK_ANNOTATION)
-    return isinstance(mark, dict) and mark.get("worker") is None
 
 
 def _size_of(sizes: list, mark: dict):
@@ -635,62 +454,6 @@ def placement_annotations(program: str, marks: dict, policy) -> dict:
     if "span" not in dask.get_annotations():  # a caller's own span is kept
         annotations["span"] = {"name": (SPAN_ID,), "ids": (SPAN_ID,)}
     return annotations
-
-
-def attach(client, user: str) -> None:
-    """Make ``client``'s scheduler place taskbfs tasks, for the runtime ``user``.
-
-    Registers :class:`PlacementPlugin` on the scheduler and :class:`LatencyPlugin` on the
-    workers unless they are there, and counts ``user`` among the plugin's users; one
-    scheduler call, so that two runtimes attaching at once register one plugin.
-    """
-    client.run_on_scheduler(_attach, user)
-
-
-def detach(client, user: str) -> bool:
-    """Undo :func:`attach` for ``user``. When no runtime uses the plugin any more, what
-    the runtimes registered is removed and everything it changed put back: the
-    scheduler's stream intervals and handlers (:meth:`PlacementPlugin.teardown`), the
-    worker plugin (whose ``teardown`` restores the workers). A plugin registered some
-    other way (e.g. by a scheduler preload) stays. Returns whether it was removed.
-    """
-    return client.run_on_scheduler(_detach, user)
-
-
-async def _attach(user: str, dask_scheduler=None) -> None:
-    from distributed.protocol.pickle import dumps
-
-    scheduler = dask_scheduler
-    plugin = scheduler.plugins.get(PLUGIN_NAME)
-    if plugin is None:
-        plugin = PlacementPlugin()
-        plugin.setup(scheduler)
-        scheduler.add_plugin(plugin, name=PLUGIN_NAME)
-        plugin.registered.add("scheduler")
-    plugin.users.add(user)
-    plugin._shorten_stream_intervals(scheduler)  # a program of resident calls sends no batch
-    if LatencyPlugin.name not in scheduler.worker_plugins:
-        plugin.registered.add("worker")
-        await scheduler.register_worker_plugin(None, dumps(LatencyPlugin()),
-                                               LatencyPlugin.name,
-                                               idempotent=True)
-
-
-async def _detach(user: str, dask_scheduler=None) -> bool:
-    scheduler = dask_scheduler
-    plugin = scheduler.plugins.get(PLUGIN_NAME)
-    if plugin is None:
-        return False
-    plugin.users.discard(user)
-    if plugin.users or not plugin.registered:
-        return False
-    registered, plugin.registered = plugin.registered, set()
-    if "scheduler" in registered:
-        plugin.teardown(scheduler)
-        scheduler.remove_plugin(PLUGIN_NAME)
-    if "worker" in registered and LatencyPlugin.name in scheduler.worker_plugins:
-        await scheduler.unregister_worker_plugin(None, LatencyPlugin.name)
-    return True
 
 
 def add_listener(client, name: str, setup, timeout: float | None = None) -> bool:

@@ -38,7 +38,7 @@ The one rule (:class:`Placement`)
     Every device a task is given comes from :func:`checked_device`: the policy's word,
     made runnable (a user policy's error or impossible answer: the task runs where it
     can). The scheduler plugin applies it to each dispatched task
-    (:func:`taskbfs.runtime.plugin.decide_device`); a task that runs its pieces inside
+    (:func:`decide_device`); a task that runs its pieces inside
     itself (included tasks) asks a :class:`Placement`, which applies the same rule and
     also weighs where the pieces' data is: a :class:`Residence` records which device's
     memory holds it and the rent paid there, and a piece the policy puts elsewhere stays
@@ -58,7 +58,7 @@ from typing import Protocol, runtime_checkable
 
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
-from taskbfs.runtime.task import CUDA, DEVICES, SMP
+from taskbfs.runtime.task import CUDA, DEVICES, GPU_RESOURCE, SMP
 
 logger = logging.getLogger(__name__)
 
@@ -371,3 +371,54 @@ class Placement:
         when the policy does not say)."""
         largest = self.largest_cpu_size(task_id)
         return largest is not None and largest < 0
+
+
+def policy_to_dict(policy, program: str | None = None) -> dict:
+    """Plain-data form of a policy, for annotations: a built-in :class:`Policy` travels
+    whole; any other policy as a reference to the one ``program`` registered
+    (:func:`~taskbfs.runtime.plugin.register_policy`)."""
+    if isinstance(policy, Policy):
+        return {"kind": policy.kind, "lam": policy.lam, "gpu_tasks": sorted(policy.gpu_tasks)}
+    return {"registered": program}
+
+
+def policy_from_dict(data: dict | None) -> Policy:
+    """Inverse of :func:`policy_to_dict` for built-in policies; None gives the default."""
+    if not data:
+        return Policy()
+    return Policy(data["kind"], data["lam"], frozenset(data.get("gpu_tasks", ())))
+
+
+def decide_device(policy, mark: dict, size, totals: dict) -> str:
+    """The device ``policy`` gives a task (``mark``: its ``impls`` and ``task`` id) of ``size``
+    on a cluster with resource ``totals``: the one rule
+    (:func:`checked_device`, which a :class:`Placement` applies to included tasks) for the plugin
+    and a resident call (:meth:`~taskbfs.runtime.Program.call`). A user policy's error or
+    impossible answer is logged (and tagged in ``mark``) and the task runs where it can."""
+    impls = tuple(mark.get("impls", DEVICES))
+    try:
+        device, error = checked_device(policy, size, impls, totals.get(GPU_RESOURCE, 0) > 0,
+                                       mark.get("task"))
+    except DeviceUnavailableError:
+        return CUDA  # waits for a GPU worker; the client checks before submitting
+    if error is not None:
+        logger.error("taskbfs: placement policy %r failed for task %s of program %s: %s",
+                     policy, mark.get("task"), mark.get("program"), error)
+        mark.setdefault("tags", {})["policy_error"] = error
+    return device
+
+
+def decision_row(key, mark: dict, device: str, now: float, policy) -> dict:
+    """One entry of the placement log: a task's ``key``, its ``mark`` (task id, size,
+    tags), the ``device`` chosen, when, and by which policy."""
+    kind, lam = (policy.kind, policy.lam) if isinstance(policy, Policy) else policy_label(policy)
+    return {
+        "key": key,
+        "task": mark.get("task"),
+        "size": mark.get("size"),
+        "device": device,
+        "time": now,
+        "policy": kind,
+        "lam": lam,
+        **mark.get("tags", {}),
+    }

@@ -35,15 +35,13 @@ from distributed import Client, Future, wait
 
 from taskbfs.errors import InvalidParameterError, TaskBFSError
 from taskbfs.runtime.plugin import (
-    decide_device,
-    decision_row,
     fetch_trace,
     fetch_trace_later,
     forget_policy,
     placement_annotations,
     register_policy,
 )
-from taskbfs.runtime.policy import Policy, as_policy
+from taskbfs.runtime.policy import Policy, as_policy, decide_device, decision_row
 from taskbfs.runtime.resident import NotResident
 from taskbfs.runtime.task import SMP, Task
 from taskbfs.runtime.worker import execute, execute_after, message_topic

@@ -17,6 +17,13 @@ from taskbfs.errors import InvalidParameterError
 SMP = "smp"
 CUDA = "cuda"
 DEVICES = (SMP, CUDA)
+#: The worker resources that offer them: a GPU worker advertises ``GPU=1``, a CPU worker
+#: ``CPU=<threads>`` (a plain Dask cluster's workers declare none, and run CPU tasks).
+GPU_RESOURCE = "GPU"
+CPU_RESOURCE = "CPU"
+#: The annotation under which every runtime task carries its mark for the scheduler
+#: plugin (program, size, implementations, task id).
+TASK_ANNOTATION = "taskbfs"
 
 
 @dataclass(frozen=True)
