@@ -441,8 +441,8 @@ def test_available_memory_is_read_at_most_once_a_second(monkeypatch):
 
     monkeypatch.setattr(psutil, "virtual_memory", reading)
     monkeypatch.setattr(cluster_module, "_memory_reading", (float("-inf"), 0))
-    assert cluster_module._available_memory() == cluster_module._available_memory() == 1000
+    assert cluster_module.available_memory() == cluster_module.available_memory() == 1000
     assert len(reads) == 1
     monkeypatch.setattr(cluster_module, "MEMORY_READING_SECONDS", 0.0)
     time.sleep(0.01)
-    assert cluster_module._available_memory() == 2000
+    assert cluster_module.available_memory() == 2000

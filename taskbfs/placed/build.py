@@ -56,7 +56,9 @@ from taskbfs.graph.chunked import (
 from taskbfs.placed.placement import tasks_for_slots
 from taskbfs.placed.slices import GraphSlice
 from taskbfs.runtime.choice import resolve_runtime
-from taskbfs.runtime.plugin import CPU_RESOURCE, GPU_RESOURCE, workers_of, workers_with
+from taskbfs.runtime.cluster import available_memory
+from taskbfs.runtime.plugin import workers_of, workers_with
+from taskbfs.runtime.task import CPU_RESOURCE, GPU_RESOURCE
 from taskbfs.runtime.worker import cores_per_thread
 
 
@@ -257,9 +259,7 @@ def _plan(rt, arcs: int, n: int, ranges: int, chunk_edges: int = 0, held: int = 
     if not owners:
         return build_plan(arcs, n, ranges, [None], chunk_edges=chunk_edges, held=held, what=what)
     if rt.in_process:
-        from taskbfs.runtime.cluster import _available_memory
-
-        free = [_available_memory() // len(owners)] * len(owners)
+        free = [available_memory() // len(owners)] * len(owners)
     else:
         # neither pausing nor the nanny's terminate on: nothing stops a process for its size
         fraction = next((float(f) for f in map(dask.config.get, _WORKER_MEMORY_ACTIONS) if f),

@@ -250,7 +250,7 @@ class DistributedGraph:
         witness of each (``{3: (u, v) | None, 4: (u, v) | None, 5: v | None}``), the
         ones a whole-graph pass in vertex order finds first
         (:func:`taskbfs.graph500.validate` calls this)."""
-        from taskbfs.graph500 import compact_levels
+        from taskbfs.graph500.validation import compact_levels
 
         client = self.runtime.client
         levels_f = client.scatter(compact_levels(levels), broadcast=False, hash=False)
@@ -342,7 +342,7 @@ def _own_adjacency(piece: GraphSlice, token: str) -> GraphSlice:
 
 
 def _slice_witnesses(piece: GraphSlice, levels, parents, source: int, directed: bool) -> dict:
-    from taskbfs.graph500 import row_witnesses
+    from taskbfs.graph500.validation import row_witnesses
 
     return row_witnesses(piece.indptr, piece.indices, piece.lo, levels, parents, source, directed,
                          cores_per_thread(), own_parents=not directed)

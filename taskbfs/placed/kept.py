@@ -9,7 +9,8 @@ import numpy as np
 from taskbfs import config
 from taskbfs.errors import SearchTimeoutError, WorkerLostError
 from taskbfs.kernels.assembly import result_dtype
-from taskbfs.runtime.plugin import GPU_RESOURCE, stranded
+from taskbfs.runtime.plugin import stranded
+from taskbfs.runtime.task import GPU_RESOURCE
 
 
 class KeptResult:

@@ -224,7 +224,7 @@ class Runtime:
         uses, summed (asked of the scheduler within ``timeout`` seconds); None when a
         worker has no limit (then nobody can tell)."""
         if self.in_process:
-            return _available_memory()
+            return available_memory()
         info = self.client.sync(self.client.scheduler.identity, n_workers=-1,
                                 callback_timeout=timeout)
         free = 0
@@ -494,7 +494,7 @@ MEMORY_READING_SECONDS = 1.0
 _memory_reading = (float("-inf"), 0)  # (time.monotonic() when read, bytes available)
 
 
-def _available_memory() -> int:
+def available_memory() -> int:
     """Bytes this machine has available (``psutil``), read at most once per
     :data:`MEMORY_READING_SECONDS`."""
     global _memory_reading

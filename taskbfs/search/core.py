@@ -42,10 +42,7 @@ from taskbfs.placed.placement import (
 )
 from taskbfs.runtime import Policy, Program
 from taskbfs.runtime.choice import resolve_runtime
-from taskbfs.runtime.plugin import (
-    CPU_RESOURCE,
-    GPU_RESOURCE,
-)
+from taskbfs.runtime.task import CPU_RESOURCE, GPU_RESOURCE
 from taskbfs.search.device_cache import upload_to_gpus
 from taskbfs.search.faults import (
     Deadline,

@@ -68,7 +68,8 @@ from taskbfs.runtime import (
     thread_pool,
 )
 from taskbfs.runtime.mailbox import EXCHANGE_TIMEOUT
-from taskbfs.runtime.plugin import GPU_RESOURCE, workers_with
+from taskbfs.runtime.plugin import workers_with
+from taskbfs.runtime.task import GPU_RESOURCE
 from taskbfs.search.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.search.levels import run_levels
 from taskbfs.search.owner_barrier import accept_pieces, reached_report, split_for_owners

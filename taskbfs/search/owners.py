@@ -61,7 +61,8 @@ from taskbfs.kernels.assembly import result_dtype
 from taskbfs.kernels.merge import (
     word_span,
 )
-from taskbfs.runtime.plugin import CPU_RESOURCE, workers_of, workers_with
+from taskbfs.runtime.plugin import workers_of, workers_with
+from taskbfs.runtime.task import CPU_RESOURCE
 from taskbfs.search.levels import run_levels
 from taskbfs.search.owner_barrier import OWNER_BARRIER, OWNER_STEP, WHOLE_PIECES_BYTES, ReachedWords
 from taskbfs.search.owner_state import BITS_SHARE, INIT, RANGE, REPORT, RESULT, RESUME
