@@ -41,6 +41,7 @@ from taskbfs.graph.chunked import (
     split_arcs,
 )
 from taskbfs.placed import build as bfs_distributed
+from taskbfs.placed import placement
 from taskbfs.placed.graph import DistributedGraph
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
@@ -239,7 +240,7 @@ def test_each_chunk_sends_each_owner_its_ranges_in_one_task(monkeypatch, share, 
     of its ranges (3 a chunk), or one per range where they would be above
     ``_SEND_SHARE_OF_MEMORY`` of a worker's memory limit (5); the same graph either
     way, and a directed graph's transpose built the same way."""
-    monkeypatch.setattr(bfs_distributed, "_SEND_SHARE_OF_MEMORY", share)  # read by the client
+    monkeypatch.setattr(placement, "_SEND_SHARE_OF_MEMORY", share)  # read by the client
     monkeypatch.setattr(bfs_distributed, "_CHUNK_EDGES", 3000)
     s = shape("random_directed_400_1200")
     g = _local(s)

@@ -53,7 +53,7 @@ from taskbfs.graph.chunked import (
     range_csr,
     split_arcs,
 )
-from taskbfs.placed.placement import tasks_for_slots
+from taskbfs.placed.placement import deal_out, owner_runs, ranges_per_send, tasks_for_slots
 from taskbfs.placed.slices import GraphSlice
 from taskbfs.runtime.choice import resolve_runtime
 from taskbfs.runtime.cluster import available_memory
@@ -84,50 +84,12 @@ _FAN_IN = 16
 _CHUNK_EDGES = 1 << 20
 #: Bytes of an uncompressed edge-list file one task reads (~5M edges, ~80 MB of int64 pairs).
 _READ_BYTES = 1 << 26
-#: Most share of the smallest worker memory limit taken by the keys one split task sends a
-#: worker for several of its ranges at once (one task per chunk and range costs more time).
-_SEND_SHARE_OF_MEMORY = 0.125
 #: Most share of a worker's memory limit its part of a Kronecker edge list may take to be
 #: held until the ranges are cut; beyond, each chunk is generated twice and never held.
 _HOLD_SHARE_OF_MEMORY = 0.5
 #: A worker's build peak kept within this multiple of its share of the CSR where memory is
 #: plentiful (more passes, up to chunked.MAX_CAPPED_PASSES): memory left for the search.
 _PEAK_OVER_CSR = 2.0
-
-
-#: Bins of vertex ids the per-chunk arc counts are kept in (at most; one bin per vertex
-#: below it): the ranges' cut points fall on bin edges.
-HISTOGRAM_BINS = 1 << 16
-
-
-#: Histograms summed per task of the reduction tree.
-_FAN_IN = 16
-
-
-#: Edges each generating task of a Kronecker build makes (~16 MB of int64 pairs); the graph
-#: does not depend on it.
-_CHUNK_EDGES = 1 << 20
-
-
-#: Bytes of an uncompressed edge-list file one task reads (~5M edges, ~80 MB of int64 pairs).
-_READ_BYTES = 1 << 26
-
-
-#: Most share of the smallest worker memory limit taken by the keys one split task sends a
-#: worker for several of its ranges at once (one task per chunk and range costs more time).
-_SEND_SHARE_OF_MEMORY = 0.125
-
-
-#: Most share of a worker's memory limit its part of a Kronecker edge list may take to be
-#: held until the ranges are cut; beyond, each chunk is generated twice and never held.
-_HOLD_SHARE_OF_MEMORY = 0.5
-
-
-#: A worker's build peak kept within this multiple of its share of the CSR where memory is
-#: plentiful (more passes, up to chunked.MAX_CAPPED_PASSES): memory left for the search.
-_PEAK_OVER_CSR = 2.0
-
-
 #: Edges per Kronecker chunk when a build runs in passes (each chunk is made again every
 #: pass; a smaller one holds less while it is split).
 PASS_CHUNK_EDGES = 1 << 18
@@ -405,47 +367,6 @@ def as_runtime(runtime):
         raise InvalidParameterError("a graph built on the workers needs runtime= (a Runtime, "
                                     "a distributed.Client or a scheduler address)")
     return resolve_runtime(runtime)
-
-
-def deal_out(client, count: int, timeout: float | None = None) -> list[dict]:
-    """``submit`` keywords that deal ``count`` ranges out to the workers, consecutive
-    ranges to the same worker (the scheduler would put them where most of their input
-    lies, often all on one); a preference, not a restriction. Consecutive, so that
-    another cut of the same vertices finds most of its rows on its own worker. Where
-    there are GPU workers, the ranges go to them only: a range's owner runs its barriers
-    and its steps run best beside it, and the big steps of a search that may use a GPU
-    run on one (CPU steps copy only the owner's frontier,
-    :class:`~taskbfs.search.owner_state.OwnerFrontier`)."""
-    info = workers_of(client, timeout)
-    workers = workers_with(info, GPU_RESOURCE) or sorted(info)
-    if len(info) < 2:
-        return [{}] * count
-    return [{"workers": [workers[r * len(workers) // count]], "allow_other_workers": True}
-            for r in range(count)]
-
-
-def owner_runs(owners: list[dict], most: int) -> list[tuple[int, int]]:
-    """``(first, stop)`` of each run of at most ``most`` consecutive ranges dealt to the
-    same worker: what one split sends in one piece (an all-to-all of a task per owner,
-    not per range)."""
-    runs, first = [], 0
-    for r in range(1, len(owners) + 1):
-        if r == len(owners) or owners[r] != owners[first] or r - first == most:
-            runs.append((first, r))
-            first = r
-    return runs
-
-
-def ranges_per_send(client, arcs: int, ranges: int, timeout: float | None = None) -> int:
-    """How many ranges' keys one split sends a worker in one piece: their keys (8 bytes
-    an arc, ranges of about equal arcs) at most :data:`_SEND_SHARE_OF_MEMORY`
-    of the smallest worker ``memory_limit`` (every range, where no worker has one)."""
-    limits = [w.get("memory_limit") or 0 for w in workers_of(client, timeout).values()]
-    limits = [m for m in limits if m > 0]
-    if not limits:
-        return ranges
-    range_bytes = max(1, 8 * arcs // ranges)
-    return max(1, int(_SEND_SHARE_OF_MEMORY * min(limits)) // range_bytes)
 
 
 def _check_ranges(ranges, rt, n: int) -> int:

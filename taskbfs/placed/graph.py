@@ -29,8 +29,14 @@ from taskbfs.graph import Graph, Partition
 from taskbfs.graph.chunked import join_rows, piece_arcs, split_arcs
 from taskbfs.graph.partition import partition_indptr
 from taskbfs.placed import build
-from taskbfs.placed.build import deal_out, owner_runs, ranges_per_send, run_keys, transposed_slice
-from taskbfs.placed.placement import MAX_PLACED_GRAPHS, PlacedGraph
+from taskbfs.placed.build import run_keys, transposed_slice
+from taskbfs.placed.placement import (
+    MAX_PLACED_GRAPHS,
+    PlacedGraph,
+    deal_out,
+    owner_runs,
+    ranges_per_send,
+)
 from taskbfs.placed.slices import GraphSlice
 from taskbfs.runtime.worker import cores_per_thread
 

@@ -19,6 +19,8 @@ from collections import OrderedDict
 from taskbfs import config
 from taskbfs.graph import Graph, Partition, partition
 from taskbfs.placed.slices import GraphSlice
+from taskbfs.runtime.plugin import workers_of, workers_with
+from taskbfs.runtime.task import GPU_RESOURCE
 
 #: How many placed graphs a runtime keeps (least recently used dropped first).
 MAX_PLACED_GRAPHS = 4
@@ -177,3 +179,49 @@ def tasks_for_slots(slots: int) -> int:
     """The default T for a cluster of ``slots`` CPU slots (0: unknown): one per slot, at
     least ``taskbfs.tasks``."""
     return max(1, config.get("tasks"), int(slots))
+
+
+#: Most share of the smallest worker memory limit taken by the keys one split task sends a
+#: worker for several of its ranges at once (one task per chunk and range costs more time).
+_SEND_SHARE_OF_MEMORY = 0.125
+
+
+def deal_out(client, count: int, timeout: float | None = None) -> list[dict]:
+    """``submit`` keywords that deal ``count`` ranges out to the workers, consecutive
+    ranges to the same worker (the scheduler would put them where most of their input
+    lies, often all on one); a preference, not a restriction. Consecutive, so that
+    another cut of the same vertices finds most of its rows on its own worker. Where
+    there are GPU workers, the ranges go to them only: a range's owner runs its barriers
+    and its steps run best beside it, and the big steps of a search that may use a GPU
+    run on one (CPU steps copy only the owner's frontier,
+    :class:`~taskbfs.search.owner_state.OwnerFrontier`)."""
+    info = workers_of(client, timeout)
+    workers = workers_with(info, GPU_RESOURCE) or sorted(info)
+    if len(info) < 2:
+        return [{}] * count
+    return [{"workers": [workers[r * len(workers) // count]], "allow_other_workers": True}
+            for r in range(count)]
+
+
+def owner_runs(owners: list[dict], most: int) -> list[tuple[int, int]]:
+    """``(first, stop)`` of each run of at most ``most`` consecutive ranges dealt to the
+    same worker: what one split sends in one piece (an all-to-all of a task per owner,
+    not per range)."""
+    runs, first = [], 0
+    for r in range(1, len(owners) + 1):
+        if r == len(owners) or owners[r] != owners[first] or r - first == most:
+            runs.append((first, r))
+            first = r
+    return runs
+
+
+def ranges_per_send(client, arcs: int, ranges: int, timeout: float | None = None) -> int:
+    """How many ranges' keys one split sends a worker in one piece: their keys (8 bytes
+    an arc, ranges of about equal arcs) at most :data:`_SEND_SHARE_OF_MEMORY`
+    of the smallest worker ``memory_limit`` (every range, where no worker has one)."""
+    limits = [w.get("memory_limit") or 0 for w in workers_of(client, timeout).values()]
+    limits = [m for m in limits if m > 0]
+    if not limits:
+        return ranges
+    range_bytes = max(1, 8 * arcs // ranges)
+    return max(1, int(_SEND_SHARE_OF_MEMORY * min(limits)) // range_bytes)
