@@ -50,13 +50,13 @@ import numpy as np
 from numba import njit
 
 from taskbfs.errors import InvalidParameterError
-from taskbfs.graph._graph import (
+from taskbfs.graph._csr import (
     CSR_STEPS,
-    Graph,
-    _check_fits_in_memory,
-    _chunks_to_csr,
+    check_fits_in_memory,
+    csr_of_pieces,
     index_dtype,
 )
+from taskbfs.graph._graph import Graph
 from taskbfs.graph._progress import BuildProgress
 from taskbfs.graph._threads import cores, cuts, run
 
@@ -154,13 +154,13 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, progress=None) ->
     n = 1 << scale
     ids = index_dtype(n)  # the list kept in the ids' own width: half the bytes below 2^31
     edges = _num_edges(scale, edgefactor)
-    _check_fits_in_memory(n, edges, directed=False, extra=2 * ids.itemsize * edges)
+    check_fits_in_memory(n, edges, directed=False, extra=2 * ids.itemsize * edges)
     threads = cores()
     with BuildProgress(progress, f"kronecker({scale})",
                        _generation_units(edges, threads) + CSR_STEPS) as bar:
         pieces = [_edges(scale, seed, 0, edges, ids, threads, step=bar.update)]
-        indptr, indices = _chunks_to_csr(pieces, n, directed=False, step=bar.update)
-    return Graph.made_valid(indptr, indices, n, False)  # (_chunks_to_csr emptied pieces)
+        indptr, indices = csr_of_pieces(pieces, n, directed=False, step=bar.update)
+    return Graph.made_valid(indptr, indices, n, False)  # (csr_of_pieces emptied pieces)
 
 
 # ====================================================================== the generator
