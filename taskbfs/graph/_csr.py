@@ -10,7 +10,9 @@ docstring for the passes and the memory each holds. No ``Graph`` here: the build
 
 from __future__ import annotations
 
+import ctypes
 import itertools
+import mmap
 import os
 
 import numpy as np
@@ -32,10 +34,12 @@ def index_dtype(num_vertices: int) -> np.dtype:
 
 
 def check_fits_in_memory(num_vertices: int, edges: int = 0, directed: bool = False,
-                         extra: int = 0) -> None:
+                         extra: int = 0, owned: bool = False) -> None:
     """Refuse a build whose arrays exceed the memory free now (or, for the vertex arrays
     alone, this machine's): the CSR of ``num_vertices`` and up to ``edges`` edges (both
-    arcs when undirected) as :func:`csr_of_pieces` builds it, plus ``extra`` bytes."""
+    arcs when undirected) as :func:`csr_of_pieces` builds it, plus ``extra`` bytes (with
+    ``owned``, the build's own edge pieces: given back as the arcs are written, so the
+    peak is the larger of the two)."""
     try:
         physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # not available on this platform
@@ -48,10 +52,11 @@ def check_fits_in_memory(num_vertices: int, edges: int = 0, directed: bool = Fal
             f"vertex ids are kept as given, so relabel sparse ids to 0..k-1 first"
         )
     arcs = edges * (1 if directed else 2)
-    # indptr, the arcs' targets, and the rows within blocks of one pass's arcs (2 bytes each)
-    needed = (8 * (num_vertices + 1) + arcs * index_dtype(num_vertices).itemsize
-              + 2 * arcs // _ROW_PASSES + extra)
-    check_memory(needed, f"building a graph of {num_vertices:,} vertices and {edges:,} edges")
+    # the arcs' targets and their rows within blocks (2 bytes each, one pass's arcs)
+    arrays = arcs * index_dtype(num_vertices).itemsize + 2 * arcs // _passes(owned)
+    held = max(arrays, extra) if owned else arrays + extra
+    check_memory(8 * (num_vertices + 1) + held,
+                 f"building a graph of {num_vertices:,} vertices and {edges:,} edges")
 
 
 def check_memory(needed: int, what: str) -> None:
@@ -67,7 +72,7 @@ def check_memory(needed: int, what: str) -> None:
 
 
 def csr_of_pieces(chunks: list, n: int, directed: bool, threads: int | None = None,
-                  step=None):
+                  step=None, owned: bool = False):
     """Sort, deduplicate and drop self-loops: ``(indptr int64, indices)`` of the edges of
     every ``(src, dst)`` pair in ``chunks`` (ids below ``n``, any integer dtype), on
     ``threads`` threads (default: one per core).
@@ -85,7 +90,13 @@ def csr_of_pieces(chunks: list, n: int, directed: bool, threads: int | None = No
     bytes an arc of a group for the rows within blocks and, per thread, 16 bytes an arc
     of the block it sorts (at most :data:`_IN_PLACE_ARCS` arcs: a larger block is sorted
     in place, :func:`_sort_block_in_place`). ``step``, if given, is called after the
-    count and after each pass (:data:`CSR_STEPS` calls)."""
+    count and after each pass (:data:`CSR_STEPS` calls).
+
+    ``owned``: nothing but ``chunks`` holds the pairs (a reader's or the generator's
+    pieces), so each is given back as soon as it is written; then one pass writes every
+    arc, and the edge list shrinks while the CSR grows (the rows within blocks, two
+    bytes an arc, are then held for every arc, less than the edge list that the passes
+    would hold to the last one)."""
     step = step or _no_step
     threads = threads or cores()
     units = _edge_ranges(chunks, threads)
@@ -97,10 +108,13 @@ def csr_of_pieces(chunks: list, n: int, directed: bool, threads: int | None = No
     indices = np.empty(int(starts[-1]), dtype=index_dtype(n))
     indptr = np.zeros(n + 1, dtype=np.int64)
     kept = np.zeros(starts.size - 1, dtype=np.int64)
-    groups = _block_groups(starts, _ROW_PASSES)
+    groups = _block_groups(starts, _passes(owned))
     for _ in range(_ROW_PASSES - len(groups)):
         step()  # (fewer groups than passes: their steps at once)
     rows = np.empty(max(starts[b] - starts[a] for a, b in groups), dtype=np.uint16)
+    if owned:  # every block is written from the start: only the pages written count
+        _small_pages(indices)
+        _small_pages(rows)
     for a, b in groups:
         _scatter_all(chunks, units, cursors, directed, shift, (a, b, starts[a]), indices,
                      rows, threads, drop=b == starts.size - 1)
@@ -115,6 +129,31 @@ def csr_of_pieces(chunks: list, n: int, directed: bool, threads: int | None = No
 
 def _no_step() -> None:
     pass
+
+
+def _small_pages(arr: np.ndarray) -> None:
+    """Ask the system to back ``arr`` (not written yet) with small pages: numpy asks for
+    huge ones (2 MiB, where transparent huge pages are on), and a pass that writes every
+    block from the start would then make each block's first 2 MiB resident at once, the
+    whole array when blocks are smaller. Nothing is done where madvise is not at hand."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        page = mmap.PAGESIZE
+        start = -(-arr.ctypes.data // page) * page
+        end = (arr.ctypes.data + arr.nbytes) // page * page
+        if end > start:
+            libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), _MADV_NOHUGEPAGE)
+    except (OSError, AttributeError):
+        pass
+
+
+#: Linux's ``MADV_NOHUGEPAGE`` (the mmap module names it where the system has it).
+_MADV_NOHUGEPAGE = getattr(mmap, "MADV_NOHUGEPAGE", 15)
+
+
+def _passes(owned: bool) -> int:
+    """Passes that write the arcs: one when the edge pieces are the build's own."""
+    return 1 if owned else _ROW_PASSES
 
 
 #: Arcs a block of rows aims at: few enough that a block's sort keys stay in the caches,
