@@ -61,7 +61,8 @@ from taskbfs.graph._progress import BuildProgress
 from taskbfs.graph._text import _joined
 from taskbfs.graph._write import write_graph
 
-__all__ = ["read_graph", "read_edges", "byte_ranges", "check_entry_count", "save_graph",
+__all__ = ["read_graph", "read_edges", "byte_ranges", "check_entry_count", "file_arcs",
+           "save_graph",
            "KNOWN_FORMATS", "NPZ_VERSION", "GraphFileNotFoundError"]
 
 
@@ -181,6 +182,35 @@ def byte_ranges(path, size: int, format: str | None = None) -> list[tuple[int, i
     total = os.path.getsize(path)
     cuts = list(range(0, total, max(1, int(size)))) + [total]
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)] or [(0, 0)]
+
+
+def file_arcs(path, format: str | None = None, directed: bool | None = None) -> int | None:
+    """The arcs a build from an uncompressed edge-list or MatrixMarket file will write
+    (self-loops and repeats aside: they only lower it), from the file's size before it is
+    read, for a memory check before the reading: a MatrixMarket file's declared entries
+    (both arcs when symmetric or ``directed`` is False), exactly; an edge list's bytes
+    over its mean bytes per line in :data:`_SAMPLES` samples spread over the file (both
+    arcs unless ``directed``), an estimate. None for a file whose size tells nothing
+    (compressed, .npz)."""
+    path, fmt, directed = _checked_file(path, format, directed)
+    if fmt == "npz" or os.path.splitext(path)[1].lower() in _COMPRESSED:
+        return None
+    if fmt == "mtx":
+        head = _mtx_header(path)
+        return head.nnz * (1 if directed or (directed is None and not head.symmetric) else 2)
+    size = os.path.getsize(path)
+    lines = sampled = 0
+    with open(path, "rb") as f:
+        for k in range(_SAMPLES):
+            f.seek(size * k // _SAMPLES)
+            block = f.read(_SAMPLE_BYTES)
+            lines, sampled = lines + block.count(b"\n"), sampled + len(block)
+    edges = -(-size * max(lines, 1) // max(sampled, 1))
+    return edges * (1 if directed else 2)
+
+
+#: Places :func:`file_arcs` reads an edge list's line lengths at, and the bytes read at each.
+_SAMPLES, _SAMPLE_BYTES = 8, 1 << 16
 
 
 def _check_rangeable(path: str, fmt: str) -> None:
