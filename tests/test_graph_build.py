@@ -96,27 +96,28 @@ def _build_cases():
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 8])
 @pytest.mark.parametrize("directed", [False, True])
-@pytest.mark.parametrize("layout", ["default", "small blocks", "in place"])
+@pytest.mark.parametrize("layout", ["default", "small blocks", "in place", "owned"])
 def test_parallel_build_matches_scipy(threads, directed, layout, monkeypatch):
     """The CSR built on 1-8 threads equals scipy's, with the edge list in uneven int32 and
     int64 pieces (one empty) cut into ranges of 1000 edges, blocks of the default size
-    or of 64 arcs written in 4 passes, 7 or 1, and blocks sorted with scratch keys or in
-    place."""
-    from taskbfs.graph import _graph
+    or of 64 arcs written in 4 passes, 7 or 1 (pieces the build owns: one pass, each
+    given back once written), and blocks sorted with scratch keys or in place."""
+    from taskbfs.graph import _csr
 
-    monkeypatch.setattr(_graph, "_MIN_RANGE", 1000)
+    monkeypatch.setattr(_csr, "_MIN_RANGE", 1000)
     if layout == "small blocks":
-        monkeypatch.setattr(_graph, "_BLOCK_ARCS", 64)
-        monkeypatch.setattr(_graph, "_ROW_PASSES", 7)
+        monkeypatch.setattr(_csr, "_BLOCK_ARCS", 64)
+        monkeypatch.setattr(_csr, "_ROW_PASSES", 7)
     if layout == "in place":
-        monkeypatch.setattr(_graph, "_IN_PLACE_ARCS", 0)
-        monkeypatch.setattr(_graph, "_ROW_PASSES", 1)
+        monkeypatch.setattr(_csr, "_IN_PLACE_ARCS", 0)
+        monkeypatch.setattr(_csr, "_ROW_PASSES", 1)
     for name, n, src, dst in _build_cases():
         src, dst = np.asarray(src), np.asarray(dst)
         cuts = [0, src.size // 7, src.size // 7, src.size // 2, src.size]
         pieces = [(src[a:b].astype(np.int32 if i % 2 else np.int64), dst[a:b])
                   for i, (a, b) in enumerate(itertools.pairwise(cuts))]
-        indptr, indices = _graph._chunks_to_csr(pieces, n, directed, threads)
+        indptr, indices = _csr.csr_of_pieces(pieces, n, directed, threads,
+                                             owned=layout == "owned")
         assert pieces == []  # every piece dropped once written
         ref = scipy_reference(src, dst, n, directed)
         assert indptr.dtype == np.int64 and indices.dtype == index_dtype(n), name

@@ -16,7 +16,7 @@ from taskbfs.errors import (
     InvalidParameterError,
     TaskBFSError,
 )
-from taskbfs.graph import Graph, kronecker, read_graph, save_graph
+from taskbfs.graph import Graph, _edgelist, _mtx, _text, kronecker, read_graph, save_graph
 from taskbfs.graph import io as gio
 from taskbfs.graph.io import GraphFileNotFoundError
 
@@ -390,8 +390,8 @@ def test_valid_file_never_scans_line_by_line(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("line-by-line scan used on a valid file")
 
-    monkeypatch.setattr(gio, "_scan_edgelist", fail)
-    monkeypatch.setattr(gio, "_scan_mtx", fail)
+    monkeypatch.setattr(_edgelist, "_scan_edgelist", fail)
+    monkeypatch.setattr(_mtx, "_scan_mtx", fail)
     read_graph(write(tmp_path, "a.txt", "# c\n# d\nFromNodeId\tToNodeId\n0\t1\n1\t2\n"))
     read_graph(write(tmp_path, "b.csv", "src,dst,w\n0,1,2.5\n3,4,1\n"))
     read_graph(write(tmp_path, "c.el", "% k\n0 1 1 9\n\n5 2\n"))
@@ -444,8 +444,8 @@ def test_random_edge_files_fast_and_scan_agree(tmp_path, case):
     truth = Graph.from_edges(src, dst)
     fast = read_graph(path)
     assert same_graph(fast, truth)
-    layout = gio._sniff_edgelist(path)
-    s, d = gio._scan_edgelist(path, layout)
+    layout = _edgelist._sniff_edgelist(path)
+    s, d = _edgelist._scan_edgelist(path, layout)
     assert np.array_equal(s, src) and np.array_equal(d, dst)
 
 
@@ -527,7 +527,8 @@ def test_valid_files_never_reach_pandas(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("pandas used on a file the compiled parser takes")
 
-    monkeypatch.setattr(gio, "_read_table", fail)
+    monkeypatch.setattr(_edgelist, "_read_table", fail)
+    monkeypatch.setattr(_mtx, "_read_table", fail)
     g = read_graph(write(tmp_path, "a.mtx", "%%MatrixMarket matrix coordinate real general\n"
                                             "% c\n4 4 3\n1 2 0.5\n\n 2\t3 1e3\r\n4 1\n"))
     assert edges_of(g) == {(0, 1), (1, 2), (3, 0)}
@@ -567,8 +568,8 @@ def test_compiled_parser_windows_and_pieces(tmp_path, monkeypatch, window):
     """A file mapped a window at a time and parsed in pieces (small ones here): every
     line read once, wherever the windows and pieces cut; a line longer than a window
     goes to pandas."""
-    monkeypatch.setattr(gio, "_WINDOW_BYTES", window)
-    monkeypatch.setattr(gio, "_PARSE_BYTES", 1000)
+    monkeypatch.setattr(_text, "_WINDOW_BYTES", window)
+    monkeypatch.setattr(_text, "_PARSE_BYTES", 1000)
     rng = np.random.default_rng(3)
     pairs = rng.integers(0, 3000, size=(20000, 2))
     body = "".join(f"{u + 1} {v + 1}{' 0.5' * (i % 3)}\n" for i, (u, v) in enumerate(pairs))
@@ -581,3 +582,19 @@ def test_compiled_parser_windows_and_pieces(tmp_path, monkeypatch, window):
     assert np.array_equal(src, pairs[:, 0]) and np.array_equal(dst, pairs[:, 1])
     long_line = write(tmp_path, "l.txt", "0 1 " + "7" * 9000 + "\n2 3\n")
     assert gio.read_edges(long_line)[0].tolist() == [0, 2]
+
+
+def test_file_arcs_tells_the_arcs_before_reading(tmp_path):
+    """From the file's size and a few samples of its lines: the arcs read within 5%,
+    exactly for MatrixMarket; None for a compressed file."""
+    g = kronecker(12, seed=2)
+    for name in ("g.txt", "g.mtx"):
+        save_graph(g, tmp_path / name)
+        src, dst, _, directed = gio.read_edges(tmp_path / name)
+        arcs = src.size * (1 if directed else 2)
+        estimate = gio.file_arcs(tmp_path / name)
+        assert 0.95 * arcs <= estimate <= 1.05 * arcs, name
+    assert gio.file_arcs(tmp_path / "g.mtx") == g.num_arcs
+    assert gio.file_arcs(tmp_path / "g.txt", directed=True) * 2 == gio.file_arcs(tmp_path / "g.txt")
+    save_graph(g, tmp_path / "g.txt.gz")
+    assert gio.file_arcs(tmp_path / "g.txt.gz") is None

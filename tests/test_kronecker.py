@@ -243,7 +243,7 @@ def test_same_graph_whatever_the_threads(threads, monkeypatch):
 
     want_edges = kronecker_edges(11, 8, seed=6)
     want = kronecker(11, 8, seed=6)
-    for name in ("taskbfs.graph.kronecker", "taskbfs.graph._graph"):
+    for name in ("taskbfs.graph.kronecker", "taskbfs.graph._csr"):
         module = importlib.import_module(name)
         monkeypatch.setattr(module, "_MIN_RANGE", 100)
         monkeypatch.setattr(module, "cores", lambda: threads)

@@ -22,7 +22,8 @@ No Dask and no kernels here.
 =====================  ===============================================================
 """
 
-from taskbfs.graph._graph import Graph, index_dtype
+from taskbfs.graph._csr import index_dtype
+from taskbfs.graph._graph import Graph
 from taskbfs.graph.convert import (
     as_graph,
     from_networkx,

@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from taskbfs.errors import InsufficientMemoryError, InvalidParameterError
-from taskbfs.graph._graph import _drop_repeats, index_dtype
+from taskbfs.graph._csr import _drop_repeats, index_dtype
 from taskbfs.graph.kronecker import (
     _check_edgefactor,
     _check_scale,

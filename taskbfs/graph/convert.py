@@ -10,9 +10,10 @@ Encoding
     ``Graph.labels`` (``labels[v]`` is vertex ``v``'s id); ``Graph.vertex(label)`` maps
     back, and a search's result keeps the labels (``BFSResult.distance_dict``).
 Approach
-    scipy.sparse: every stored entry is an arc ``row -> column`` (its value is ignored;
-    explicitly stored zeros are arcs too, as in ``scipy.sparse.csgraph``). networkx:
-    nodes in ``G.nodes`` order. :func:`as_graph` converts a scipy matrix or networkx
+    These functions call :class:`Graph`'s own constructors, which take their edge
+    arrays from :mod:`taskbfs.graph._pydata`. scipy.sparse: every stored entry is an arc
+    ``row -> column`` (its value is ignored; explicitly stored zeros are arcs too, as in
+    ``scipy.sparse.csgraph``). networkx: nodes in ``G.nodes`` order. :func:`as_graph` converts a scipy matrix or networkx
     graph once and keeps the result with the object: a networkx graph in its
     ``__networkx_cache__`` (which networkx empties whenever the graph is changed through
     its methods), a scipy matrix in a table keyed by the object and checked against a
@@ -30,70 +31,15 @@ import zlib
 
 import numpy as np
 
-from taskbfs.errors import EmptyGraphError, InvalidParameterError, InvalidVertexError
+from taskbfs.errors import InvalidParameterError
 from taskbfs.graph._graph import Graph
+from taskbfs.graph._pydata import is_networkx, relabel, to_networkx
 
 #: Key of the converted graph in a networkx graph's ``__networkx_cache__``.
 NX_CACHE_KEY = "taskbfs"
 
 
-# ----------------------------------------------------------------------------- relabelling
-def relabel(*columns):
-    """Number arbitrary vertex ids 0..k-1.
-
-    Parameters
-    ----------
-    *columns : array_like
-        Vertex ids (strings, integers, tuples, any hashable), e.g. an edge list's source
-        and target columns.
-
-    Returns
-    -------
-    ids : list of ndarray of int64
-        One array per column: the vertex number of each id.
-    labels : ndarray
-        ``labels[v]`` is the id numbered ``v``: the distinct ids in sorted order, or in
-        order of first appearance when they cannot be sorted (mixed types).
-
-    Examples
-    --------
-    >>> from taskbfs.graph import relabel
-    >>> (src, dst), labels = relabel(["b", "a"], ["c", "b"])
-    >>> src.tolist(), dst.tolist(), labels.tolist()
-    ([1, 0], [2, 1], ['a', 'b', 'c'])
-    """
-    arrays = [_label_array(c) for c in columns]
-    lengths = np.cumsum([a.size for a in arrays])[:-1]
-    every = np.concatenate(arrays) if arrays else np.empty(0, dtype=object)
-    try:
-        labels, inverse = np.unique(every, return_inverse=True)
-    except TypeError:  # ids of mixed, unorderable types: number them as they come
-        index: dict = {}
-        inverse = np.fromiter((index.setdefault(v, len(index)) for v in every.tolist()),
-                              dtype=np.int64, count=every.size)
-        labels = _object_array(list(index))
-    ids = np.split(inverse.astype(np.int64).reshape(-1), lengths)
-    return ids, labels
-
-
-def _label_array(values) -> np.ndarray:
-    """``values`` as a 1-d array of ids (a tuple stays one id, not a row)."""
-    if hasattr(values, "to_numpy"):  # pandas Series / Index
-        values = values.to_numpy()
-    if isinstance(values, np.ndarray) and values.ndim == 1:
-        return values
-    items = list(values)
-    if len({type(v) for v in items}) > 1 or any(isinstance(v, tuple) for v in items):
-        return _object_array(items)  # numpy would make 1 and "1" one string, a tuple a row
-    arr = np.asarray(items)
-    return arr if arr.ndim == 1 else _object_array(items)
-
-
-def _object_array(items: list) -> np.ndarray:
-    return np.fromiter(items, dtype=object, count=len(items))
-
-
-# ----------------------------------------------------------------------------- scipy
+# ----------------------------------------------------------------------------- builders
 def from_scipy(matrix, directed: bool | None = None) -> Graph:
     """Build a graph from a square scipy.sparse adjacency matrix or array.
 
@@ -120,32 +66,9 @@ def from_scipy(matrix, directed: bool | None = None) -> Graph:
     >>> tb.Graph.from_scipy(A)
     Graph(directed, num_vertices=3, num_edges=2)
     """
-    import scipy.sparse as sp
-
-    if not sp.issparse(matrix):
-        raise InvalidParameterError(
-            f"expected a scipy.sparse matrix or array, got {type(matrix).__name__} "
-            "(for a dense array use scipy.sparse.csr_array(A))"
-        )
-    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
-        raise InvalidParameterError(f"an adjacency matrix must be square, got shape {matrix.shape}")
-    csr = matrix.tocsr()
-    if directed is None:
-        directed = not _symmetric_pattern(csr)
-    return Graph.from_csr(csr.indptr, csr.indices, directed=bool(directed))
+    return Graph.from_scipy(matrix, directed=directed)
 
 
-def _symmetric_pattern(csr) -> bool:
-    import scipy.sparse as sp
-
-    pattern = sp.csr_array((np.ones(csr.indices.size, dtype=np.int8), csr.indices, csr.indptr),
-                           shape=csr.shape)
-    pattern.sum_duplicates()
-    pattern.data[:] = 1
-    return (pattern != pattern.T).nnz == 0
-
-
-# ----------------------------------------------------------------------------- networkx
 def from_networkx(G) -> Graph:
     """Build a graph from a networkx graph (Graph, DiGraph, MultiGraph or MultiDiGraph).
 
@@ -164,57 +87,9 @@ def from_networkx(G) -> Graph:
     >>> sorted(g.to_networkx().edges)
     [('a', 'b'), ('b', 'c')]
     """
-    if not _is_networkx(G):
-        raise InvalidParameterError(f"expected a networkx graph, got {type(G).__name__}")
-    nodes = list(G)
-    n = len(nodes)
-    if n == 0:
-        raise EmptyGraphError("the networkx graph has no nodes")
-    m = G.number_of_edges()
-    if all(type(v) is int or isinstance(v, np.integer) for v in nodes) and \
-            min(nodes) == 0 and max(nodes) == n - 1:  # the nodes are 0..n-1 (they are distinct)
-        src = np.fromiter((u for u, _ in G.edges()), dtype=np.int64, count=m)
-        dst = np.fromiter((v for _, v in G.edges()), dtype=np.int64, count=m)
-        labels = None
-    else:
-        index = {v: i for i, v in enumerate(nodes)}
-        src = np.fromiter((index[u] for u, _ in G.edges()), dtype=np.int64, count=m)
-        dst = np.fromiter((index[v] for _, v in G.edges()), dtype=np.int64, count=m)
-        labels = _object_array(nodes)
-    graph = Graph.from_edges(src, dst, num_vertices=n, directed=G.is_directed(), relabel=False)
-    graph.labels = labels
-    return graph
+    return Graph.from_networkx(G)
 
 
-def to_networkx(graph: Graph):
-    """The graph as a networkx ``Graph`` (``DiGraph`` when directed), every vertex a node.
-
-    Nodes are the vertex numbers, or ``graph.labels`` when the graph has them (a graph
-    from :func:`from_networkx` comes back with its own nodes).
-    """
-    import networkx as nx
-
-    out = nx.DiGraph() if graph.directed else nx.Graph()
-    names = range(graph.num_vertices) if graph.labels is None else graph.labels.tolist()
-    out.add_nodes_from(names)
-    src = np.repeat(np.arange(graph.num_vertices, dtype=np.int64), graph.degrees())
-    dst = graph.indices.astype(np.int64)
-    if not graph.directed:  # each edge is stored both ways: add it once
-        keep = src < dst
-        src, dst = src[keep], dst[keep]
-    if graph.labels is None:
-        out.add_edges_from(zip(src.tolist(), dst.tolist(), strict=True))
-    else:
-        out.add_edges_from(zip(graph.labels[src].tolist(), graph.labels[dst].tolist(), strict=True))
-    return out
-
-
-def _is_networkx(obj) -> bool:
-    nx = sys.modules.get("networkx")  # an object cannot be a networkx graph before it is imported
-    return nx is not None and isinstance(obj, nx.Graph)
-
-
-# ----------------------------------------------------------------------------- pandas
 def from_pandas(df, source: str = "source", target: str = "target", directed: bool = False,
                 num_vertices: int | None = None, relabel: bool | None = None) -> Graph:
     """Build a graph from a pandas DataFrame of edges, one row per edge.
@@ -242,25 +117,8 @@ def from_pandas(df, source: str = "source", target: str = "target", directed: bo
     >>> g.num_vertices, g.labels.tolist()
     (3, ['x', 'y', 'z'])
     """
-    columns = list(getattr(df, "columns", ()))
-    if not hasattr(df, "columns"):
-        raise InvalidParameterError(f"expected a pandas DataFrame of edges, got {type(df).__name__}")
-    for role, name in (("source", source), ("target", target)):
-        if name not in columns:
-            raise InvalidParameterError(
-                f"the DataFrame has no {role} column {name!r} (columns: {columns}); "
-                f"name it with {role}=..."
-            )
-    if hasattr(df, "__dask_graph__"):
-        df = df[[source, target]].compute()
-    src, dst = df[source], df[target]
-    missing = src.isna().to_numpy() | dst.isna().to_numpy()
-    if missing.any():
-        row = df.index[int(np.flatnonzero(missing)[0])]
-        row = row.item() if hasattr(row, "item") else row
-        raise InvalidVertexError(f"edge at row {row!r} has a missing {source!r} or {target!r} vertex")
-    return Graph.from_edges(src.to_numpy(), dst.to_numpy(), num_vertices=num_vertices,
-                            directed=directed, relabel=relabel)
+    return Graph.from_pandas(df, source=source, target=target, directed=directed,
+                             num_vertices=num_vertices, relabel=relabel)
 
 
 # ----------------------------------------------------------------------------- bfs input
@@ -272,11 +130,11 @@ def as_graph(obj) -> Graph:
     graph converted once and kept with the object (see the module docstring)."""
     if isinstance(obj, Graph):
         return obj
-    if _is_networkx(obj):
+    if is_networkx(obj):
         cache = getattr(obj, "__networkx_cache__", None)
         graph = cache.get(NX_CACHE_KEY) if cache is not None else None
         if graph is None:
-            graph = from_networkx(obj)
+            graph = Graph.from_networkx(obj)
             if cache is not None:
                 cache[NX_CACHE_KEY] = graph
         return graph
@@ -294,7 +152,7 @@ def _cached_scipy(matrix) -> Graph:
     entry = _scipy_graphs.get(key)
     if entry is not None and entry[0]() is matrix and entry[1] == stamp:
         return entry[2]
-    graph = from_scipy(matrix)
+    graph = Graph.from_scipy(matrix)
     ref = weakref.ref(matrix, lambda _, key=key: _scipy_graphs.pop(key, None))
     _scipy_graphs[key] = (ref, stamp, graph)
     return graph

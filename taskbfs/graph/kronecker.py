@@ -44,19 +44,20 @@ the chunks concatenated in chunk order.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 from numba import njit
 
 from taskbfs.errors import InvalidParameterError
-from taskbfs.graph._graph import (
+from taskbfs.graph._csr import (
     CSR_STEPS,
-    Graph,
-    _check_fits_in_memory,
-    _chunks_to_csr,
+    check_fits_in_memory,
+    csr_of_pieces,
     index_dtype,
 )
+from taskbfs.graph._graph import Graph
 from taskbfs.graph._progress import BuildProgress
 from taskbfs.graph._threads import cores, cuts, run
 
@@ -67,6 +68,10 @@ MIN_SCALE, MAX_SCALE = 1, 40
 #: Initiator probabilities A, B, C of the Graph500 specification (D = 1 - A - B - C).
 INITIATOR = (0.57, 0.19, 0.19)
 
+#: Pieces per thread that :func:`kronecker` makes its edge list in: a build writes a batch of
+#: about a piece a thread before it gives them back, so this is how much of the list is
+#: held at the end of the build's one pass at most (1 / 16).
+_PIECES_PER_THREAD = 16
 #: Fewest edges a thread is handed at a time (a thread's start costs more than fewer).
 _MIN_RANGE = 1 << 16
 #: Edges per chunk: what one worker generates alone (~16 MB of int64 pairs); the graph
@@ -154,13 +159,14 @@ def kronecker(scale: int, edgefactor: int = 16, seed: int = 1, progress=None) ->
     n = 1 << scale
     ids = index_dtype(n)  # the list kept in the ids' own width: half the bytes below 2^31
     edges = _num_edges(scale, edgefactor)
-    _check_fits_in_memory(n, edges, directed=False, extra=2 * ids.itemsize * edges)
+    # the edge list in pieces, each given back once written: the list shrinks as the CSR grows
+    check_fits_in_memory(n, edges, directed=False, extra=2 * ids.itemsize * edges, owned=True)
     threads = cores()
-    with BuildProgress(progress, f"kronecker({scale})",
-                       _generation_units(edges, threads) + CSR_STEPS) as bar:
-        pieces = [_edges(scale, seed, 0, edges, ids, threads, step=bar.update)]
-        indptr, indices = _chunks_to_csr(pieces, n, directed=False, step=bar.update)
-    return Graph.made_valid(indptr, indices, n, False)  # (_chunks_to_csr emptied pieces)
+    bounds = cuts(edges, _piece_count(edges, threads))
+    with BuildProgress(progress, f"kronecker({scale})", bounds.size - 1 + CSR_STEPS) as bar:
+        pieces = _edge_pieces(scale, seed, bounds, ids, threads, step=bar.update)
+        indptr, indices = csr_of_pieces(pieces, n, directed=False, step=bar.update, owned=True)
+    return Graph.made_valid(indptr, indices, n, False)  # (csr_of_pieces emptied pieces)
 
 
 # ====================================================================== the generator
@@ -169,22 +175,45 @@ def _generation_units(edges: int, threads: int) -> int:
     return max(1, min(4 * threads, edges // _MIN_RANGE))
 
 
+def _piece_count(edges: int, threads: int) -> int:
+    """Pieces :func:`kronecker` makes its edge list in: :data:`_PIECES_PER_THREAD` a
+    thread, of at least :data:`_MIN_RANGE` edges."""
+    return max(1, min(_PIECES_PER_THREAD * threads, edges // _MIN_RANGE))
+
+
 def _edges(scale: int, seed: int, lo: int, hi: int, dtype, threads: int, step=None):
     """Edges ``lo .. hi - 1`` of the seed's list as ``dtype`` arrays, made on ``threads``
     threads (each a range of them; ``step()`` called after each range)."""
     src = np.empty(hi - lo, dtype=dtype)
     dst = np.empty(hi - lo, dtype=dtype)
-    params = _stream_key(seed), *_thresholds(), *_scramble_params(scale, _scramble_keys(seed))
     bounds = cuts(hi - lo, _generation_units(hi - lo, threads))
+    parts = [(src[a:b], dst[a:b]) for a, b in itertools.pairwise(bounds)]
+    _generate(scale, seed, lo + bounds[:-1], parts, threads, step)
+    return src, dst
+
+
+def _edge_pieces(scale: int, seed: int, bounds: np.ndarray, dtype, threads: int,
+                 step=None) -> list:
+    """Edges ``bounds[i] .. bounds[i + 1] - 1`` of the seed's list as the ``i``-th pair
+    of ``dtype`` arrays, each an allocation of its own (given back on its own), made on
+    ``threads`` threads (``step()`` called after each pair)."""
+    parts = [(np.empty(b - a, dtype=dtype), np.empty(b - a, dtype=dtype))
+             for a, b in itertools.pairwise(bounds)]
+    _generate(scale, seed, bounds[:-1], parts, threads, step)
+    return parts
+
+
+def _generate(scale: int, seed: int, firsts, parts: list, threads: int, step) -> None:
+    """Edge ``firsts[i]`` on of the seed's list written into the pair ``parts[i]``, one
+    pair a call on a thread."""
+    params = _stream_key(seed), *_thresholds(), *_scramble_params(scale, _scramble_keys(seed))
 
     def fill(i: int) -> None:
-        a, b = bounds[i], bounds[i + 1]
-        _place_edges(np.int64(lo + a), scale, *params, True, src[a:b], dst[a:b])
+        _place_edges(np.int64(firsts[i]), scale, *params, True, *parts[i])
         if step is not None:
             step()
 
-    run(fill, range(bounds.size - 1), threads)
-    return src, dst
+    run(fill, range(len(parts)), threads)
 
 
 def _kronecker_raw(scale: int, edgefactor: int = 16, seed: int = 1, chunk: int = 0):
