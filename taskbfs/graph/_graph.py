@@ -26,7 +26,6 @@ from taskbfs.errors import (
 from taskbfs.graph import _pydata
 from taskbfs.graph._csr import (
     check_fits_in_memory,
-    check_memory,  # noqa: F401 (taskbfs.search.core imports it here)
     csr_of_pieces,
 )
 from taskbfs.graph._write import write_graph
@@ -165,8 +164,8 @@ class Graph:
             raise InvalidParameterError("from_edges needs dst (or a DataFrame as src)")
         if relabel or (relabel is None and not (_integer_ids(src) and _integer_ids(dst))):
             return _relabelled(src, dst, num_vertices, directed)
-        src = _as_vertex_array(src, "src")
-        dst = _as_vertex_array(dst, "dst")
+        src = as_vertex_array(src, "src")
+        dst = as_vertex_array(dst, "dst")
         if src.shape != dst.shape:
             raise InvalidParameterError(
                 f"src and dst must have the same length, got {src.size} and {dst.size}"
@@ -314,7 +313,7 @@ class Graph:
         """
         if self.__dict__.get("_valid"):
             return self
-        n = _check_num_vertices(self.num_vertices)
+        n = check_num_vertices(self.num_vertices)
         indptr, indices = self.indptr, self.indices
         for name, arr, dtypes in (("indptr", indptr, (np.int64,)),
                                   ("indices", indices, (np.int32, np.int64))):
@@ -385,7 +384,7 @@ def _freeze(arr) -> None:
 
 def _integer_ids(values) -> bool:
     """Whether ``values`` hold integer vertex ids (integral floats count, as
-    :func:`_as_vertex_array` takes them)."""
+    :func:`as_vertex_array` takes them)."""
     if isinstance(values, (list, tuple)) and any(isinstance(v, tuple) for v in values):
         return False  # tuple ids (grid coordinates, ...), not rows of integers
     arr = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
@@ -407,7 +406,7 @@ def _relabelled(src, dst, num_vertices, directed) -> Graph:
     return graph
 
 
-def _as_vertex_array(values, name: str) -> np.ndarray:
+def as_vertex_array(values, name: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise InvalidParameterError(f"{name} must be a 1-D sequence of vertex ids, got an "
@@ -433,7 +432,7 @@ def _as_vertex_array(values, name: str) -> np.ndarray:
     return arr
 
 
-def _check_num_vertices(num_vertices) -> int:
+def check_num_vertices(num_vertices) -> int:
     try:
         n = int(num_vertices)
     except (TypeError, ValueError):
@@ -509,7 +508,7 @@ def graph_of_pieces(pieces: list, num_vertices: int | None = None,
                   default=-1)
     if num_vertices is None:
         num_vertices = largest + 1
-    num_vertices = _check_num_vertices(num_vertices)
+    num_vertices = check_num_vertices(num_vertices)
     if largest >= num_vertices:
         offset = 0
         for src, dst in pieces:

@@ -41,7 +41,7 @@ from taskbfs.errors import (
 )
 from taskbfs.graph import Partition
 from taskbfs.graph import io as graph_io
-from taskbfs.graph._graph import _as_vertex_array, _check_num_vertices
+from taskbfs.graph._graph import as_vertex_array, check_num_vertices
 from taskbfs.graph._progress import BuildProgress
 from taskbfs.graph.chunked import (
     MAX_BUILD_VERTICES,
@@ -274,8 +274,8 @@ def _remade(make, spec: tuple, fn, *args):
 
 def _checked_pair(pair, index: int):
     src, dst = pair
-    src = _as_vertex_array(src, f"chunk {index}: src")
-    dst = _as_vertex_array(dst, f"chunk {index}: dst")
+    src = as_vertex_array(src, f"chunk {index}: src")
+    dst = as_vertex_array(dst, f"chunk {index}: dst")
     if src.shape != dst.shape:
         raise InvalidParameterError(f"chunk {index}: src and dst have lengths {src.size} "
                                     f"and {dst.size}")
@@ -401,7 +401,7 @@ def _from_chunks(runtime, chunks, num_vertices, directed, ranges, bar):
     if num_vertices is None:
         largest = max(client.gather([client.submit(_largest_id, c) for c in chunks]))
         num_vertices = largest + 1
-    n = _check_num_vertices(num_vertices)
+    n = check_num_vertices(num_vertices)
     if n > MAX_BUILD_VERTICES:
         raise InvalidParameterError(
             f"num_vertices = {n}: a graph built on the workers has at most "

@@ -32,7 +32,7 @@ from taskbfs.errors import (
     WorkerLostError,
 )
 from taskbfs.graph import Graph, as_graph
-from taskbfs.graph._graph import check_memory
+from taskbfs.graph._csr import check_memory
 from taskbfs.kernels.assembly import result_dtype
 from taskbfs.placed.graph import DistributedGraph
 from taskbfs.placed.placement import (
