@@ -154,6 +154,23 @@ def test_graph_beyond_the_workers_refused_fast(limited):
     assert after == before
 
 
+def test_file_beyond_the_workers_refused_before_it_is_read(limited, tmp_path):
+    """A MatrixMarket file declaring 2 x 10^10 entries on 3 workers of 1 GB: refused in
+    under a second from its header, before any task reads it (read, it would fail on its
+    missing lines instead)."""
+    path = tmp_path / "huge.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate pattern general\n"
+                    "1000000000 1000000000 20000000000\n1 2\n2 3\n")
+    client = limited.client
+    start = time.perf_counter()
+    with pytest.raises(tb.InsufficientMemoryError,
+                       match=r"reading .*huge\.mtx on the workers needs about [\d,]+ MiB more"):
+        tb.read_graph(str(path), runtime=limited)
+    assert time.perf_counter() - start < 1.0
+    groups = client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.task_groups))
+    assert not [g for g in groups if "read_edges" in g or "byte_ranges" in g]
+
+
 def test_graph_that_fits_is_built_and_equals_the_in_process_graph(limited):
     dg = tb.kronecker(14, runtime=limited)
     _same_csr(dg, tb.kronecker(14))

@@ -156,6 +156,7 @@ def _build_from_files(path, format, directed, rt, ranges, bar):
     if not paths:
         raise InvalidParameterError("no files to read")
     client = rt.client
+    _check_files_fit(rt, paths, format, directed, ranges)
     plans = client.gather([client.submit(graph_io.byte_ranges, p, _READ_BYTES, format,
                                          pure=False) for p in paths])
     read, checks = [], []
@@ -182,6 +183,22 @@ def _build_from_files(path, format, directed, rt, ranges, bar):
     chunks = [client.submit(_edges_of, r) for r in read]
     del read  # the chunks hold the edges now
     return from_chunks(rt, chunks, n, kinds.pop(), ranges, progress=bar)
+
+
+def _check_files_fit(rt, paths: list, format, directed, ranges) -> None:
+    """Refuse (:class:`~taskbfs.errors.InsufficientMemoryError`) files whose graph the
+    workers cannot hold, before a byte of them is read: their arcs told by their sizes on
+    a worker (:func:`~taskbfs.graph.io.file_arcs`; a compressed file tells nothing and is
+    checked once read, with the arcs counted)."""
+    client = rt.client
+    arcs = client.gather([client.submit(graph_io.file_arcs, p, format, directed, pure=False)
+                          for p in paths])
+    if any(a is None for a in arcs):
+        return
+    total = max(1, int(sum(arcs)))
+    n = max(1, total // 16)  # unknown until read: a Kronecker graph's mean degree
+    _plan(rt, total, n, _check_ranges(ranges, rt, n), _READ_BYTES // 16, 0,
+          what=f"reading {paths[0]}" + (f" and {len(paths) - 1} more" if len(paths) > 1 else ""))
 
 
 def _progress_of(progress, what: str) -> BuildProgress:
