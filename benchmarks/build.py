@@ -7,8 +7,12 @@ Returns
     (``tb.kronecker_edges``, the edge list alone), ``from_edges`` (``tb.Graph.from_edges``
     of that list), ``kronecker`` (``tb.kronecker``: both), ``read_el`` / ``read_mtx`` /
     ``read_npz`` (``tb.read_graph`` of the graph written as a SNAP edge list, MatrixMarket,
-    taskbfs .npz), and ``workers`` (``tb.kronecker(scale, runtime=rt)`` on a LocalCluster of
-    ``--workers`` processes: built there, never here; wall only).
+    taskbfs .npz), ``workers`` (``tb.kronecker(scale, runtime=rt)`` on a LocalCluster of
+    ``--workers`` processes: built there, never here; wall only), and ``gap`` (the GAP
+    benchmark suite's ``bfs -g scale -k edgefactor -n 0`` at ``$GAPBS_DIR``, OpenMP on all
+    cores: its own "Generate Time" + "Build Time"; its memory is the gap process's whole
+    peak, where above the Python process's that ran it; a ``status`` row where it is not
+    installed).
 Approach
     Each (builder, scale) runs in a fresh Python process, so that its memory is its own:
     tiny builds first (numba's cached code loaded), the input made, the resident memory
@@ -23,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -30,10 +36,11 @@ import time
 
 import harness
 import numpy as np
+import peers
 
 import taskbfs as tb
 
-BUILDERS = ["generate", "from_edges", "kronecker", "read_el", "read_mtx", "read_npz", "workers"]
+BUILDERS = ["generate", "from_edges", "kronecker", "read_el", "read_mtx", "read_npz", "workers", "gap"]
 
 
 def _hwm() -> int | None:
@@ -52,9 +59,25 @@ def _rss() -> int:
     return psutil.Process().memory_info().rss
 
 
+def gap(scale: int, edgefactor: int, repeats: int) -> dict:
+    """GAP's generate + build at one scale, by its own clock, on all this machine's cores."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(os.cpu_count() or 1)}  # the cores ours use
+    argv = [peers.GapPeer().binary, "-g", str(scale), "-k", str(edgefactor), "-n", "0"]
+    walls = []
+    for _ in range(repeats):
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+        walls.append(sum(float(re.search(rf"{step} Time:\s+([0-9.]+)", out).group(1))
+                         for step in ("Generate", "Build")))
+    # a child's peak starts at its parent's (Linux): above this process's, it is gap's own
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # KiB
+    return {"seconds": min(walls), "csr": None, "added": peak if peak > (_hwm() or 0) else None}
+
+
 def child(builder: str, scale: int, edgefactor: int, seed: int, repeats: int,
           workers: int) -> dict:
     """One builder at one scale in this (fresh) process."""
+    if builder == "gap":
+        return gap(scale, edgefactor, repeats)
     with tempfile.TemporaryDirectory(prefix="taskbfs-build-") as tmp:
         tiny = tb.kronecker(6, seed=seed)
         path = None
@@ -123,8 +146,12 @@ def main(argv=None) -> list[dict]:
         return []
     out = harness.Results("build", args)
     cores = os.cpu_count() or 1
+    gap_missing = peers.GapPeer().why_not if "gap" in args.builders else None
     for scale in args.scale:
         for builder in args.builders:
+            if builder == "gap" and gap_missing:
+                out.add(builder=builder, scale=scale, status=gap_missing)
+                continue
             run = subprocess.run([sys.executable, __file__, "--child", builder, str(scale),
                                   "--edgefactor", str(args.edgefactor), "--seed", str(args.seed),
                                   "--repeats", str(args.repeats), "--workers", str(args.workers)],

@@ -9,6 +9,7 @@ fresh ones; workers.py and soak.py --external start clusters of processes).
 from __future__ import annotations
 
 import csv
+import os
 import sys
 from pathlib import Path
 
@@ -78,6 +79,19 @@ def test_question_script_writes_its_rows(name, results):
         assert row["cores"] and row["date"] and row["commit"] and row["command"].startswith("python")
         assert all(c in row for c in columns), (name, columns, list(row))
     assert check(rows), rows
+
+
+def test_build_says_why_not_where_gap_is_not_installed(tmp_path, monkeypatch):
+    monkeypatch.setenv("GAPBS_DIR", str(tmp_path))  # no bfs binary there
+    rows = __import__("build").main(["--scale", "9", "--builders", "gap", "--no-csv"])
+    assert [(r["builder"], r["status"][:13]) for r in rows] == [("gap", "not installed")]
+
+
+@pytest.mark.skipif(not os.environ.get("GAPBS_DIR"), reason="GAPBS_DIR unset: no built gapbs to run")
+def test_build_times_gaps_generate_and_build():
+    rows = __import__("build").main(["--scale", "9", "--repeats", "1", "--builders", "gap",
+                                     "--no-csv"])
+    assert [r["builder"] for r in rows] == ["gap"] and rows[0]["seconds"] > 0
 
 
 def test_report_builds_a_short_page_from_the_rows(results, tmp_path):
