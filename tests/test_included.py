@@ -131,7 +131,7 @@ def _summary(level: int, frontier_size: int = 1) -> LevelSummary:
 
 def test_summaries_are_sent_at_most_every_interval_the_last_at_once(monkeypatch):
     sent = []
-    monkeypatch.setattr(state, "publish", lambda message, sizes: sent.append(message))
+    monkeypatch.setattr(state, "publish", lambda message: sent.append(message))
     monkeypatch.setattr(state, "_SUMMARY_INTERVAL", 3600.0)
     publisher = SummaryPublisher()
     for level in range(5):

@@ -199,7 +199,7 @@ class IncludedLevels:
         self.frontier = frontier
         num_tasks = len(slices)
         self.summaries = LevelSummaries(num_tasks)
-        self.publisher = SummaryPublisher(sizes=False)  # none of its steps is placed by the plugin
+        self.publisher = SummaryPublisher()
         self.on_threads = LevelTasks(slices, degrees, threads)
         self.gpu = (GpuLevels(slices, placement, degrees, sources, frontier.bounds,
                               self.on_threads)

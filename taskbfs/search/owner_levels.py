@@ -200,7 +200,7 @@ class OwnerLevels:
         self.spans = [[word_span(int(bounds[t]), int(bounds[t + 1])) for t in tasks.tolist()]
                       for tasks in self.owned]
         # owner 0 sends the live page the levels' summaries, as a one-task search does
-        self.publisher = SummaryPublisher(sizes=False) if self.me == 0 else None
+        self.publisher = SummaryPublisher() if self.me == 0 else None
         self._reported = entered  # when this owner's last report was made (perf_counter)
         self._waited = 0.0  # the exchange's waits until then
         self._queued = queued  # the first report's, then 0

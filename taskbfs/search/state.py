@@ -280,26 +280,23 @@ _SUMMARY_FIELDS = tuple(f.name for f in fields(LevelSummary))
 
 
 class SummaryPublisher:
-    """Sends the level summaries of a search run as one task to its program's client
-    (:func:`publish`) as messages ``{"summaries": [...]}``, for the live page and
+    """Sends the level summaries of a search that runs its levels itself to its program's
+    client (:func:`publish`) as messages ``{"summaries": [...]}``, for the live page and
     ``progress`` only (the task runs every level itself and returns every summary at the
     end): the first and the last (an empty frontier: the search ended) go at once, the
     latest of the others once :data:`_SUMMARY_INTERVAL` seconds have passed since
     the last message, the rest not at all, so a deep search sends a few messages a second,
-    not one per level. A message carries its summary's counts as the sizes of the next
-    level's steps (for the placement plugin), unless ``sizes`` is False (no task of the
-    search waits for them: the scheduler need not keep them)."""
+    not one per level. No step of such a search is placed by the scheduler plugin, so the
+    messages carry no sizes for it (the page reads the summary's own counts)."""
 
-    def __init__(self, sizes: bool = True):
+    def __init__(self):
         self.sent = -math.inf  # the first summary goes at once
-        self.sizes = sizes
 
     def add(self, summary: LevelSummary) -> None:
         now = time.perf_counter()
         last = summary.frontier_size == 0
         if last or now - self.sent >= _SUMMARY_INTERVAL:
-            publish({"summaries": [summary.to_message()]},
-                    sizes=(size_label(summary.level), summary.sizes) if self.sizes else None)
+            publish({"summaries": [summary.to_message()]})
             self.sent = now
 
 
@@ -495,11 +492,6 @@ def step_sizes(direction: str, counts: np.ndarray, task_edges, rule: SwitchRule,
         work = np.maximum(work, in_vertices.astype(np.int64))
     ranges = rule.range_vertices if tasks is None else rule.range_vertices[tasks]
     return -(-work * rule.num_vertices // ranges)  # ceil(work * n / range), exactly
-
-
-def size_label(level: int) -> str:
-    """The label under which the steps of ``level`` get their sizes (see ``Program.submit``)."""
-    return f"level/{level}"
 
 
 def host_threads() -> int:
