@@ -156,9 +156,9 @@ def _build_from_files(path, format, directed, rt, ranges, bar):
     if not paths:
         raise InvalidParameterError("no files to read")
     client = rt.client
-    _check_files_fit(rt, paths, format, directed, ranges)
-    plans = client.gather([client.submit(graph_io.byte_ranges, p, _READ_BYTES, format,
-                                         pure=False) for p in paths])
+    arcs, plans = zip(*client.gather([client.submit(_file_plan, p, format, directed, pure=False)
+                                      for p in paths]), strict=True)
+    _check_files_fit(rt, paths, arcs, ranges)
     read, checks = [], []
     for p, plan in zip(paths, plans, strict=True):
         ranges_of_p = [None] if plan is None else plan  # None: the whole file in one task
@@ -185,14 +185,18 @@ def _build_from_files(path, format, directed, rt, ranges, bar):
     return from_chunks(rt, chunks, n, kinds.pop(), ranges, progress=bar)
 
 
-def _check_files_fit(rt, paths: list, format, directed, ranges) -> None:
+def _file_plan(path, format, directed) -> tuple:
+    """``(arcs, byte ranges)`` of a file, from its size, on the worker that reads it
+    (:func:`~taskbfs.graph.io.file_arcs`, :func:`~taskbfs.graph.io.byte_ranges`)."""
+    return (graph_io.file_arcs(path, format, directed),
+            graph_io.byte_ranges(path, _READ_BYTES, format))
+
+
+def _check_files_fit(rt, paths: list, arcs, ranges) -> None:
     """Refuse (:class:`~taskbfs.errors.InsufficientMemoryError`) files whose graph the
-    workers cannot hold, before a byte of them is read: their arcs told by their sizes on
-    a worker (:func:`~taskbfs.graph.io.file_arcs`; a compressed file tells nothing and is
-    checked once read, with the arcs counted)."""
-    client = rt.client
-    arcs = client.gather([client.submit(graph_io.file_arcs, p, format, directed, pure=False)
-                          for p in paths])
+    workers cannot hold, before a byte of them is read: ``arcs`` per file as their sizes
+    tell (None: a compressed file, which tells nothing and is checked once read, with the
+    arcs counted)."""
     if any(a is None for a in arcs):
         return
     total = max(1, int(sum(arcs)))
@@ -398,10 +402,7 @@ def _check_ranges(ranges, rt, n: int) -> int:
 def from_chunks(runtime, chunks: list, num_vertices: int | None = None,
                 directed: bool = False, ranges: int | None = None, *,
                 progress=None) -> Built:
-    """Build from edge chunks already on the workers: futures of ``(src, dst)`` pairs
-    (any integer arrays; checked there, as ``Graph.from_edges`` checks its input).
-    The list is emptied, so that each chunk is released as soon as it is split.
-    ``progress`` as for :func:`taskbfs.kronecker`."""
+    """:meth:`~taskbfs.placed.graph.DistributedGraph.from_chunks`'s build."""
     with _progress_of(progress, "building the graph on the workers") as bar:
         return _from_chunks(runtime, chunks, num_vertices, directed, ranges, bar)
 
@@ -431,11 +432,8 @@ def _from_chunks(runtime, chunks, num_vertices, directed, ranges, bar):
 def from_dask(edges, dst=None, num_vertices: int | None = None, directed: bool = False,
               runtime=None, ranges: int | None = None, *, source: str = "source",
               target: str = "target", progress=None) -> Built:
-    """Build from a dask collection of edges: a ``dask.dataframe`` with the columns
-    ``source`` and ``target`` (named as :meth:`Graph.from_edges` and networkx's
-    ``from_pandas_edgelist`` name them), or two 1-D dask arrays ``edges`` (sources)
-    and ``dst`` with the same chunks. Each partition becomes one edge chunk on the
-    workers."""
+    """:meth:`~taskbfs.placed.graph.DistributedGraph.from_dask`'s build: each partition
+    becomes one edge chunk on the workers."""
     rt = as_runtime(runtime)
     client = rt.client
     if dst is None:
@@ -459,7 +457,9 @@ def from_dask(edges, dst=None, num_vertices: int | None = None, directed: bool =
 
 
 def build_slices(rt, chunks: list, n: int, directed: bool, ranges: int,
-           chunk_edges: int = 0, bar: BuildProgress | None = None) -> Built:
+                 chunk_edges: int = 0, bar: BuildProgress | None = None) -> Built:
+    """The graph of the edge ``chunks`` (futures of pairs, or :class:`_Remade`) built on
+    the workers in ``ranges`` ranges (steps 1-3 of the module docstring)."""
     client = rt.client
     bar = bar or BuildProgress(False, "")
     token = uuid.uuid4().hex
