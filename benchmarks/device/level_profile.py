@@ -1,12 +1,15 @@
-"""Where a one-task search's levels spend the host's time on a GPU worker: a cProfile of
-``run_search`` (the search task's body) called in this thread, warm, on one graph.
+"""Where a search's host time goes on a GPU worker: a cProfile of ``run_search`` (the search
+task's body) called in this thread, or with ``--call`` of ``tb.bfs`` on the embedded
+runtime (the client's side too: checks, placement lookups, the resident call and its
+answer, the result), warm, on one graph.
 
 The search task runs on a worker thread that cProfile of the caller cannot see; calling
 its body here shows the level loop itself (placement, kernel launches, read-backs, the
 barrier's bookkeeping). Kernels run asynchronously: their time lands on the call that
-waits for them (a read-back).
+waits for them (a read-back). Compare two T to see what grows with the tasks.
 
-    python benchmarks/level_profile.py --scale 24 --tasks 1 --strategy hybrid --searches 8
+    python benchmarks/device/level_profile.py --scale 24 --tasks 1 --strategy hybrid --searches 8
+    python benchmarks/device/level_profile.py --scale 22 --tasks 128 --call
 """
 
 from __future__ import annotations
@@ -32,19 +35,12 @@ def main(argv=None) -> None:
     parser.add_argument("--strategy", default="gpu")
     parser.add_argument("--searches", type=int, default=8)
     parser.add_argument("--lines", type=int, default=45)
+    parser.add_argument("--call", action="store_true", help="profile tb.bfs, not the task's body")
     args = parser.parse_args(argv)
     graph = tb.kronecker(args.scale, 16, seed=1)
-    bundle, bounds = _bundle(graph, args.tasks)
     degrees = graph.degrees()
     keys = np.flatnonzero(degrees)[:: max(1, graph.num_vertices // 97)][: args.searches]
-    policy = Policy(args.strategy)
-
-    def search(source):
-        init = {"bounds": bounds, "sources": np.array([source], dtype=np.int64), "direction_mode": "auto",
-                "total_edges": graph.num_arcs, "alpha": config.get("direction.alpha"),
-                "beta": config.get("direction.beta")}
-        return run_search(bundle, degrees, init=init, policy=policy, device="cuda")
-
+    search = _whole_call(graph, args) if args.call else _task_body(graph, degrees, args)
     for source in keys:
         search(source)  # warm: kernels compiled and loaded, graph and buffers on the device
     walls = []
@@ -55,11 +51,30 @@ def main(argv=None) -> None:
         search(source)
         profile.disable()
         walls.append((time.perf_counter() - start) * 1e3)
-    print(f"scale {args.scale}, {args.strategy}, T = {args.tasks}: run_search ms "
+    what = "tb.bfs" if args.call else "run_search"
+    print(f"scale {args.scale}, {args.strategy}, T = {args.tasks}: {what} ms "
           f"{[round(w, 2) for w in walls]} (median {np.median(walls):.2f})")
     stats = pstats.Stats(profile)
     stats.sort_stats("tottime").print_stats(args.lines)
     stats.sort_stats("cumulative").print_stats(args.lines)
+
+
+def _task_body(graph, degrees, args):
+    bundle, bounds = _bundle(graph, args.tasks)
+    policy = Policy(args.strategy)
+
+    def search(source):
+        init = {"bounds": bounds, "sources": np.array([source], dtype=np.int64),
+                "direction_mode": "auto", "total_edges": graph.num_arcs,
+                "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta")}
+        return run_search(bundle, degrees, init=init, policy=policy, device="cuda")
+    return search
+
+
+def _whole_call(graph, args):
+    def search(source):
+        return tb.bfs(graph, int(source), tasks=args.tasks, strategy=args.strategy)
+    return search
 
 
 if __name__ == "__main__":
