@@ -26,12 +26,8 @@ mean and the Norris (1940) standard error), and its executable Octave reference
 (``statistics``) for the output format. Overview in Tesch's thesis
 (``papers/002_*.txt``, Sec. 3.3).
 
-Encoding
---------
-``parents[v]`` is the BFS parent of ``v`` (any integer type); ``parents[source] ==
-source``; ``-1`` marks an unreached vertex. Levels are int64, ``-1`` unreached. Directed
-graphs are searched along out-edges, so rules 3-5 are read along arcs (see
-:func:`validate`).
+Encoding: as :mod:`~taskbfs.graph500.validation` says (``parents[source] == source``,
+``-1`` unreached).
 
 Modules: :mod:`~taskbfs.graph500.validation` (the five rules) and
 :mod:`~taskbfs.graph500.statistics` (keys, traversed edges, TEPS); every name below is
