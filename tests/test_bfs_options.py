@@ -117,7 +117,7 @@ def test_depth_limit_matches_scipy(runtime, direction, limit):
 
 
 def test_depth_limit_as_networkx_descendants_at_distance(runtime):
-    nx = pytest.importorskip("networkx")
+    nx = pytest.importorskip("networkx", reason="networkx is the reference here (the 'test' extra)")
     shape = next(s for s in shapes() if s.name == "random_directed_400_1200")
     g = build(shape)
     G = nx.DiGraph(zip(shape.src.tolist(), shape.dst.tolist(), strict=True))
@@ -233,7 +233,6 @@ def test_bad_options(runtime, kwargs, error, words):
 
 
 def test_to_cupy_without_cupy_is_a_clear_error(runtime):
-    pytest.importorskip("numba")
     from taskbfs.kernels.gpu import require_cupy
 
     try:
