@@ -26,6 +26,8 @@ from taskbfs.errors import (
     TaskBFSError,
     WorkerLostError,
 )
+from taskbfs.runtime import ExchangeAborted
+from taskbfs.search import faults as faults_module
 from taskbfs.search import owner_levels
 
 from programs import runtime_without_warm_up, slow_path_pair  # isort: skip  (tests/programs.py)
@@ -277,3 +279,20 @@ def test_a_frozen_owner_is_a_search_timeout(processes, monkeypatch):
         _check(graph, 0, tb.bfs(graph, 0, tasks=4, runtime=rt, timeout=60))
         for name in names.values():
             processes.kill(name, rt.client)
+
+
+@pytest.mark.parametrize("timed_out", [True, False], ids=["send-timed-out", "send-failed"])
+def test_an_undelivered_message_is_a_search_timeout(processes, monkeypatch, timed_out):
+    """A peer that did not take an owner's message (the send timed out or failed, rather
+    than its own message being late): SearchTimeoutError naming that peer, whether or not
+    the exchange's timeout is known, never a formatting error of its own."""
+    monkeypatch.setattr(faults_module, "LOST_WORKER_WAIT", 0.0)
+    undelivered = ExchangeAborted("the exchange 'x': a message of round 1 was not delivered "
+                                  "to tcp://127.0.0.1:9: TimeoutError")
+    undelivered.workers = ("tcp://127.0.0.1:9",)
+    undelivered.timeout = 3.0 if timed_out else None
+    with runtime_without_warm_up(processes.address) as rt:
+        with pytest.raises(SearchTimeoutError, match="tcp://127.0.0.1:9 did not answer"):
+            with faults_module.faults(rt, _path_graph(3), time.time(),
+                                      faults_module.Deadline(None), faults_module.Heard()):
+                raise undelivered

@@ -195,6 +195,8 @@ class Exchange:
                                          f"{round_!r} was not delivered to {address}: "
                                          f"{type(exc).__name__} {exc}")
                 failed.workers = (address,)
+                if isinstance(exc, TimeoutError):  # the peer did not take it in time
+                    failed.timeout = self.timeout
                 raise failed from exc
         return [got[p] for p in range(len(self.peers))]
 

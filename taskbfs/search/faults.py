@@ -133,11 +133,11 @@ def faults(rt, graph: Graph, since: float, clock: Deadline, heard: Heard):
         if lost:  # it left the cluster: a lost worker, as below
             raise lost_error(rt, graph, heard, lost, exc) from None
         where = "before its first level" if heard.level is None else f"at level {heard.level}"
+        how = (f"within the exchange's timeout ({exc.timeout:g} s; it may be frozen or "
+               f"overloaded)" if exc.timeout is not None else f"({exc})")
         raise SearchTimeoutError(
             f"the search did not finish: it was {where}, and worker {', '.join(exc.workers)} "
-            f"did not answer the other owners within the exchange's timeout "
-            f"({exc.timeout:g} s; it may be frozen or overloaded)",
-            heard.level) from None
+            f"did not answer the other owners {how}", heard.level) from None
     except TaskBFSError:
         raise
     except TimeoutError as exc:
