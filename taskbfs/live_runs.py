@@ -33,9 +33,12 @@ TEPS so far
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
+import threading
 import time
+import weakref
 from collections import OrderedDict
 
 logger = logging.getLogger(__name__)
@@ -238,7 +241,7 @@ class LiveRuns:
         run.version += 1
 
     def finished(self, program: str, payload: dict) -> None:
-        """What the client collected of a finished search (:func:`send_finished`): every
+        """What the client collected of a finished search (:func:`keep_finished`): every
         level's summary (``summaries``, as :meth:`message` gets them), so that levels whose
         live summaries were throttled away are shown too, and the execution records of all
         its tasks, dispatched and included (``records``, :func:`record_columns`; the first
@@ -283,13 +286,18 @@ class LiveRuns:
         ``program`` (the latest by default) since the last pull, unless one is under way
         or started less than :data:`LIVE_PULL_S` ago: its timeline grows while a page or
         ``data.json`` watches it, showing its latest :data:`LIVE_MAX_ROWS` tasks. The
-        search sends nothing for it. Called on the scheduler's event loop."""
+        search sends nothing for it. Until the page has the whole search, it also asks
+        the clients for it (:func:`keep_finished`) every :data:`LIVE_PULL_S`. Called on
+        the scheduler's event loop."""
         run = self.latest(program)
-        if (scheduler is None or run is None or run.finished is not None or run.pulling
+        if (scheduler is None or run is None or run.complete
                 or time.monotonic() - run.last_pull < LIVE_PULL_S):
             return
-        run.pulling, run.last_pull = True, time.monotonic()
-        asyncio.ensure_future(self._pull(scheduler, run))
+        run.last_pull = time.monotonic()
+        scheduler.log_event(WANTED_TOPIC, {"program": run.program})
+        if run.finished is None and not run.pulling:
+            run.pulling = True
+            asyncio.ensure_future(self._pull(scheduler, run))
 
     @staticmethod
     async def _pull(scheduler, run: _Run) -> None:
@@ -488,23 +496,48 @@ def _frontier(lv: _Level) -> int:
 # ----------------------------------------------------------------------------- the client's half
 #: The most records and level summaries of a finished search the page is given.
 FINISHED_MAX_ROWS = 4096
+#: Finished searches a client keeps until the page asks for them (the board remembers
+#: :data:`MAX_RUNS`).
+KEPT_FINISHED = MAX_RUNS
+#: The event topic on which the page asks the clients for a finished search.
+WANTED_TOPIC = "taskbfs-finished-wanted"
+_kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> {program: ...}
+_kept_lock = threading.Lock()
 
 
-def send_finished(client, program: str, records, summaries, steps=None) -> None:
-    """Give the page on ``client``'s scheduler what the client collected of the finished
-    search ``program``: its execution records (the ones ``r.trace`` is made of) and every
-    level's summary (:meth:`LiveRuns.finished`). Made and sent on the client's event loop,
-    without waiting for an answer (the caller's search is over; the page refreshes when it
-    arrives); a failure is logged at debug level and never raised. ``steps``: a function
-    that gives more records as columns (as :func:`record_columns` makes them: the steps a
-    search kept as arrays), called there too.
+def keep_finished(client, program: str, records, summaries, steps=None) -> None:
+    """Keep what the client collected of the finished search ``program`` for the page on
+    ``client``'s scheduler: its execution records (the ones ``r.trace`` is made of) and
+    every level's summary (:meth:`LiveRuns.finished`). Nothing is made or sent until the
+    page asks for it (:meth:`LiveRuns.follow`, on :data:`WANTED_TOPIC`): a search no one
+    watches costs the client and the event loop it may share with the cluster nothing.
+    The client keeps its last :data:`KEPT_FINISHED` searches. ``steps``: a function that
+    gives more records as columns (as :func:`record_columns` makes them: the steps a
+    search kept as arrays), called when the page asks.
     """
+    with _kept_lock:
+        kept = _kept.get(client)
+        if kept is None:
+            kept = _kept[client] = OrderedDict()
+            client.subscribe_topic(WANTED_TOPIC, functools.partial(_wanted, weakref.ref(client)))
+        # a deep search's first levels only: the page draws a few thousand bars and rows
+        kept[program] = (len(records), records[:FINISHED_MAX_ROWS],
+                         summaries[:FINISHED_MAX_ROWS], steps)
+        while len(kept) > KEPT_FINISHED:
+            kept.popitem(last=False)
 
-    # a deep search's first levels only: the page draws a few thousand bars and rows, and
-    # this runs on the loop that (embedded) also runs the cluster
-    total = len(records)
-    records = records[:FINISHED_MAX_ROWS]
-    summaries = summaries[:FINISHED_MAX_ROWS]
+
+def _wanted(client_ref, event) -> None:
+    """The page asked for a finished search (``event``'s program): sent, on the client's
+    event loop, if this client keeps it; a failure is logged at debug level and never
+    raised."""
+    client = client_ref()
+    program = event[1].get("program") if isinstance(event[1], dict) else None
+    with _kept_lock:
+        found = None if client is None else _kept.get(client, {}).pop(program, None)
+    if found is None:
+        return
+    total, records, summaries, steps = found
 
     async def send():
         from distributed.protocol.pickle import dumps
@@ -553,4 +586,4 @@ def _joined_columns(first: dict, second: dict) -> dict:
     return {name: [values[i] for i in order] for name, values in joined.items()}
 
 
-__all__ = ["LiveRuns", "record_columns", "send_finished"]
+__all__ = ["LiveRuns", "keep_finished", "record_columns"]

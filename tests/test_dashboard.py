@@ -220,7 +220,7 @@ def test_a_finished_search_shows_every_level_and_its_tasks_on_their_devices():
 
 
 def test_the_finished_page_gets_what_it_draws_of_each_summary():
-    """``send_finished`` sends each level summary's drawn part only (``_drawn``): the
+    """``keep_finished`` sends each level summary's drawn part only (``_drawn``): the
     page it makes is the one the whole summary (``to_message``) made."""
     from taskbfs.live_runs import _drawn
     from taskbfs.search.state import LevelSummary
@@ -278,6 +278,27 @@ def test_the_page_draws_the_timeline_and_levels_of_the_search_chosen():
 def base(runtime):
     tb.bfs(_grid(2), 0, runtime=runtime)  # a search installs the page
     return _base(runtime)
+
+
+def test_a_finished_search_is_sent_to_the_page_only_when_asked(runtime, base):
+    """The client keeps what the page draws of a finished search and sends it only when a
+    page or data.json asks for that search: an unwatched search costs nothing; a page
+    opened later still gets the whole of a recent one."""
+    from taskbfs.dashboard import board_on
+
+    def complete(program):
+        return runtime.client.run_on_scheduler(
+            lambda dask_scheduler: board_on(dask_scheduler).latest(program).complete)
+
+    graph = _grid(12)
+    first = tb.bfs(graph, 0, tasks=4, runtime=runtime)
+    second = tb.bfs(graph, 5, tasks=4, runtime=runtime)
+    time.sleep(1.0)  # what an eager client would have sent by now
+    assert not complete(_program_of(first)) and not complete(_program_of(second))
+    snap = _finished(base, _program_of(first))  # the earlier one, asked for by this read
+    assert snap["program"] == _program_of(first) and snap["timeline"]["live"] is False
+    assert snap["levels"]["level"] == first.levels["level"].tolist()
+    assert complete(_program_of(first)) and not complete(_program_of(second))
 
 
 def _status(url: str) -> int:
@@ -461,7 +482,7 @@ def test_the_page_follows_owners_that_run_their_levels():
         live = [s for s in snapshots if s["program"] == program and s["state"] == "running"]
         levels = [s["level"] for s in live if s["level"] is not None]  # None: no summary yet
         assert len(set(levels)) >= 2 and levels == sorted(levels), levels  # it moved on
-        final = _data(base)
+        final = _finished(base, program)  # asked of the client by this read, then sent
         assert final["program"] == program and final["state"] == "done"
         assert final["levels"]["level"] == result.levels["level"].tolist()
         assert final["levels"]["frontier"] == result.levels["frontier_size"].tolist()

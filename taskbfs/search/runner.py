@@ -15,7 +15,7 @@ import pandas as pd
 from distributed import wait as distributed_wait
 
 from taskbfs.graph import Graph
-from taskbfs.live_runs import send_finished
+from taskbfs.live_runs import keep_finished
 from taskbfs.placed.graph import DistributedGraph
 from taskbfs.placed.kept import KeptResult
 from taskbfs.runtime import CUDA, Program
@@ -255,7 +255,7 @@ class Search:
         def to_page(done) -> None:
             if done.exception() is None:
                 records = done.result()[0]
-                send_finished(client, program_id, records, summaries,
+                keep_finished(client, program_id, records, summaries,
                               steps=functools.partial(table_step_columns, records, summaries))
 
         pending.add_done_callback(to_page)
