@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 
 import numpy as np
 import pytest
@@ -598,3 +599,27 @@ def test_file_arcs_tells_the_arcs_before_reading(tmp_path):
     assert gio.file_arcs(tmp_path / "g.txt", directed=True) * 2 == gio.file_arcs(tmp_path / "g.txt")
     save_graph(g, tmp_path / "g.txt.gz")
     assert gio.file_arcs(tmp_path / "g.txt.gz") is None
+
+
+@pytest.mark.parametrize("flaw", ["asymmetric", "unsorted"])
+def test_npz_flaws_in_the_last_rows_are_found(tmp_path, flaw):
+    """The row and symmetry checks run on every core over blocks of rows: a flaw in the
+    last block is found and named as one in the first is."""
+    n = 3000
+    path_src, path_dst = np.arange(n - 4), np.arange(1, n - 3)
+    src = np.concatenate([path_src, path_dst, [n - 3, n - 2, n - 1]])
+    dst = np.concatenate([path_dst, path_src, [n - 2, n - 1, n - 3]])  # and a one-way cycle
+    graph = Graph.from_edges(src, dst, directed=True, num_vertices=n)
+    path = tmp_path / "late.npz"
+    graph.save(str(path))
+    saved = dict(np.load(path))
+    if flaw == "asymmetric":
+        saved["directed"] = np.bool_(False)  # in-degrees equal out-degrees, yet not symmetric
+        message = f"undirected graph is not symmetric: arc {n - 3}->{n - 2} is stored, {n - 2}->{n - 3} is not"
+    else:
+        row = saved["indices"][saved["indptr"][n - 5]:saved["indptr"][n - 4]]
+        row[:] = row[::-1].copy()  # vertex n - 5: n - 4, n - 6
+        message = "a row is unsorted or holds a duplicate"
+    np.savez(path, **saved)
+    with pytest.raises(GraphFormatError, match=re.escape(f"corrupt taskbfs .npz: {message}")):
+        read_graph(path)

@@ -22,6 +22,7 @@ import numpy as np
 from numba import njit
 
 from taskbfs.errors import GraphFormatError, InvalidParameterError
+from taskbfs.graph import _threads
 from taskbfs.graph._csr import index_dtype
 
 #: Version of the .npz layout written by :func:`save_graph`.
@@ -115,22 +116,55 @@ def _check_csr(indptr, indices, n: int, directed: bool, path: str):
         raise bad("indptr decreases")
     if indices.size and (indices.min() < 0 or indices.max() >= n):
         raise bad(f"indices name vertices outside 0..{n - 1}")
-    problem = _row_problem(indptr, indices)
+    blocks = _row_blocks(indptr)
+    problem = next((p for p in _threads.run(lambda b: _row_problem(indptr, indices, *b), blocks,
+                                            _threads.cores()) if p != _ROW_OK), _ROW_OK)
     if problem == _ROW_UNSORTED:
         raise bad("a row is unsorted or holds a duplicate")
     if problem == _ROW_SELF_LOOP:
         raise bad("self-loops are stored")
-    if not directed and not np.array_equal(np.bincount(indices, minlength=n), degrees):
-        raise bad("undirected graph whose in-degrees differ from its out-degrees (not symmetric)")
-    if not directed:
-        u = int(_asymmetric_arc(indptr, indices))
-        if u >= 0:
-            v = int(indices[indptr[u]:indptr[u + 1]][~_has_arc_back(indptr, indices, u)][0])
-            raise bad(f"undirected graph is not symmetric: arc {u}->{v} is stored, {v}->{u} is not")
+    if not directed and not all(_threads.run(lambda b: _symmetric_targets(indptr, indices, *b),
+                                             _row_blocks(indptr, _threads.cores()),
+                                             _threads.cores())):
+        u = int(_asymmetric_arc(indptr, indices))  # which arc, once: the slow search
+        v = int(indices[indptr[u]:indptr[u + 1]][~_has_arc_back(indptr, indices, u)][0])
+        raise bad(f"undirected graph is not symmetric: arc {u}->{v} is stored, {v}->{u} is not")
     return indptr.astype(np.int64, copy=False), indices.astype(index_dtype(n), copy=False)
 
 
 _ROW_OK, _ROW_UNSORTED, _ROW_SELF_LOOP = 0, 1, 2
+
+
+def _row_blocks(indptr: np.ndarray, parts: int | None = None) -> list[tuple[int, int]]:
+    """``parts`` (default four per core) blocks of rows of about equal arcs, in row order,
+    for the checks on every core (:func:`taskbfs.graph._threads.run`)."""
+    n = indptr.size - 1
+    parts = 4 * _threads.cores() if parts is None else parts
+    rows = np.unique(np.clip(np.searchsorted(indptr, _threads.cuts(int(indptr[-1]), parts)),
+                             0, n))
+    rows[0], rows[-1] = 0, n
+    return [(int(a), int(b)) for a, b in zip(rows[:-1], rows[1:], strict=True)] or [(0, n)]
+
+
+@njit(nogil=True, cache=True)
+def _symmetric_targets(indptr, indices, lo, hi):  # pragma: no cover - numba
+    """Whether the arcs into ``lo .. hi`` are exactly the reverses of those rows' arcs: rows
+    are sorted, so the sources u of the arcs u->v, met in increasing order, must be row v's
+    entries in order, and all of them. One pass over every arc, a cursor per row of the
+    block; exact, with no temporary the size of the arcs."""
+    cursor = indptr[lo:hi + 1].copy()
+    for u in range(indptr.size - 1):
+        for k in range(indptr[u], indptr[u + 1]):
+            v = indices[k]
+            if lo <= v < hi:
+                at = cursor[v - lo]
+                if at >= indptr[v + 1] or indices[at] != u:
+                    return False
+                cursor[v - lo] = at + 1
+    for v in range(lo, hi):
+        if cursor[v - lo] != indptr[v + 1]:
+            return False
+    return True
 
 
 @njit(nogil=True, cache=True)
@@ -153,11 +187,11 @@ def _has_arc_back(indptr, indices, u: int) -> np.ndarray:
 
 
 @njit(nogil=True, cache=True)
-def _row_problem(indptr, indices):  # pragma: no cover - numba
-    """Whether a row of valid CSR arrays is unsorted or holds a repeat, or a self-loop,
-    in one pass with no temporary (numpy's diff and repeat cost 9 bytes an arc, several
-    times the CSR of a .npz being read)."""
-    for v in range(indptr.size - 1):
+def _row_problem(indptr, indices, lo, hi):  # pragma: no cover - numba
+    """Whether a row of ``lo .. hi`` of valid CSR arrays is unsorted or holds a repeat, or
+    a self-loop, in one pass with no temporary (numpy's diff and repeat cost 9 bytes an
+    arc, several times the CSR of a .npz being read)."""
+    for v in range(lo, hi):
         for k in range(indptr[v], indptr[v + 1]):
             if k > indptr[v] and indices[k] <= indices[k - 1]:
                 return _ROW_UNSORTED
