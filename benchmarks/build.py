@@ -7,7 +7,11 @@ Returns
     (``tb.kronecker_edges``, the edge list alone), ``from_edges`` (``tb.Graph.from_edges``
     of that list), ``kronecker`` (``tb.kronecker``: both), ``read_el`` / ``read_mtx`` /
     ``read_npz`` (``tb.read_graph`` of the graph written as a SNAP edge list, MatrixMarket,
-    taskbfs .npz), ``workers`` (``tb.kronecker(scale, runtime=rt)`` on a LocalCluster of
+    taskbfs .npz), ``mmread`` (the peer of ``read_mtx``: ``scipy.io.mmread`` of the same
+    file), ``save_mtx`` (``tb.save_graph`` as MatrixMarket) and its peer ``mmwrite``
+    (``scipy.io.mmwrite`` of the graph's scipy matrix, the same symmetric pattern file;
+    ``vs_scipy``: the wall ratio of ``read_mtx`` and ``save_mtx`` to their peer in the same
+    run), ``workers`` (``tb.kronecker(scale, runtime=rt)`` on a LocalCluster of
     ``--workers`` processes: built there, never here; wall only), and ``gap`` (the GAP
     benchmark suite's ``bfs -g scale -k edgefactor -n 0`` at ``$GAPBS_DIR``, OpenMP on all
     cores: its own "Generate Time" + "Build Time"; its memory is the gap process's whole
@@ -37,10 +41,14 @@ import time
 import harness
 import numpy as np
 import peers
+import scipy.io
 
 import taskbfs as tb
 
-BUILDERS = ["generate", "from_edges", "kronecker", "read_el", "read_mtx", "read_npz", "workers", "gap"]
+BUILDERS = ["generate", "from_edges", "kronecker", "read_el", "read_mtx", "mmread", "read_npz",
+            "save_mtx", "mmwrite", "workers", "gap"]
+#: The scipy peer of a reader or writer (``vs_scipy``).
+SCIPY_PEERS = {"read_mtx": "mmread", "save_mtx": "mmwrite"}
 
 
 def _hwm() -> int | None:
@@ -81,12 +89,19 @@ def child(builder: str, scale: int, edgefactor: int, seed: int, repeats: int,
     with tempfile.TemporaryDirectory(prefix="taskbfs-build-") as tmp:
         tiny = tb.kronecker(6, seed=seed)
         path = None
-        if builder.startswith("read_"):
-            path = os.path.join(tmp, "graph." + {"read_el": "el", "read_mtx": "mtx",
+        if builder.startswith("read_") or builder == "mmread":
+            path = os.path.join(tmp, "graph." + {"read_el": "el", "read_mtx": "mtx", "mmread": "mtx",
                                                  "read_npz": "npz"}[builder])
             tb.save_graph(tiny, path)
             tb.read_graph(path)
+            scipy.io.mmread(path) if builder == "mmread" else None
             tb.save_graph(tb.kronecker(scale, edgefactor, seed=seed), path)
+        if builder in ("save_mtx", "mmwrite"):
+            path = os.path.join(tmp, "out.mtx")
+            tb.save_graph(tiny, path)
+            scipy.io.mmwrite(path, tiny.to_scipy(), symmetry="symmetric", field="pattern")
+            written = tb.kronecker(scale, edgefactor, seed=seed)
+            matrix = written.to_scipy() if builder == "mmwrite" else None
         if builder in ("generate", "from_edges"):
             src, dst = tb.kronecker_edges(scale, edgefactor, seed=seed)
             tb.Graph.from_edges(*tb.kronecker_edges(6, seed=seed), num_vertices=64)
@@ -99,6 +114,13 @@ def child(builder: str, scale: int, edgefactor: int, seed: int, repeats: int,
                 return tb.Graph.from_edges(src, dst, num_vertices=n)
             if builder == "kronecker":
                 return tb.kronecker(scale, edgefactor, seed=seed)
+            if builder == "mmread":
+                return scipy.io.mmread(path)
+            if builder == "save_mtx":
+                return tb.save_graph(written, path)
+            if builder == "mmwrite":
+                # the file save_graph writes: each edge once, a symmetric pattern
+                return scipy.io.mmwrite(path, matrix, symmetry="symmetric", field="pattern")
             return tb.read_graph(path)
 
         if builder == "workers":
@@ -128,7 +150,9 @@ def child(builder: str, scale: int, edgefactor: int, seed: int, repeats: int,
             walls.append(time.perf_counter() - start)
             if i == 0:
                 peak = _hwm()
-        csr = None if builder == "generate" else int(g.indptr.nbytes + g.indices.nbytes)
+        made = written if builder in ("save_mtx", "mmwrite") else g
+        csr = (None if builder in ("generate", "mmread")
+               else int(made.indptr.nbytes + made.indices.nbytes))
         added = None if peak is None else peak - before
         return {"seconds": min(walls), "csr": csr, "added": added}
 
@@ -167,8 +191,19 @@ def main(argv=None) -> list[dict]:
                     csr_mib=csr_mib, peak_added_mib=added_mib,
                     peak_over_csr=added_mib / csr_mib if m["csr"] else np.nan,
                     workers=args.workers if builder == "workers" else "")
+        _against_scipy([r for r in out.rows if r.get("scale") == scale])
     out.save()
     return out.rows
+
+
+def _against_scipy(rows: list[dict]) -> None:
+    """``vs_scipy`` on one scale's ``rows``: a reader's or writer's wall over its scipy
+    peer's (:data:`SCIPY_PEERS`), where both ran."""
+    seconds = {r["builder"]: r.get("seconds") for r in rows}
+    for r in rows:
+        peer = SCIPY_PEERS.get(r["builder"])
+        if peer and seconds.get(peer) and r.get("seconds"):
+            r["vs_scipy"] = r["seconds"] / seconds[peer]
 
 
 if __name__ == "__main__":

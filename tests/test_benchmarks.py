@@ -87,6 +87,16 @@ def test_build_says_why_not_where_gap_is_not_installed(tmp_path, monkeypatch):
     assert [(r["builder"], r["status"][:13]) for r in rows] == [("gap", "not installed")]
 
 
+def test_build_sets_the_readers_and_writers_against_scipy():
+    """read_mtx against scipy.io.mmread and save_mtx against mmwrite, in the same run."""
+    rows = __import__("build").main(["--scale", "9", "--repeats", "1", "--builders", "read_mtx",
+                                     "mmread", "save_mtx", "mmwrite", "--no-csv"])
+    ratio = {r["builder"]: r.get("vs_scipy") for r in rows}
+    assert set(ratio) == {"read_mtx", "mmread", "save_mtx", "mmwrite"}
+    assert ratio["read_mtx"] > 0 and ratio["save_mtx"] > 0
+    assert ratio["mmread"] is None and ratio["mmwrite"] is None
+
+
 @pytest.mark.skipif(not os.environ.get("GAPBS_DIR"), reason="GAPBS_DIR unset: no built gapbs to run")
 def test_build_times_gaps_generate_and_build():
     rows = __import__("build").main(["--scale", "9", "--repeats", "1", "--builders", "gap",
