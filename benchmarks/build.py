@@ -19,7 +19,8 @@ Returns
     installed).
 Approach
     Each (builder, scale) runs in a fresh Python process, so that its memory is its own:
-    tiny builds first (numba's cached code loaded), the input made, the resident memory
+    tiny builds first (numba's cached code loaded), the input made (a file to read by
+    another process), the resident memory
     read and the kernel's peak mark reset (``/proc/self/clear_refs``, Linux), the build,
     and the peak (``VmHWM``) less that reading is what the build added.
 
@@ -95,7 +96,11 @@ def child(builder: str, scale: int, edgefactor: int, seed: int, repeats: int,
             tb.save_graph(tiny, path)
             tb.read_graph(path)
             scipy.io.mmread(path) if builder == "mmread" else None
-            tb.save_graph(tb.kronecker(scale, edgefactor, seed=seed), path)
+            # written by another process: what the writer leaves on this one's heap (its
+            # freed pages, pyarrow's pool) would otherwise count for or against the reader
+            subprocess.run([sys.executable, "-c", "import sys, taskbfs as tb; tb.save_graph("
+                            "tb.kronecker(*map(int, sys.argv[1:4])), sys.argv[4])",
+                            str(scale), str(edgefactor), str(seed), path], check=True)
         if builder in ("save_mtx", "mmwrite"):
             path = os.path.join(tmp, "out.mtx")
             tb.save_graph(tiny, path)
