@@ -488,7 +488,7 @@ def _csr_message(code: int, at: int, indptr, indices, n: int) -> str:
 
 
 def graph_of_pieces(pieces: list, num_vertices: int | None = None,
-                    directed: bool = False, step=None) -> Graph:
+                    directed: bool = False, step=None, owned: bool = False) -> Graph:
     """:meth:`Graph.from_edges` of an edge list held in pieces, without joining them (a
     reader's pieces: joining them would add a copy of the edge list to the build's peak).
 
@@ -503,6 +503,9 @@ def graph_of_pieces(pieces: list, num_vertices: int | None = None,
         As in :meth:`Graph.from_edges`.
     step : callable, optional
         Called with no argument after each of the build's :data:`CSR_STEPS` steps.
+    owned : bool
+        Nothing but ``pieces`` holds the arrays (a reader's): each is given back once
+        written (``csr_of_pieces``' ``owned``).
     """
     largest = max((int(max(s.max(initial=-1), d.max(initial=-1))) for s, d in pieces),
                   default=-1)
@@ -520,8 +523,8 @@ def graph_of_pieces(pieces: list, num_vertices: int | None = None,
                     f"outside 0..{num_vertices - 1} (num_vertices={num_vertices})"
                 )
             offset += src.size
-    check_fits_in_memory(num_vertices, sum(s.size for s, _ in pieces), directed)
-    indptr, indices = csr_of_pieces(pieces, num_vertices, directed, step=step)
+    check_fits_in_memory(num_vertices, sum(s.size for s, _ in pieces), directed, owned=owned)
+    indptr, indices = csr_of_pieces(pieces, num_vertices, directed, step=step, owned=owned)
     return Graph.made_valid(indptr, indices, num_vertices, bool(directed))
 
 

@@ -273,13 +273,14 @@ def _read_edgelist(path: str, directed: bool | None, bar) -> Graph:
     # the pieces as read, never joined: a joined copy would add the edge list to the peak
     pieces = _edgelist_pieces(path, narrow=True)
     bar.update()
-    return graph_of_pieces(pieces, directed=bool(directed), step=bar.update)
+    return graph_of_pieces(pieces, directed=bool(directed), step=bar.update, owned=True)
 
 
 def _read_mtx(path: str, directed: bool | None, bar) -> Graph:
     pieces, n, directed = _mtx_pieces(path, directed, narrow=True)
     bar.update()
-    return graph_of_pieces(pieces, num_vertices=n, directed=directed, step=bar.update)
+    return graph_of_pieces(pieces, num_vertices=n, directed=directed, step=bar.update,
+                           owned=True)
 
 
 def _read_npz(path: str, directed: bool | None) -> Graph:
