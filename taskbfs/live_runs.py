@@ -520,9 +520,8 @@ def keep_finished(client, program: str, records, summaries, steps=None) -> None:
         if kept is None:
             kept = _kept[client] = OrderedDict()
             client.subscribe_topic(WANTED_TOPIC, functools.partial(_wanted, weakref.ref(client)))
-        # a deep search's first levels only: the page draws a few thousand bars and rows
-        kept[program] = (len(records), records[:FINISHED_MAX_ROWS],
-                         summaries[:FINISHED_MAX_ROWS], steps)
+        # as they are: a search's summaries may be built only when read (LevelSummaries)
+        kept[program] = (records, summaries, steps)
         while len(kept) > KEPT_FINISHED:
             kept.popitem(last=False)
 
@@ -537,19 +536,20 @@ def _wanted(client_ref, event) -> None:
         found = None if client is None else _kept.get(client, {}).pop(program, None)
     if found is None:
         return
-    total, records, summaries, steps = found
+    records, summaries, steps = found
 
     async def send():
         from distributed.protocol.pickle import dumps
 
         try:  # the page must never stop a search
-            columns, count = record_columns(records), total
+            # a deep search's first levels only: the page draws a few thousand bars and rows
+            columns, count = record_columns(records[:FINISHED_MAX_ROWS]), len(records)
             if steps is not None:
                 more = steps()
                 count += len(more["start"])
                 columns = _joined_columns(columns, more)
             payload = {"records": columns, "total": count,
-                       "summaries": [_drawn(summary) for summary in summaries]}
+                       "summaries": [_drawn(summary) for summary in summaries[:FINISHED_MAX_ROWS]]}
             # the placement plugin's handler, not run_on_scheduler (a log record per call)
             await client.scheduler.taskbfs_finished(program=program, payload=dumps(payload))
         except Exception:
