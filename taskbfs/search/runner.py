@@ -85,7 +85,6 @@ class Search:
         self.device_result = search.device_result
         self.direction = direction
         self.progress = progress
-        self.slices = slice_names(program, placed, placed.parts.num_tasks)
         program.put_future("degrees", placed.degrees)
         # α and β as configured now, sent to the worker too: both sides decide alike
         alpha, beta = switch_parameters(None, None)
@@ -156,8 +155,9 @@ class Search:
         if self.kept.level >= 1:  # a resumed search reported its first levels already
             self.heard.level = self.kept.level
         search = exchanged_search if exchanged else owned_search
+        slices = slice_names(self.program, self.placed, self.parts.num_tasks)  # not bundled
         summaries, result, exchange = search(
-            self.program, self.placed, self.slices, self.sources, first, self.direction,
+            self.program, self.placed, slices, self.sources, first, self.direction,
             self.init["alpha"], self.init["beta"], self.depth_limit, self, self.tags,
             self.keep, self.kept)
         seconds = time.perf_counter() - start
