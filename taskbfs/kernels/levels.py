@@ -145,6 +145,7 @@ def _levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets, 
     cand_v = np.empty(max_edges, dtype=np.int64)
     cand_u = np.empty(max_edges, dtype=np.int64)
     cand_owner = np.empty(max_edges, dtype=np.int64)
+    order = np.empty(max_edges, dtype=np.int64)
     counts = np.zeros(num_tasks, dtype=np.int64)
     task_edges = np.zeros(num_tasks, dtype=np.int64)
     next_frontier = np.empty(max_edges, dtype=np.int64)
@@ -191,10 +192,20 @@ def _levels(indptrs, indices_list, bounds, degrees, visited, frontier, offsets, 
             nsteps += 1
         limits[1] = nsteps
         merging = _ticks()
-        # the barrier: owner by owner, steps in task order, first unvisited one wins
+        # the barrier: owner by owner, steps in task order, first unvisited one wins (a
+        # counting sort by owner, stable: it compiles in a fraction of argsort's time)
+        counts[:] = 0
         for i in range(ncand):
-            cand_owner[i] = np.searchsorted(bounds, cand_v[i], side="right") - 1
-        order = np.argsort(cand_owner[:ncand], kind="mergesort")
+            owner = np.searchsorted(bounds, cand_v[i], side="right") - 1
+            cand_owner[i] = owner
+            counts[owner] += 1
+        at = 0
+        for t in range(num_tasks):
+            at, counts[t] = at + counts[t], at
+        for i in range(ncand):
+            owner = cand_owner[i]
+            order[counts[owner]] = i
+            counts[owner] += 1
         counts[:] = 0
         task_edges[:] = 0
         n_new = 0
