@@ -57,7 +57,6 @@ def test_without_a_gpu_every_task_runs_on_the_cpu(kind):
     placement = Placement(Policy(kind, lam=10, gpu_tasks=frozenset({0})), gpu_present=False)
     assert {placement.device(size, 0) for size in (0, 11, 10**9)} == {SMP}
     assert placement.largest_cpu_size(0) == INF
-    assert not placement.always_on_gpu(0)
 
 
 @pytest.mark.parametrize("policy", [Policy("hybrid", lam=7), Policy("cpu"), Policy("gpu"),
@@ -69,7 +68,6 @@ def test_the_number_compiled_code_reads_is_the_rule(policy):
         largest = placement.largest_cpu_size(task_id)
         for size in (0, 1, 6, 7, 8, 10**9):
             assert (placement.device(size, task_id) == SMP) == (size <= largest)
-        assert placement.always_on_gpu(task_id) == (placement.device(0, task_id) == CUDA)
 
 
 def test_compiled_numbers_come_from_the_rule_or_not_at_all():

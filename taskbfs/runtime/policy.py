@@ -366,12 +366,6 @@ class Placement:
         largest = getattr(self.policy, "largest_cpu_size", None)
         return None if largest is None else float(largest(task_id))
 
-    def always_on_gpu(self, task_id=None) -> bool:
-        """Whether every task of ``task_id``, whatever its size, runs on the GPU (False
-        when the policy does not say)."""
-        largest = self.largest_cpu_size(task_id)
-        return largest is not None and largest < 0
-
 
 def policy_to_dict(policy, program: str | None = None) -> dict:
     """Plain-data form of a policy, for annotations: a built-in :class:`Policy` travels
