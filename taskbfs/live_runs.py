@@ -511,19 +511,48 @@ def keep_finished(client, program: str, records, summaries, steps=None) -> None:
     every level's summary (:meth:`LiveRuns.finished`). Nothing is made or sent until the
     page asks for it (:meth:`LiveRuns.follow`, on :data:`WANTED_TOPIC`): a search no one
     watches costs the client and the event loop it may share with the cluster nothing.
-    The client keeps its last :data:`KEPT_FINISHED` searches. ``steps``: a function that
-    gives more records as columns (as :func:`record_columns` makes them: the steps a
-    search kept as arrays), called when the page asks.
+    The client keeps its last :data:`KEPT_FINISHED` searches, and of a deep one the first
+    :data:`FINISHED_MAX_ROWS` levels and records (what the page draws). ``steps``: a
+    function of ``(records, summaries)`` that gives more records as columns (as
+    :func:`record_columns` makes them: the steps a search kept as arrays, the summaries'
+    ``step_tables``), called when the page asks.
     """
     with _kept_lock:
         kept = _kept.get(client)
         if kept is None:
             kept = _kept[client] = OrderedDict()
             client.subscribe_topic(WANTED_TOPIC, functools.partial(_wanted, weakref.ref(client)))
-        # as they are: a search's summaries may be built only when read (LevelSummaries)
-        kept[program] = (records, summaries, steps)
+        kept[program] = (len(records), _first_records(records), _first_levels(summaries),
+                         steps)
         while len(kept) > KEPT_FINISHED:
             kept.popitem(last=False)
+
+
+def _first_records(records: list) -> list:
+    """The first :data:`FINISHED_MAX_ROWS` records, and the search task's (the steps kept
+    as arrays are named after it) wherever it is."""
+    if len(records) <= FINISHED_MAX_ROWS:
+        return records
+    rest = (r for r in records[FINISHED_MAX_ROWS:] if r.get("search"))
+    return [*records[:FINISHED_MAX_ROWS], *rest]
+
+
+class _FirstLevels(list):
+    """The first level summaries of a deep search, with their levels' step tables."""
+
+    step_tables: list = []
+
+
+def _first_levels(summaries):
+    """``summaries`` as they are (their summaries may be built only when read), or of a
+    search deeper than :data:`FINISHED_MAX_ROWS` levels, its first ones: the page draws no
+    more, and the client keeps no more of a search whose result may be gone."""
+    if len(summaries) <= FINISHED_MAX_ROWS:
+        return summaries
+    first = _FirstLevels(summaries[:FINISHED_MAX_ROWS])
+    first.step_tables = [(level, table) for level, table in getattr(summaries, "step_tables", ())
+                         if level < FINISHED_MAX_ROWS]
+    return first
 
 
 def _wanted(client_ref, event) -> None:
@@ -536,20 +565,19 @@ def _wanted(client_ref, event) -> None:
         found = None if client is None else _kept.get(client, {}).pop(program, None)
     if found is None:
         return
-    records, summaries, steps = found
+    total, records, summaries, steps = found
 
     async def send():
         from distributed.protocol.pickle import dumps
 
         try:  # the page must never stop a search
-            # a deep search's first levels only: the page draws a few thousand bars and rows
-            columns, count = record_columns(records[:FINISHED_MAX_ROWS]), len(records)
+            columns, count = record_columns(records), total
             if steps is not None:
-                more = steps()
+                more = steps(records, summaries)
                 count += len(more["start"])
                 columns = _joined_columns(columns, more)
             payload = {"records": columns, "total": count,
-                       "summaries": [_drawn(summary) for summary in summaries[:FINISHED_MAX_ROWS]]}
+                       "summaries": [_drawn(summary) for summary in summaries]}
             # the placement plugin's handler, not run_on_scheduler (a log record per call)
             await client.scheduler.taskbfs_finished(program=program, payload=dumps(payload))
         except Exception:

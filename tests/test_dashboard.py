@@ -280,6 +280,61 @@ def base(runtime):
     return _base(runtime)
 
 
+def test_what_a_client_keeps_of_a_deep_search_is_what_the_page_draws():
+    """A search deeper than FINISHED_MAX_ROWS levels: the client keeps its first levels and
+    records (and the search task's record, which names its steps), and sends them when
+    asked, with the count of all its records."""
+    import asyncio
+
+    from distributed.protocol.pickle import loads
+
+    from taskbfs import live_runs
+    from taskbfs.search.state import LevelSummary
+
+    class Client:  # what keep_finished and its answer use of a distributed client
+        def __init__(self):
+            self.handlers, self.sent, self.calls = {}, [], []
+            self.loop = self
+            self.scheduler = self
+
+        def subscribe_topic(self, topic, handler):
+            self.handlers[topic] = handler
+
+        def add_callback(self, call):
+            self.calls.append(call)
+
+        async def taskbfs_finished(self, program, payload):
+            self.sent.append((program, loads(payload)))
+
+    deep = live_runs.FINISHED_MAX_ROWS + 100
+    records = [{"key": f"k{i}", "name": "bfs_barrier", "device": "smp", "worker": "w",
+                "thread": 1, "start": float(i), "stop": float(i), "level": i} for i in range(deep)]
+    records.append({"key": "s", "name": "bfs_search", "device": "smp", "worker": "w",
+                    "thread": 1, "start": 0.0, "stop": 1.0, "search": True})
+    summaries = [LevelSummary(i, "top-down", np.array([1]), 1, 1, reached=i + 1,
+                              unexplored_edges=deep - i, gpu_steps=np.array([0]),
+                              step_sizes=np.array([1])) for i in range(deep)]
+    client = Client()
+    seen_with = []
+
+    def steps(kept_records, kept_summaries):
+        seen_with.append((kept_records, kept_summaries))
+        return live_runs.record_columns([])
+
+    live_runs.keep_finished(client, "deep", records, summaries, steps=steps)
+    client.handlers[live_runs.WANTED_TOPIC]((0.0, {"program": "other"}))
+    assert not client.calls  # not this client's search
+    client.handlers[live_runs.WANTED_TOPIC]((0.0, {"program": "deep"}))
+    asyncio.run(client.calls.pop()())
+    (program, payload), = client.sent
+    assert program == "deep" and payload["total"] == deep + 1
+    assert len(payload["summaries"]) == live_runs.FINISHED_MAX_ROWS
+    kept_records, kept_summaries = seen_with[0]
+    assert kept_records[-1]["key"] == "s" and len(kept_summaries) == live_runs.FINISHED_MAX_ROWS
+    client.handlers[live_runs.WANTED_TOPIC]((0.0, {"program": "deep"}))
+    assert not client.calls  # sent once: the page has it
+
+
 def test_a_finished_search_is_sent_to_the_page_only_when_asked(runtime, base):
     """The client keeps what the page draws of a finished search and sends it only when a
     page or data.json asks for that search: an unwatched search costs nothing; a page

@@ -255,8 +255,7 @@ class Search:
         def to_page(done) -> None:
             if done.exception() is None:
                 records = done.result()[0]
-                keep_finished(client, program_id, records, summaries,
-                              steps=functools.partial(table_step_columns, records, summaries))
+                keep_finished(client, program_id, records, summaries, steps=table_step_columns)
 
         pending.add_done_callback(to_page)
 
