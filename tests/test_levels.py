@@ -75,6 +75,22 @@ def test_a_block_of_levels_is_announced_as_it_came_and_the_loop_goes_on_from_its
     assert [s.frontier_size for s in runner.summaries] == [1, 2, 4, 3, 0]
 
 
+def test_summaries_of_blocks_are_built_when_read_wherever_they_are_asked_for():
+    """Blocks between levels run one by one: each block level's summary is built from its
+    block when first read (by position, from the end, or in a slice) and kept."""
+    summaries = LevelSummaries(1)
+    summaries.append(_summary(0, 1))
+    summaries.add_block(_block(0, [2, 4]))
+    summaries.append(_summary(3, 5))
+    summaries.add_block(_block(3, [6, 7, 8]))
+    assert len(summaries) == 7
+    assert [s.level for s in summaries] == list(range(7))
+    assert [s.frontier_size for s in summaries] == [1, 2, 4, 5, 6, 7, 8]
+    assert summaries[-1].level == 6 and summaries[-3].frontier_size == 6
+    assert [s.level for s in summaries[1:5]] == [1, 2, 3, 4]
+    assert summaries[5] is summaries[-2]  # built once
+
+
 def test_the_loop_stops_where_its_runner_says():
     """A runner may stop a search whose frontier is not empty (the dispatched one's
     ``waits.report``): no level after it is asked for."""

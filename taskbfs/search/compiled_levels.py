@@ -21,6 +21,8 @@ Encoding
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import time
 from dataclasses import dataclass, replace
 
@@ -130,8 +132,9 @@ class LevelSummaries:
 
     def __init__(self, num_tasks: int):
         self.num_tasks = num_tasks
-        self._items: list = []  # LevelSummary, or (LevelBlock, level)
+        self._items: list = []  # LevelSummary, or None: a block's, not built yet
         self.blocks: list[LevelBlock] = []
+        self._block_at: list[int] = []  # the position in _items of each block's first level
         #: ``(level, table)`` per level whose steps ran on the CPU worker's threads
         #: (:func:`taskbfs.search.level_tasks.step_table`): the trace's rows of those steps.
         self.step_tables: list[tuple[int, np.ndarray]] = []
@@ -145,7 +148,9 @@ class LevelSummaries:
 
     def add_block(self, block: LevelBlock) -> None:
         self.blocks.append(block)
-        self._items.extend((block, level) for level in range(block.first + 1, block.last_level + 1))
+        self._block_at.append(len(self._items))
+        # no Python object per level: a deep graph's blocks hold a million of them
+        self._items.extend(itertools.repeat(None, block.last_level - block.first))
 
     def __len__(self) -> int:
         return len(self._items)
@@ -154,9 +159,12 @@ class LevelSummaries:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         item = self._items[index]
-        if isinstance(item, tuple):  # built once, when first read
-            block, level = item
-            item = self._items[index] = block.summary(level, self.num_tasks)
+        if item is None:  # a block's, built once, when first read
+            index = range(len(self._items))[index]  # a negative one counts from the end
+            which = bisect.bisect_right(self._block_at, index) - 1
+            block, at = self.blocks[which], self._block_at[which]
+            item = self._items[index] = block.summary(block.first + 1 + index - at,
+                                                      self.num_tasks)
         return item
 
     def __iter__(self):
