@@ -511,8 +511,9 @@ def keep_finished(client, program: str, records, summaries, steps=None) -> None:
     every level's summary (:meth:`LiveRuns.finished`). Nothing is made or sent until the
     page asks for it (:meth:`LiveRuns.follow`, on :data:`WANTED_TOPIC`): a search no one
     watches costs the client and the event loop it may share with the cluster nothing.
-    The client keeps its last :data:`KEPT_FINISHED` searches, and of a deep one the first
-    :data:`FINISHED_MAX_ROWS` levels and records (what the page draws). ``steps``: a
+    The client keeps its last :data:`KEPT_FINISHED` searches; of one deeper than
+    :data:`FINISHED_MAX_ROWS` levels, the first records and its summaries as long as its
+    result holds them (the page draws no more than those first ones). ``steps``: a
     function of ``(records, summaries)`` that gives more records as columns (as
     :func:`record_columns` makes them: the steps a search kept as arrays, the summaries'
     ``step_tables``), called when the page asks.
@@ -522,7 +523,7 @@ def keep_finished(client, program: str, records, summaries, steps=None) -> None:
         if kept is None:
             kept = _kept[client] = OrderedDict()
             client.subscribe_topic(WANTED_TOPIC, functools.partial(_wanted, weakref.ref(client)))
-        kept[program] = (len(records), _first_records(records), _first_levels(summaries),
+        kept[program] = (len(records), _first_records(records), _kept_levels(summaries),
                          steps)
         while len(kept) > KEPT_FINISHED:
             kept.popitem(last=False)
@@ -543,10 +544,25 @@ class _FirstLevels(list):
     step_tables: list = []
 
 
-def _first_levels(summaries):
-    """``summaries`` as they are (their summaries may be built only when read), or of a
-    search deeper than :data:`FINISHED_MAX_ROWS` levels, its first ones: the page draws no
-    more, and the client keeps no more of a search whose result may be gone."""
+def _kept_levels(summaries):
+    """What the client keeps of ``summaries``: the summaries themselves (built only when
+    read), or of a search deeper than :data:`FINISHED_MAX_ROWS` levels a weak reference
+    (its arrays are its result's, and go with it; building its first summaries here
+    would cost the caller milliseconds)."""
+    if len(summaries) <= FINISHED_MAX_ROWS:
+        return lambda: summaries
+    try:
+        return weakref.ref(summaries)
+    except TypeError:  # a plain list: cut now
+        first = summaries[:FINISHED_MAX_ROWS]
+        return lambda: first
+
+
+def _first_levels(summaries) -> list:
+    """The first :data:`FINISHED_MAX_ROWS` of ``summaries`` (none once gone), with their
+    levels' step tables: what the page draws."""
+    if summaries is None:
+        return []
     if len(summaries) <= FINISHED_MAX_ROWS:
         return summaries
     first = _FirstLevels(summaries[:FINISHED_MAX_ROWS])
@@ -565,12 +581,13 @@ def _wanted(client_ref, event) -> None:
         found = None if client is None else _kept.get(client, {}).pop(program, None)
     if found is None:
         return
-    total, records, summaries, steps = found
+    total, records, levels, steps = found
 
     async def send():
         from distributed.protocol.pickle import dumps
 
         try:  # the page must never stop a search
+            summaries = _first_levels(levels())
             columns, count = record_columns(records), total
             if steps is not None:
                 more = steps(records, summaries)

@@ -334,6 +334,25 @@ def test_what_a_client_keeps_of_a_deep_search_is_what_the_page_draws():
     client.handlers[live_runs.WANTED_TOPIC]((0.0, {"program": "deep"}))
     assert not client.calls  # sent once: the page has it
 
+    # a search's own LevelSummaries: kept while its result holds them, not beyond
+    from taskbfs.search.compiled_levels import LevelSummaries
+
+    def level_summaries():
+        made = LevelSummaries(1)
+        for summary in summaries:
+            made.append(summary)
+        return made
+
+    alive, gone = level_summaries(), level_summaries()
+    live_runs.keep_finished(client, "alive", records, alive, steps=steps)
+    live_runs.keep_finished(client, "gone", records, gone, steps=steps)
+    del gone
+    for program, levels in (("alive", live_runs.FINISHED_MAX_ROWS), ("gone", 0)):
+        client.handlers[live_runs.WANTED_TOPIC]((0.0, {"program": program}))
+        asyncio.run(client.calls.pop()())
+        assert client.sent[-1][0] == program and len(client.sent[-1][1]["summaries"]) == levels
+        assert client.sent[-1][1]["total"] == deep + 1  # the records are kept either way
+
 
 def test_a_finished_search_is_sent_to_the_page_only_when_asked(runtime, base):
     """The client keeps what the page draws of a finished search and sends it only when a
