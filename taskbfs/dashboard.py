@@ -18,7 +18,7 @@ Returns
     pull, every ``LIVE_PULL_S``, and shows the latest ``LIVE_MAX_ROWS``
     (:meth:`~taskbfs.live_runs.LiveRuns.follow`). Once it has finished: every level (a table too), and the
     timeline of all its tasks, which the client keeps with every level's summary and
-    sends when the page asks (:func:`~taskbfs.live_runs.keep_finished`). A selector shows any remembered search instead of the
+    sends when the page asks (:func:`~taskbfs.finished_runs.keep_finished`). A selector shows any remembered search instead of the
     latest. ``/individual-taskbfs`` is the same plots without the dashboard's frame,
     listed in the dashboard's ``individual-plots.json`` so that JupyterLab's
     dask-labextension offers it as a panel.

@@ -222,7 +222,7 @@ def test_a_finished_search_shows_every_level_and_its_tasks_on_their_devices():
 def test_the_finished_page_gets_what_it_draws_of_each_summary():
     """``keep_finished`` sends each level summary's drawn part only (``_drawn``): the
     page it makes is the one the whole summary (``to_message``) made."""
-    from taskbfs.live_runs import _drawn
+    from taskbfs.finished_runs import _drawn
     from taskbfs.search.state import LevelSummary
 
     def summary(level, counts, sizes, gpu, size, reached):
@@ -288,7 +288,7 @@ def test_what_a_client_keeps_of_a_deep_search_is_what_the_page_draws():
 
     from distributed.protocol.pickle import loads
 
-    from taskbfs import live_runs
+    from taskbfs import finished_runs, live_runs
     from taskbfs.search.state import LevelSummary
 
     class Client:  # what keep_finished and its answer use of a distributed client
@@ -306,7 +306,7 @@ def test_what_a_client_keeps_of_a_deep_search_is_what_the_page_draws():
         async def taskbfs_finished(self, program, payload):
             self.sent.append((program, loads(payload)))
 
-    deep = live_runs.FINISHED_MAX_ROWS + 100
+    deep = finished_runs.FINISHED_MAX_ROWS + 100
     records = [{"key": f"k{i}", "name": "bfs_barrier", "device": "smp", "worker": "w",
                 "thread": 1, "start": float(i), "stop": float(i), "level": i} for i in range(deep)]
     records.append({"key": "s", "name": "bfs_search", "device": "smp", "worker": "w",
@@ -321,16 +321,16 @@ def test_what_a_client_keeps_of_a_deep_search_is_what_the_page_draws():
         seen_with.append((kept_records, kept_summaries))
         return live_runs.record_columns([])
 
-    live_runs.keep_finished(client, "deep", records, summaries, steps=steps)
+    finished_runs.keep_finished(client, "deep", records, summaries, steps=steps)
     client.handlers[live_runs.WANTED_TOPIC]((0.0, {"program": "other"}))
     assert not client.calls  # not this client's search
     client.handlers[live_runs.WANTED_TOPIC]((0.0, {"program": "deep"}))
     asyncio.run(client.calls.pop()())
     (program, payload), = client.sent
     assert program == "deep" and payload["total"] == deep + 1
-    assert len(payload["summaries"]) == live_runs.FINISHED_MAX_ROWS
+    assert len(payload["summaries"]) == finished_runs.FINISHED_MAX_ROWS
     kept_records, kept_summaries = seen_with[0]
-    assert kept_records[-1]["key"] == "s" and len(kept_summaries) == live_runs.FINISHED_MAX_ROWS
+    assert kept_records[-1]["key"] == "s" and len(kept_summaries) == finished_runs.FINISHED_MAX_ROWS
     client.handlers[live_runs.WANTED_TOPIC]((0.0, {"program": "deep"}))
     assert not client.calls  # sent once: the page has it
 
@@ -344,10 +344,10 @@ def test_what_a_client_keeps_of_a_deep_search_is_what_the_page_draws():
         return made
 
     alive, gone = level_summaries(), level_summaries()
-    live_runs.keep_finished(client, "alive", records, alive, steps=steps)
-    live_runs.keep_finished(client, "gone", records, gone, steps=steps)
+    finished_runs.keep_finished(client, "alive", records, alive, steps=steps)
+    finished_runs.keep_finished(client, "gone", records, gone, steps=steps)
     del gone
-    for program, levels in (("alive", live_runs.FINISHED_MAX_ROWS), ("gone", 0)):
+    for program, levels in (("alive", finished_runs.FINISHED_MAX_ROWS), ("gone", 0)):
         client.handlers[live_runs.WANTED_TOPIC]((0.0, {"program": program}))
         asyncio.run(client.calls.pop()())
         assert client.sent[-1][0] == program and len(client.sent[-1][1]["summaries"]) == levels

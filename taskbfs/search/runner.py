@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 from distributed import wait as distributed_wait
 
+from taskbfs.finished_runs import keep_finished
 from taskbfs.graph import Graph
-from taskbfs.live_runs import keep_finished
 from taskbfs.placed.graph import DistributedGraph
 from taskbfs.placed.kept import KeptResult
 from taskbfs.runtime import CUDA, Program
