@@ -95,7 +95,8 @@ def child(builder: str, scale: int, edgefactor: int, seed: int, repeats: int,
                                                  "read_npz": "npz"}[builder])
             tb.save_graph(tiny, path)
             tb.read_graph(path)
-            scipy.io.mmread(path) if builder == "mmread" else None
+            if builder == "mmread":
+                scipy.io.mmread(path)
             # written by another process: what the writer leaves on this one's heap (its
             # freed pages, pyarrow's pool) would otherwise count for or against the reader
             subprocess.run([sys.executable, "-c", "import sys, taskbfs as tb; tb.save_graph("

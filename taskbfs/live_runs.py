@@ -241,7 +241,8 @@ class LiveRuns:
         run.version += 1
 
     def finished(self, program: str, payload: dict) -> None:
-        """What the client collected of a finished search (:func:`taskbfs.finished_runs.keep_finished`): every
+        """What the client collected of a finished search
+        (:func:`taskbfs.finished_runs.keep_finished`): every
         level's summary (``summaries``, as :meth:`message` gets them), so that levels whose
         live summaries were throttled away are shown too, and the execution records of all
         its tasks, dispatched and included (``records``, :func:`record_columns`; the first
@@ -287,8 +288,8 @@ class LiveRuns:
         or started less than :data:`LIVE_PULL_S` ago: its timeline grows while a page or
         ``data.json`` watches it, showing its latest :data:`LIVE_MAX_ROWS` tasks. The
         search sends nothing for it. Until the page has the whole search, it also asks
-        the clients for it (:func:`taskbfs.finished_runs.keep_finished`) every :data:`LIVE_PULL_S`. Called on
-        the scheduler's event loop."""
+        the clients for it (:func:`taskbfs.finished_runs.keep_finished`) every
+        :data:`LIVE_PULL_S`. Called on the scheduler's event loop."""
         run = self.latest(program)
         if (scheduler is None or run is None or run.complete
                 or time.monotonic() - run.last_pull < LIVE_PULL_S):
