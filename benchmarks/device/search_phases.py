@@ -39,6 +39,16 @@ PHASES = [
     "taskbfs.kernels.gpu_levels:DeviceLevels._counts",
     "taskbfs.kernels.pinned:copy_out",
     "taskbfs.search.state:SwitchRule.summary",
+    "taskbfs.search.included:IncludedLevels.__init__",
+    "taskbfs.search.included:first_frontier",
+    "taskbfs.search.level_tasks:LevelTasks.top_down",
+    "taskbfs.search.level_tasks:LevelTasks.bottom_up",
+    "taskbfs.search.device_levels:GpuLevels._reached",
+    "taskbfs.search.device_cache:DeviceCache.device_levels",
+    "taskbfs.kernels.gpu_levels:DeviceLevels.set_tasks",
+    "taskbfs.kernels.gpu_levels:DeviceLevels.enter_reached",
+    "taskbfs.kernels.gpu_levels:DeviceLevels.enter",
+    "taskbfs.kernels.gpu_levels:DeviceLevels.result",
 ]
 
 _calls: list[tuple[str, float, float]] = []
