@@ -160,49 +160,6 @@ def test_copy_out_through_the_staging_chunk_when_the_pool_is_spent(monkeypatch, 
 
 
 @needs_gpu
-@pytest.mark.parametrize("narrow", [np.int8, np.int16])
-def test_copy_out_widens_a_narrow_device_array(monkeypatch, narrow):
-    """A result's distances cross the bus narrow and are widened into the result's type on
-    the host: into a pooled buffer of that type or into new memory, a chunk at a time
-    (here 1000 items), -1 and -2 kept."""
-    from numba import cuda
-
-    from taskbfs.kernels import pinned
-    from taskbfs.kernels.assembly import distance_dtype
-
-    data = (np.arange(4321) % 130 - 2).astype(np.int32)
-    data[::7] = -1
-    assert distance_dtype(int(data.max()), np.int32) == np.dtype(np.int8 if data.max() < 128
-                                                                  else np.int16)
-    device = cuda.to_device(data.astype(narrow))
-    monkeypatch.setattr(pinned, "_pool", None)
-    monkeypatch.setattr(pinned, "STAGE_BYTES", 1000 * np.dtype(narrow).itemsize)
-    monkeypatch.setattr(pinned, "_stage", None)
-    later = []
-    monkeypatch.setattr(pinned, "_grower", lambda: type("Later", (), {
-        "submit": staticmethod(lambda fn, *a: later.append((fn, a)))})())
-    fresh = pinned.copy_out(device, data.size, np.int32)
-    assert fresh.dtype == np.int32 and fresh.flags.owndata and len(later) == 1
-    np.testing.assert_array_equal(fresh, data)
-    for fn, a in later:
-        fn(*a)  # a pinned buffer of the wide type, for the next result
-    pooled = pinned.copy_out(device, data.size, np.int32)
-    assert pooled.dtype == np.int32 and not pooled.flags.owndata
-    np.testing.assert_array_equal(pooled, data)
-
-
-def test_distances_cross_the_bus_in_the_narrowest_type_of_the_depth():
-    from taskbfs.kernels.assembly import distance_dtype
-
-    assert distance_dtype(0, np.int32) == np.int8
-    assert distance_dtype(127, np.int32) == np.int8
-    assert distance_dtype(128, np.int64) == np.int16
-    assert distance_dtype(32767, np.int32) == np.int16
-    assert distance_dtype(32768, np.int32) == np.int32
-    assert distance_dtype(None, np.int64) == np.int64
-
-
-@needs_gpu
 def test_placing_pins_the_buffers_of_two_results_ahead(monkeypatch):
     from taskbfs.kernels import pinned
     from taskbfs.search import device_cache

@@ -531,15 +531,6 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             words[i] = word
             i += stride
 
-    @cuda.jit
-    def narrow(src, n, dst):
-        """``dst[:n] = src[:n]`` in ``dst``'s narrower type (the caller knows it holds them)."""
-        i = cuda.grid(1)
-        stride = cuda.gridsize(1)
-        while i < n:
-            dst[i] = src[i]
-            i += stride
-
     return SimpleNamespace(
         base=base,
         tile=tile,
@@ -556,5 +547,4 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         queue_to_bits=launched_by_cupy(queue_to_bits),
         bits_to_queue=launched_by_cupy(bits_to_queue),
         visited_words=launched_by_cupy(visited_words),
-        narrow=launched_by_cupy(narrow),
     )

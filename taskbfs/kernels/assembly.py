@@ -32,15 +32,6 @@ def result_dtype(num_vertices: int) -> np.dtype:
     return np.dtype(np.int32 if int(num_vertices) < 2**31 else np.int64)
 
 
-def distance_dtype(depth: int | None, dtype) -> np.dtype:
-    """The narrowest signed type (of int8, int16 and ``dtype``) that holds the distances of
-    a search whose last level is ``depth`` (with -1 and -2; None: ``dtype``)."""
-    for narrow in (np.int8, np.int16):
-        if depth is not None and depth <= np.iinfo(narrow).max:
-            return np.dtype(narrow)
-    return np.dtype(dtype)
-
-
 
 @njit(nogil=True, cache=True)
 def assemble_share(sync, first, stop, fill_pieces, vertices, parents_of, depths, distance,

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from taskbfs.kernels._gpu_levels import DEFERRED, EXAMINED, FOUND, NEXT_EDGES, ROW, ROWS
-from taskbfs.kernels.assembly import distance_dtype, result_dtype
+from taskbfs.kernels.assembly import result_dtype
 from taskbfs.kernels.gpu import LaunchConfig, Stopwatch, require_gpu
 
 #: Bytes of the counts read back after each level: one row.
@@ -226,18 +226,10 @@ class DeviceLevels:
         self.leave_seconds = time.perf_counter() - start
         return visited, frontier, int(visited.nbytes + moved)
 
-    def result(self, depth: int | None = None):
+    def result(self):
         """``(distances, parents)``: the device arrays (``result_dtype``, at least
-        ``num_vertices`` entries; -2 where a host step's pair belongs). With ``depth``
-        (the search's last level), the distances in a new buffer of
-        :func:`distance_dtype`'s type for it, to cross the bus in fewer bytes."""
-        narrow = distance_dtype(depth, self.dtype)
-        if narrow == self.dtype:
-            return self.distances, self.parents
-        cfg = self.config
-        distances = self._workspace("levels_narrow_distances", max(self.n, 1), narrow)
-        self.k.narrow[cfg.blocks_for(self.n), cfg.block_size](self.distances, self.n, distances)
-        return distances, self.parents
+        ``num_vertices`` entries; -2 where a host step's pair belongs)."""
+        return self.distances, self.parents
 
     # ------------------------------------------------------------------ levels
     def top_down(self, level: int, size: int, edges: int, frontier=None,

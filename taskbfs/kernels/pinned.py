@@ -218,45 +218,39 @@ _stage_lock = threading.Lock()
 
 
 def copy_out(device_array, n: int, dtype, executor=None) -> np.ndarray:
-    """The first ``n`` items of a device array in a new host array of ``dtype`` that may
-    live long (a search's result): a free pinned buffer of the pool when it has one, else
-    ordinary memory, while the pool pins a buffer of that size for the next result in
-    the background (pinning one here costs more than the copy). ``dtype`` may be wider
-    than the device array's (a narrow copy crosses the bus in fewer bytes): its items are
-    widened on the host.
+    """The first ``n`` items of a device array in a new host array that may live long (a
+    search's result): a free pinned buffer of the pool when it has one, else ordinary
+    memory, filled through a pinned chunk at a time, each chunk copied into place on
+    threads, while the pool pins a buffer of that size for the next result in the
+    background (pinning one here costs more than the staged copy).
 
-    Into a pooled buffer of the device array's dtype the copy is one transfer. Otherwise
-    it goes through a pinned chunk at a time, each chunk copied (widened) into place on
-    threads: a direct copy into new ordinary memory is slow (the driver's bounce buffer
-    and the first touch of every page, on one thread); staged, the pages are first
-    touched by several threads at once (the threads of ``executor``, a
+    A direct copy into new ordinary memory is slow (the driver's bounce buffer and the first
+    touch of every page, on one thread); staged, the pages are
+    first touched by several threads at once (the threads of ``executor``, a
     ``concurrent.futures`` executor; without one, in this thread).
     """
     pool = pinned_pool()
     out = pool.take(n, dtype, allocate=False)
-    if out is not None and out.dtype == device_array.dtype:
+    if out is not None:
         device_array[:n].copy_to_host(out)
         return out
-    pooled = out is not None
-    if not pooled:
-        out = np.empty(int(n), dtype=dtype)
+    out = np.empty(int(n), dtype=dtype)
     with _stage_lock:
-        chunk = _staging_chunk().view(device_array.dtype)
-        items = chunk.size
+        stage = _staging_chunk()
+        items = stage.size // out.itemsize
+        chunk = stage.view(out.dtype)[:items]
         for start in range(0, int(n), items):
             stop = min(int(n), start + items)
             staged = chunk[: stop - start]
             device_array[start:stop].copy_to_host(staged)
             _copy_on_threads(out[start:stop], staged, executor)
-    if not pooled:
-        pool.grow_later(n, dtype)  # after the copy, which pinning would hold up
+    pool.grow_later(n, dtype)  # after the copy, which pinning would hold up
     return out
 
 
 def _copy_on_threads(dest: np.ndarray, src: np.ndarray, executor) -> None:
-    """``dest[:] = src`` (widened to ``dest``'s dtype) in one piece per core on
-    ``executor``'s threads (numpy's copy releases the GIL), so that ``dest``'s new pages
-    are first touched in parallel."""
+    """``dest[:] = src`` in one piece per core on ``executor``'s threads (numpy's copy
+    releases the GIL), so that ``dest``'s new pages are first touched in parallel."""
     threads = os.cpu_count() or 1
     if executor is None or threads <= 1:
         np.copyto(dest, src)

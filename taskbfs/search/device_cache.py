@@ -532,9 +532,8 @@ def result_to_host(frontier: Frontier, logs, levels, sources, cache: DeviceCache
     n = int(frontier.bounds[-1])
     with cache.lock:
         on_device = arrays if arrays is not None else cache.search_result(frontier)
-        dtype = on_device[1].dtype  # the result's: the distances may come narrower
-        distances, parents = (_into_host(array, n, dtype) for array in on_device)
-        cache.data.count_down(sum(array.dtype.itemsize * n for array in on_device))
+        distances, parents = (_into_host(array, n) for array in on_device)
+        cache.data.count_down(distances.nbytes + parents.nbytes)
     for d, level in zip(logs, levels, strict=True):
         if d.depths is not None:  # a block of compiled CPU levels
             record_pairs_at(d.vertices, d.parents, d.depths, 0, n, parents, distances)
@@ -571,13 +570,13 @@ def result_on_device(frontier: Frontier, logs, levels, sources, cache: DeviceCac
     return distances, parents
 
 
-def _into_host(device_array, n: int, dtype) -> np.ndarray:
-    """``device_array[:n]`` copied into a new host array of ``dtype`` (see
+def _into_host(device_array, n: int) -> np.ndarray:
+    """``device_array[:n]`` copied into a new host array of its dtype (see
     :func:`~taskbfs.kernels.pinned.copy_out`)."""
     from taskbfs.kernels.pinned import copy_out
     from taskbfs.runtime import thread_pool
 
-    return copy_out(device_array, n, dtype, thread_pool())
+    return copy_out(device_array, n, device_array.dtype, thread_pool())
 
 
 __all__ = ["CACHE_NAME", "DeviceCache", "device_cache", "result_on_device", "result_to_host",

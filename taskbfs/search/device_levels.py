@@ -35,7 +35,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from taskbfs.kernels.assembly import distance_dtype
 from taskbfs.kernels.direction import BOTTOM_UP
 from taskbfs.kernels.level_tasks import EDGES
 from taskbfs.runtime import CUDA, Placement, Residence, include_each
@@ -356,22 +355,17 @@ class GpuLevels:
         """Whether a level ran on the GPU (the result is then there)."""
         return self.levels is not None
 
-    def result_bytes(self, frontier: Frontier) -> int:
-        """Bytes the result's copy to the host moves (:meth:`result`, ``frontier`` the
-        search's last)."""
-        if not self.ran:
-            return 0
-        narrow = distance_dtype(frontier.level, self.levels.dtype)
-        return (self.levels.dtype.itemsize + narrow.itemsize) * self.n
+    def result_bytes(self) -> int:
+        """Bytes the result's copy to the host moves."""
+        return 2 * self.levels.dtype.itemsize * self.n if self.ran else 0
 
     def result(self, frontier: Frontier, sources):
         """``(distances, parents)`` on the host: the device's result, with the pairs of the
-        levels that ran on the host (``frontier.included``) written over it; the distances
-        cross the bus in the narrowest type that holds the search's depth."""
+        levels that ran on the host (``frontier.included``) written over it."""
         from taskbfs.search.device_cache import result_to_host
 
         return result_to_host(frontier, *self._host_logs(frontier), sources, cache=self.cache,
-                              arrays=self.levels.result(depth=frontier.level))
+                              arrays=self.levels.result())
 
     def result_on_device(self, frontier: Frontier, sources):
         """:meth:`result` left in this GPU's memory, as CuPy arrays (``bfs(...,

@@ -144,7 +144,7 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
     run_levels(levels, summary)
     gpu, frontier = levels.gpu, levels.frontier
     on_device = bool(init.get("device_result")) and device == CUDA  # else moved after
-    d2h = gpu.result_bytes(frontier) if gpu is not None and not on_device else 0
+    d2h = gpu.result_bytes() if gpu is not None and gpu.ran and not on_device else 0
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
                                  frontier, sources, threads, gpu, on_device)
     return SearchOutcome(distances, parents, levels.summaries, d2h)
