@@ -607,6 +607,39 @@ def test_gpu_levels_in_one_task_are_the_levels_as_tasks(runtime, monkeypatch, gr
 
 
 @needs_gpu
+@pytest.mark.parametrize("tasks", [1, 3])
+def test_the_result_copy_runs_beside_the_last_levels(runtime, monkeypatch, tasks):
+    """A GPU search that turns top-down again after bottom-up levels starts copying its
+    result to the host then, beside its last levels; the vertices those levels find are
+    written over the copy at the end: the same result as the levels as tasks give."""
+    from taskbfs.kernels.gpu_levels import DeviceLevels
+
+    copies = []
+    original = DeviceLevels.copied_result
+
+    def spy(self):
+        copied = original(self)
+        copies.append(copied is not None)
+        return copied
+
+    monkeypatch.setattr(DeviceLevels, "copied_result", spy)
+    g = tb.kronecker(10, edgefactor=4, seed=3)  # from its hub: 2 levels after bottom-up
+    source = _hub_source(g)
+    r = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction="auto", runtime=runtime,
+               dispatch="auto")
+    _check(g, source, r)
+    directions = r.levels["direction"].tolist()
+    turn = directions.index("bottom-up")
+    turned_back = directions.index("top-down", turn)
+    # the levels after the copy began found vertices: they are what was written over it
+    assert r.levels["frontier_size"].iloc[turned_back + 1] > 0
+    assert copies == [True]
+    apart = tb.bfs(g, source, tasks=tasks, strategy="gpu", direction="auto", runtime=runtime,
+                   dispatch="tasks")
+    np.testing.assert_array_equal(r.distances, apart.distances)
+
+
+@needs_gpu
 @pytest.mark.parametrize("graph, direction", [
     (_kron, "auto"),
     (_kron, "top-down"),

@@ -78,14 +78,18 @@ def test_without_cupy_device_result_is_a_clear_error(runtime):
 @pytest.mark.skipif(not HAS_CUPY, reason="needs a real GPU and CuPy (the CUDA simulator has "
                     "no CuPy): run on a GPU machine")
 @pytest.mark.parametrize("dispatch, tasks", [("auto", 1), ("auto", 3), ("tasks", 2)])
-def test_device_result_stays_on_the_gpu(runtime, dispatch, tasks):
+def test_device_result_stays_on_the_gpu(runtime, monkeypatch, dispatch, tasks):
     import cupy
 
+    from taskbfs.kernels.gpu_levels import DeviceLevels
+
+    copies = []  # a result copy to the host begun beside the levels: none here
+    monkeypatch.setattr(DeviceLevels, "snapshot", lambda self, level: copies.append(level))
     g, sources = _directed(), [0, 3, 50]
     expected = scipy_levels(g, sources, limit=3)
     r = tb.bfs(g, sources, tasks=tasks, strategy="gpu", dispatch=dispatch, depth_limit=3,
                device_result=True, runtime=runtime)
-    assert r.on_workers and r.assembly_d2h_bytes == 0
+    assert r.on_workers and r.assembly_d2h_bytes == 0 and copies == []
     d, p = r.to_cupy()
     assert isinstance(d, cupy.ndarray) and isinstance(p, cupy.ndarray)
     np.testing.assert_array_equal(cupy.asnumpy(d), expected)

@@ -48,7 +48,15 @@ PHASES = [
     "taskbfs.kernels.gpu_levels:DeviceLevels.set_tasks",
     "taskbfs.kernels.gpu_levels:DeviceLevels.enter_reached",
     "taskbfs.kernels.gpu_levels:DeviceLevels.enter",
-    "taskbfs.kernels.gpu_levels:DeviceLevels.result",
+    "taskbfs.kernels.gpu_levels:DeviceLevels.snapshot",
+    "taskbfs.kernels.gpu_levels:DeviceLevels.copied_result",
+    "taskbfs.search.state:first_summary",
+    "taskbfs.search.state:empty_bitmap",
+    "taskbfs.search.state:frontier_bitmap",
+    "taskbfs.search.state:search_rule",
+    "taskbfs.search.level_tasks:top_down_level",
+    "taskbfs.search.level_tasks:empty_bitmap",
+    "taskbfs.search.level_tasks:next_level",
 ]
 
 _calls: list[tuple[str, float, float]] = []

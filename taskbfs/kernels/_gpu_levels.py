@@ -531,6 +531,21 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             words[i] = word
             i += stride
 
+    @cuda.jit
+    def found_after(distances, parents, n, after, log_v, log_p, log_d, tail):
+        """Append each vertex at a distance beyond ``after`` (found after the result's copy
+        began) to the log: its id, parent and distance; ``tail[0]`` counts them."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < n:
+            d = distances[i]
+            if d > after:
+                at = cuda.atomic.add(tail, 0, 1)
+                log_v[at] = vid(i)
+                log_p[at] = parents[i]
+                log_d[at] = d
+            i += stride
+
     return SimpleNamespace(
         base=base,
         tile=tile,
@@ -547,4 +562,5 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         queue_to_bits=launched_by_cupy(queue_to_bits),
         bits_to_queue=launched_by_cupy(bits_to_queue),
         visited_words=launched_by_cupy(visited_words),
+        found_after=launched_by_cupy(found_after),
     )

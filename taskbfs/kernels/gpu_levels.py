@@ -39,9 +39,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from taskbfs.errors import DeviceUnavailableError
 from taskbfs.kernels._gpu_levels import DEFERRED, EXAMINED, FOUND, NEXT_EDGES, ROW, ROWS
 from taskbfs.kernels.assembly import result_dtype
-from taskbfs.kernels.gpu import LaunchConfig, Stopwatch, require_gpu
+from taskbfs.kernels.gpu import LaunchConfig, Stopwatch, require_cupy, require_gpu
 
 #: Bytes of the counts read back after each level: one row.
 COUNTS_BYTES = ROW * 8
@@ -112,6 +113,8 @@ class DeviceLevels:
         self._watch = Stopwatch(cuda, config.simulated)  # times each level's kernels
         self.host_row = _host_array(cuda, config.simulated, ROW, np.int64)  # the counts
         self.entered = False  # whether the result arrays hold this search's state
+        self._copy = None  # a result copy under way (snapshot): (after, distances, parents)
+        self._side = None  # (the stream's owner, the stream) the copy runs on
         #: Host seconds the last :meth:`leave` took (0.0 before the first): what keeping
         #: the state here instead would save.
         self.leave_seconds = 0.0
@@ -138,9 +141,10 @@ class DeviceLevels:
             self.host_task_rows = _host_array(cuda, self.config.simulated, 3 * t + ROW,
                                               np.int64)
             self.tails = self._workspace("levels_tails", 2, np.int64)
-        self._on_gpu = np.ones(self.num_tasks, dtype=np.uint8)
-        self._upload(self.on_gpu, self._on_gpu)
-        self.zero_task_rows()
+            self._on_gpu = None
+        self.place_tasks(np.ones(self.num_tasks, dtype=np.uint8))
+        if self.num_tasks > 1:  # the per-task counts are read with several tasks only
+            self.zero_task_rows()
 
     @property
     def counts_bytes(self) -> int:
@@ -157,6 +161,9 @@ class DeviceLevels:
     def start_search(self) -> None:
         """Forget the last search: the next :meth:`enter` starts a new result."""
         self.entered = False
+        if self._copy is not None:  # an abandoned search's copy: its buffers go back whole
+            self._side[1].synchronize()
+            self._copy = None
 
     # ------------------------------------------------------------------ in and out
     def enter_reached(self, level: int, top_down: bool, reached: np.ndarray,
@@ -230,6 +237,69 @@ class DeviceLevels:
         """``(distances, parents)``: the device arrays (``result_dtype``, at least
         ``num_vertices`` entries; -2 where a host step's pair belongs)."""
         return self.distances, self.parents
+
+    def snapshot(self, level: int) -> None:
+        """Start copying the result to the host now, after level ``level``'s kernels, on a
+        stream beside the levels still to run: their vertices (at distances beyond
+        ``level + 1``) are written over the copy at the end (:meth:`copied_result`). Into
+        two free pinned buffers of the pool only (a copy into new memory cannot run
+        beside kernels); without them the result is copied at the end."""
+        from taskbfs.kernels.pinned import pinned_pool
+
+        if self._copy is not None:
+            return
+        pool = pinned_pool()
+        distances = pool.take(self.n, self.dtype, allocate=False)
+        parents = pool.take(self.n, self.dtype, allocate=False)
+        if distances is None or parents is None:
+            return
+        cuda = require_gpu()
+        stream = self._side_stream(cuda)
+        ready = cuda.event()
+        ready.record()
+        ready.wait(stream)  # after the kernels queued so far
+        self.distances[: self.n].copy_to_host(distances, stream=stream)
+        self.parents[: self.n].copy_to_host(parents, stream=stream)
+        self._copy = (level + 1, distances, parents)
+
+    def copied_result(self):
+        """``(distances, parents)`` on the host from :meth:`snapshot`'s copy, the vertices
+        the later levels found written over it (found on the device by distance, so any
+        later level, of either direction, is covered); None without a snapshot."""
+        if self._copy is None:
+            return None
+        after, distances, parents = self._copy
+        self._copy = None
+        cfg = self.config
+        self.k.base.fill[1, cfg.block_size](self.tail, 0)
+        # the queues and the deferred list are free once the levels are done
+        log_v, log_p, log_d = self.queues[0], self.queues[1], self.deferred
+        self.k.found_after[cfg.blocks_for(self.n), cfg.block_size](
+            self.distances, self.parents, self.n, after, log_v, log_p, log_d, self.tail)
+        count = np.empty(1, dtype=np.int64)
+        self._download(count, self.tail)
+        self._side[1].synchronize()
+        found = int(count[0])
+        if found:
+            later = [np.empty(found, dtype=self.dtype) for _ in range(3)]
+            for host, device in zip(later, (log_v, log_p, log_d), strict=True):
+                self._download(host, device)
+            parents[later[0]], distances[later[0]] = later[1], later[2]
+        return distances, parents
+
+    def _side_stream(self, cuda):
+        """The stream the result's copy runs on: CuPy's non-blocking one, which does not
+        wait for the default stream's kernels (a numba stream would; without CuPy, or
+        under the simulator, the copy then runs after the levels, still correct)."""
+        if self._side is None:
+            try:
+                cupy = require_cupy("a copy beside the levels")
+            except DeviceUnavailableError:
+                self._side = (None, cuda.stream())
+            else:
+                owner = cupy.cuda.Stream(non_blocking=True)
+                self._side = (owner, cuda.external_stream(owner.ptr))
+        return self._side[1]
 
     # ------------------------------------------------------------------ levels
     def top_down(self, level: int, size: int, edges: int, frontier=None,

@@ -517,9 +517,10 @@ def result_to_host(frontier: Frontier, logs, levels, sources, cache: DeviceCache
                    arrays=None):
     """The search's ``(distances, parents)`` on the host, over its vertices, in the dtype of
     the device's arrays (:func:`~taskbfs.kernels.assembly.result_dtype`): the result its GPU
-    steps wrote on the device (``arrays``: the GPU levels' of one task; else
-    :meth:`DeviceCache.search_result`, ``Frontier.result_on_device``), copied back once
-    (into pinned buffers when the pool has room), with the pairs of ``logs`` (its CPU
+    steps wrote on the device (``arrays``: the GPU levels' of one task, on the device or
+    copied to the host already; else :meth:`DeviceCache.search_result`,
+    ``Frontier.result_on_device``), copied back once (into pinned buffers when the pool
+    has room), with the pairs of ``logs`` (its CPU
     steps', which ran at ``levels``) written over it on the host.
 
     Those steps' vertices cannot be in the device's result: with one task, a level has one
@@ -532,7 +533,8 @@ def result_to_host(frontier: Frontier, logs, levels, sources, cache: DeviceCache
     n = int(frontier.bounds[-1])
     with cache.lock:
         on_device = arrays if arrays is not None else cache.search_result(frontier)
-        distances, parents = (_into_host(array, n) for array in on_device)
+        distances, parents = (array if isinstance(array, np.ndarray) else _into_host(array, n)
+                              for array in on_device)  # host arrays: copied already
         cache.data.count_down(distances.nbytes + parents.nbytes)
     for d, level in zip(logs, levels, strict=True):
         if d.depths is not None:  # a block of compiled CPU levels

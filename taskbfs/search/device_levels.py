@@ -66,11 +66,16 @@ class GpuLevels:
         Runs a level's CPU steps on the host's threads, as one parallel loop.
     cache : DeviceCache, optional
         Default: this worker's.
+    result_to_host : bool
+        Whether the result goes to the host at the end (False: ``device_result``): its
+        copy then starts once the search turns top-down again, beside the last levels.
     """
 
     def __init__(self, slices, placement: Placement, degrees: np.ndarray, sources,
-                 bounds: np.ndarray, on_threads: LevelTasks, cache=None):
+                 bounds: np.ndarray, on_threads: LevelTasks, cache=None,
+                 result_to_host: bool = True):
         self.slices = slices
+        self.result_to_host = result_to_host
         self.on_threads = on_threads
         self.placement = placement
         self.degrees = degrees
@@ -253,6 +258,8 @@ class GpuLevels:
         if n_new and top_down != (frontier.direction == TOP_DOWN):
             with self.cache.lock:
                 seconds += self.levels.convert(summary.level, top_down, n_new)
+                if top_down and self.result_to_host:  # most of the result is final: copy it now
+                    self.levels.snapshot(frontier.level)
         offsets = np.zeros(self.num_tasks + 1, dtype=np.int64)
         if top_down:
             np.cumsum(found, out=offsets[1:])
@@ -364,8 +371,10 @@ class GpuLevels:
         levels that ran on the host (``frontier.included``) written over it."""
         from taskbfs.search.device_cache import result_to_host
 
+        with self.cache.lock:
+            copied = self.levels.copied_result()
         return result_to_host(frontier, *self._host_logs(frontier), sources, cache=self.cache,
-                              arrays=self.levels.result())
+                              arrays=self.levels.result() if copied is None else copied)
 
     def result_on_device(self, frontier: Frontier, sources):
         """:meth:`result` left in this GPU's memory, as CuPy arrays (``bfs(...,

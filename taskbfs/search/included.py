@@ -140,10 +140,11 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
                                        init["direction_mode"], init["alpha"], init["beta"],
                                        init["total_edges"], depth_limit=init.get("depth_limit"))
     threads = worker_threads()
-    levels = IncludedLevels(slices, degrees, placement, device, threads, frontier, sources)
+    on_device = bool(init.get("device_result")) and device == CUDA  # else moved after
+    levels = IncludedLevels(slices, degrees, placement, device, threads, frontier, sources,
+                            result_to_host=not on_device)
     run_levels(levels, summary)
     gpu, frontier = levels.gpu, levels.frontier
-    on_device = bool(init.get("device_result")) and device == CUDA  # else moved after
     d2h = gpu.result_bytes() if gpu is not None and gpu.ran and not on_device else 0
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
                                  frontier, sources, threads, gpu, on_device)
@@ -180,6 +181,8 @@ class IncludedLevels:
     frontier : Frontier
         Level 0's (:func:`~taskbfs.search.state.first_frontier`).
     sources : ndarray of int64
+    result_to_host : bool
+        Whether the result goes to the host (else it stays on the GPU: ``device_result``).
 
     Attributes
     ----------
@@ -193,7 +196,7 @@ class IncludedLevels:
     """
 
     def __init__(self, slices, degrees, placement: Placement, device: str, threads: int,
-                 frontier: Frontier, sources):
+                 frontier: Frontier, sources, result_to_host: bool = True):
         self.slices, self.degrees, self.placement = slices, degrees, placement
         self.device = device
         self.frontier = frontier
@@ -202,7 +205,7 @@ class IncludedLevels:
         self.publisher = SummaryPublisher()
         self.on_threads = LevelTasks(slices, degrees, threads)
         self.gpu = (GpuLevels(slices, placement, degrees, sources, frontier.bounds,
-                              self.on_threads)
+                              self.on_threads, result_to_host=result_to_host)
                     if GpuLevels.applies(device) else None)
         self.cpu_max = cpu_sizes(placement, frontier.tally.rule)  # None: no level is compiled
 
