@@ -57,6 +57,9 @@ PHASES = [
     "taskbfs.search.level_tasks:top_down_level",
     "taskbfs.search.level_tasks:empty_bitmap",
     "taskbfs.search.level_tasks:next_level",
+    "taskbfs.search.included:run_search",
+    "taskbfs.runtime.resident:Residents.call",
+    "taskbfs.search.runner:Search.result",
 ]
 
 _calls: list[tuple[str, float, float]] = []
@@ -96,6 +99,8 @@ def main(argv=None) -> None:
     parser.add_argument("--strategy", default="hybrid")
     parser.add_argument("--searches", type=int, default=4)
     parser.add_argument("--show", type=int, default=1, help="timelines printed whole")
+    parser.add_argument("--call", action="store_true",
+                        help="time tb.bfs on the embedded runtime, not the task's body")
     args = parser.parse_args(argv)
     graph = tb.kronecker(args.scale, 16, seed=1)
     degrees = graph.degrees()
@@ -104,6 +109,8 @@ def main(argv=None) -> None:
     policy = Policy(args.strategy)
 
     def search(source):
+        if args.call:
+            return tb.bfs(graph, int(source), tasks=args.tasks, strategy=args.strategy)
         init = {"bounds": bounds, "sources": np.array([source], dtype=np.int64),
                 "direction_mode": "auto", "total_edges": graph.num_arcs,
                 "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta")}

@@ -532,6 +532,14 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             i += stride
 
     @cuda.jit
+    def publish(counts, n, host):
+        """``host[:n] = counts[:n]``: counts into mapped host memory, where the host reads
+        them once the kernels are done, with no copy queued behind other transfers."""
+        i = cuda.grid(1)
+        if i < n:
+            host[i] = counts[i]
+
+    @cuda.jit
     def found_after(distances, parents, n, after, log_v, log_p, log_d, tail):
         """Append each vertex at a distance beyond ``after`` (found after the result's copy
         began) to the log: its id, parent and distance; ``tail[0]`` counts them."""
@@ -563,4 +571,5 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         bits_to_queue=launched_by_cupy(bits_to_queue),
         visited_words=launched_by_cupy(visited_words),
         found_after=launched_by_cupy(found_after),
+        publish=launched_by_cupy(publish),
     )

@@ -17,8 +17,10 @@ Approach
     (:meth:`~DeviceLevels.convert`) when it changes. A top-down level is the frontier's
     degrees, their scan (one launch per 256^d vertices), one search per tile and the
     expansion (one launch when its frontier has few out-arcs, ``small_level_arcs``); a
-    bottom-up one, two launches; each is followed by one 96-byte copy of the
-    counts (32 bytes). The state enters from the host's visited bitmap and frontier
+    bottom-up one, two launches; each ends with a launch that writes its counts (32
+    bytes) into mapped host memory, where the host reads them once the level's event
+    says its kernels are done (no copy: none waits behind the result's copy, which starts
+    beside the last levels, :meth:`~DeviceLevels.snapshot`). The state enters from the host's visited bitmap and frontier
     (:meth:`~DeviceLevels.enter`) and can leave again (:meth:`~DeviceLevels.leave`), so
     that levels run on the CPU between GPU ones. A level whose tasks run on both devices
     skips the CPU tasks' vertices (:meth:`~DeviceLevels.place_tasks`, the queue
@@ -111,7 +113,8 @@ class DeviceLevels:
         self.host_entry = _host_array(cuda, config.simulated, self.entry_capacity, self.dtype)
         self.rows = [cuda.device_array(ROW, dtype=np.int64) for _ in range(ROWS)]
         self._watch = Stopwatch(cuda, config.simulated)  # times each level's kernels
-        self.host_row = _host_array(cuda, config.simulated, ROW, np.int64)  # the counts
+        self.host_row = cuda.mapped_array(ROW, dtype=np.int64)  # the counts, as written
+        self._done = cuda.event()  # the per-task counts' kernels done
         self.entered = False  # whether the result arrays hold this search's state
         self._copy = None  # a result copy under way (snapshot): (after, distances, parents)
         self._side = None  # (the stream's owner, the stream) the copy runs on
@@ -138,8 +141,7 @@ class DeviceLevels:
             # buffer a level, in turn (a level's tally zeroes the next level's)
             self.task_rows = [self._workspace(f"levels_task_rows{i}", 3 * t + ROW, np.int64)
                               for i in (0, 1)]
-            self.host_task_rows = _host_array(cuda, self.config.simulated, 3 * t + ROW,
-                                              np.int64)
+            self.host_task_rows = cuda.mapped_array(3 * t + ROW, dtype=np.int64)
             self.tails = self._workspace("levels_tails", 2, np.int64)
             self._on_gpu = None
         self.place_tasks(np.ones(self.num_tasks, dtype=np.uint8))
@@ -317,6 +319,7 @@ class DeviceLevels:
                     self.graph.indptr, self.graph.indices, frontier, size, level + 1,
                     self.parents, self.distances, self.queues[(level + 1) % 2],
                     *self._rows(level))
+                self._publish(level, read)
             return self._counts(level, watch.seconds, read)
         offsets = self._workspace("levels_offsets", size + 1, np.int64)
         num_tiles = -(-int(edges) // self.k.tile)
@@ -331,6 +334,7 @@ class DeviceLevels:
                 self.graph.indptr, self.graph.indices, frontier, offsets, size, tile_first,
                 num_tiles, level + 1, self.parents, self.distances, self.queues[(level + 1) % 2],
                 *self._rows(level))
+            self._publish(level, read)
         return self._counts(level, watch.seconds, read)
 
     def bottom_up(self, level: int, read: bool = True) -> LevelCounts:
@@ -351,6 +355,7 @@ class DeviceLevels:
                 gin.indptr, gin.indices, g.indptr, self.bits[level % 2], level + 1, limit,
                 self.deferred, self.parents, self.distances, self.bits[(level + 1) % 2],
                 self.rows[level % ROWS], self.bounds, self.num_tasks, self.task_rows[level % 2])
+            self._publish(level, read)
         return self._counts(level, watch.seconds, read)
 
     def convert(self, level: int, to_top_down: bool, count: int) -> float:
@@ -427,7 +432,7 @@ class DeviceLevels:
 
     def task_counts(self, level: int) -> tuple[LevelCounts, np.ndarray]:
         """Level ``level``'s counts and, per task, ``(found, their out-arcs, entries read)``
-        (shape ``(3, T)``), in one copy: the first two counted over the level's distances
+        (shape ``(3, T)``), written into mapped host memory: the first two counted over the level's distances
         here; the entries read by a bottom-up level's GPU tasks counted as they ran
         (top-down: zero)."""
         cfg = self.config
@@ -437,7 +442,10 @@ class DeviceLevels:
             self.distances, self.n, level + 1, self.graph.indptr, self.bounds, t,
             self.rows[level % ROWS], self.task_rows[level % 2], self.task_rows[(level + 1) % 2])
         host = self.host_task_rows
-        self._download(host, self.task_rows[level % 2])
+        self.k.publish[cfg.blocks_for(host.size), cfg.block_size](self.task_rows[level % 2],
+                                                                  host.size, host)
+        self._done.record()
+        self._done.synchronize()
         row = host[3 * t:]
         counts = LevelCounts(int(row[FOUND]), int(row[NEXT_EDGES]), int(row[EXAMINED]))
         return counts, host[: 3 * t].reshape(3, t).copy()
@@ -447,11 +455,18 @@ class DeviceLevels:
         """The counts row level ``level`` writes, and the next level's (zeroed by it)."""
         return self.rows[level % ROWS], self.rows[(level + 1) % ROWS]
 
+    def _publish(self, level: int, read: bool) -> None:
+        """With ``read``, level ``level``'s counts row into :attr:`host_row` (mapped host
+        memory: no copy to wait for behind the result's, which runs beside the last
+        levels), its last kernel."""
+        if read:
+            self.k.publish[1, ROW](self.rows[level % ROWS], ROW, self.host_row)
+
     def _counts(self, level: int, seconds: float, read: bool = True) -> LevelCounts:
+        """The counts :meth:`_publish` wrote (its kernels done: the stopwatch waited)."""
         if not read:
             return LevelCounts(0, 0, 0, seconds)
         row = self.host_row
-        self._download(row, self.rows[level % ROWS])
         return LevelCounts(int(row[FOUND]), int(row[NEXT_EDGES]), int(row[EXAMINED]), seconds)
 
     def _scan(self, data, n: int, depth: int = 0) -> None:
