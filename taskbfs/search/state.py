@@ -34,13 +34,12 @@ from numba.typed import List
 
 from taskbfs import config
 from taskbfs.kernels.assembly import assemble_share, result_dtype
-from taskbfs.kernels.bitmap import empty_bitmap
+from taskbfs.kernels.bitmap import bitmap_from_vertices
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, switch_direction
 from taskbfs.kernels.level_tasks import SYNC_SIZE
 from taskbfs.kernels.merge import (
     bucket_by_owner,
     bucket_vertices,
-    frontier_bitmap,
     owned_bits,
     word_span,
 )
@@ -445,8 +444,7 @@ def first_frontier(degrees, bounds, sources, direction_mode: str, alpha: float |
                         result_on_device=result_on_device)
     tally = Tally(search_rule(bounds, total_edges, direction_mode, alpha, beta, depth_limit),
                   int(src.size), summary.unexplored_edges)
-    visited = empty_bitmap(n)
-    frontier_bitmap(src, visited)
+    visited = bitmap_from_vertices(src, n)
     offsets = np.zeros(bounds.size, dtype=np.int64)
     if summary.direction == BOTTOM_UP:
         frontier = Frontier(0, BOTTOM_UP, src[:0], offsets, visited.copy(), visited, bounds,
