@@ -114,7 +114,7 @@ class DeviceLevels:
         self.rows = [cuda.device_array(ROW, dtype=np.int64) for _ in range(ROWS)]
         self._watch = Stopwatch(cuda, config.simulated)  # times each level's kernels
         self.host_row = cuda.mapped_array(ROW, dtype=np.int64)  # the counts, as written
-        self._done = cuda.event()  # the per-task counts' kernels done
+        self._done = cuda.event()  # marks the kernels queued so far (counts, the copy)
         self.entered = False  # whether the result arrays hold this search's state
         self._copy = None  # a result copy under way (snapshot): (after, distances, parents)
         self._side = None  # (the stream's owner, the stream) the copy runs on
@@ -255,13 +255,11 @@ class DeviceLevels:
         parents = pool.take(self.n, self.dtype, allocate=False)
         if distances is None or parents is None:
             return
-        cuda = require_gpu()
-        stream = self._side_stream(cuda)
-        ready = cuda.event()
-        ready.record()
-        ready.wait(stream)  # after the kernels queued so far
-        self.distances[: self.n].copy_to_host(distances, stream=stream)
-        self.parents[: self.n].copy_to_host(parents, stream=stream)
+        stream = self._side_stream(require_gpu())
+        self._done.record()
+        self._done.wait(stream)  # after the kernels queued so far
+        for host, device in ((distances, self.distances), (parents, self.parents)):
+            self._download(host, device, stream)
         self._copy = (level + 1, distances, parents)
 
     def copied_result(self):
@@ -490,16 +488,17 @@ class DeviceLevels:
 
             host_to_device(buffer, host, host.nbytes)
 
-    def _download(self, host: np.ndarray, buffer) -> None:
-        """Fill ``host`` (contiguous) from the start of the device array ``buffer``."""
+    def _download(self, host: np.ndarray, buffer, stream=0) -> None:
+        """Fill ``host`` (contiguous) from the start of the device array ``buffer`` (on
+        ``stream``: a copy into page-locked ``host`` then returns at once)."""
         if not host.size:
             return
         if self.config.simulated:
-            buffer[: host.size].copy_to_host(host)
+            buffer[: host.size].copy_to_host(host, stream=stream)
         else:
             from numba.cuda.cudadrv.driver import device_to_host
 
-            device_to_host(host, buffer, host.nbytes)
+            device_to_host(host, buffer, host.nbytes, stream=stream)
 
 
 def _host_array(cuda, simulated: bool, size: int, dtype) -> np.ndarray:

@@ -257,9 +257,9 @@ class GpuLevels:
         d2h += self.levels.counts_bytes
         if n_new and top_down != (frontier.direction == TOP_DOWN):
             with self.cache.lock:
-                seconds += self.levels.convert(summary.level, top_down, n_new)
                 if top_down and self.result_to_host:  # most of the result is final: copy it now
                     self.levels.snapshot(frontier.level)
+                seconds += self.levels.convert(summary.level, top_down, n_new)
         offsets = np.zeros(self.num_tasks + 1, dtype=np.int64)
         if top_down:
             np.cumsum(found, out=offsets[1:])
