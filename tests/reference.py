@@ -81,3 +81,44 @@ def scipy_parents(graph, source: int) -> np.ndarray:
     parents[parents < 0] = -1  # scipy marks "no predecessor" with -9999
     parents[source] = source
     return parents
+
+
+def serial_barrier(frontier, discoveries, degrees):
+    """A level's barrier written plainly, the reference for the compiled ones: ``(next
+    Frontier, LevelSummary)`` from the level's raw step outputs (``Discoveries`` in task
+    order, pairs as the steps found them). Top-down: owner by owner, steps in task order,
+    the first unvisited occurrence of each candidate wins (the visited bits are updated in
+    place); bottom-up: each step's own vertices as found. The summary is taskbfs's one
+    switch rule (``level_tasks.next_level``)."""
+    from taskbfs.search.level_tasks import next_level
+    from taskbfs.search.state import BOTTOM_UP
+
+    bounds = frontier.bounds
+    num_tasks = bounds.size - 1
+    visited = frontier.visited_bits
+    examined = np.zeros(num_tasks, dtype=np.int64)
+    found = np.zeros(num_tasks, dtype=np.int64)
+    for d in discoveries:
+        if d.task >= 0:  # a level -1 names the sources as no task's step
+            examined[d.task], found[d.task] = d.edges_examined, d.vertices.size
+    accepted = [[] for _ in range(num_tasks)]
+    for d in discoveries:
+        owners = np.searchsorted(bounds, d.vertices, side="right") - 1
+        for v, owner in zip(d.vertices.tolist(), owners.tolist(), strict=True):
+            accepted[owner].append(v)
+    for t in range(num_tasks):
+        unique = []
+        for v in accepted[t]:
+            word, bit = v >> 6, np.uint64(1) << np.uint64(v & 63)
+            if frontier.direction == BOTTOM_UP or not visited[word] & bit:
+                visited[word] |= bit
+                unique.append(v)
+        accepted[t] = unique
+    counts = np.array([len(a) for a in accepted], dtype=np.int64)
+    vertices = np.array([v for a in accepted for v in a], dtype=np.int64)
+    edges = np.array([int(degrees[a].sum()) for a in accepted], dtype=np.int64)
+    bits = np.zeros_like(visited)
+    for v in vertices.tolist():
+        bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+    return next_level(frontier, counts, edges, vertices, bits, edges_examined=examined,
+                      found=found, start=0.0)

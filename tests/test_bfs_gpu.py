@@ -20,14 +20,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpu_support import run_module_under_simulator
-from reference import scipy_distances
+from reference import scipy_distances, serial_barrier
 
 import taskbfs as tb
 from taskbfs.kernels.bitmap import bitmap_from_vertices, empty_bitmap
 from taskbfs.kernels.gpu import gpu_available
 from taskbfs.placed.slices import GraphSlice
+from taskbfs.search.owner_barrier import OWNER_STEP
 from taskbfs.search.state import BOTTOM_UP, TOP_DOWN, Frontier
-from taskbfs.search.steps import STEP, step_smp
+from taskbfs.search.steps import STEP_NAME, step_smp
 
 IN_PROCESS = gpu_available()
 needs_gpu = pytest.mark.skipif(
@@ -64,7 +65,7 @@ def test_cpu_trace_has_zero_device_columns(runtime):
 
 
 def test_step_task_has_both_implementations():
-    assert STEP.impls == ("smp", "cuda")
+    assert OWNER_STEP.impls == ("smp", "cuda")
 
 
 # --------------------------------------------------------------------------- graphs
@@ -325,9 +326,6 @@ def test_cache_evicts_least_recently_used_under_its_budget():
         d = run_step_on_gpu(p, bu, cache=cache)
         cpu = step_smp(p, bu)
         assert _pairs(d) == _pairs(cpu) and d.edges_examined == cpu.edges_examined
-        # ... and the bits and degree sum the barrier reads, made on the device
-        np.testing.assert_array_equal(d.words, cpu.words)
-        assert d.frontier_edges == cpu.frontier_edges
     assert cache.used_bytes <= cache.budget
     cache.clear()
     assert len(cache.data) == 0 and cache.keys() == []
@@ -335,32 +333,46 @@ def test_cache_evicts_least_recently_used_under_its_budget():
 
 @needs_gpu
 def test_bottom_up_steps_of_the_owner_loop_leave_their_words_on_the_device(runtime):
-    """The owner loop's barriers read a step's pairs alone (``barrier_form=False``): a
-    bottom-up GPU step then copies back its pairs and counters, not its bitmap words and
-    degree sum, and finds the same pairs as the CPU step, in the same (vertex) order. End to end, every bottom-up GPU step of a
-    dispatched search moves exactly its counters and its pairs (int32 on this graph)."""
+    """The owner loop's barriers read a step's pairs: a bottom-up GPU step copies back its
+    pairs and counters and finds the same pairs as the CPU step, in the same (vertex)
+    order; one whose pairs go into the owner's result on the device
+    (``result_on_device``, ``pairs=False``) copies back only their bits over its range's
+    words, their count and degree sum, made on the device. End to end, every bottom-up GPU
+    step of a dispatched search moves exactly its counters and its pairs (int32 on this
+    graph)."""
+    from dataclasses import replace
+
+    from taskbfs.kernels.merge import word_span
     from taskbfs.search.device_cache import DeviceCache
     from taskbfs.search.gpu_step import _COUNTER_BYTES, run_step_on_gpu
+    from taskbfs.search.state import Progress
 
     g = _kron()
     bounds = [0, 40, 80, g.num_vertices]
     cache = DeviceCache(budget=1 << 30)
     bu = _frontier(g, bounds, BOTTOM_UP, [1, 50, 100], [1, 50, 100])
+    kept = replace(bu, bounds=np.array(bounds, dtype=np.int64),
+                   progress=Progress(np.diff(bounds), search="owner-words-test",
+                                     result_on_device=True))
+    degrees = g.degrees()
     for p in _slices(g, bounds, "owner-words-test"):
-        whole = run_step_on_gpu(p, bu, cache=cache)
-        bare = run_step_on_gpu(p, bu, cache=cache, words=False)
-        assert _pairs(bare) == _pairs(whole) and bare.words is None
-        assert whole.d2h_bytes - bare.d2h_bytes == whole.words.nbytes + 8
+        bare = run_step_on_gpu(p, bu, cache=cache)
         # in vertex order on the device (taskbfs.kernels._gpu_order): the CPU step's pairs,
         # in the CPU step's order, for the host barrier to write its arrays in order
-        on_cpu = step_smp(p, bu, barrier_form=False)
-        assert bare.vertices.size > 1
+        on_cpu = step_smp(p, bu)
+        assert bare.vertices.size > 1 and bare.words is None
         np.testing.assert_array_equal(bare.vertices, on_cpu.vertices)
         np.testing.assert_array_equal(bare.parents, on_cpu.parents)
+        words = run_step_on_gpu(p, kept, cache=cache, pairs=False)
+        first, stop = word_span(p.lo, p.hi)
+        np.testing.assert_array_equal(
+            words.words, bitmap_from_vertices(on_cpu.vertices, g.num_vertices)[first:stop])
+        assert words.vertices.size == 0 and words.words_count == on_cpu.vertices.size
+        assert words.frontier_edges == int(degrees[on_cpu.vertices].sum())
     source = int(np.argmax(np.diff(g.indptr)))
     r = tb.bfs(g, source, tasks=3, strategy="gpu", direction=BOTTOM_UP, runtime=runtime)
     _check(g, source, r)
-    steps = r.trace[(r.trace["name"] == STEP.name) & (r.trace["direction"] == BOTTOM_UP)]
+    steps = r.trace[(r.trace["name"] == STEP_NAME) & (r.trace["direction"] == BOTTOM_UP)]
     assert len(steps) and (steps["device"] == "cuda").all()
     pair_bytes = 2 * g.indices.dtype.itemsize
     np.testing.assert_array_equal(steps["d2h_bytes"],
@@ -400,7 +412,6 @@ def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
     from taskbfs.search import device_cache as dc
     from taskbfs.search import gpu_step
     from taskbfs.search.state import bucketed
-    from taskbfs.search.steps import for_barrier
 
     monkeypatch.setattr(gpu_step, "DEVICE_BUCKET_MIN", 0)  # every step's candidates
     g = _kron()
@@ -414,7 +425,7 @@ def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
         raw = gpu_step.run_step_on_gpu(p, frontier, cache=cache)
         on_device += raw.offsets is not None  # bucketed before it left the device
         assert raw.offsets is not None or raw.vertices.size == 0
-        ready = for_barrier(p, frontier, raw)
+        ready = raw if raw.offsets is not None else bucketed(raw, bounds)
         host = bucketed(replace(raw, offsets=None), bounds)
         np.testing.assert_array_equal(ready.offsets, host.offsets)
         for t in range(bounds.size - 1):
@@ -505,10 +516,8 @@ def test_sole_step_leaves_the_next_levels_inputs_on_the_device(runtime, monkeypa
 def _sole_step_levels(g, source, cache, direction, token):
     """A search as a plain level loop of T = 1 GPU steps on ``cache``: yields after each
     step (so that two searches can take turns on one cache), returns the distances."""
-    from taskbfs.search.barrier import advance
     from taskbfs.search.gpu_step import run_step_on_gpu
     from taskbfs.search.state import first_frontier
-    from taskbfs.search.steps import for_barrier
 
     bounds = np.array([0, g.num_vertices], dtype=np.int64)
     (part,) = _slices(g, bounds, token)
@@ -518,11 +527,11 @@ def _sole_step_levels(g, source, cache, direction, token):
     distances[source] = 0
     moved = []
     while summary.frontier_size:
-        d = for_barrier(part, frontier, run_step_on_gpu(part, frontier, cache=cache))
+        d = run_step_on_gpu(part, frontier, cache=cache)
         distances[d.vertices] = frontier.level + 1
         moved.append(d.h2d_bytes)
         yield
-        frontier, summary = advance(frontier, [d], degrees)
+        frontier, summary = serial_barrier(frontier, [d], degrees)
     return distances, moved
 
 

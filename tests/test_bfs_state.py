@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import serial_barrier
 
 import taskbfs as tb
 from taskbfs import config
 from taskbfs.kernels.bitmap import empty_bitmap
 from taskbfs.kernels.direction import switch_direction
-from taskbfs.search.barrier import advance
 from taskbfs.search.state import (
     AUTO,
     BOTTOM_UP,
@@ -24,7 +24,6 @@ from taskbfs.search.state import (
     Progress,
     SwitchRule,
     Tally,
-    bucketed,
     first_frontier,
     first_summary,
     step_sizes,
@@ -45,7 +44,7 @@ def _through_the_barrier(degrees, bounds, source, mode, alpha):
     before = Frontier(-1, TOP_DOWN, empty, np.zeros(bounds.size, np.int64), None,
                       empty_bitmap(n), bounds, progress, tally=Tally(rule, 0, int(degrees.sum())))
     src = np.array([source], dtype=np.int64)
-    return advance(before, [bucketed(Discoveries(-1, src, src.copy(), 0), bounds)], degrees)
+    return serial_barrier(before, [Discoveries(-1, src, src.copy(), 0)], degrees)
 
 
 @pytest.mark.parametrize("mode", [AUTO, TOP_DOWN, BOTTOM_UP])
@@ -162,58 +161,11 @@ def test_result_written_by_many_slices_matches_scipy(runtime, direction, directe
     assert r.assembly_seconds > 0
 
 
-@pytest.mark.parametrize("bounds", [[0, 1000], [0, 70, 130, 131, 600, 1000], [0, 64, 128, 999, 1000]])
-@pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("threads", [2, 4, 8])
-def test_top_down_barrier_on_threads_equals_the_serial_one(monkeypatch, bounds, seed, threads):
-    """Owners accepted on several threads (each on a copy of its visited words, ORed back:
-    neighbours share boundary words here) give the serial barrier's frontier, counts,
-    edges and visited set exactly (one owner is accepted serially)."""
-    from taskbfs.search import barrier
-    from taskbfs.search.state import Discoveries, bucketed
-
-    rng = np.random.default_rng(seed)
-    n = bounds[-1]
-    bounds = np.array(bounds, dtype=np.int64)
-    degrees = rng.integers(0, 50, n)
-    visited = np.zeros((n + 63) // 64, dtype=np.uint64)
-    for v in rng.choice(n, 300, replace=False):  # some vertices visited before this level
-        visited[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
-    steps = []
-    for s in range(3):  # three steps naming overlapping candidates, with repeats
-        found = rng.integers(0, n, 2000)
-        steps.append(bucketed(Discoveries(s, found, found.copy(), 0), bounds))
-    monkeypatch.setattr(barrier, "host_threads", lambda: threads)
-    results = {}
-    for mode, minimum in (("serial", 1 << 60), ("threads", 0)):
-        monkeypatch.setattr(barrier, "_PARALLEL_ACCEPT_MIN", minimum)
-        mine = visited.copy()
-        frontier, counts, edges = barrier._accept_top_down(bounds, mine, steps, degrees)
-        results[mode] = (frontier, counts, edges, mine)
-    serial, parallel = results["serial"], results["threads"]
-    for want, got in zip(serial[1:], parallel[1:], strict=True):  # counts, edges, visited
-        np.testing.assert_array_equal(got, want)
-    starts = np.concatenate([[0], np.cumsum(serial[1])])
-    for t in range(bounds.size - 1):  # owner t's new vertices, contiguous in both
-        want = serial[0][starts[t]:starts[t + 1]]
-        got = parallel[0][starts[t]:starts[t + 1]]
-        np.testing.assert_array_equal(got, want)  # owner by owner: the very same order
-    frontier = serial[0]
-    assert frontier.size == np.unique(frontier).size > 0  # each new vertex once
-
-
-def test_outputs_whose_parents_stayed_on_a_gpu_are_bucketed_without_parents():
-    """A GPU step that wrote its pairs into the search's result on the device
-    (``Frontier.result_on_device``) returns its vertices alone (``parents`` None): the
-    barrier's bucketing works on them; the decision is made once, where the search starts,
-    and a frontier without bookkeeping never keeps a result on the device."""
+def test_a_result_is_kept_on_the_device_only_where_the_search_starts_says_so():
+    """Whether a search's GPU steps write their pairs into its result on the device
+    (``Frontier.result_on_device``) is decided once, where the search starts, and a
+    frontier without bookkeeping never keeps a result on the device."""
     bounds = np.array([0, 4, 8], dtype=np.int64)
-    found = Discoveries(0, np.array([6, 1, 5, 2], dtype=np.int64), None, 4)
-    grouped = bucketed(found, bounds, parents=False)
-    assert grouped.parents is None
-    np.testing.assert_array_equal(grouped.offsets, [0, 2, 4])
-    np.testing.assert_array_equal(np.sort(grouped.vertices[:2]), [1, 2])
-    np.testing.assert_array_equal(np.sort(grouped.vertices[2:]), [5, 6])
     degrees = np.ones(8, dtype=np.int64)
     for kept in (False, True):
         frontier, _ = first_frontier(degrees, bounds, 0, TOP_DOWN, result_on_device=kept)

@@ -8,13 +8,12 @@ import threading
 
 import numpy as np
 import pytest
-from reference import scipy_distances
+from reference import scipy_distances, serial_barrier
 from shapes import path, shapes
 
 import taskbfs as tb
 from taskbfs.graph import partition
 from taskbfs.placed.placement import graph_slices
-from taskbfs.search.barrier import advance
 from taskbfs.search.level_tasks import LevelTasks
 from taskbfs.search.state import BOTTOM_UP, first_frontier
 from taskbfs.search.steps import slice_for, step_smp
@@ -40,15 +39,15 @@ def task_slices(graph, tasks):
 
 
 def loop_levels(graph, parts, slices, source, direction):
-    """(frontier, summary, steps run) of every level made by the level loop: steps one
-    by one, then the serial barrier (barrier.advance)."""
+    """(frontier, summary, steps run) of every level made plainly: steps one by one, then
+    a serial barrier (``reference.serial_barrier``)."""
     degrees = np.diff(graph.indptr).astype(np.int64)
     frontier, summary = first_frontier(degrees, parts.bounds, source, direction)
     made = [(frontier, summary, 0)]
     while summary.frontier_size:
         found = [step_smp(slice_for(slices[t], frontier), frontier)
                  for t in range(parts.num_tasks) if frontier.has_work(t)]
-        frontier, summary = advance(frontier, found, degrees)
+        frontier, summary = serial_barrier(frontier, found, degrees)
         made.append((frontier, summary, len(found)))
     return made
 

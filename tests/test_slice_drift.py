@@ -29,7 +29,7 @@ from shapes import grid
 import taskbfs as tb
 from taskbfs.placed.placement import place_graph
 from taskbfs.runtime import SMP, Policy, Program
-from taskbfs.search.steps import STEP
+from taskbfs.search.steps import STEP_NAME
 
 from programs import PROBE, runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
@@ -50,7 +50,7 @@ LEAVING_BUSY = 3.0
 def _of_steps(ts) -> bool:
     """Whether scheduler task ``ts`` has a step's prefix (``bfs_step-<program kind>``;
     the getitems that split a step's output share it)."""
-    return ts.prefix.name.startswith(STEP.name + "-")
+    return ts.prefix.name.startswith(STEP_NAME + "-")
 
 
 class SlowSteps(SchedulerPlugin):
@@ -177,7 +177,7 @@ def test_steps_run_where_their_slices_are_while_the_owner_is_busy(pair):
         owner = owners[int(np.searchsorted(placed.parts.bounds, source, side="right")) - 1]
         r = _search_while_busy(client, rt, graph, source, owner)
         np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
-        steps = r.trace[r.trace["name"] == STEP.name]
+        steps = r.trace[r.trace["name"] == STEP_NAME]
         assert len(steps) > 0
         moved = {t: w for t, w in zip(steps["task"].astype(int), steps["worker"], strict=True)
                  if w != owners[t]}

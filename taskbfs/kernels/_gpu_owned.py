@@ -5,9 +5,8 @@ Returns
     :data:`owned_bits` ``[blocks, threads](vertices, n, lo, first_word, indptr, words, edges)``
     ORs bit ``v & 63`` of ``words[(v >> 6) - first_word]`` for each ``v = vertices[i]``,
     ``i < n``, and adds the sum of their degrees (``indptr[v - lo + 1] - indptr[v - lo]``)
-    to ``edges[0]``: the device twin of :func:`taskbfs.kernels.merge.owned_bits`, run on the
-    step's output before it leaves the device, so that the GPU worker's thread does no
-    per-vertex work for the barrier.
+    to ``edges[0]``, run on the step's output before it leaves the device, so that the GPU
+    worker's thread does no per-vertex work for the barrier.
     :data:`or_into` ``[blocks, threads](target, words, n)`` ORs ``words[:n]`` into
     ``target[:n]``.
 Approach

@@ -2,12 +2,10 @@
 
 Returns
     The next level's direction (Beamer's switch rule, as used by the TOTEM paper,
-    Sec. 2.2) and a join of the tasks' discovery arrays. Pure functions: no Dask here.
+    Sec. 2.2). Pure functions: no Dask here.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 TOP_DOWN = "top-down"
 BOTTOM_UP = "bottom-up"
@@ -37,12 +35,3 @@ def switch_direction(mode: str, current: str, frontier_size: int, frontier_edges
     shrinking = frontier_size < previous_size
     return TOP_DOWN if shrinking and frontier_size < num_vertices / beta else BOTTOM_UP
 
-
-def concat(arrays) -> np.ndarray:
-    """The non-empty arrays joined (no copy for one; int64 empty for none)."""
-    arrays = [a for a in arrays if a.size]
-    if not arrays:
-        return np.empty(0, dtype=np.int64)
-    if len(arrays) == 1:
-        return arrays[0]
-    return np.concatenate(arrays)

@@ -17,8 +17,8 @@ Approach
     than the bitmap has words), each bucketing its candidates by owner as
     :func:`taskbfs.kernels.merge.bucket_by_owner`; then each owner's candidates counted
     (owners claimed like steps: no serial work over T x S); then the barrier owner by
-    owner as :func:`taskbfs.kernels.merge.accept_candidates` (steps in task order, first
-    unvisited occurrence wins: the same frontier and parents as the serial barrier); then
+    owner (steps in task order, the first unvisited occurrence of each candidate wins: the
+    same frontier and parents as a serial barrier); then
     each owner's accepted pairs copied to their place. Bottom-up: steps as
     :func:`taskbfs.kernels.cpu.bottom_up_step_words`, each setting its discoveries in the
     next frontier's bitmap; then the copies, which also set them visited.

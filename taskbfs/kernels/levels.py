@@ -10,9 +10,9 @@ Approach
     the direction rule) costs a hundred times that. This kernel is that loop, compiled:
     per level, each task's top-down step by the same kernel as
     :func:`taskbfs.kernels.cpu.top_down_step` (``top_down_step_unique`` when the step reads
-    more edges than the bitmap has words), counting what each step reports; then the barrier exactly as
-    :func:`taskbfs.kernels.merge.accept_candidates` keeps candidates (owner by owner,
-    steps in task order, first unvisited occurrence wins); then Beamer's rule
+    more edges than the bitmap has words), counting what each step reports; then the barrier
+    exactly as :func:`taskbfs.kernels.level_tasks.top_down_level` keeps candidates (owner
+    by owner, steps in task order, first unvisited occurrence wins); then Beamer's rule
     (:func:`taskbfs.kernels.direction.switch_direction`, top-down side). So its levels,
     frontiers and counts are the ones the level loop would make.
 Encoding

@@ -1,23 +1,20 @@
 """Level-barrier kernels: what a step hands the barrier, and what the barrier does with it.
 
 Returns
-    Per step: top-down candidates bucketed by owning task (:func:`bucket_by_owner`);
-    bottom-up discoveries as bits over the task's own bitmap words plus the edges leaving
-    them (:func:`owned_bits`). Per barrier: the next frontier grouped by owner and the
-    counts the direction switch needs (:func:`accept_candidates`). At the end of a
+    Per step: top-down candidates bucketed by owning task (:func:`bucket_by_owner`). Per
+    owner barrier: the first unvisited occurrence of each vertex of its pieces accepted
+    into its ranges' state (:func:`accept_into_range` and its shares). At the end of a
     search: the parents and distances of a vertex range from the steps' records
     (:func:`record_pairs`).
 Approach
     The paper's barrier (Algorithm 2), cut down to what must be serial. Each task owns
     the BFS state of its vertex range (DESIGN.md): a bottom-up step discovers only its
-    own vertices, each once, so the barrier just ORs the steps' bitmap words into the
-    visited set (O(n / 64), no per-vertex work). A top-down step may discover any vertex,
-    several times; it buckets its candidates by owner itself (in parallel with the other
-    steps) and the barrier keeps the first of each, owner by owner. Parents and
-    distances are not touched per level: every vertex named at level L (top-down
-    candidates are filtered by the visited set at the level's start) is at distance
-    L + 1 and any of its named parents is valid, so each range's arrays are written once
-    at the end, from the records the steps returned, by one task per group of ranges.
+    own vertices, each once; a top-down step may discover any vertex, several times, so
+    it buckets its candidates by owner itself (in parallel with the other steps) and the
+    barrier keeps the first of each, owner by owner. Every vertex named at level L
+    (top-down candidates are filtered by the visited set at the level's start) is at
+    distance L + 1 and any of its named parents is valid. (The one-task search's levels
+    run these rules in compiled code over all tasks at once: :mod:`taskbfs.kernels.level_tasks`.)
 Encoding
     ``bounds`` (int64[T+1]) are the task ranges; bitmaps are uint64 words (vertex ``v`` is
     bit ``v & 63`` of word ``v >> 6``); task ``t``'s words are ``[lo >> 6, (hi - 1 >> 6) + 1)``
@@ -30,7 +27,6 @@ import numpy as np
 from numba import njit
 
 from taskbfs.kernels.atomics import fetch_or
-from taskbfs.kernels.bitmap import test_and_set
 
 
 @njit(nogil=True, cache=True)
@@ -76,17 +72,6 @@ def bucket_by_owner(vertices, parents, bounds, out_vertices, out_parents, out_of
 
 
 @njit(nogil=True, cache=True)
-def bucket_vertices(vertices, bounds, out_vertices, out_offsets):
-    """:func:`bucket_by_owner` for vertices alone (no parents)."""
-    owners = _count_owners(vertices, bounds, out_offsets)
-    fill = out_offsets[:-1].copy()
-    for i in range(vertices.size):
-        t = owners[i]
-        out_vertices[fill[t]] = vertices[i]
-        fill[t] += 1
-
-
-@njit(nogil=True, cache=True)
 def _count_owners(vertices, bounds, out_offsets):
     """Each vertex's owner (returned), and the owners' start offsets (``out_offsets``, T + 1)."""
     num_tasks = bounds.size - 1
@@ -100,122 +85,6 @@ def _count_owners(vertices, bounds, out_offsets):
     for t in range(num_tasks):
         out_offsets[t + 1] += out_offsets[t]
     return owners
-
-
-@njit(nogil=True, cache=True)
-def owned_bits(vertices, lo, out_indptr, words):
-    """Bits of a bottom-up step's own discoveries, and the edges leaving them.
-
-    Parameters
-    ----------
-    vertices : ndarray of int
-        Vertices the step discovered (all in its range ``[lo, hi)``, each once).
-    lo : int
-        First vertex of the range.
-    out_indptr : ndarray of int64
-        Local offsets of the range's out-adjacency (its degrees, for the switch rule).
-    words : ndarray of uint64
-        The range's words of a bitmap (``word_span(lo, hi)``), zeroed; bits are set here.
-
-    Returns
-    -------
-    int
-        Sum of the out-degrees of ``vertices``.
-    """
-    first = lo >> 6
-    edges = 0
-    for i in range(vertices.size):
-        v = vertices[i]
-        words[(v >> 6) - first] |= np.uint64(1) << np.uint64(v & 63)
-        local = v - lo
-        edges += out_indptr[local + 1] - out_indptr[local]
-    return edges
-
-
-@njit(nogil=True, cache=True)
-def accept_candidates(candidates, offsets, visited_bits, degrees, out_frontier, out_offsets,
-                      out_edges):
-    """Keep the first unvisited occurrence of each candidate, owner by owner.
-
-    Parameters
-    ----------
-    candidates : ndarray of int
-        The level's top-down candidates: S steps' bucketed arrays, joined.
-    offsets : ndarray of int64, shape (S, T + 1)
-        Row s: step s's bucket offsets, shifted to where its array starts in ``candidates``.
-    visited_bits : ndarray of uint64
-        Updated in place: accepted vertices are set.
-    degrees : ndarray of int64
-        Out-degree of every vertex.
-    out_frontier : ndarray of int64
-        At least ``candidates.size`` long: receives the next frontier, grouped by owner.
-    out_offsets : ndarray of int64
-        T + 1 entries: owner t's frontier is ``out_frontier[out_offsets[t]:out_offsets[t+1]]``.
-    out_edges : ndarray of int64
-        T entries: edges leaving each owner's new frontier.
-
-    Returns
-    -------
-    int
-        Size of the new frontier.
-    """
-    num_steps = offsets.shape[0]
-    num_tasks = offsets.shape[1] - 1
-    n_new = 0
-    out_offsets[0] = 0
-    for t in range(num_tasks):
-        edges = 0
-        for s in range(num_steps):
-            for i in range(offsets[s, t], offsets[s, t + 1]):
-                v = candidates[i]
-                if test_and_set(visited_bits, v):
-                    continue
-                out_frontier[n_new] = v
-                n_new += 1
-                edges += degrees[v]
-        out_offsets[t + 1] = n_new
-        out_edges[t] = edges
-    return n_new
-
-
-@njit(nogil=True, cache=True)
-def accept_owner(candidates, offsets, t, own_words, first_word, degrees, out_frontier, out_start):
-    """Owner ``t``'s share of :func:`accept_candidates`, against a private copy of its
-    visited words, so that owners can run at once (neighbours share a boundary word: the
-    caller ORs the copies back). Writes from ``out_frontier[out_start]``.
-
-    Parameters
-    ----------
-    candidates, offsets, degrees :
-        As for :func:`accept_candidates`.
-    t : int
-        The owner.
-    own_words : ndarray of uint64
-        Owner t's words of the visited bitmap (``word_span``), copied; updated in place.
-    first_word : int
-        Index of ``own_words[0]`` in the whole bitmap.
-    out_frontier : ndarray of int64
-        Receives the accepted vertices from ``out_start`` on (room for all of t's candidates).
-
-    Returns
-    -------
-    (int, int)
-        Vertices accepted, and the edges leaving them.
-    """
-    n = 0
-    edges = 0
-    for s in range(offsets.shape[0]):
-        for i in range(offsets[s, t], offsets[s, t + 1]):
-            v = candidates[i]
-            w = (v >> 6) - first_word
-            bit = np.uint64(1) << np.uint64(v & 63)
-            if own_words[w] & bit:
-                continue
-            own_words[w] |= bit
-            out_frontier[out_start + n] = v
-            n += 1
-            edges += degrees[v]
-    return n, edges
 
 
 @njit(nogil=True, cache=True)

@@ -3,7 +3,7 @@
 Returns
     :class:`GpuLevels`: :meth:`~GpuLevels.level` runs a level with at least one step task
     placed on the GPU and returns ``(next Frontier, LevelSummary)``, as the host's steps
-    and barrier (:func:`~taskbfs.search.barrier.advance`) would; :meth:`~GpuLevels.result`
+    and barrier (:class:`~taskbfs.search.level_tasks.LevelTasks`) would; :meth:`~GpuLevels.result`
     gives the search's ``(distances, parents)`` on the host at the end.
 Approach
     The search's state (visited set as the result's parents, the frontier, the result)
@@ -242,7 +242,7 @@ class GpuLevels:
 
     def _barrier(self, frontier: Frontier, counts, tasks: np.ndarray, leader: int, h2d: int,
                  d2h: int) -> tuple[Frontier, LevelSummary]:
-        """:func:`~taskbfs.search.barrier.advance` for a level whose discoveries are on the
+        """:func:`~taskbfs.search.level_tasks.next_level` for a level whose discoveries are on the
         device: the rule from the counts, the frontier converted there."""
         start = time.time()
         progress, tally = frontier.progress, frontier.tally

@@ -30,7 +30,7 @@ DEVICE_BUCKET_MIN = 1 << 14
 
 
 def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,
-                    words: bool = True, pairs: bool = True) -> Discoveries:
+                    pairs: bool = True) -> Discoveries:
     """One task's BFS step on this worker's GPU, its slice kept in device memory.
 
     Parameters
@@ -42,15 +42,12 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,
         The level's frontier: this task's vertices (top-down) or the bitmap (bottom-up).
     cache : DeviceCache, optional
         Default: this worker's (:func:`device_cache`).
-    words : bool
-        Whether a bottom-up step copies back its discoveries' bitmap words and degree sum
-        (``Discoveries.words``, ``frontier_edges``: what a one-task search's barrier
-        reads; the owner loop's barriers read the pairs alone).
     pairs : bool
-        Whether a bottom-up step's vertices come back. False, for an owner whose result
-        stays on its GPU (``Frontier.result_on_device``) on an undirected graph: its pairs
-        go into that result and only its words, their count and degree sum come back
-        (``Discoveries.words``, ``words_count``, ``frontier_edges``; no vertices).
+        Whether a bottom-up step's pairs come back (in vertex order, as the CPU step's).
+        False, for an owner whose result stays on its GPU (``Frontier.result_on_device``):
+        its pairs go into that result and, on an undirected graph, only its bitmap words,
+        their count and degree sum come back (``Discoveries.words``, ``words_count``,
+        ``frontier_edges``; no vertices).
 
     Returns
     -------
@@ -73,7 +70,7 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None,
         d_visited, d_bits, moved = cache.level_inputs(frontier)
         h2d += moved
         if frontier.direction == BOTTOM_UP:
-            found = _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words, pairs)
+            found = _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, pairs)
         else:
             found = _top_down(part, dev, cache, frontier, d_visited, h2d)
         cache.data.count_up(found.h2d_bytes - h2d)  # the slice and bitmaps are counted
@@ -148,7 +145,7 @@ def _sole_step(part, dev, bounds: np.ndarray) -> bool:
 def _bucket_on_device(bounds: np.ndarray, n_found: int) -> bool:
     """Whether a top-down step's candidates are bucketed by owner on the device: several
     owners (at most what the kernel's histogram holds) and enough candidates to pay for
-    the launches (fewer are bucketed on the host by ``steps.for_barrier``)."""
+    the launches (fewer are bucketed on the host by ``owner_barrier.split_for_owners``)."""
     from taskbfs.kernels.gpu import BUCKET_MAX_OWNERS
 
     return 2 <= bounds.size - 1 <= BUCKET_MAX_OWNERS and n_found >= DEVICE_BUCKET_MIN
@@ -162,10 +159,12 @@ def _bucketed(cache, out_v, out_u, n: int, bounds: np.ndarray):
     return bucket_by_owner(out_v, out_u, n, bounds, cache.buffer, cache.launch_config())
 
 
-def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool,
+def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d,
                pairs: bool = True) -> Discoveries:
     from taskbfs.kernels.gpu import order_by_vertex
     from taskbfs.kernels.gpu_steps import gpu_bottom_up_step
+
+    words = not pairs  # the bits of what it found stand for its pairs
 
     out_v = cache.buffer("out_vertices", dev.num_vertices, np.int64)
     out_u = cache.buffer("out_parents", dev.num_vertices, np.int64)
@@ -175,7 +174,7 @@ def _bottom_up(part, dev, cache, frontier, d_visited, d_bits, h2d, words: bool,
             dev.indptr, dev.indices, dev.lo, dev.hi, d_visited, d_bits, out_v, out_u,
             config=config, workspace=cache.buffer)
         # The slice's own offsets are its out-degrees unless it is a directed graph's
-        # transpose: only then is the barrier's form left to the host (steps.for_barrier).
+        # transpose: only then do its pairs come back whatever ``pairs`` says.
         sole = _sole_step(part, dev, frontier.task_bounds())
         owned = (_owned_bits(cache, dev, out_v, n_found)
                  if part.out_indptr is None and (words or sole) else None)

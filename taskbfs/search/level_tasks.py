@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 from numba.typed import List
@@ -43,7 +44,6 @@ from taskbfs.kernels.level_tasks import (
     top_down_level,
 )
 from taskbfs.runtime import on_threads
-from taskbfs.search.barrier import next_level
 from taskbfs.search.state import BOTTOM_UP, Discoveries, Frontier, LevelSummary, one_range
 
 
@@ -115,8 +115,8 @@ class LevelTasks:
         frontier.included.append((frontier.level, Discoveries(-1, next_v, next_u, 0,
                                                               offsets=next_off)))
         nxt, summary = next_level(frontier, counts, task_edges, next_v, new_bits,
-                                  self.degrees.size, edges_examined=edges_examined,
-                                  found=found, start=barrier_start)
+                                  edges_examined=edges_examined, found=found,
+                                  start=barrier_start)
         table = step_table(steps, stats, idents)
         barrier = ({"level": frontier.level}, threading.get_ident(), barrier_start,
                    summary.barrier_stop)
@@ -210,6 +210,31 @@ class LevelTasks:
         return self._seen
 
 
+def next_level(frontier: Frontier, counts, task_edges, new_frontier, new_bits, *,
+               edges_examined, found, start: float) -> tuple[Frontier, LevelSummary]:
+    """The end of the level's barrier: from what it accepted per owning task (``counts``
+    vertices, ``task_edges`` edges leaving them; ``new_frontier`` grouped by owner,
+    ``new_bits`` their bitmap), the level's summary (:meth:`SwitchRule.summary`: the next
+    direction, the end) and the next :class:`Frontier` (in the form that direction reads)."""
+    bounds = frontier.bounds
+    progress, tally = frontier.progress, frontier.tally
+    unvisited = progress.unvisited_per_task - counts
+    summary = tally.rule.summary(frontier.level + 1, frontier.direction, tally.frontier_size,
+                                 tally.unexplored_edges, counts, task_edges, unvisited,
+                                 edges_examined=edges_examined, found=found, start=start)
+    offsets = np.zeros(bounds.size, dtype=np.int64)
+    if summary.direction == BOTTOM_UP and summary.frontier_size:
+        # bottom-up steps read only the bitmap: the vertex lists are not kept
+        vertices, bits, next_edges = np.empty(0, dtype=np.int64), new_bits, None
+    else:
+        np.cumsum(counts, out=offsets[1:])
+        vertices, bits, next_edges = new_frontier, None, task_edges
+    nxt = Frontier(summary.level, summary.direction, vertices, offsets, bits,
+                   frontier.visited_bits, bounds, replace(progress, unvisited_per_task=unvisited),
+                   frontier.included, task_edges=next_edges, tally=tally.after(summary))
+    return nxt, summary
+
+
 def task_edges(frontier: Frontier, degrees: np.ndarray) -> np.ndarray:
     """Per task, the edges leaving its frontier vertices (known from the barrier that made
     the frontier, else summed here and kept with it)."""
@@ -249,5 +274,5 @@ def batch_table(tasks: np.ndarray, start: float, stop: float) -> np.ndarray:
 STEP_COLUMNS = ("task", "thread", "start_ns", "stop_ns", "on_gpu")
 
 
-__all__ = ["LevelTasks", "LevelSummary", "STEP_COLUMNS", "batch_table", "step_table",
-           "task_edges"]
+__all__ = ["LevelTasks", "LevelSummary", "STEP_COLUMNS", "batch_table", "next_level",
+           "step_table", "task_edges"]

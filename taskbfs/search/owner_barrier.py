@@ -30,7 +30,7 @@ from taskbfs.search.owner_state import (
     this_worker,
 )
 from taskbfs.search.state import BOTTOM_UP, TOP_DOWN, Frontier, bucketed
-from taskbfs.search.steps import STEP, step_cuda, step_smp
+from taskbfs.search.steps import STEP_NAME, step_cuda, step_smp
 
 #: Pairs of a range from which its owner accepts them in shares on the host's threads
 #: (fewer cost less than starting the threads).
@@ -124,7 +124,7 @@ def _owner_step(step, args, level, direction):
                                      for worker, spans in shares if worker != here)
     bits = frontier_bits(front, level, shares) if shares else None
     frontier = as_frontier(front, level, direction, bits)
-    found = step(part, frontier, barrier_form=False)  # the barriers read the pairs alone
+    found = step(part, frontier)
     pieces = split_for_owners(found, frontier, front.owner_of, part.task, inbound)
     if direction == BOTTOM_UP:  # its own vertices: only its owner gets a piece
         return pieces[int(front.owner_of[part.task])]
@@ -142,7 +142,7 @@ def _owner_step_cuda(*args, level, direction):
 #: The step: ``ins = [slice, OwnerFrontier (, every owner's share of the frontier bits:
 #: bottom-up, several owners)]``, one :class:`Piece` out per owner worker (bottom-up: one,
 #: for its owner). Named as the one-task search's steps, so that traces read alike.
-OWNER_STEP = Task(STEP.name, smp=_owner_step_smp, cuda=_owner_step_cuda)
+OWNER_STEP = Task(STEP_NAME, smp=_owner_step_smp, cuda=_owner_step_cuda)
 
 
 def owner_barrier(*args, level: int, owner: int) -> tuple:

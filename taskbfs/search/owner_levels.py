@@ -82,7 +82,7 @@ from taskbfs.search.owner_state import (
 )
 from taskbfs.search.owners import OwnedSearch, merged_reports, next_summary
 from taskbfs.search.state import BOTTOM_UP, LevelSummary, SummaryPublisher
-from taskbfs.search.steps import STEP, slice_for, step_cuda, step_smp
+from taskbfs.search.steps import STEP_NAME, slice_for, step_cuda, step_smp
 
 __all__ = ["OWNER_LEVELS", "ExchangedSearch", "OwnerLevels", "exchanged_search"]
 
@@ -261,15 +261,13 @@ class OwnerLevels:
 
     def _steps(self, frontier, summary: LevelSummary) -> list:
         """``[(range, Discoveries)]`` of this owner's steps of the level, each on the device
-        :meth:`announce` gave it (:func:`run_steps`), their raw pairs
-        (``barrier_form=False``: the owner barrier reads pairs alone)."""
+        :meth:`announce` gave it (:func:`run_steps`), their raw pairs."""
         calls = [({"level": frontier.level, "task": t, "size": int(summary.sizes[t]),
                    "direction": frontier.direction},
                   (slice_for(self.slices[t], frontier), frontier))
                  for t in self.front.tasks.tolist() if summary.sizes[t]]
         found = run_steps(calls, summary.gpu_steps,
-                          smp=functools.partial(step_smp, barrier_form=False),
-                          cuda=functools.partial(step_cuda, barrier_form=False,
+                          cuda=functools.partial(step_cuda,
                                                  pairs=not self.front.results_on_device))
         return [(tags["task"], f) for (tags, _), f in zip(calls, found, strict=True)]
 
@@ -426,6 +424,6 @@ def run_steps(calls, gpu_steps: np.ndarray, smp=step_smp, cuda=step_cuda) -> lis
     gpu_calls = [c for c, g in zip(calls, on_gpu, strict=True) if g]
     # one step alone runs in this thread: there is nothing to overlap
     executor = thread_pool() if len(cpu_calls) > 1 else None
-    cpu = iter(include_each(STEP.name, smp, cpu_calls, executor=executor, device=SMP))
-    gpu = iter(include_each(STEP.name, cuda, gpu_calls, device=CUDA))
+    cpu = iter(include_each(STEP_NAME, smp, cpu_calls, executor=executor, device=SMP))
+    gpu = iter(include_each(STEP_NAME, cuda, gpu_calls, device=CUDA))
     return [next(gpu if g else cpu) for g in on_gpu]

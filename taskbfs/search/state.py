@@ -37,12 +37,7 @@ from taskbfs.kernels.assembly import assemble_share, result_dtype
 from taskbfs.kernels.bitmap import bitmap_from_vertices
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, switch_direction
 from taskbfs.kernels.level_tasks import SYNC_SIZE
-from taskbfs.kernels.merge import (
-    bucket_by_owner,
-    bucket_vertices,
-    owned_bits,
-    word_span,
-)
+from taskbfs.kernels.merge import bucket_by_owner
 from taskbfs.runtime import on_threads, publish
 
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
@@ -350,28 +345,16 @@ def one_range(bounds) -> bool:
     return len(bounds) == 2
 
 
-def bucketed(d: Discoveries, bounds: np.ndarray, parents: bool = True) -> Discoveries:
-    """A top-down step's raw pairs, bucketed by owning task (what the barrier reads); with
-    ``parents`` False its vertices alone (their parents are in the result on the device:
-    :attr:`Frontier.result_on_device`)."""
+def bucketed(d: Discoveries, bounds: np.ndarray) -> Discoveries:
+    """A top-down step's raw pairs, bucketed by owning task (what an owner's pieces are cut
+    from)."""
     if one_range(bounds):  # one bucket, nothing to move
         return replace(d, offsets=np.array([0, d.vertices.size], dtype=np.int64))
     out_v = np.empty_like(d.vertices)
-    offsets = np.empty(bounds.size, dtype=np.int64)
-    if not parents:
-        bucket_vertices(d.vertices, bounds, out_v, offsets)
-        return replace(d, vertices=out_v, offsets=offsets)
     out_p = np.empty_like(d.parents)
+    offsets = np.empty(bounds.size, dtype=np.int64)
     bucket_by_owner(d.vertices, d.parents, bounds, out_v, out_p, offsets)
     return replace(d, vertices=out_v, parents=out_p, offsets=offsets)
-
-
-def with_bits(d: Discoveries, lo: int, hi: int, out_indptr: np.ndarray) -> Discoveries:
-    """A bottom-up step's own discoveries as bitmap words, with their out-degree sum."""
-    first, stop = word_span(lo, hi)
-    words = np.zeros(stop - first, dtype=np.uint64)
-    edges = owned_bits(d.vertices, lo, out_indptr, words)
-    return replace(d, words=words, frontier_edges=int(edges))
 
 
 def first_summary(bounds, sources, source_degrees, total_edges: int, direction_mode: str,

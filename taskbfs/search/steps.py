@@ -1,10 +1,10 @@
-"""The BFS step tasks: one task's top-down or bottom-up step, CPU and GPU implementations.
+"""One range's step of a level, CPU and GPU implementations, as the owners' steps run it.
 
-Each implementation takes the task's graph slice and the level's :class:`Frontier` and
-returns :class:`Discoveries` in the form the barrier reads: top-down candidates bucketed
-by owning task, bottom-up discoveries with their bitmap words (both done here, in the
-parallel steps, so that the barrier does not have to). The GPU implementations keep the
-slice in device memory across levels and BFS calls (the OmpSs device cache), see
+Each implementation takes the range's graph slice and the level's :class:`Frontier` and
+returns the pairs it found as :class:`Discoveries` (top-down: candidates of any range, in
+the order found; bottom-up: its own vertices); the owner step splits them per owner
+(:mod:`taskbfs.search.owner_barrier`). The GPU implementation keeps the slice in device
+memory across levels and BFS calls (the OmpSs device cache), see
 :mod:`taskbfs.search.device_cache`.
 """
 
@@ -19,31 +19,19 @@ from taskbfs.kernels.cpu import (
     top_down_step_unique,
 )
 from taskbfs.placed.slices import GraphSlice
-from taskbfs.runtime import Task
-from taskbfs.search.state import BOTTOM_UP, Discoveries, Frontier, bucketed, with_bits
+from taskbfs.search.state import BOTTOM_UP, Discoveries, Frontier
+
+#: The trace name of a step, however it ran (dispatched, or included in a search task).
+STEP_NAME = "bfs_step"
 
 
-def step_smp(part: GraphSlice, frontier: Frontier, barrier_form: bool = True) -> Discoveries:
-    """CPU step of one task for the frontier's direction; with ``barrier_form`` False its
-    raw pairs (no bucketing, no bitmap words: what the owner loop's barriers read)."""
+def step_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
+    """CPU step of one range for the frontier's direction: its raw pairs."""
     if not frontier.has_work(part.task):
         return idle(part)
     if frontier.direction == BOTTOM_UP:
-        found = _bottom_up_smp(part, frontier)
-    else:
-        found = _top_down_smp(part, frontier)
-    return for_barrier(part, frontier, found) if barrier_form else found
-
-
-def for_barrier(part: GraphSlice, frontier: Frontier, found: Discoveries) -> Discoveries:
-    """A step's raw pairs in the form the barrier reads (see :class:`Discoveries`)."""
-    if frontier.direction == BOTTOM_UP:
-        if found.words is not None:  # the GPU step made them on the device
-            return found
-        return with_bits(found, part.lo, part.hi, part.out_offsets)
-    if found.offsets is not None:  # the GPU step bucketed them on the device
-        return found
-    return bucketed(found, frontier.task_bounds(), parents=not frontier.result_on_device)
+        return _bottom_up_smp(part, frontier)
+    return _top_down_smp(part, frontier)
 
 
 def _top_down_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
@@ -74,19 +62,16 @@ def _bottom_up_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
     return Discoveries(part.task, out_v[:n_found], out_p[:n_found], int(edges))
 
 
-def step_cuda(part: GraphSlice, frontier: Frontier, barrier_form: bool = True,
-              pairs: bool = True) -> Discoveries:
-    """GPU step of one task (the slice stays in device memory between calls); with
-    ``barrier_form`` False as :func:`step_smp`'s (a bottom-up step's words stay on the
-    device), and with ``pairs`` False too, a bottom-up step whose pairs go into the result
-    on the device returns its words instead of its vertices (see
+def step_cuda(part: GraphSlice, frontier: Frontier, pairs: bool = True) -> Discoveries:
+    """GPU step of one range (the slice stays in device memory between calls), its raw
+    pairs as :func:`step_smp`'s; with ``pairs`` False, a bottom-up step whose pairs go into
+    the result on the device returns its words instead of its vertices (see
     :func:`~taskbfs.search.gpu_step.run_step_on_gpu`)."""
     if not frontier.has_work(part.task):
         return idle(part)
     from taskbfs.search.gpu_step import run_step_on_gpu
 
-    found = run_step_on_gpu(part, frontier, words=barrier_form or not pairs, pairs=pairs)
-    return for_barrier(part, frontier, found) if barrier_form else found
+    return run_step_on_gpu(part, frontier, pairs=pairs)
 
 
 def idle(part: GraphSlice) -> Discoveries:
@@ -100,18 +85,3 @@ def slice_for(slices, frontier: Frontier) -> GraphSlice:
     """The slice a step reads: ``(part,)`` or ``(part, transposed part)``; a bottom-up
     step reads in-neighbours, so the transposed one when the graph has one."""
     return slices[-1] if frontier.direction == BOTTOM_UP else slices[0]
-
-
-def _step_task_smp(*args) -> Discoveries:
-    *slices, frontier = args
-    return step_smp(slice_for(slices, frontier), frontier)
-
-
-def _step_task_cuda(*args) -> Discoveries:
-    *slices, frontier = args
-    return step_cuda(slice_for(slices, frontier), frontier)
-
-
-#: The step task: ``ins = [part, (transposed part,) frontier]``; its direction is the
-#: frontier's, so a level can be submitted before the barrier that decides it has run.
-STEP = Task("bfs_step", smp=_step_task_smp, cuda=_step_task_cuda)

@@ -17,7 +17,7 @@ from taskbfs.search.included import (
     BARRIER_NAME,
 )
 from taskbfs.search.state import TOP_DOWN, LevelSummary, step_sizes
-from taskbfs.search.steps import STEP
+from taskbfs.search.steps import STEP_NAME
 
 #: Seconds reading a result's trace waits for its records (asked for when the search
 #: ended; they come in milliseconds unless the scheduler is gone).
@@ -50,7 +50,7 @@ _TRACE_COLUMNS = ["level", "task", "lo", "hi", "direction", "size", "edges_exami
 
 def task_trace(records, parts, wall_start, summaries=()) -> pd.DataFrame:
     rows = [r for r in records
-            if r.get("name") == STEP.name and _had_work(r["level"], r["task"], summaries)]
+            if r.get("name") == STEP_NAME and _had_work(r["level"], r["task"], summaries)]
     frames = [_step_frame(rows, summaries)] if rows else []
     frames += _compiled_step_frames(records, summaries)
     frames += _table_step_frames(records, summaries)
@@ -97,7 +97,7 @@ def _compiled_step_frames(records, summaries) -> list[pd.DataFrame]:
             "level": steps[:, 0], "task": steps[:, 1],
             "size": step_sizes(TOP_DOWN, steps[:, 2], steps[:, 3], block.rule, steps[:, 1]),
             "edges_examined": steps[:, 3], "found": steps[:, 4], "direction": TOP_DOWN,
-            "name": STEP.name, "device": record.get("device", "smp"),
+            "name": STEP_NAME, "device": record.get("device", "smp"),
             "worker": record.get("worker"), "thread": record.get("thread"),
             # each level's own span, from the block's cycle counts
             "start": block.level_times[steps[:, 0] - block.first, 0],
@@ -120,7 +120,7 @@ def _table_step_frames(records, summaries) -> list[pd.DataFrame]:
     tasks = table[:, 0]
     df = pd.DataFrame({"level": levels, "task": tasks, "thread": table[:, 1],
                        "start": table[:, 2] / 1e9, "stop": table[:, 3] / 1e9,
-                       "name": STEP.name, "device": np.where(table[:, 4] > 0, CUDA, SMP),
+                       "name": STEP_NAME, "device": np.where(table[:, 4] > 0, CUDA, SMP),
                        "worker": search.get("worker"), "included": True})
     df["size"] = np.concatenate([summaries[level].sizes[t[:, 0]] for level, t in tables])
     df["direction"] = np.concatenate([np.full(len(t), summaries[level].direction, dtype=object)
@@ -141,7 +141,7 @@ def table_step_columns(records, summaries) -> dict:
     levels = (np.concatenate([np.full(len(t), level, dtype=np.int64) for level, t in tables])
               if tables else np.zeros(0, dtype=np.int64))
     n = len(table)
-    return {"key": [f"{parent}/{STEP.name}"] * n, "name": [STEP.name] * n,
+    return {"key": [f"{parent}/{STEP_NAME}"] * n, "name": [STEP_NAME] * n,
             "device": np.where(table[:, 4] > 0, CUDA, SMP).tolist(),
             "worker": [str(search.get("worker") or "")] * n, "thread": table[:, 1].tolist(),
             "start": (table[:, 2] / 1e9).tolist(), "stop": (table[:, 3] / 1e9).tolist(),
@@ -155,7 +155,7 @@ def _unrecorded_steps(frames: list[pd.DataFrame], summaries) -> list[dict]:
     Compiled blocks always report their steps, so only the other levels are looked at."""
     have = {pair for f in frames for pair in zip(f["level"].tolist(), f["task"].tolist(),
                                                   strict=True)}
-    missing = [{"name": STEP.name, "level": level, "task": t, "device": None, "worker": None,
+    missing = [{"name": STEP_NAME, "level": level, "task": t, "device": None, "worker": None,
                 "thread": None, "start": np.nan, "stop": np.nan, "included": None}
                for level in _loop_levels(summaries)
                for t in np.flatnonzero(summaries[level].frontier_counts).tolist()
