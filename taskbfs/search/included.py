@@ -157,15 +157,15 @@ ON_DEVICE, COMPILED, ON_THREADS = "on the device", "compiled", "on threads"
 
 class IncludedLevels:
     """The runner of the one-task search's levels (:func:`~taskbfs.search.levels.run_levels`):
-    how this task runs each level (the one rule, :meth:`way`, and the four ways) and
+    how this task runs each level (the one rule, :meth:`way`, and the three ways) and
     announces it.
 
     Every way runs the same step tasks and barrier, traced alike: on the device
-    (:class:`~taskbfs.search.device_levels.GpuLevels`: one task, its step on the GPU; only
-    counts come back), in the compiled loop (small top-down CPU levels, many per call), on
-    the CPU worker's threads (:class:`~taskbfs.search.level_tasks.LevelTasks`: T steps and
-    the barrier with no Python between tasks), or as included steps and an included
-    barrier (the GPU worker's levels with CPU steps, or several tasks).
+    (:class:`~taskbfs.search.device_levels.GpuLevels`: a level with a step placed on the
+    GPU, its GPU steps as one batch, its CPU ones on the host's threads; only counts come
+    back), in the compiled loop (small top-down CPU levels, many per call), or on the CPU
+    worker's threads (:class:`~taskbfs.search.level_tasks.LevelTasks`: T steps and the
+    barrier with no Python between tasks).
 
     Parameters
     ----------
