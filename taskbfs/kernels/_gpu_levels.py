@@ -53,8 +53,6 @@ FOUND, NEXT_EDGES, EXAMINED, DEFERRED = range(4)
 ROW = 4
 #: Counts rows, used in turn: level L writes row L % 3 and zeroes row (L + 1) % 3.
 ROWS = 3
-#: Shared counters a tile spreads its threads' atomics over (a warp's lanes).
-LANES = 32
 #: ``parents`` of a vertex that a host step visited (its pair is written on the host).
 VISITED_ON_HOST = -2
 
@@ -66,15 +64,6 @@ _ZERO = np.uint64(0)
 def _task_of(bounds, num_tasks, v):
     """The task whose range ``[bounds[t], bounds[t + 1])`` holds vertex ``v``."""
     return upper_bound(bounds, 0, num_tasks + 1, v) - 1
-
-
-@cuda.jit(device=True, inline=True)
-def _lane_sum(slots, lanes):
-    """The sum of a tile's ``lanes`` per-lane slots (one thread reads them)."""
-    total = int64(0)
-    for lane in range(lanes):
-        total += slots[lane]
-    return total
 
 
 @cuda.jit(device=True, inline=True)
@@ -102,7 +91,6 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
     per_thread = word_tile // block
     tile_words = word_tile // 64
     tally_tile = block * items  # vertices a block tallies at once
-    lanes = min(LANES, block)  # per-lane counter slots of a tile
     unvisited = vid(-1)
     on_host = vid(VISITED_ON_HOST)
 
@@ -264,9 +252,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         ``task_rows[2 * num_tasks + t]`` (a tile inside one task adds its sum once)."""
         words = cuda.shared.array(tile_words, uint64)
         sums = cuda.shared.array(3, int64)  # found, their out-arcs, entries read
-        # entries read in this tile (several tasks), one slot per lane: no lane of a warp
-        # waits for another's atomic on one address
-        tile_read = cuda.shared.array(LANES, int64)
+        tile_read = cuda.shared.array(1, int64)  # entries read in this tile (several tasks)
         tid = cuda.threadIdx.x
         if cuda.blockIdx.x == 0 and tid < ROW:
             next_row[tid] = 0
@@ -281,8 +267,8 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         while t < num_tiles:
             if tid < tile_words:
                 words[tid] = 0
-            if tid < lanes:
-                tile_read[tid] = 0
+            if tid == 0:
+                tile_read[0] = 0
             first_v = t * word_tile
             task = int64(0)
             whole = True
@@ -326,17 +312,15 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                     examined += v_read
                     if several and v_read:
                         if whole:
-                            cuda.atomic.add(tile_read, tid % lanes, v_read)
+                            cuda.atomic.add(tile_read, 0, v_read)
                         else:
                             cuda.atomic.add(task_rows, 2 * num_tasks + owner, v_read)
             cuda.syncthreads()
             w = t * tile_words + tid
             if tid < tile_words and w < num_words:
                 next_bits[w] = words[tid]
-            if several and whole and tid == 0:
-                read = _lane_sum(tile_read, lanes)
-                if read:
-                    cuda.atomic.add(task_rows, 2 * num_tasks + task, read)
+            if several and whole and tid == 0 and tile_read[0]:
+                cuda.atomic.add(task_rows, 2 * num_tasks + task, tile_read[0])
             cuda.syncthreads()  # before the next tile zeroes the words
             t += cuda.gridDim.x
         if found:
@@ -462,9 +446,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         vertices, a tile inside one task adding its sums once, so that the cost does not
         grow with the number of tasks; the level's counts ``row`` copied after the tasks'
         (one read-back), and the next level's ``next_task_rows`` zeroed."""
-        # found and their out-arcs of the tile, one slot per lane (see ``bottom_up``)
-        found_slots = cuda.shared.array(LANES, int64)
-        arc_slots = cuda.shared.array(LANES, int64)
+        sums = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
         i = cuda.grid(1)
         while i < 3 * num_tasks + ROW:
@@ -476,9 +458,8 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         num_tiles = (n + tally_tile - 1) // tally_tile
         t = cuda.blockIdx.x
         while t < num_tiles:
-            if tid < lanes:
-                found_slots[tid] = 0
-                arc_slots[tid] = 0
+            if tid < 2:
+                sums[tid] = 0
             first = t * tally_tile
             task = _task_of(bounds, num_tasks, first)
             whole = task == _task_of(bounds, num_tasks, min(first + tally_tile, n) - 1)
@@ -497,14 +478,12 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                         cuda.atomic.add(task_rows, owner, 1)
                         cuda.atomic.add(task_rows, num_tasks + owner, degree)
             if found:
-                cuda.atomic.add(found_slots, tid % lanes, found)
-                cuda.atomic.add(arc_slots, tid % lanes, arcs)
+                cuda.atomic.add(sums, 0, found)
+                cuda.atomic.add(sums, 1, arcs)
             cuda.syncthreads()
-            if tid == 0:
-                tile_found = _lane_sum(found_slots, lanes)
-                if tile_found:
-                    cuda.atomic.add(task_rows, task, tile_found)
-                    cuda.atomic.add(task_rows, num_tasks + task, _lane_sum(arc_slots, lanes))
+            if tid == 0 and sums[0]:
+                cuda.atomic.add(task_rows, task, sums[0])
+                cuda.atomic.add(task_rows, num_tasks + task, sums[1])
             cuda.syncthreads()  # before the next tile zeroes the sums
             t += cuda.gridDim.x
 
