@@ -16,15 +16,18 @@ Approach
     visited bitmap from the device and run side by side on the host's threads; their
     pairs cross the bus back and are claimed on the device as the GPU's are. Per task,
     the vertices found, their out-arcs and the entries read are counted on the device and
-    read back once per level with the level's counts; the barrier (``bfs_barrier``,
+    reach the host once per level with the level's counts (mapped memory, no copy); the
+    barrier (``bfs_barrier``,
     traced ``cuda``) applies Beamer's rule to them and converts the frontier on the
     device when the direction changes. A level with no task on the GPU takes the state
     back to the host (visited bitmap and frontier), unless the rule keeps it here: told
     that the state is in device memory (a :class:`~taskbfs.runtime.policy.Residence`) and
     what moving it costs (``DeviceLevels.leave_seconds``), it keeps a few small levels,
     or a level's few small tasks, here while they cost less than the move
-    (:meth:`GpuLevels.devices`). The pairs of
-    levels run on the host are written over the device's result at the end
+    (:meth:`GpuLevels.devices`). The result's copy to the host starts when the search
+    turns top-down again after bottom-up levels, beside its last levels
+    (:meth:`~taskbfs.kernels.gpu_levels.DeviceLevels.snapshot`); the pairs of levels run
+    on the host are written over it at the end
     (:func:`~taskbfs.search.device_cache.result_to_host`).
 """
 
