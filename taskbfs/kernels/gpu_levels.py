@@ -19,10 +19,11 @@ Approach
     expansion (one launch when its frontier has few out-arcs, ``small_level_arcs``); a
     bottom-up one, two launches; each ends with a launch that writes its counts (32
     bytes) into mapped host memory, where the host reads them once the level's event
-    says its kernels are done (no copy: none waits behind the result's copy, which starts
-    beside the last levels, :meth:`~DeviceLevels.snapshot`). The state enters from the host's visited bitmap and frontier
-    (:meth:`~DeviceLevels.enter`) and can leave again (:meth:`~DeviceLevels.leave`), so
-    that levels run on the CPU between GPU ones. A level whose tasks run on both devices
+    says its kernels are done (no copy: none waits behind the result's copy, which
+    starts beside the last levels, :meth:`~DeviceLevels.snapshot`). The state enters
+    from the host's visited bitmap and frontier (:meth:`~DeviceLevels.enter`) and can
+    leave again (:meth:`~DeviceLevels.leave`), so that levels run on the CPU between GPU
+    ones. A level whose tasks run on both devices
     skips the CPU tasks' vertices (:meth:`~DeviceLevels.place_tasks`, the queue
     :meth:`~DeviceLevels.split`), hands the host the visited bitmap and their frontier,
     and claims the pairs they found (:meth:`~DeviceLevels.accept`). The kernels are in
