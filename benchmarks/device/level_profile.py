@@ -40,7 +40,7 @@ def main(argv=None) -> None:
     graph = tb.kronecker(args.scale, 16, seed=1)
     degrees = graph.degrees()
     keys = np.flatnonzero(degrees)[:: max(1, graph.num_vertices // 97)][: args.searches]
-    search = _whole_call(graph, args) if args.call else _task_body(graph, degrees, args)
+    search = searcher(graph, degrees, args.tasks, args.strategy, args.call)
     for source in keys:
         search(source)  # warm: kernels compiled and loaded, graph and buffers on the device
     walls = []
@@ -59,21 +59,19 @@ def main(argv=None) -> None:
     stats.sort_stats("cumulative").print_stats(args.lines)
 
 
-def _task_body(graph, degrees, args):
-    bundle, bounds = _bundle(graph, args.tasks)
-    policy = Policy(args.strategy)
+def searcher(graph, degrees, tasks: int, strategy: str, call: bool):
+    """``search(source)``: ``tb.bfs`` on the embedded runtime (``call``), or the search
+    task's body (``run_search``) called in this thread, on the GPU worker's device."""
+    if call:
+        return lambda source: tb.bfs(graph, int(source), tasks=tasks, strategy=strategy)
+    bundle, bounds = _bundle(graph, tasks)
+    policy = Policy(strategy)
 
     def search(source):
         init = {"bounds": bounds, "sources": np.array([source], dtype=np.int64),
                 "direction_mode": "auto", "total_edges": graph.num_arcs,
                 "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta")}
         return run_search(bundle, degrees, init=init, policy=policy, device="cuda")
-    return search
-
-
-def _whole_call(graph, args):
-    def search(source):
-        return tb.bfs(graph, int(source), tasks=args.tasks, strategy=args.strategy)
     return search
 
 

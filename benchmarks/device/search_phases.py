@@ -18,12 +18,9 @@ import time
 from collections import defaultdict
 
 import numpy as np
+from level_profile import searcher
 
 import taskbfs as tb
-from taskbfs import config
-from taskbfs.runtime import Policy
-from taskbfs.search.included import run_search
-from taskbfs.search.warmup import _bundle
 
 #: ``module:Class.method`` or ``module:function`` timed in the timeline.
 PHASES = [
@@ -111,16 +108,7 @@ def main(argv=None) -> None:
     graph = tb.kronecker(args.scale, 16, seed=1)
     degrees = graph.degrees()
     keys = np.flatnonzero(degrees)[:: max(1, graph.num_vertices // 97)][: args.searches]
-    bundle, bounds = _bundle(graph, args.tasks)
-    policy = Policy(args.strategy)
-
-    def search(source):
-        if args.call:
-            return tb.bfs(graph, int(source), tasks=args.tasks, strategy=args.strategy)
-        init = {"bounds": bounds, "sources": np.array([source], dtype=np.int64),
-                "direction_mode": "auto", "total_edges": graph.num_arcs,
-                "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta")}
-        return run_search(bundle, degrees, init=init, policy=policy, device="cuda")
+    search = searcher(graph, degrees, args.tasks, args.strategy, args.call)
 
     for source in keys:
         search(source)
