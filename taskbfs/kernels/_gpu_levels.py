@@ -536,8 +536,10 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         """``host[:n] = counts[:n]``: counts into mapped host memory, where the host reads
         them once the kernels are done, with no copy queued behind other transfers."""
         i = cuda.grid(1)
-        if i < n:
+        stride = cuda.gridsize(1)
+        while i < n:
             host[i] = counts[i]
+            i += stride
 
     @cuda.jit
     def found_after(distances, parents, n, after, log_v, log_p, log_d, tail):

@@ -23,11 +23,10 @@ Approach
     starts beside the last levels, :meth:`~DeviceLevels.snapshot`). The state enters
     from the host's visited bitmap and frontier (:meth:`~DeviceLevels.enter`) and can
     leave again (:meth:`~DeviceLevels.leave`), so that levels run on the CPU between GPU
-    ones. A level whose tasks run on both devices
-    skips the CPU tasks' vertices (:meth:`~DeviceLevels.place_tasks`, the queue
-    :meth:`~DeviceLevels.split`), hands the host the visited bitmap and their frontier,
-    and claims the pairs they found (:meth:`~DeviceLevels.accept`). The kernels are in
-    :mod:`taskbfs.kernels._gpu_levels`.
+    ones. A level whose tasks run on both devices skips the CPU tasks' vertices
+    (:meth:`~DeviceLevels.place_tasks`, the queue :meth:`~DeviceLevels.split`), hands the
+    host the visited bitmap and their frontier, and claims the pairs they found
+    (:meth:`~DeviceLevels.accept`). The kernels are in :mod:`taskbfs.kernels._gpu_levels`.
 Encoding
     Device buffers come from ``workspace(name, size, dtype)`` (a device array of at least
     ``size`` entries, kept between calls: the worker's device cache). Frontier of level L:
@@ -431,9 +430,9 @@ class DeviceLevels:
 
     def task_counts(self, level: int) -> tuple[LevelCounts, np.ndarray]:
         """Level ``level``'s counts and, per task, ``(found, their out-arcs, entries read)``
-        (shape ``(3, T)``), written into mapped host memory: the first two counted over the level's distances
-        here; the entries read by a bottom-up level's GPU tasks counted as they ran
-        (top-down: zero)."""
+        (shape ``(3, T)``), written into mapped host memory: the first two counted over
+        the level's distances here; the entries read by a bottom-up level's GPU tasks
+        counted as they ran (top-down: zero)."""
         cfg = self.config
         t = self.num_tasks
         tiles = -(-self.n // (cfg.block_size * cfg.items_per_thread))

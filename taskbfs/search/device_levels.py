@@ -3,8 +3,9 @@
 Returns
     :class:`GpuLevels`: :meth:`~GpuLevels.level` runs a level with at least one step task
     placed on the GPU and returns ``(next Frontier, LevelSummary)``, as the host's steps
-    and barrier (:class:`~taskbfs.search.level_tasks.LevelTasks`) would; :meth:`~GpuLevels.result`
-    gives the search's ``(distances, parents)`` on the host at the end.
+    and barrier (:class:`~taskbfs.search.level_tasks.LevelTasks`) would;
+    :meth:`~GpuLevels.result` gives the search's ``(distances, parents)`` on the host at
+    the end.
 Approach
     The search's state (visited set as the result's parents, the frontier, the result)
     lives in device memory from the first level with a GPU task. A level is T step tasks,
@@ -17,9 +18,8 @@ Approach
     pairs cross the bus back and are claimed on the device as the GPU's are. Per task,
     the vertices found, their out-arcs and the entries read are counted on the device and
     reach the host once per level with the level's counts (mapped memory, no copy); the
-    barrier (``bfs_barrier``,
-    traced ``cuda``) applies Beamer's rule to them and converts the frontier on the
-    device when the direction changes. A level with no task on the GPU takes the state
+    barrier (``bfs_barrier``, traced ``cuda``) applies Beamer's rule to them and converts
+    the frontier on the device when the direction changes. A level with no task on the GPU takes the state
     back to the host (visited bitmap and frontier), unless the rule keeps it here: told
     that the state is in device memory (a :class:`~taskbfs.runtime.policy.Residence`) and
     what moving it costs (``DeviceLevels.leave_seconds``), it keeps a few small levels,
@@ -245,8 +245,8 @@ class GpuLevels:
 
     def _barrier(self, frontier: Frontier, counts, tasks: np.ndarray, leader: int, h2d: int,
                  d2h: int) -> tuple[Frontier, LevelSummary]:
-        """:func:`~taskbfs.search.level_tasks.next_level` for a level whose discoveries are on the
-        device: the rule from the counts, the frontier converted there."""
+        """:func:`~taskbfs.search.level_tasks.next_level` for a level whose discoveries are
+        on the device: the rule from the counts, the frontier converted there."""
         start = time.time()
         progress, tally = frontier.progress, frontier.tally
         n_new = counts.found
