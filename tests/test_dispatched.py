@@ -132,14 +132,12 @@ def test_accepting_spans_is_accepting_each_span_in_turn():
         out = np.empty(900, np.int64)
         if together:
             n, edges = accept_spans_into_range(vertices, parents, starts, stops, lo, words, first,
-                                               np.r_[0, np.cumsum(degrees)], 4, dist, par, out,
-                                               out[:0])
+                                               np.r_[0, np.cumsum(degrees)], 4, dist, par, out)
         else:
             n, edges = 0, 0
             for a, b in zip(starts, stops, strict=True):
                 n, e = accept_into_range(vertices, parents, int(a), int(b), lo, words, first,
-                                         np.r_[0, np.cumsum(degrees)], 4, dist, par, out, out[:0],
-                                         n)
+                                         np.r_[0, np.cumsum(degrees)], 4, dist, par, out, n)
                 edges += e
         runs.append((out[:n].tolist(), edges, dist.tolist(), par.tolist(), words.tolist()))
     assert runs[0] == runs[1] and len(runs[0][0]) > 0
@@ -172,9 +170,8 @@ def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
             rs = RangeState(0, lo, hi, first, stop, offsets, np.full(hi - lo, -1, np.int32),
                             np.full(hi - lo, -1, np.int32))
             bits = np.full(2 + hi // 64, np.uint64(0))
-            frontier, edges, none = _accept(vertices, parents, starts, stops, rs, words, 5,
-                                            int((stops - starts).sum()), bits)
-            assert none is None  # the parents are in the range's arrays
+            frontier, edges = _accept(vertices, parents, starts, stops, rs, words, 5,
+                                      int((stops - starts).sum()), bits)
             runs.append((frontier.copy(), edges, rs, words, bits))
     (one, edges_one, rs_one, words_one, bits_one), (many, edges_many, rs_many, words_many,
                                                     bits_many) = runs
@@ -190,19 +187,3 @@ def test_an_owner_barrier_on_threads_accepts_what_one_thread_does(monkeypatch):
     used = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops, strict=True)])
     candidates = set(zip(vertices[used].tolist(), parents[used].tolist(), strict=True))
     assert all((v, int(rs_many.parents[v - lo])) in candidates for v in many[:2000].tolist())
-    # the result kept on a GPU owner's device: no range arrays; the same vertices, each
-    # with one of its candidates' parents beside it, on one thread and in shares
-    for parallel_min in (10**9, 4096):
-        with monkeypatch.context() as patch:
-            patch.setattr(owner_barrier, "_PARALLEL_ACCEPT_MIN", parallel_min)
-            words = np.zeros(stop - first, np.uint64)
-            words[3] = np.uint64(0xFFFF0000FFFF)
-            empty = np.empty(0, np.int32)
-            rs = RangeState(0, lo, hi, first, stop, offsets, empty, empty)
-            bits = np.full(2 + hi // 64, np.uint64(0))
-            frontier, edges, accepted = _accept(vertices, parents, starts, stops, rs, words, 5,
-                                                int((stops - starts).sum()), bits, True)
-        assert sorted(frontier.tolist()) == sorted(one.tolist()) and edges == edges_one
-        np.testing.assert_array_equal(bits, expected_bits)
-        assert all(pair in candidates for pair in
-                   zip(frontier.tolist(), accepted.tolist(), strict=True))

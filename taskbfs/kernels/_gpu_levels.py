@@ -2,8 +2,8 @@
 
 Returns
     :func:`level_kernels` ``(block_size, items_per_thread, result_dtype)`` → a namespace of
-    compiled kernels over one device copy of the whole graph (a task that owns every
-    vertex: local ids are global ids). They write the search's result (``parents``,
+    compiled kernels over a device copy of the adjacency of a vertex range ``[lo, hi)``
+    (the whole graph, or one task's slice; vertex ids are global). They write the search's result (``parents``,
     ``distances``), the next frontier (a queue of vertex ids, or a bitmap) and one row of
     counts per level (int64): ``[FOUND, NEXT_EDGES, EXAMINED, DEFERRED]`` (vertices
     found, the sum of their out-degrees, adjacency entries read, bottom-up vertices left
@@ -31,8 +31,8 @@ Approach
 Encoding
     ``parents`` / ``distances`` / queues in ``result_dtype`` (int32 below 2^31 vertices,
     else int64); -1 unreached, -2 visited by a step that ran on the host (its pairs are
-    written over the result there). ``indptr`` int64 (global: the slice starts at vertex
-    0), ``indices`` int32 or int64, bitmaps ``uint64`` (bit ``v & 63`` of word ``v >> 6``).
+    written over the result there). ``indptr`` int64, the offsets of the adjacency's range
+    ``[lo, hi)`` (the whole graph, or one task's slice: vertex ids stay global), ``indices`` int32 or int64, bitmaps ``uint64`` (bit ``v & 63`` of word ``v >> 6``).
     Only ``syncthreads``, shared/local arrays and atomics: every kernel runs under
     ``NUMBA_ENABLE_CUDASIM=1``.
 """
@@ -64,6 +64,14 @@ _ZERO = np.uint64(0)
 def _task_of(bounds, num_tasks, v):
     """The task whose range ``[bounds[t], bounds[t + 1])`` holds vertex ``v``."""
     return upper_bound(bounds, 0, num_tasks + 1, v) - 1
+
+
+@cuda.jit(device=True, inline=True)
+def _degree(indptr, lo, hi, v):
+    """The out-degree of ``v`` in the adjacency of ``[lo, hi)`` (0 outside it)."""
+    if v < lo or v >= hi:
+        return int64(0)
+    return indptr[v - lo + 1] - indptr[v - lo]
 
 
 @cuda.jit(device=True, inline=True)
@@ -149,10 +157,11 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             i += stride
 
     @cuda.jit
-    def top_down(indptr, indices, frontier, offsets, k, tile_first, num_tiles, depth,
+    def top_down(indptr, indices, lo, hi, frontier, offsets, k, tile_first, num_tiles, depth,
                  parents, distances, queue, row, next_row):
         """One top-down level over the frontier's edges (``offsets``: the exclusive scan
-        of its degrees; ``tile_first``: each tile's first source)."""
+        of its degrees; ``tile_first``: each tile's first source); the adjacency is that of
+        ``[lo, hi)``, whose vertices alone have their out-arcs counted."""
         scan_scratch = cuda.shared.array(scan_len, int64)
         tile_base = cuda.shared.array(1, int64)
         arcs = cuda.shared.array(1, int64)
@@ -178,13 +187,13 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                 if e < total:
                     i = upper_bound(offsets, first, last, e) - 1
                     u = frontier[i]
-                    v = indices[indptr[u] + (e - offsets[i])]
+                    v = indices[indptr[u - lo] + (e - offsets[i])]
                     if parents[v] == unvisited:
                         if cuda.atomic.cas(parents, v, unvisited, vid(u)) == unvisited:
                             distances[v] = vid(depth)
                             found_v[count] = v
                             count += 1
-                            my_arcs += indptr[v + 1] - indptr[v]
+                            my_arcs += _degree(indptr, lo, hi, v)
             prefix, tile_found = block_scan(scan_scratch, tid, count)
             if tid == 0 and tile_found > 0:
                 tile_base[0] = cuda.atomic.add(row, FOUND, tile_found)
@@ -201,8 +210,8 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             cuda.atomic.add(row, NEXT_EDGES, arcs[0])
 
     @cuda.jit
-    def top_down_small(indptr, indices, frontier, k, depth, parents, distances, queue, row,
-                       next_row):
+    def top_down_small(indptr, indices, lo, hi, frontier, k, depth, parents, distances, queue,
+                       row, next_row):
         """One top-down level of a small frontier in one launch (no scan, no tiles): a
         block per frontier vertex, its threads over the vertex's adjacency, each claimed
         target queued by an atomic; the counts as :func:`top_down` writes them."""
@@ -219,8 +228,8 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         i = cuda.blockIdx.x
         while i < k:
             u = frontier[i]
-            e = indptr[u] + tid
-            stop = indptr[u + 1]
+            e = indptr[u - lo] + tid
+            stop = indptr[u - lo + 1]
             while e < stop:
                 v = indices[e]
                 my_read += 1
@@ -228,7 +237,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                     if cuda.atomic.cas(parents, v, unvisited, vid(u)) == unvisited:
                         distances[v] = vid(depth)
                         queue[cuda.atomic.add(row, FOUND, 1)] = vid(v)
-                        my_arcs += indptr[v + 1] - indptr[v]
+                        my_arcs += _degree(indptr, lo, hi, v)
                 e += block
             i += cuda.gridDim.x
         if my_arcs:
@@ -243,12 +252,12 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                 cuda.atomic.add(row, EXAMINED, arcs[1])
 
     @cuda.jit
-    def bottom_up(in_indptr, in_indices, out_indptr, n, num_words, frontier_bits, depth, limit,
-                  parents, distances, next_bits, deferred, row, next_row, bounds, num_tasks,
-                  on_gpu, task_rows):
-        """Stage 1 of a bottom-up level: a thread per unvisited vertex of a task placed on
-        the GPU (``on_gpu``), at most ``limit`` in-neighbours; the block writes its words
-        of ``next_bits`` whole. With several tasks, each task's entries read go to
+    def bottom_up(in_indptr, in_indices, out_indptr, lo, hi, num_words, frontier_bits, depth,
+                  limit, parents, distances, next_bits, deferred, row, next_row, bounds,
+                  num_tasks, on_gpu, task_rows):
+        """Stage 1 of a bottom-up level: a thread per unvisited vertex of ``[lo, hi)`` (the
+        adjacency's range) of a task placed on the GPU (``on_gpu``), at most ``limit``
+        in-neighbours; the block writes its words of ``next_bits`` whole. With several tasks, each task's entries read go to
         ``task_rows[2 * num_tasks + t]`` (a tile inside one task adds its sum once)."""
         words = cuda.shared.array(tile_words, uint64)
         sums = cuda.shared.array(3, int64)  # found, their out-arcs, entries read
@@ -262,9 +271,9 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         arcs = int64(0)
         examined = int64(0)
         several = num_tasks > 1
-        num_tiles = (num_words + tile_words - 1) // tile_words
-        t = cuda.blockIdx.x
-        while t < num_tiles:
+        first_tile = lo // word_tile
+        t = first_tile + cuda.blockIdx.x
+        while t * word_tile < hi:
             if tid < tile_words:
                 words[tid] = 0
             if tid == 0:
@@ -273,17 +282,17 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             task = int64(0)
             whole = True
             if several:
-                task = _task_of(bounds, num_tasks, first_v)
-                whole = task == _task_of(bounds, num_tasks, min(first_v + word_tile, n) - 1)
+                task = _task_of(bounds, num_tasks, max(first_v, lo))
+                whole = task == _task_of(bounds, num_tasks, min(first_v + word_tile, hi) - 1)
             cuda.syncthreads()
             for r in range(per_thread):
                 v = first_v + r * block + tid
-                if v < n and parents[v] == unvisited:
+                if lo <= v and v < hi and parents[v] == unvisited:
                     owner = task if whole else _task_of(bounds, num_tasks, v)
                     if several and not on_gpu[owner]:
                         continue
-                    start = in_indptr[v]
-                    stop = in_indptr[v + 1]
+                    start = in_indptr[v - lo]
+                    stop = in_indptr[v - lo + 1]
                     end = min(stop, start + limit)
                     e = start
                     parent = int64(-1)
@@ -301,7 +310,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                         cuda.atomic.or_(words, (v >> 6) - t * tile_words,
                                         _ONE << uint64(v & 63))
                         v_found = 1
-                        v_arcs = out_indptr[v + 1] - out_indptr[v]
+                        v_arcs = out_indptr[v - lo + 1] - out_indptr[v - lo]
                         v_read = e - start + 1
                     else:
                         v_read = end - start
@@ -337,8 +346,9 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                 cuda.atomic.add(row, EXAMINED, sums[2])
 
     @cuda.jit
-    def bottom_up_rest(in_indptr, in_indices, out_indptr, frontier_bits, depth, limit, deferred,
-                       parents, distances, next_bits, row, bounds, num_tasks, task_rows):
+    def bottom_up_rest(in_indptr, in_indices, out_indptr, lo, frontier_bits, depth, limit,
+                       deferred, parents, distances, next_bits, row, bounds, num_tasks,
+                       task_rows):
         """Stage 2: a block per vertex stage 1 left, the rest of its in-neighbours (the
         entries read in its task's ``task_rows`` too, with several tasks)."""
         best_edge = cuda.shared.array(1, int64)
@@ -347,8 +357,8 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         q = cuda.blockIdx.x
         while q < num_deferred:
             v = int64(deferred[q])
-            start = in_indptr[v] + limit
-            stop = in_indptr[v + 1]
+            start = in_indptr[v - lo] + limit
+            stop = in_indptr[v - lo + 1]
             if tid == 0:
                 best_edge[0] = stop
             cuda.syncthreads()
@@ -373,7 +383,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                     distances[v] = vid(depth)
                     cuda.atomic.or_(next_bits, v >> 6, _ONE << uint64(v & 63))
                     v_found = 1
-                    v_arcs = out_indptr[v + 1] - out_indptr[v]
+                    v_arcs = out_indptr[v - lo + 1] - out_indptr[v - lo]
                     v_read = best - start + 1
                 _add_counts(row, FOUND, NEXT_EDGES, EXAMINED, v_found, v_arcs, v_read)
                 if num_tasks > 1 and v_read:
@@ -414,8 +424,8 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             start += block * cuda.gridDim.x
 
     @cuda.jit
-    def accept_pairs(pairs, m, depth, top_down, out_indptr, parents, distances, queue, bits,
-                     row, next_row):
+    def accept_pairs(pairs, m, depth, top_down, out_indptr, lo, hi, parents, distances, queue,
+                     bits, row, next_row):
         """The ``m`` pairs the level's CPU tasks found (``pairs``: their vertices, then
         their parents) into the result: a vertex still unreached is claimed as the GPU's
         steps claim theirs, then queued (``top_down``) or set in the next bitmap, and
@@ -435,11 +445,11 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                         queue[at] = vid(v)
                     else:
                         cuda.atomic.or_(bits, v >> 6, _ONE << uint64(v & 63))
-                    cuda.atomic.add(row, NEXT_EDGES, out_indptr[v + 1] - out_indptr[v])
+                    cuda.atomic.add(row, NEXT_EDGES, _degree(out_indptr, lo, hi, v))
             i += stride
 
     @cuda.jit
-    def tally_found(distances, n, depth, out_indptr, bounds, num_tasks, row, task_rows,
+    def tally_found(distances, n, depth, out_indptr, lo, hi, bounds, num_tasks, row, task_rows,
                     next_task_rows):
         """Per task, the vertices a level found (those at distance ``depth``) and their
         out-arcs (``task_rows[t]``, ``task_rows[num_tasks + t]``), in tiles of contiguous
@@ -469,7 +479,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             for r in range(items):
                 v = first + r * block + tid
                 if v < n and distances[v] == level:
-                    degree = out_indptr[v + 1] - out_indptr[v]
+                    degree = _degree(out_indptr, lo, hi, v)
                     if whole:
                         found += 1
                         arcs += degree

@@ -2,8 +2,9 @@
 
 Returns
     :class:`DeviceLevels`: one search's state in device memory (its result, the frontier
-    as a queue or a bitmap, the counts) over one device copy of the whole graph, cut into
-    the search's T task ranges (:meth:`~DeviceLevels.set_tasks`);
+    as a queue or a bitmap, the counts) over a device copy of the adjacency of a vertex
+    range (the whole graph, or one task's slice: :meth:`~DeviceLevels.found` then gives a
+    lone step's pairs), cut into the search's T task ranges (:meth:`~DeviceLevels.set_tasks`);
     :meth:`~DeviceLevels.top_down` / :meth:`~DeviceLevels.bottom_up` run a level's tasks
     placed on the GPU and return its :class:`LevelCounts`, with several tasks
     :meth:`~DeviceLevels.task_counts` the level's counts per task: the only data read back
@@ -68,9 +69,11 @@ class DeviceLevels:
     Parameters
     ----------
     graph : DeviceSlice
-        The out-adjacency of every vertex (``lo == 0``, ``hi == num_vertices``).
+        The out-adjacency of the vertices ``[graph.lo, graph.hi)``: every vertex for a
+        search's levels, one task's range for a step run alone (ids stay global).
     in_graph : DeviceSlice
-        The in-adjacency the bottom-up levels read (``graph`` itself when undirected).
+        The in-adjacency the bottom-up levels read, of the same range (``graph`` itself
+        when undirected).
     num_vertices : int
     config : LaunchConfig
     workspace : callable
@@ -87,10 +90,7 @@ class DeviceLevels:
         from taskbfs.kernels.bitmap import words_for
 
         cuda = require_gpu()
-        if graph.lo != 0 or graph.hi != num_vertices:
-            raise ValueError(f"the device levels need one slice of every vertex, got "
-                             f"[{graph.lo}, {graph.hi}) of {num_vertices}")
-        self.graph, self.in_graph = graph, in_graph
+        self.read_range(graph, in_graph)
         self.n = int(num_vertices)
         self.words = words_for(self.n)
         self.config = config
@@ -109,8 +109,7 @@ class DeviceLevels:
         #: bytes as two bitmaps, the visited set and a frontier (what :meth:`enter` sends).
         self.entry_capacity = 2 * words * 8 // self.dtype.itemsize
         self.entry = workspace("levels_entry", self.entry_capacity, self.dtype)
-        #: The entry as the host packs it: page-locked, so that its copy is one transfer.
-        self.host_entry = _host_array(cuda, config.simulated, self.entry_capacity, self.dtype)
+        self._host_entry = None  # the entry as the host packs it (enter_reached)
         self.rows = [cuda.device_array(ROW, dtype=np.int64) for _ in range(ROWS)]
         self._watch = Stopwatch(cuda, config.simulated)  # times each level's kernels
         self.host_row = cuda.mapped_array(ROW, dtype=np.int64)  # the counts, as written
@@ -124,6 +123,15 @@ class DeviceLevels:
         self.num_tasks = 1
         self._bounds = None
         self.set_tasks(np.array([0, self.n], dtype=np.int64))
+
+    def read_range(self, graph, in_graph) -> None:
+        """Read the adjacency ``graph`` (and ``in_graph``, bottom-up) from now on: the whole
+        graph, or one task's slice for a step run alone (:meth:`found`)."""
+        if (graph.lo, graph.hi) != (in_graph.lo, in_graph.hi):
+            raise ValueError(f"the two orientations cover [{graph.lo}, {graph.hi}) and "
+                             f"[{in_graph.lo}, {in_graph.hi})")
+        self.graph, self.in_graph = graph, in_graph
+        self.lo, self.hi = int(graph.lo), int(graph.hi)
 
     def set_tasks(self, bounds: np.ndarray) -> None:
         """The search's T vertex ranges (``bounds``, T + 1): with several, every level also
@@ -182,7 +190,10 @@ class DeviceLevels:
         if 3 * k + f > self.entry_capacity:
             raise ValueError(f"{k} pairs and {f} frontier ids exceed the entry's "
                              f"{self.entry_capacity} (use enter)")
-        packed = self.host_entry[: 3 * k + f]
+        if self._host_entry is None:  # page-locked, so that its copy is one transfer
+            self._host_entry = _host_array(require_gpu(), self.config.simulated,
+                                           self.entry_capacity, self.dtype)
+        packed = self._host_entry[: 3 * k + f]
         packed[: 3 * k] = reached.ravel()
         packed[3 * k:] = frontier
         entry = self.entry
@@ -287,6 +298,22 @@ class DeviceLevels:
             parents[later[0]], distances[later[0]] = later[1], later[2]
         return distances, parents
 
+    def found(self, level: int) -> tuple[np.ndarray, np.ndarray]:
+        """The vertices level ``level`` found and their parents, on the host (``result_dtype``,
+        in no set order): what a step run alone here returns (its search entered fresh, so
+        every vertex at a distance beyond ``level`` is the level's)."""
+        cfg = self.config
+        self.k.base.fill[1, cfg.block_size](self.tail, 0)
+        log_v, log_p, log_d = self.queues[0], self.queues[1], self.deferred
+        self.k.found_after[cfg.blocks_for(self.n), cfg.block_size](
+            self.distances, self.parents, self.n, level, log_v, log_p, log_d, self.tail)
+        count = np.empty(1, dtype=np.int64)
+        self._download(count, self.tail)
+        pairs = [np.empty(int(count[0]), dtype=self.dtype) for _ in range(2)]
+        for host, device in zip(pairs, (log_v, log_p), strict=True):
+            self._download(host, device)
+        return pairs[0], pairs[1]
+
     def _side_stream(self, cuda):
         """The stream the result's copy runs on: CuPy's non-blocking one, which does not
         wait for the default stream's kernels (a numba stream would; without CuPy, or
@@ -314,7 +341,8 @@ class DeviceLevels:
         if edges <= self.small_level_arcs:
             with self._watch as watch:
                 self.k.top_down_small[max(1, min(size, cfg.grid_size)), cfg.block_size](
-                    self.graph.indptr, self.graph.indices, frontier, size, level + 1,
+                    self.graph.indptr, self.graph.indices, self.lo, self.hi, frontier, size,
+                    level + 1,
                     self.parents, self.distances, self.queues[(level + 1) % 2],
                     *self._rows(level))
                 self._publish(level, read)
@@ -324,12 +352,13 @@ class DeviceLevels:
         tile_first = self._workspace("levels_tile_first", num_tiles + 1, np.int64)
         with self._watch as watch:
             base.frontier_degrees[cfg.blocks_for(size + 1), cfg.block_size](
-                self.graph.indptr, 0, frontier, size, offsets)
+                self.graph.indptr, self.lo, frontier, size, offsets)
             self._scan(offsets, size + 1)
             base.tile_sources[cfg.blocks_for(num_tiles + 1), cfg.block_size](
                 offsets, size, num_tiles, tile_first)
             self.k.top_down[min(num_tiles, cfg.grid_size), cfg.block_size](
-                self.graph.indptr, self.graph.indices, frontier, offsets, size, tile_first,
+                self.graph.indptr, self.graph.indices, self.lo, self.hi, frontier, offsets,
+                size, tile_first,
                 num_tiles, level + 1, self.parents, self.distances, self.queues[(level + 1) % 2],
                 *self._rows(level))
             self._publish(level, read)
@@ -342,16 +371,17 @@ class DeviceLevels:
         limit = cfg.bu_thread_edges
         g, gin = self.graph, self.in_graph
         word_tile = max(cfg.block_size, 64) // 64
-        blocks = max(1, min(-(-self.words // word_tile), cfg.grid_size))
+        first, stop = self.lo // 64, -(-self.hi // 64)  # the range's words
+        blocks = max(1, min(-(-(stop - first) // word_tile), cfg.grid_size))
         with self._watch as watch:
             self.k.bottom_up[blocks, cfg.block_size](
-                gin.indptr, gin.indices, g.indptr, self.n, self.words, self.bits[level % 2],
-                level + 1, limit, self.parents, self.distances, self.bits[(level + 1) % 2],
-                self.deferred, *self._rows(level), self.bounds, self.num_tasks, self.on_gpu,
-                self.task_rows[level % 2])
+                gin.indptr, gin.indices, g.indptr, self.lo, self.hi, self.words,
+                self.bits[level % 2], level + 1, limit, self.parents, self.distances,
+                self.bits[(level + 1) % 2], self.deferred, *self._rows(level), self.bounds,
+                self.num_tasks, self.on_gpu, self.task_rows[level % 2])
             self.k.bottom_up_rest[cfg.grid_size, cfg.block_size](
-                gin.indptr, gin.indices, g.indptr, self.bits[level % 2], level + 1, limit,
-                self.deferred, self.parents, self.distances, self.bits[(level + 1) % 2],
+                gin.indptr, gin.indices, g.indptr, self.lo, self.bits[level % 2], level + 1,
+                limit, self.deferred, self.parents, self.distances, self.bits[(level + 1) % 2],
                 self.rows[level % ROWS], self.bounds, self.num_tasks, self.task_rows[level % 2])
             self._publish(level, read)
         return self._counts(level, watch.seconds, read)
@@ -424,8 +454,8 @@ class DeviceLevels:
         self._upload(buffer, pairs)
         p = (level + 1) % 2
         self.k.accept_pairs[cfg.blocks_for(max(m, ROW)), cfg.block_size](
-            buffer, m, level + 1, top_down, self.graph.indptr, self.parents, self.distances,
-            self.queues[p], self.bits[p], *self._rows(level))
+            buffer, m, level + 1, top_down, self.graph.indptr, self.lo, self.hi, self.parents,
+            self.distances, self.queues[p], self.bits[p], *self._rows(level))
         return int(pairs.nbytes)
 
     def task_counts(self, level: int) -> tuple[LevelCounts, np.ndarray]:
@@ -437,8 +467,8 @@ class DeviceLevels:
         t = self.num_tasks
         tiles = -(-self.n // (cfg.block_size * cfg.items_per_thread))
         self.k.tally_found[max(1, min(tiles, cfg.grid_size)), cfg.block_size](
-            self.distances, self.n, level + 1, self.graph.indptr, self.bounds, t,
-            self.rows[level % ROWS], self.task_rows[level % 2], self.task_rows[(level + 1) % 2])
+            self.distances, self.n, level + 1, self.graph.indptr, self.lo, self.hi, self.bounds,
+            t, self.rows[level % ROWS], self.task_rows[level % 2], self.task_rows[(level + 1) % 2])
         host = self.host_task_rows
         self.k.publish[cfg.blocks_for(host.size), cfg.block_size](self.task_rows[level % 2],
                                                                   host.size, host)

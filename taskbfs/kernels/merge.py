@@ -138,7 +138,7 @@ def record_pairs_at(vertices, parents_of, depths, lo, hi, parents, distances):
 
 @njit(nogil=True, cache=True)
 def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, offsets, depth,
-                      distances, parents, out_frontier, out_parents, n_out):
+                      distances, parents, out_frontier, n_out):
     """Keep the first unvisited of the pairs ``start <= i < stop`` (vertices of one range
     ``[lo, hi)``), writing its state: the range owner's barrier (:mod:`taskbfs.search.owners`).
 
@@ -159,11 +159,7 @@ def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, 
     depth : int
         Distance written for the accepted vertices.
     distances, parents : ndarray
-        The range's result arrays (indexed ``v - lo``), written for accepted vertices; empty
-        when the result is kept elsewhere (a GPU owner's device memory).
-    out_parents : ndarray
-        When ``distances`` is empty, receives each accepted vertex's parent beside it
-        (``out_frontier``'s positions); unused (empty) otherwise.
+        The range's result arrays (indexed ``v - lo``), written for accepted vertices.
     out_frontier : ndarray of int64
         Receives the accepted vertices from ``n_out`` on.
     n_out : int
@@ -181,11 +177,8 @@ def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, 
         if words[w] & bit:
             continue
         words[w] |= bit
-        if distances.size:
-            distances[v - lo] = depth
-            parents[v - lo] = parents_of[i]
-        else:
-            out_parents[n_out] = parents_of[i]
+        distances[v - lo] = depth
+        parents[v - lo] = parents_of[i]
         out_frontier[n_out] = v
         n_out += 1
         edges += offsets[v - lo + 1] - offsets[v - lo]
@@ -194,7 +187,7 @@ def accept_into_range(vertices, parents_of, start, stop, lo, words, first_word, 
 
 @njit(nogil=True, cache=True)
 def accept_spans_into_range(vertices, parents_of, starts, stops, lo, words, first_word, offsets,
-                            depth, distances, parents, out_frontier, out_parents):
+                            depth, distances, parents, out_frontier):
     """:func:`accept_into_range` over the spans ``starts[j] <= i < stops[j]`` in order (one
     range's pairs from each step of a level, one after another); returns ``(accepted,
     edges leaving them)``, the accepted vertices in ``out_frontier[:accepted]``."""
@@ -203,14 +196,14 @@ def accept_spans_into_range(vertices, parents_of, starts, stops, lo, words, firs
         if stops[j] > starts[j]:
             n_out, e = accept_into_range(vertices, parents_of, starts[j], stops[j], lo, words,
                                          first_word, offsets, depth, distances, parents,
-                                         out_frontier, out_parents, n_out)
+                                         out_frontier, n_out)
             edges += e
     return n_out, edges
 
 
 @njit(nogil=True, cache=True)
 def accept_share(vertices, parents_of, starts, stops, lo, words, first_word, offsets, depth,
-                 distances, parents, out_frontier, out_parents, begin, end):
+                 distances, parents, out_frontier, begin, end):
     """:func:`accept_spans_into_range` over the pairs ``begin <= k < end`` of the spans
     laid one after another, run by several threads at once on disjoint shares: a vertex's
     visited bit is set atomically, so exactly one thread accepts it (which of its
@@ -227,11 +220,8 @@ def accept_share(vertices, parents_of, starts, stops, lo, words, first_word, off
             bit = np.uint64(1) << np.uint64(v & 63)
             if words[w] & bit or fetch_or(words, w, bit) & bit:
                 continue
-            if distances.size:
-                distances[v - lo] = depth
-                parents[v - lo] = parents_of[i]
-            else:
-                out_parents[n_out] = parents_of[i]
+            distances[v - lo] = depth
+            parents[v - lo] = parents_of[i]
             out_frontier[n_out] = v
             n_out += 1
             edges += offsets[v - lo + 1] - offsets[v - lo]

@@ -80,6 +80,7 @@ class DeviceCache:
         self._chain: _Chain | None = None  # what the last sole step left for its next level
         self._result = None  # (search, distances, parents): see search_result
         self._levels = None  # ((graph, in-graph), DeviceLevels): see device_levels
+        self._step_levels = None  # the DeviceLevels of steps run alone: see step_levels
         self._config = None
         self._stopwatch = None
         self.results = 0
@@ -109,7 +110,7 @@ class DeviceCache:
             self.data.release()
             self._slices.clear()
             self._level = self._mask_level = self._mask = None
-            self._chain = self._result = self._levels = None
+            self._chain = self._result = self._levels = self._step_levels = None
 
     def launch_config(self):
         from taskbfs.kernels.gpu import launch_config
@@ -304,6 +305,22 @@ class DeviceCache:
                 levels = DeviceLevels(dev, dev_in, num_vertices, self.launch_config(), self.buffer)
                 self._levels = ((dev, dev_in), levels)
             return self._levels[1], moved
+
+    def step_levels(self, part, num_vertices: int):
+        """The :class:`~taskbfs.kernels.gpu_levels.DeviceLevels` that runs a step alone over
+        the device slice ``part`` (:func:`~taskbfs.search.gpu_step.run_step_on_gpu`): one
+        per worker and graph size, its state in buffers of its own (a search's device
+        levels keep theirs between levels)."""
+        from taskbfs.kernels.gpu_levels import DeviceLevels
+
+        def workspace(name, size, dtype):
+            return self.buffer(f"step_{name}", size, dtype)
+
+        if self._step_levels is None or self._step_levels.n != int(num_vertices):
+            self._step_levels = DeviceLevels(part, part, num_vertices, self.launch_config(),
+                                             workspace)
+        self._step_levels.read_range(part, part)
+        return self._step_levels
 
     # ------------------------------------------------------------------ the search's result
     def search_result(self, frontier: Frontier):

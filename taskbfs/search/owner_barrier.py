@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from taskbfs.errors import TaskBFSError
 from taskbfs.kernels.assembly import result_dtype
 from taskbfs.kernels.bitmap import ids_of_words
 from taskbfs.kernels.merge import (
@@ -26,7 +25,6 @@ from taskbfs.search.owner_state import (
     RangeState,
     as_frontier,
     frontier_bits,
-    record_on_device,
     this_worker,
 )
 from taskbfs.search.state import BOTTOM_UP, TOP_DOWN, Frontier, bucketed
@@ -56,15 +54,10 @@ class Piece:
     found: int
     device: tuple  # (h2d_bytes, d2h_bytes, kernel_ns)
     inbound: int  # bytes of the owner's frontier (and bitmap) the step read from another worker
-    #: A bottom-up GPU step of an owner whose result is on its device: its discoveries as
-    #: bits over its range's words (no pairs) and their out-arcs.
-    words: np.ndarray | None = None
-    frontier_edges: int = 0
 
     @property
     def nbytes(self) -> int:
-        words = 0 if self.words is None else self.words.nbytes
-        return self.vertices.nbytes + self.parents.nbytes + self.offsets.nbytes + words
+        return self.vertices.nbytes + self.parents.nbytes + self.offsets.nbytes
 
     def __sizeof__(self) -> int:  # what Dask counts
         return 64 + self.nbytes
@@ -84,11 +77,6 @@ def split_for_owners(found, frontier: Frontier, owner_of: np.ndarray, task: int,
         if frontier.direction == BOTTOM_UP:  # a bottom-up step finds only its own vertices
             sizes = np.where(tasks == task, found.vertices.size, 0)
             vertices, parents = found.vertices, found.parents
-            if parents is None:  # words alone (see Piece.words): no pairs here
-                if found.words is None:
-                    raise TaskBFSError(f"range {task}'s step returned vertices without parents "
-                                       "and without words: its owner cannot accept them")
-                parents = vertices
         else:
             sizes = np.diff(found.offsets)[tasks]
             vertices, parents = _owned(found, tasks)
@@ -96,10 +84,8 @@ def split_for_owners(found, frontier: Frontier, owner_of: np.ndarray, task: int,
         np.cumsum(sizes, out=offsets[1:])
         if not offsets[-1]:
             vertices = parents = found.vertices[:0]
-        words = found.words if found.parents is None and (tasks == task).any() else None
-        count = found.words_count if found.parents is None else found.vertices.size
         pieces.append(Piece(task, here, vertices, parents, offsets, int(found.edges_examined),
-                            int(count), device, inbound, words, int(found.frontier_edges)))
+                            int(found.vertices.size), device, inbound))
     return pieces
 
 
@@ -175,26 +161,19 @@ def accept_pieces(inputs, front: OwnerFrontier, state: OwnerState, level: int,
         pieces.append(whole[owner] if isinstance(p, tuple) else p)
     vertices, parents, spans = _joined_pieces(pieces, len(state.ranges))
     received = (spans[:, 1:] - spans[:, :-1]).sum(axis=0)
-    position = {t: i for i, t in enumerate(front.tasks.tolist())}
-    worded = {position[p.task]: p for p in pieces if p.words is not None}
     ended = received == 0
-    ended[list(worded)] = False
     # ranges no piece names keep their state, but their frontier ends
     for i in np.flatnonzero(ended & (front.counts > 0)).tolist():
         front.frontiers[i] = NO_VERTICES
     front.counts[ended] = 0
     state.edges[ended] = 0
     front.bits[:] = 0  # the accepted vertices' bits are set as they are accepted
-    for i, piece in worded.items():
-        _take_words(front, state, i, piece)
     for i in np.flatnonzero(received).tolist():
         rs = state.ranges[i]
         starts, stops = spans[:, i], spans[:, i + 1]
-        frontier, edges, accepted_parents = _accept(
+        frontier, edges = _accept(
             vertices, parents, starts, stops, rs, front.visited[rs.first_word : rs.stop_word],
-            depth, int(received[i]), front.bits, front.results_on_device)
-        if front.results_on_device:
-            record_on_device(front, state, frontier, accepted_parents, depth)
+            depth, int(received[i]), front.bits)
         front.frontiers[i], front.counts[i], state.edges[i] = frontier, frontier.size, edges
         front.unvisited[i] -= frontier.size
     mine = [p for p in pieces if p.task in state.owns]
@@ -213,46 +192,30 @@ def accept_pieces(inputs, front: OwnerFrontier, state: OwnerState, level: int,
 
 
 
-def _take_words(front: OwnerFrontier, state: OwnerState, i: int, piece: Piece) -> None:
-    """Range ``i``'s discoveries given as bitmap words (:attr:`Piece.words`: their pairs
-    are in the result on the owner's GPU): visited and frontier bits ORed in, counts
-    taken; its frontier vertices are read off the bits when first needed."""
-    rs = state.ranges[i]
-    front.visited[rs.first_word : rs.stop_word] |= piece.words
-    front.bits[rs.first_word : rs.stop_word] |= piece.words
-    front.frontiers[i] = None  # see OwnerFrontier.current
-    front.counts[i] = piece.found
-    state.edges[i] = piece.frontier_edges
-    front.unvisited[i] -= piece.found
-
-
 def _accept(vertices, parents, starts, stops, rs: RangeState, words, depth: int, total: int,
-            bits: np.ndarray, elsewhere: bool = False) -> tuple:
+            bits: np.ndarray) -> tuple:
     """The first unvisited occurrence of each vertex of one range's pairs (``starts[j] ..
     stops[j]``, ``total`` of them) accepted into its state, its frontier bit set in
-    ``bits``; ``(accepted vertices, edges leaving them, their parents)``: the parents only
-    when the result is kept ``elsewhere`` (the owner's GPU: the range's arrays are empty
-    and the caller writes them there), else None. From
+    ``bits``; ``(accepted vertices, edges leaving them)``. From
     :data:`_PARALLEL_ACCEPT_MIN` pairs on, on the host's threads in equal shares
     (:func:`~taskbfs.kernels.merge.accept_share`), each share's vertices then set in
     ``bits`` and moved into one array by its thread."""
     out = np.empty(total, dtype=np.int64)
-    out_parents = np.empty(total if elsewhere else 0, dtype=np.int64)
     cores = os.cpu_count() or 1
     least = _PARALLEL_ACCEPT_MIN
     shares = min(cores, total // max(1, least // 4))
     if total < least or shares < 2:
         n, edges = accept_spans_into_range(vertices, parents, starts, stops, rs.lo, words,
                                            rs.first_word, rs.offsets, depth, rs.distances,
-                                           rs.parents, out, out_parents)
+                                           rs.parents, out)
         set_bits_share(out, 0, n, bits)
-        return out[:n], edges, out_parents[:n] if elsewhere else None
+        return out[:n], edges
     cuts = np.linspace(0, total, shares + 1).astype(np.int64)
     made = [(0, 0)] * shares
 
     def share(k):
         made[k] = accept_share(vertices, parents, starts, stops, rs.lo, words, rs.first_word,
-                               rs.offsets, depth, rs.distances, rs.parents, out, out_parents,
+                               rs.offsets, depth, rs.distances, rs.parents, out,
                                int(cuts[k]), int(cuts[k + 1]))
         set_bits_share(out, int(cuts[k]), int(cuts[k]) + made[k][0], bits)
 
@@ -260,18 +223,15 @@ def _accept(vertices, parents, starts, stops, rs: RangeState, words, depth: int,
     counts = np.array([m[0] for m in made], dtype=np.int64)
     edges = sum(e for _, e in made)
     if counts.sum() == total:  # every pair accepted (a bottom-up level's): in place
-        return out, edges, out_parents if elsewhere else None
+        return out, edges
     at = np.concatenate([[0], np.cumsum(counts)])
     frontier = np.empty(int(at[-1]), dtype=np.int64)
-    frontier_parents = np.empty(frontier.size if elsewhere else 0, dtype=np.int64)
 
     def move(k):
         frontier[at[k] : at[k + 1]] = out[cuts[k] : cuts[k] + counts[k]]
-        if elsewhere:
-            frontier_parents[at[k] : at[k + 1]] = out_parents[cuts[k] : cuts[k] + counts[k]]
 
     on_threads(move, shares, cores)
-    return frontier, edges, frontier_parents if elsewhere else None
+    return frontier, edges
 
 
 def reached_report(front: OwnerFrontier, state: OwnerState) -> tuple[bytes, bool]:

@@ -28,11 +28,7 @@ Approach
        bitmap) and goes on.
 
     So a level costs two rounds of messages between the owners (one bottom-up) instead of a
-    scheduler batch and a client round trip. A GPU owner keeps its ranges' results on its
-    GPU (:func:`~taskbfs.search.owner_state.init_owner` with ``results_on_device``, decided by the
-    client): its bottom-up GPU steps return their bitmap words instead of their pairs, the
-    pairs its barrier accepts on the host go up to the GPU, and the results come back once,
-    with the owner task's result (:func:`~taskbfs.search.owner_state.results_to_host`). The client's
+    scheduler batch and a client round trip. The client's
     side, :class:`ExchangedSearch`, submits the owners' tasks once (from level 0 each makes
     its owner's state itself) and then reads the reports, level by level, as the dispatched
     runner does (the same :class:`~taskbfs.search.owners.KeptLevels`, result tasks and faults:
@@ -46,7 +42,6 @@ Faults
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import replace
 
@@ -78,7 +73,6 @@ from taskbfs.search.owner_state import (
     as_frontier,
     init_owner,
     owner_result,
-    results_to_host,
 )
 from taskbfs.search.owners import OwnedSearch, merged_reports, next_summary
 from taskbfs.search.state import BOTTOM_UP, LevelSummary, SummaryPublisher
@@ -131,8 +125,7 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
 
 def _owner_results(front, state, per_range: bool) -> list:
     """The owner's result as :func:`owner_levels` returns it (the state's own arrays: no
-    level writes them any more; copied from its GPU first when they were kept there)."""
-    results_to_host(front, state)
+    level writes them any more)."""
     if per_range:
         return [(r.distances, r.parents) for r in state.ranges]
     return [owner_result(state)]
@@ -266,9 +259,7 @@ class OwnerLevels:
                    "direction": frontier.direction},
                   (slice_for(self.slices[t], frontier), frontier))
                  for t in self.front.tasks.tolist() if summary.sizes[t]]
-        found = run_steps(calls, summary.gpu_steps,
-                          cuda=functools.partial(step_cuda,
-                                                 pairs=not self.front.results_on_device))
+        found = run_steps(calls, summary.gpu_steps)
         return [(tags["task"], f) for (tags, _), f in zip(calls, found, strict=True)]
 
     def _learn(self, reports) -> None:
@@ -304,9 +295,6 @@ class ExchangedSearch(OwnedSearch):
     from owner 0's summaries, as a one-task search's (no step is placed through the
     scheduler)."""
 
-    #: The GPU workers among those that may own ranges (set by :meth:`_may_own`).
-    _gpu_owners: frozenset = frozenset()
-
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.tags = {**self.tags, "search": True}
@@ -326,20 +314,9 @@ class ExchangedSearch(OwnedSearch):
         Otherwise as :meth:`OwnedSearch._may_own`."""
         uses_gpu = getattr(self.program.policy, "uses_gpu", True)  # a user policy may
         gpus = workers_with(workers, GPU_RESOURCE) if uses_gpu else []
-        self._gpu_owners = frozenset(gpus)
         if not gpus:
             return super()._may_own(held, workers, keep)
         return [w for w in held if w in gpus] or sorted(gpus)
-
-    def _init_keywords(self, owner: int) -> dict:
-        """As :meth:`OwnedSearch._init_keywords`; a GPU owner keeps its ranges' results on
-        its GPU (``results_on_device``), unless a range has a transposed slice (a directed
-        graph's bottom-up steps read in-arcs, whose offsets are not the out-degrees the
-        words' degree sum needs)."""
-        tasks = self.owned[owner].tolist()
-        on_gpu = self.workers[owner] in self._gpu_owners
-        return {**super()._init_keywords(owner),
-                "results_on_device": on_gpu and all(len(self.slices[t]) == 1 for t in tasks)}
 
     def _start(self, level: int) -> None:
         """The owners' level tasks from ``level``: at level 0 each makes its owner's state

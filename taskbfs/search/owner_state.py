@@ -8,7 +8,7 @@ import numpy as np
 
 from taskbfs.errors import TaskBFSError
 from taskbfs.kernels.assembly import result_dtype
-from taskbfs.kernels.bitmap import empty_bitmap, ids_of_words, set_bits
+from taskbfs.kernels.bitmap import empty_bitmap, set_bits
 from taskbfs.kernels.merge import (
     frontier_bitmap,
     word_span,
@@ -89,10 +89,7 @@ class OwnerFrontier:
     bits: np.ndarray  # whole-graph bitmap of the owner's frontier
     bounds: np.ndarray  # every range's bounds (T + 1, int64)
     owner_of: np.ndarray  # per range, its owner's number (int64): where a step's pairs go
-    search: str = ""  # names the search (a GPU worker chains a sole step's levels by it)
-    #: The ranges' distances and parents are on this worker's GPU (a GPU owner of owner
-    #: levels, :func:`init_owner`): the state's arrays are empty until the search ends.
-    results_on_device: bool = False
+    search: str = ""  # names the search
     #: ``(level, direction, bitmap, Frontier)``: the one frontier object the level's steps
     #: share (a GPU worker uploads a level's inputs once per frontier object).
     view: tuple | None = field(default=None, repr=False)
@@ -106,30 +103,14 @@ class OwnerFrontier:
                 + self.owner_of.nbytes + 8 * int(self.counts.sum()))
 
     def current(self) -> np.ndarray:
-        """The owner's frontier vertices, range after range (int64); a range whose frontier
-        came as bitmap words alone (a GPU step of an owner whose result is on its device)
-        has its vertices read off the frontier bits on first use."""
-        parts = [self._range_frontier(i) for i in np.flatnonzero(self.counts).tolist()]
+        """The owner's frontier vertices, range after range (int64)."""
+        parts = [self.frontiers[i] for i in np.flatnonzero(self.counts).tolist()]
         if len(parts) == 1:
             return parts[0]
         return np.concatenate(parts) if parts else NO_VERTICES
 
-    def _range_frontier(self, i: int) -> np.ndarray:
-        if self.frontiers[i] is None:
-            lo, hi = int(self.bounds[self.tasks[i]]), int(self.bounds[self.tasks[i] + 1])
-            self.frontiers[i] = vertices_of_bits(self.bits, lo, hi)
-        return self.frontiers[i]
-
     def __sizeof__(self) -> int:  # what Dask counts
         return 64 + self.nbytes
-
-
-def vertices_of_bits(bits: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """The vertices of ``[lo, hi)`` whose bits are set in the whole-graph bitmap ``bits``
-    (int64, ascending)."""
-    first, stop = word_span(lo, hi)
-    found = ids_of_words(bits[first:stop], first)
-    return found[(found >= lo) & (found < hi)]
 
 
 def this_worker() -> str:
@@ -142,42 +123,36 @@ def this_worker() -> str:
 
 
 def init_owner(*slices, sources, num_vertices: int, search: str,
-               bounds: np.ndarray | None = None, owner_of: np.ndarray | None = None,
-               results_on_device: bool = False) -> tuple:
+               bounds: np.ndarray | None = None, owner_of: np.ndarray | None = None) -> tuple:
     """``(OwnerFrontier, OwnerState)`` of the ranges of ``slices`` (GraphSlice, this
     worker's), the ``sources`` (ids, distinct) among their vertices visited at distance 0; ``bounds`` and
     ``owner_of`` (every range's owner) are kept for the steps (default: ``slices`` are
-    every range, and this owner the only one). With ``results_on_device`` (an owner that
-    runs its levels itself on a GPU worker) and a GPU here, the ranges' distances and
-    parents are kept on the GPU (:func:`results_to_host` at the end), so no host arrays
-    are made now."""
+    every range, and this owner the only one)."""
     if bounds is None:
         bounds = [*(p.lo for p in slices), slices[-1].hi]
         owner_of = np.zeros(len(slices), dtype=np.int64)
     dtype = result_dtype(num_vertices)
     here = this_worker()
     count = len(slices)
-    results_on_device = results_on_device and has_gpu()
     front = OwnerFrontier(here, np.array([p.task for p in slices], dtype=np.int64),
                           [NO_VERTICES] * count, np.zeros(count, np.int64),
                           np.array([p.hi - p.lo for p in slices], dtype=np.int64),
                           empty_bitmap(num_vertices), empty_bitmap(num_vertices),
                           np.asarray(bounds, dtype=np.int64), np.asarray(owner_of, dtype=np.int64),
-                          search, results_on_device)
+                          search)
     edges = np.zeros(count, np.int64)
     ranges = []
     sources = np.asarray(sources, dtype=np.int64).reshape(-1)
     for i, part in enumerate(slices):
         first, stop = word_span(part.lo, part.hi)
-        size = 0 if results_on_device else part.hi - part.lo
+        size = part.hi - part.lo
         rs = RangeState(part.task, part.lo, part.hi, first, stop, part.out_offsets,
                         unreached(size, dtype), unreached(size, dtype))
         mine = sources[(sources >= part.lo) & (sources < part.hi)]
         if mine.size:
             set_bits(front.visited, mine)
-            if not results_on_device:
-                rs.distances[mine - part.lo] = 0
-                rs.parents[mine - part.lo] = mine
+            rs.distances[mine - part.lo] = 0
+            rs.parents[mine - part.lo] = mine
             front.frontiers[i] = mine
             front.counts[i] = mine.size
             front.unvisited[i] -= mine.size
@@ -185,50 +160,6 @@ def init_owner(*slices, sources, num_vertices: int, search: str,
         ranges.append(rs)
     frontier_bitmap(front.current(), front.bits)
     return front, OwnerState(here, ranges, int(num_vertices), edges, sources)
-
-
-def has_gpu() -> bool:
-    """Whether this process can run GPU kernels (a GPU, or the CUDA simulator)."""
-    from taskbfs.kernels.gpu import gpu_available
-
-    return gpu_available()
-
-
-def results_to_host(front: OwnerFrontier, state: OwnerState) -> None:
-    """Fill the state's result arrays from the owner's GPU at the end of a search whose
-    results were kept there (``front.results_on_device``): each range's distances and
-    parents copied into new host arrays, the sources' written (they are not on the device)."""
-    if not front.results_on_device:
-        return
-    from taskbfs.search.device_cache import device_cache
-
-    cache = device_cache()
-    with cache.lock:
-        for rs in state.ranges:
-            rs.distances, rs.parents = cache.result_range(*_device_result(front, state),
-                                                          rs.lo, rs.hi)
-            mine = state.sources[(state.sources >= rs.lo) & (state.sources < rs.hi)]
-            rs.distances[mine - rs.lo] = 0
-            rs.parents[mine - rs.lo] = mine
-    state.nbytes = sum(a.nbytes for r in state.ranges for a in (r.distances, r.parents))
-    front.results_on_device = False
-
-
-def record_on_device(front: OwnerFrontier, state: OwnerState, vertices: np.ndarray,
-                      parents: np.ndarray, depth: int) -> None:
-    """Pairs the owner's barrier accepted on the host written into its result on its GPU."""
-    from taskbfs.search.device_cache import device_cache
-
-    cache = device_cache()
-    with cache.lock:
-        cache.record_host_pairs(*_device_result(front, state), vertices, parents, depth)
-
-
-def _device_result(front: OwnerFrontier, state: OwnerState) -> tuple:
-    """``(search, entries, dtype)`` naming the search's result on the owner's GPU
-    (:meth:`~taskbfs.search.device_cache.DeviceCache.result_arrays`): an entry per vertex id
-    the bitmaps cover."""
-    return front.search, 64 * int(front.visited.size), result_dtype(state.num_vertices)
 
 
 #: Vertices from which a range's result arrays are filled on several threads (a fresh
@@ -295,9 +226,7 @@ def as_frontier(front: OwnerFrontier, level: int, direction: str,
     offsets = np.zeros(bounds.size, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     vertices = front.current() if direction == TOP_DOWN else NO_VERTICES
-    # a GPU owner's bottom-up steps write their pairs into its result on the device
-    progress = Progress(unvisited, search=front.search,
-                        result_on_device=front.results_on_device and direction == BOTTOM_UP)
+    progress = Progress(unvisited, search=front.search)
     frontier = Frontier(level, direction, vertices, offsets, whole, front.visited, bounds,
                         progress)
     front.view = (level, direction, whole, frontier)  # two steps may both make it: alike

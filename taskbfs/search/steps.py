@@ -62,16 +62,14 @@ def _bottom_up_smp(part: GraphSlice, frontier: Frontier) -> Discoveries:
     return Discoveries(part.task, out_v[:n_found], out_p[:n_found], int(edges))
 
 
-def step_cuda(part: GraphSlice, frontier: Frontier, pairs: bool = True) -> Discoveries:
+def step_cuda(part: GraphSlice, frontier: Frontier) -> Discoveries:
     """GPU step of one range (the slice stays in device memory between calls), its raw
-    pairs as :func:`step_smp`'s; with ``pairs`` False, a bottom-up step whose pairs go into
-    the result on the device returns its words instead of its vertices (see
-    :func:`~taskbfs.search.gpu_step.run_step_on_gpu`)."""
+    pairs as :func:`step_smp`'s (see :func:`~taskbfs.search.gpu_step.run_step_on_gpu`)."""
     if not frontier.has_work(part.task):
         return idle(part)
     from taskbfs.search.gpu_step import run_step_on_gpu
 
-    return run_step_on_gpu(part, frontier, pairs=pairs)
+    return run_step_on_gpu(part, frontier)
 
 
 def idle(part: GraphSlice) -> Discoveries:
