@@ -331,126 +331,81 @@ def test_cache_evicts_least_recently_used_under_its_budget():
     assert len(cache.data) == 0 and cache.keys() == []
 
 
-@needs_gpu
-def test_bottom_up_steps_of_the_owner_loop_leave_their_words_on_the_device(runtime):
-    """The owner loop's barriers read a step's pairs: a bottom-up GPU step copies back its
-    pairs and counters and finds the same pairs as the CPU step, in the same (vertex)
-    order; one whose pairs go into the owner's result on the device
-    (``result_on_device``, ``pairs=False``) copies back only their bits over its range's
-    words, their count and degree sum, made on the device. End to end, every bottom-up GPU
-    step of a dispatched search moves exactly its counters and its pairs (int32 on this
-    graph)."""
-    from dataclasses import replace
+def _step_graphs():
+    return [("kron", _kron(), [0, 40, 80, 128]), ("kron-cuts", _kron(), [0, 1, 2, 127, 128]),
+            ("directed", _directed(), [0, 33, 100])]
 
-    from taskbfs.kernels.merge import word_span
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["kron", "kron-cuts", "directed"])
+def test_a_gpu_step_finds_what_the_cpu_step_finds(name):
+    """A GPU step (one level of the device levels over its slice alone) against the CPU
+    step of the same slice and frontier: top-down, each candidate the CPU step finds
+    once, each with a parent the CPU step pairs it with, the same entries read;
+    bottom-up, exactly the CPU step's pairs and entries read; the CPU step's dtype, and
+    bytes moved as the step counts them."""
     from taskbfs.search.device_cache import DeviceCache
-    from taskbfs.search.gpu_step import _COUNTER_BYTES, run_step_on_gpu
-    from taskbfs.search.state import Progress
+    from taskbfs.search.gpu_step import _READ_BACK_BYTES, run_step_on_gpu
 
-    g = _kron()
-    bounds = [0, 40, 80, g.num_vertices]
+    _, g, bounds = next(x for x in _step_graphs() if x[0] == name)
     cache = DeviceCache(budget=1 << 30)
-    bu = _frontier(g, bounds, BOTTOM_UP, [1, 50, 100], [1, 50, 100])
-    kept = replace(bu, bounds=np.array(bounds, dtype=np.int64),
-                   progress=Progress(np.diff(bounds), search="owner-words-test",
-                                     result_on_device=True))
-    degrees = g.degrees()
-    for p in _slices(g, bounds, "owner-words-test"):
-        bare = run_step_on_gpu(p, bu, cache=cache)
-        # in vertex order on the device (taskbfs.kernels._gpu_order): the CPU step's pairs,
-        # in the CPU step's order, for the host barrier to write its arrays in order
-        on_cpu = step_smp(p, bu)
-        assert bare.vertices.size > 1 and bare.words is None
-        np.testing.assert_array_equal(bare.vertices, on_cpu.vertices)
-        np.testing.assert_array_equal(bare.parents, on_cpu.parents)
-        words = run_step_on_gpu(p, kept, cache=cache, pairs=False)
-        first, stop = word_span(p.lo, p.hi)
-        np.testing.assert_array_equal(
-            words.words, bitmap_from_vertices(on_cpu.vertices, g.num_vertices)[first:stop])
-        assert words.vertices.size == 0 and words.words_count == on_cpu.vertices.size
-        assert words.frontier_edges == int(degrees[on_cpu.vertices].sum())
-    source = int(np.argmax(np.diff(g.indptr)))
-    r = tb.bfs(g, source, tasks=3, strategy="gpu", direction=BOTTOM_UP, runtime=runtime)
-    _check(g, source, r)
-    steps = r.trace[(r.trace["name"] == STEP_NAME) & (r.trace["direction"] == BOTTOM_UP)]
-    assert len(steps) and (steps["device"] == "cuda").all()
-    pair_bytes = 2 * g.indices.dtype.itemsize
-    np.testing.assert_array_equal(steps["d2h_bytes"],
-                                  _COUNTER_BYTES + pair_bytes * steps["found"])
+    frontiers = [_frontier(g, bounds, TOP_DOWN, [1, 2, 70, 99], [1, 2, 70, 99]),
+                 _frontier(g, bounds, TOP_DOWN, [3], [3, 5]),
+                 _frontier(g, bounds, BOTTOM_UP, [1, 50, 90], [1, 50, 90])]
+    for frontier in frontiers:
+        down = frontier.direction == TOP_DOWN
+        for p in _slices(g, bounds, f"step-test-{name}"):
+            if down:
+                on_gpu = run_step_on_gpu(p, frontier, cache=cache)
+            else:
+                t = _transposed(g, bounds, p.task) if g.directed else p
+                on_gpu = run_step_on_gpu(t, frontier, cache=cache)
+                p = t
+            on_cpu = step_smp(p, frontier)
+            assert on_gpu.vertices.dtype == on_cpu.vertices.dtype == p.indices.dtype
+            assert on_gpu.edges_examined == on_cpu.edges_examined
+            pairs = list(zip(on_gpu.vertices.tolist(), on_gpu.parents.tolist(), strict=True))
+            cpu_pairs = set(zip(on_cpu.vertices.tolist(), on_cpu.parents.tolist(), strict=True))
+            if down:
+                assert sorted(on_gpu.vertices.tolist()) == sorted(set(on_cpu.vertices.tolist()))
+                assert set(pairs) <= cpu_pairs
+            else:
+                assert sorted(pairs) == sorted(cpu_pairs)
+            pair_bytes = 2 * on_gpu.vertices.size * 4  # int32 ids below 2^31 vertices
+            assert on_gpu.d2h_bytes in (0, _READ_BACK_BYTES + pair_bytes)
+
+
+def _transposed(g, bounds, task):
+    """Task ``task``'s slice of the in-adjacency of directed ``g`` (what a bottom-up step
+    reads), its out-offsets beside it."""
+    t = g.transpose()
+    lo, hi = int(bounds[task]), int(bounds[task + 1])
+    indptr = t.indptr[lo:hi + 1] - t.indptr[lo]
+    return GraphSlice(task, lo, hi, indptr, t.indices[t.indptr[lo]:t.indptr[hi]],
+                      "step-test-transposed", out_indptr=g.indptr[lo:hi + 1] - g.indptr[lo])
 
 
 @needs_gpu
-def test_large_frontier_counts_edges_on_the_device_and_returns_the_cpu_dtype(monkeypatch):
-    from taskbfs.search import device_cache as dc
-    from taskbfs.search import gpu_step
+def test_dispatched_gpu_steps_move_their_frontier_and_their_pairs(runtime):
+    """End to end, every GPU step of a dispatched search copies back its counts and its
+    pairs (int32 on this graph), and sends up the visited bitmap and its frontier."""
+    from taskbfs.search.gpu_step import _READ_BACK_BYTES
 
-    monkeypatch.setattr(gpu_step, "HOST_EDGE_COUNT_LIMIT", 0)  # every frontier takes the device path
-    g = _kron()
-    bounds = [0, 64, g.num_vertices]
-    parts = _slices(g, bounds, "large-frontier-test")
-    cache = dc.DeviceCache(budget=1 << 30)
-    for frontier in (_frontier(g, bounds, TOP_DOWN, [1, 2, 70, 100], [1, 2, 70, 100]),
-                     _frontier(g, bounds, TOP_DOWN, [3], [3, 5])):
-        gpu_found, cpu_found = [], []
-        for p in parts:
-            d = gpu_step.run_step_on_gpu(p, frontier, cache=cache)
-            cpu = step_smp(p, frontier)
-            assert d.vertices.dtype == cpu.vertices.dtype == p.indices.dtype
-            assert d.edges_examined == cpu.edges_examined
-            gpu_found += d.vertices.tolist()
-            cpu_found += cpu.vertices.tolist()
-        assert sorted(gpu_found) == sorted(set(cpu_found))  # once over the level's steps
-
-
-@needs_gpu
-@pytest.mark.parametrize("cuts", [[40, 80], [1, 2, 127], [64]])
-def test_top_down_candidates_bucketed_on_the_device(monkeypatch, cuts):
-    """A top-down GPU step groups its candidates by owner on the device: the same buckets
-    (as sets of pairs; the order inside one is free) as the host's counting sort."""
-    from dataclasses import replace
-
-    from taskbfs.search import device_cache as dc
-    from taskbfs.search import gpu_step
-    from taskbfs.search.state import bucketed
-
-    monkeypatch.setattr(gpu_step, "DEVICE_BUCKET_MIN", 0)  # every step's candidates
-    g = _kron()
-    bounds = np.array([0, *cuts, g.num_vertices], dtype=np.int64)
-    parts = _slices(g, bounds.tolist(), "device-bucket-test")
-    frontier = replace(_frontier(g, bounds, TOP_DOWN, [1, 50, 100, 127], [1, 50, 100, 127]),
-                       bounds=bounds)
-    cache = dc.DeviceCache(budget=1 << 30)
-    found, on_device = [], 0
-    for p in parts:
-        raw = gpu_step.run_step_on_gpu(p, frontier, cache=cache)
-        on_device += raw.offsets is not None  # bucketed before it left the device
-        assert raw.offsets is not None or raw.vertices.size == 0
-        ready = raw if raw.offsets is not None else bucketed(raw, bounds)
-        host = bucketed(replace(raw, offsets=None), bounds)
-        np.testing.assert_array_equal(ready.offsets, host.offsets)
-        for t in range(bounds.size - 1):
-            lo, hi = ready.offsets[t], ready.offsets[t + 1]
-            mine = set(zip(ready.vertices[lo:hi].tolist(), ready.parents[lo:hi].tolist(), strict=True))
-            theirs = set(zip(host.vertices[lo:hi].tolist(), host.parents[lo:hi].tolist(), strict=True))
-            assert mine == theirs
-            assert all(bounds[t] <= v < bounds[t + 1] for v, _ in mine)
-        assert ready.vertices.dtype == p.indices.dtype
-        found += ready.vertices.tolist()
-    assert on_device
-    cpu = [step_smp(p, frontier).vertices.tolist() for p in parts]
-    assert sorted(found) == sorted({v for vs in cpu for v in vs})
-
-
-@needs_gpu
-def test_gpu_top_down_search_with_device_buckets(runtime, monkeypatch):
-    from taskbfs.search import gpu_step
-
-    monkeypatch.setattr(gpu_step, "DEVICE_BUCKET_MIN", 0)  # every step's candidates
     g = _kron()
     source = _hub_source(g)
-    r = tb.bfs(g, source, tasks=3, strategy="gpu", direction="top-down", runtime=runtime)
-    _check(g, source, r)
-    assert (r.trace["device"] == "cuda").all()
+    words = (g.num_vertices + 63) // 64
+    for direction in (TOP_DOWN, BOTTOM_UP):
+        r = tb.bfs(g, source, tasks=3, strategy="gpu", direction=direction, runtime=runtime,
+                   dispatch="tasks")
+        _check(g, source, r)
+        steps = r.trace[r.trace["name"] == STEP_NAME]
+        assert len(steps) and (steps["device"] == "cuda").all()
+        ran = steps[steps["h2d_bytes"] > 0]  # a top-down step whose vertices have no arcs: none
+        assert len(ran) >= 2
+        pair_bytes = 2 * g.indices.dtype.itemsize
+        np.testing.assert_array_equal(ran["d2h_bytes"],
+                                      _READ_BACK_BYTES + pair_bytes * ran["found"])
+        assert (ran["h2d_bytes"] >= 8 * words).all()
 
 
 def _odd_sized():
@@ -465,52 +420,6 @@ def _odd_sized():
     src = np.concatenate([src, [int(np.argmax(g.degrees()))], tail[:-1]])
     dst = np.concatenate([dst, tail[:1], tail[1:]])
     return tb.Graph.from_edges(src, dst, num_vertices=150)
-
-
-@needs_gpu
-@pytest.mark.parametrize("graph, direction", [
-    (_odd_sized, "top-down"),
-    (_odd_sized, "auto"),
-    (_odd_sized, "bottom-up"),
-    (_path, "top-down"),
-    (_directed, "top-down"),
-    (_directed, "auto"),  # its bottom-up steps read transposed slices: not chained
-])
-def test_sole_step_leaves_the_next_levels_inputs_on_the_device(runtime, monkeypatch, graph,
-                                                               direction):
-    """T = 1: a GPU step that owns every vertex leaves the visited bitmap (its discoveries
-    ORed in) and the next frontier on the device (``DeviceCache.keep_for_next_level``), so
-    the next level's step uploads neither: its bytes up drop by exactly the visited
-    bitmap plus the frontier (vertices top-down, bits bottom-up). The search is the one
-    that keeps nothing there runs: same levels and counts, scipy's distances, valid parents."""
-    from taskbfs.search.device_cache import DeviceCache
-
-    g = graph()
-    source = _hub_source(g)
-    words = (g.num_vertices + 63) // 64
-    keep = DeviceCache.keep_for_next_level
-    tb.bfs(g, source, tasks=1, strategy="gpu", runtime=runtime)  # the slices' upload
-    runs = {}
-    for on in (False, True):
-        monkeypatch.setattr(DeviceCache, "keep_for_next_level",
-                            keep if on else lambda self, *a, **k: setattr(self, "_chain", None))
-        r = runs[on] = tb.bfs(g, source, tasks=1, strategy="gpu", direction=direction,
-                              runtime=runtime, dispatch="tasks")
-        _check(g, source, r)
-        assert (r.trace["device"] == "cuda").all()
-    columns = ["level", "direction", "frontier_size", "frontier_edges", "edges_examined",
-               "discovered"]
-    assert runs[True].levels[columns].equals(runs[False].levels[columns])
-    levels = runs[False].levels
-    saved = runs[False].trace["h2d_bytes"].to_numpy() - runs[True].trace["h2d_bytes"].to_numpy()
-    chained = 0
-    for lv in levels.itertuples():
-        previous = levels[levels["level"] == lv.level - 1]
-        kept = len(previous) and (previous["direction"].iloc[0] == TOP_DOWN or not g.directed)
-        frontier_bytes = 8 * (lv.frontier_size if lv.direction == TOP_DOWN else words)
-        assert saved[lv.level] == ((8 * words + frontier_bytes) if kept else 0), lv
-        chained += bool(kept)
-    assert chained >= 1 or (g.directed and direction == "auto")
 
 
 def _sole_step_levels(g, source, cache, direction, token):
@@ -551,10 +460,10 @@ def _run_all(searches) -> list:
 
 @needs_gpu
 @pytest.mark.parametrize("direction", ["top-down", "auto"])
-def test_a_chain_is_used_by_its_own_search_only(direction):
-    """Two searches of one graph taking turns on one GPU, step by step: each step finds the
-    device holding the other search's state, so it uploads its own (same bytes as with
-    chaining off) and finds scipy's distances; one search alone uploads less."""
+def test_steps_of_two_searches_take_turns_on_one_gpu(direction):
+    """Two searches of one graph taking turns on one GPU, step by step: each step enters
+    its own state whatever the other left there, so both find scipy's distances and move
+    the bytes they move alone."""
     from taskbfs.search.device_cache import DeviceCache
 
     g = _odd_sized()
@@ -567,9 +476,7 @@ def test_a_chain_is_used_by_its_own_search_only(direction):
         np.testing.assert_array_equal(distances, scipy_distances(g, source))
     np.testing.assert_array_equal(alone[0][0], scipy_distances(g, sources[0]))
     turns, single = both[0][1], alone[0][1]
-    assert len(turns) == len(single) >= 3
-    assert turns[0] == single[0]  # the first step uploads in both
-    assert all(t > s for t, s in zip(turns[1:], single[1:], strict=True))
+    assert len(turns) == len(single) >= 3 and turns == single
 
 
 # --------------------------------------------------------------------------- every level in one task

@@ -1,4 +1,5 @@
-"""GPU task kernels (``taskbfs.kernels.gpu``) against their CPU twins and a scipy BFS.
+"""GPU kernels (``taskbfs.kernels.gpu_levels``: a step over one slice, and a search's
+levels) against the CPU kernels and a scipy BFS.
 
 How this file finds a GPU
     The kernels run in this process when ``numba.cuda`` is usable here: a real GPU, or
@@ -12,8 +13,9 @@ How this file finds a GPU
     first import, which may already have happened); a subprocess is always clean.
 
 Expectations
-    Every step is checked against the CPU kernel on the same inputs (exact multiset of
-    pairs where the semantics allow it, and exact ``edges_examined``) and against
+    Every step is checked against the CPU kernel on the same inputs (the same vertices,
+    parents the CPU pairs them with, exactly its pairs bottom-up, and exact
+    ``edges_examined``) and against
     levels from ``scipy.sparse.csgraph.breadth_first_order``. Graphs are tiny because the
     simulator runs each CUDA thread as a Python thread.
 """
@@ -205,41 +207,42 @@ def _up(array, dtype=None):
     return cuda.to_device(np.ascontiguousarray(array, dtype=dtype))
 
 
-def _top_down(indptr, indices, lo, frontier, visited, config, dedupe=True, data=None):
-    """A top-down step on device arrays (slice, frontier, bitmap copied up; scratch and a
-    zeroed vertex mask from the service): host pairs and the entries read. The mask must be
-    left zeroed (the kernel clears the bits it set)."""
-    from taskbfs.kernels.gpu import zeroed
-    from taskbfs.kernels.gpu_steps import gpu_top_down_step
+def _levels_over(indptr, indices, lo, n, config, data, small_arcs):
+    """A :class:`DeviceLevels` over the slice ``[lo, lo + len(indptr) - 1)`` (copied up;
+    scratch from the service), as a GPU step runs it; ``small_arcs``: its
+    ``small_level_arcs`` (0: every top-down level through the tiled kernels)."""
+    from taskbfs.kernels.gpu import DeviceSlice
+    from taskbfs.kernels.gpu_levels import DeviceLevels
 
+    host = np.ascontiguousarray(indptr, dtype=np.int64)
+    dev = DeviceSlice(lo, lo + host.size - 1, n, _up(host), _up(indices), host)
+    levels = DeviceLevels(dev, dev, n, config, data.scratch)
+    levels.small_level_arcs = small_arcs
+    levels.start_search()
+    return levels
+
+
+def _top_down(indptr, indices, lo, frontier, visited, config, data=None, small_arcs=0):
+    """A top-down step over a slice (one level of the device levels over it): host pairs
+    and the entries read."""
     data = data or _service()
     frontier = np.ascontiguousarray(frontier, dtype=np.int64)
     total = int((indptr[frontier - lo + 1] - indptr[frontier - lo]).sum())
-    out_v = data.scratch("out_vertices", total, np.int64)
-    out_u = data.scratch("out_parents", total, np.int64)
-    mask = zeroed(data.scratch, "mask", visited.size, np.uint64, config)
-    found, edges = gpu_top_down_step(_up(indptr, np.int64), _up(indices), lo, _up(frontier),
-                                     _up(visited, np.uint64), out_v, out_u, mask_bits=mask,
-                                     dedupe=dedupe, config=config, workspace=data.scratch)
-    assert not mask.copy_to_host().any(), "vertex mask not cleared"
-    if found == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64), edges
-    return out_v[:found].copy_to_host(), out_u[:found].copy_to_host(), edges
+    levels = _levels_over(indptr, indices, lo, 64 * visited.size, config, data, small_arcs)
+    levels.enter(0, True, visited, frontier)
+    counts = levels.top_down(0, frontier.size, total)
+    v, u = levels.found(0)
+    return v.astype(np.int64), u.astype(np.int64), counts.examined
 
 
 def _bottom_up(indptr, indices, lo, hi, visited, frontier_bits, config, data=None):
-    """A bottom-up step on device arrays, as :func:`_top_down`."""
-    from taskbfs.kernels.gpu_steps import gpu_bottom_up_step
-
+    """A bottom-up step over a slice, as :func:`_top_down`."""
     data = data or _service()
-    out_v = data.scratch("out_vertices", hi - lo, np.int64)
-    out_u = data.scratch("out_parents", hi - lo, np.int64)
-    found, edges = gpu_bottom_up_step(_up(indptr, np.int64), _up(indices), lo, hi,
-                                      _up(visited, np.uint64), _up(frontier_bits, np.uint64),
-                                      out_v, out_u, config=config, workspace=data.scratch)
-    if found == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64), edges
-    return out_v[:found].copy_to_host(), out_u[:found].copy_to_host(), edges
+    levels = _levels_over(indptr, indices, lo, 64 * visited.size, config, data, 0)
+    levels.enter(0, False, visited, frontier_bits)
+    counts = levels.bottom_up(0)
+    v, u = levels.found(0)
+    return v.astype(np.int64), u.astype(np.int64), counts.examined
 
 
 # --------------------------------------------------------------------------- kernel tests
@@ -260,16 +263,14 @@ def test_top_down_matches_cpu_and_scipy(name, block_size):
             reached = {v for u in frontier.tolist() for v in graph.neighbors(u).tolist()}
             expected = {v for v in reached if depth[v] == level + 1}
 
-            gv, gu, gedges = _top_down(indptr, indices, lo, frontier, visited, config,
-                                       dedupe=False, data=data)
-            assert _pairs(gv, gu) == _pairs(cv, cu)
-            assert gedges == cedges == int(graph.degrees()[frontier].sum())
-
-            gv, gu, gedges = _top_down(indptr, indices, lo, frontier, visited, config, data=data)
-            assert len(set(gv.tolist())) == gv.size, "dedupe reported a vertex twice"
-            assert set(gv.tolist()) == set(cv.tolist()) == expected
-            _check_parents(graph, gv, gu, set(frontier.tolist()))
-            assert gedges == cedges
+            for small_arcs in (0, 1 << 16):  # the tiled kernels, then the one launch
+                gv, gu, gedges = _top_down(indptr, indices, lo, frontier, visited, config,
+                                           data=data, small_arcs=small_arcs)
+                assert len(set(gv.tolist())) == gv.size, "a vertex reported twice"
+                assert set(gv.tolist()) == set(cv.tolist()) == expected
+                assert set(_pairs(gv, gu)) <= set(_pairs(cv, cu))
+                _check_parents(graph, gv, gu, set(frontier.tolist()))
+                assert gedges == cedges == int(graph.degrees()[frontier].sum())
 
 
 @needs_gpu
@@ -313,82 +314,14 @@ def test_hub_split_across_blocks():
 
 
 @needs_gpu
-def test_step_functions_accept_host_arrays():
-    from taskbfs.kernels.gpu_steps import gpu_bottom_up_step, gpu_top_down_step
-
-    graph = _grid(4)
-    n = graph.num_vertices
-    visited = bitmap_from_vertices([0, 1, 4], n)
-    frontier = np.array([1, 4])
-    out_v, out_u = cpu.allocate_outputs(8)
-    found, edges = gpu_top_down_step(graph.indptr, graph.indices, 0, frontier, visited,
-                                     out_v, out_u, dedupe=False, config=_config(32))
-    cv, cu, cedges = cpu.run_top_down(graph.indptr, graph.indices, 0, frontier, visited)
-    assert (found, edges) == (cv.size, cedges)
-    assert _pairs(out_v[:found], out_u[:found]) == _pairs(cv, cu)
-    out_v, out_u = cpu.allocate_outputs(n)
-    fbits = bitmap_from_vertices(frontier, n)
-    found, edges = gpu_bottom_up_step(graph.indptr, graph.indices, 0, n, visited, fbits,
-                                      out_v, out_u, config=_config(32))
-    cv, cu, cedges = cpu.run_bottom_up(graph.indptr, graph.indices, 0, n, visited, fbits)
-    assert (found, edges) == (cv.size, cedges)
-    assert _pairs(out_v[:found], out_u[:found]) == _pairs(cv, cu)
-
-
-@needs_gpu
-@pytest.mark.parametrize("n", [1, 31, 32, 33, 1100])
-def test_device_exclusive_scan(n):
-    from numba import cuda
-
-    from taskbfs.kernels.gpu import device_exclusive_scan
-
-    values = np.random.default_rng(n).integers(0, 1000, n).astype(np.int64)
-    data = cuda.to_device(values)
-    device_exclusive_scan(data, n, _config(32))
-    expected = np.concatenate([[0], np.cumsum(values)[:-1]])
-    np.testing.assert_array_equal(data.copy_to_host(), expected)
-
-
-@needs_gpu
-@pytest.mark.parametrize("found, size", [(2, 2), (40, 1000), (700, 1100)])
-def test_order_by_vertex_sorts_a_steps_unique_pairs(found, size):
-    """A bottom-up step's pairs (distinct vertices of its range, appended in any order)
-    rewritten in vertex order on the device, each vertex keeping its parent; the entries
-    after the first ``found`` untouched."""
-    from numba import cuda
-
-    from taskbfs.kernels.gpu import order_by_vertex
-
-    rng = np.random.default_rng(found)
-    lo = 5000
-    vertices = rng.choice(np.arange(lo, lo + size), found, replace=False)  # shuffled
-    parents = rng.integers(0, 10**6, found)
-    tail = np.full(3, -7, np.int64)
-    d_v = cuda.to_device(np.concatenate([vertices, tail]).astype(np.int64))
-    d_u = cuda.to_device(np.concatenate([parents, tail]).astype(np.int64))
-    buffers = {}
-
-    def workspace(name, n, dtype):
-        return buffers.setdefault(name, cuda.device_array(n, dtype=dtype))
-
-    order_by_vertex(d_v, d_u, found, lo, size, workspace, _config(32))
-    order = np.argsort(vertices)
-    np.testing.assert_array_equal(d_v.copy_to_host(), np.concatenate([vertices[order], tail]))
-    np.testing.assert_array_equal(d_u.copy_to_host(), np.concatenate([parents[order], tail]))
-
-
-@needs_gpu
 def test_empty_frontier_and_bad_input():
     from taskbfs.kernels.gpu import check_slice, launch_config
-    from taskbfs.kernels.gpu_steps import gpu_top_down_step
 
     graph = _path(6)
     indptr, indices = _slice(graph, 2, 4)
-    data = _service()
-    out_v, out_u = data.scratch("v", 4, np.int64), data.scratch("u", 4, np.int64)
-    assert gpu_top_down_step(_up(indptr), _up(indices), 2, _up(np.empty(0, np.int64)),
-                             _up(bitmap_from_vertices([], 6)), out_v, out_u,
-                             config=_config(32)) == (0, 0)
+    found, _, examined = _top_down(indptr, indices, 2, np.empty(0, np.int64),
+                                   bitmap_from_vertices([], 6), _config(32))
+    assert (found.size, examined) == (0, 0)
     with pytest.raises(InvalidParameterError):
         launch_config(block_size=48)
     with pytest.raises(InvalidParameterError, match=r"task range \[0, 3\) with 2 indptr"):
@@ -465,7 +398,7 @@ def test_device_levels_enter_from_the_reached_pairs(name, block_size):
                 levels.entry_capacity = twice.size + ids.size  # to check the kernels
                 levels.entry = levels._workspace("levels_entry", levels.entry_capacity,
                                                  levels.dtype)
-                levels.host_entry = np.zeros(levels.entry_capacity, levels.dtype)
+                levels._host_entry = np.zeros(levels.entry_capacity, levels.dtype)
             moved = levels.enter_reached(level, top_down, twice, ids.astype(np.int32))
             assert moved == (twice.size + ids.size) * 4
             parents = levels.parents.copy_to_host()[:n]

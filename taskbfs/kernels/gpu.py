@@ -1,43 +1,26 @@
-"""The GPU host tier: CUDA twins of :mod:`taskbfs.kernels.cpu` (numba.cuda) and the device
-array operations around them.
+"""The GPU host tier: launch configuration, the device's availability, device memory and
+the array operations around the kernels (numba.cuda).
 
 Returns
-    ``gpu_top_down_step`` / ``gpu_bottom_up_step`` return ``(n_found, edges_examined)``
-    like their CPU twins. The array operations (``fill``, ``or_into``, ``owned_bits``,
-    ``bucket_by_owner``, ``narrow_pairs``, ``record_found``, ...) take and return device
-    arrays. :class:`NumbaAllocator` is the allocator of the runtime's device-data service
-    (:mod:`taskbfs.runtime.device_data`); :class:`DeviceSlice` a task's slice held there.
+    :func:`launch_config` (block and grid sizes for this device, or the simulator's),
+    :func:`require_gpu` / :func:`require_cupy` (a clear error without them),
+    :class:`NumbaAllocator` (the allocator of the runtime's device-data service,
+    :mod:`taskbfs.runtime.device_data`), :class:`DeviceSlice` (a task's slice held there),
+    :class:`Stopwatch` (device time of a run of kernels) and :func:`fill`.
 Approach
-    Two tiers. (1) Kernels (``_gpu_kernels.py``): top-down follows the paper's
-    Algorithm 3 (Munguía, Bader & Ayguadé, HiPC 2012, Sec. VI.A) — a vertex mask marks
-    discoveries and a prefix sum compacts them into the task's output — but threads
-    cooperate on the frontier's *edges*, not on one vertex per warp: an exclusive scan of
-    frontier degrees gives every edge an index and each thread binary-searches its edge's
-    source, so a Kronecker hub of 10^6 neighbours is spread over the whole GPU.
-    Bottom-up: thread per vertex, then block per vertex for long in-neighbour lists.
-    (2) Functions on device arrays (this module): launch the kernels, read back three
-    int64 counters; scratch comes from a ``workspace(name, size, dtype)`` callable (the
-    device-data service's ``scratch``). What is kept on a device, and for how long, is
-    the runtime's (its device-data service) and the BFS's (``search/device_cache.py``).
+    The kernels are in ``_gpu_kernels.py`` (edge-balanced tiles: an exclusive scan of the
+    frontier's degrees, one binary search per tile, so a Kronecker hub of 10^6 neighbours
+    is spread over the whole GPU) and ``_gpu_levels.py`` (a level's steps and barrier);
+    :mod:`taskbfs.kernels.gpu_levels` runs them. What is kept on a device, and for how
+    long, is the runtime's (its device-data service) and the BFS's
+    (``search/device_cache.py``).
 Encoding
-    As in :mod:`taskbfs.kernels.cpu`: a task owns ``[lo, hi)``; ``indptr`` is local
-    (int64, ``hi - lo + 1`` entries from 0), ``indices`` global (int32 or int64); bitmaps are
-    ``uint64`` over all vertices; outputs are int64 ``(vertex, parent)`` pairs.
+    A task owns ``[lo, hi)``; ``indptr`` is local (int64, ``hi - lo + 1`` entries from 0),
+    ``indices`` global (int32 or int64); bitmaps are ``uint64`` over all vertices.
     numba.cuda is imported lazily: importing this module never needs CUDA. Every kernel
     also runs under ``NUMBA_ENABLE_CUDASIM=1`` (no warp intrinsics), which is how the tests
     exercise it without a GPU; on a real GPU with CuPy, CuPy launches them
     (:mod:`taskbfs.kernels._gpu_launch`).
-
-Top-down deduplication
-    By default (``dedupe=True``) a vertex reached from several frontier vertices is reported
-    once: the kernel claims it in a *vertex mask* (a uint64 bitmap over all ``n`` vertices,
-    ``n / 8`` bytes, the paper's VM) with ``atomicOr``. The mask must be zero on entry and is
-    left zero on exit by clearing only the words of the vertices found, so a call costs
-    O(work) rather than O(n) (a memset of ``n / 8`` bytes per task per level would dominate
-    the many small tasks near λ). The BFS's device cache keeps one mask per GPU and
-    runs one step at a time on it. The barrier deduplicates anyway, so ``dedupe=False``
-    (the CPU's exact multiset of pairs) is allowed and tested; dedupe shrinks the output
-    and the device→host copy, at the price of one atomic per newly seen vertex.
 """
 
 from __future__ import annotations
@@ -65,9 +48,6 @@ DEFAULT_BU_THREAD_EDGES = 32
 #: two "multiprocessors" so that grid-stride loops run more than one block.
 SIMULATOR_PROPERTIES = {"sm_count": 2, "warp_size": 32, "max_threads_per_block": 1024,
                         "max_threads_per_sm": 32}
-#: Most owners :func:`bucket_by_owner` groups by (its kernel's per-block shared histogram);
-#: a caller buckets on the host beyond that.
-BUCKET_MAX_OWNERS = 1024
 
 
 def simulator_enabled() -> bool:
@@ -257,37 +237,6 @@ def _make_simulator_shared_arrays_thread_safe() -> None:
     _simulator_patched = True
 
 
-def _is_device_array(array) -> bool:
-    """Duck test that holds for numba device arrays and for the simulator's fakes."""
-    return hasattr(array, "copy_to_host")
-
-
-def as_device(cuda, array, dtype=None):
-    """``(device_array, was_host)``: host arrays are copied to the device."""
-    if _is_device_array(array):
-        return array, False
-    host = np.ascontiguousarray(array, dtype=dtype)
-    return cuda.to_device(host), True
-
-
-def device_exclusive_scan(data, n: int, config: LaunchConfig) -> None:
-    """In-place exclusive prefix sum of the int64 device array ``data[:n]``.
-
-    Tile scans, a recursive scan of the tile totals, then a pass adding tile offsets
-    (numba.cuda only, so it runs under the simulator).
-    """
-    cuda = require_gpu()
-    k = kernels_for(config)
-    num_tiles = -(-int(n) // config.block_size)
-    if num_tiles == 0:
-        return
-    tile_sums = cuda.device_array(num_tiles, dtype=np.int64)
-    k.scan_tiles[config.blocks_for(n), config.block_size](data, n, tile_sums)
-    if num_tiles > 1:
-        device_exclusive_scan(tile_sums, num_tiles, config)
-        k.add_tile_offsets[config.blocks_for(n), config.block_size](data, n, tile_sums)
-
-
 # ----------------------------------------------------------------------------- device memory
 @dataclass(frozen=True, eq=False)
 class DeviceSlice:
@@ -408,118 +357,11 @@ class Stopwatch:
 
 
 # ----------------------------------------------------------------------------- array operations
-# What a GPU step does around its kernels, on device arrays; ``workspace(name, size, dtype)``
-# gives scratch buffers (the device-data service's ``scratch``).
 def fill(array, value, config: LaunchConfig) -> None:
     """Set every entry of the device array ``array`` to ``value``."""
     size = int(array.size)
     if size:
         kernels_for(config).fill[config.blocks_for(size), config.block_size](array, value)
-
-
-def zeroed(workspace, name: str, size: int, dtype, config: LaunchConfig):
-    """``workspace``'s buffer ``name``, its first ``size`` entries set to zero (a view)."""
-    view = workspace(name, size, dtype)[: max(int(size), 1)]
-    fill(view, 0, config)
-    return view
-
-
-def upload_into(workspace, name: str, host: np.ndarray):
-    """``host`` copied into ``workspace``'s buffer ``name`` (a view of ``host.size``)."""
-    view = workspace(name, host.size, host.dtype)[: host.size]
-    if host.size:
-        view.copy_to_device(host)
-    return view
-
-
-def or_into(target, words, config: LaunchConfig) -> None:
-    """``target[:len(words)] |= words`` on the device (uint64 words)."""
-    from taskbfs.kernels._gpu_owned import or_into as kernel
-
-    size = int(words.size)
-    kernel[config.blocks_for(size), config.block_size](target, words, size)
-
-
-def owned_bits(vertices, n: int, lo: int, hi: int, indptr, workspace, config: LaunchConfig):
-    """The first ``n`` of ``vertices`` (all in ``[lo, hi)``) as bits over the words of
-    ``[lo, hi)``, and the sum of their degrees (``indptr`` local offsets): device arrays
-    ``(words, edges)`` (see :mod:`taskbfs.kernels._gpu_owned`)."""
-    from taskbfs.kernels._gpu_owned import owned_bits as kernel
-    from taskbfs.kernels.merge import word_span
-
-    first, stop = word_span(lo, hi)
-    words = zeroed(workspace, "owned_words", stop - first, np.uint64, config)[: stop - first]
-    edges = zeroed(workspace, "owned_edges", 1, np.int64, config)
-    if n:
-        kernel[config.blocks_for(n), config.block_size](vertices, n, lo, first, indptr, words,
-                                                        edges)
-    return words, edges
-
-
-def bucket_by_owner(vertices, parents, n: int, bounds: np.ndarray, workspace,
-                    config: LaunchConfig):
-    """The ``n`` pairs grouped by the range of ``bounds`` (T + 1 ascending) that holds each
-    vertex (see :mod:`taskbfs.kernels._gpu_bucket`): ``(vertices, parents, offsets)``,
-    device buffers and the host offsets (T + 1)."""
-    from taskbfs.kernels._gpu_bucket import bucket_kernels
-
-    count_owners, scatter_by_owner = bucket_kernels(BUCKET_MAX_OWNERS)
-
-    num_tasks = bounds.size - 1
-    d_bounds = upload_into(workspace, "bucket_bounds", np.ascontiguousarray(bounds, np.int64))
-    owners = workspace("bucket_owners", n, np.int32)
-    counts = zeroed(workspace, "bucket_counts", num_tasks, np.int64, config)[:num_tasks]
-    count_owners[config.blocks_for(n), config.block_size](vertices, n, d_bounds, num_tasks,
-                                                          owners, counts)
-    offsets = np.zeros(num_tasks + 1, dtype=np.int64)
-    np.cumsum(counts.copy_to_host(), out=offsets[1:])
-    cursor = upload_into(workspace, "bucket_cursor", offsets[:-1].copy())
-    dest_v = workspace("bucket_vertices", vertices.size, np.int64)
-    dest_u = workspace("bucket_parents", parents.size, np.int64)
-    scatter_by_owner[config.blocks_for(n), config.block_size](vertices, parents, owners, n,
-                                                              cursor, dest_v, dest_u)
-    return dest_v, dest_u, offsets
-
-
-def narrow_pairs(vertices, parents, n: int, workspace, config: LaunchConfig):
-    """The first ``n`` int64 pairs narrowed to int32 on the device (new buffers)."""
-    from taskbfs.kernels._gpu_narrow import narrow
-
-    small_v = workspace("out_vertices32", n, np.int32)
-    small_u = workspace("out_parents32", n, np.int32)
-    if n:
-        narrow[config.blocks_for(n), config.block_size](vertices, parents, n, small_v, small_u)
-    return small_v, small_u
-
-
-def order_by_vertex(vertices, parents, n: int, lo: int, size: int, workspace,
-                    config: LaunchConfig) -> None:
-    """Rewrite the first ``n`` device pairs, whose vertices are distinct ids of ``[lo, lo
-    + size)`` (a bottom-up step's discoveries), in ascending vertex order, in place (see
-    :mod:`taskbfs.kernels._gpu_order`; workspace buffers ``order_dense`` and
-    ``order_positions``, ``size`` int64 each)."""
-    from taskbfs.kernels import _gpu_order as k
-
-    if n < 2:
-        return
-    dense = workspace("order_dense", size, np.int64)[:size]
-    positions = workspace("order_positions", size, np.int64)[:size]
-    fill(dense, -1, config)
-    k.scatter_by_vertex[config.blocks_for(n), config.block_size](vertices, parents, n, lo, dense)
-    k.found_flags[config.blocks_for(size), config.block_size](dense, size, positions)
-    device_exclusive_scan(positions, size, config)
-    k.gather_in_order[config.blocks_for(size), config.block_size](dense, size, positions, lo,
-                                                                  vertices, parents)
-
-
-def record_found(vertices, parents_of, n: int, distance: int, distances, parents,
-                 config: LaunchConfig) -> None:
-    """Write ``n`` discovered pairs into a result on the device, at ``distance``."""
-    from taskbfs.kernels._gpu_result import record_found as kernel
-
-    if n:
-        kernel[config.blocks_for(n), config.block_size](vertices, parents_of, n, distance,
-                                                        distances, parents)
 
 
 __all__ = [
@@ -529,18 +371,9 @@ __all__ = [
     "LaunchConfig",
     "NumbaAllocator",
     "Stopwatch",
-    "bucket_by_owner",
     "check_slice",
-    "device_exclusive_scan",
     "fill",
     "gpu_available",
     "launch_config",
-    "narrow_pairs",
-    "order_by_vertex",
-    "or_into",
-    "owned_bits",
-    "record_found",
     "simulator_enabled",
-    "upload_into",
-    "zeroed",
 ]

@@ -1,12 +1,12 @@
-"""Page-locked host buffers that a GPU worker copies step outputs into, reused across searches.
+"""Page-locked host buffers that a GPU worker copies search results into, reused across searches.
 
 Returns
     :class:`PinnedPool` ``.take(n, dtype)`` → a numpy array of ``n`` items in page-locked
     (pinned) host memory, or None when the pool's byte budget is spent (the caller then
     copies into ordinary memory). :func:`pinned_pool` → this process's pool.
 Approach
-    A GPU step copies its discoveries back every level, into arrays that live until the
-    search's result is assembled. Copied into fresh pageable arrays, that is slow (the kernel
+    A GPU search copies its result back into arrays that live as long as the caller keeps
+    them. Copied into fresh pageable arrays, that is slow (the kernel
     maps and zeroes every new page as the copy first touches it); into pinned memory that is
     already mapped it is many times faster. Pinning is slow itself, so buffers are kept and
     reused: each taken array carries a ``weakref.finalize`` that hands its buffer back to
@@ -32,7 +32,7 @@ import numpy as np
 #: The smallest buffer (bytes): smaller outputs share this size class.
 MIN_BUFFER_BYTES = 1 << 16
 #: Bytes a process's pool may pin in all: room for two results of a scale-26 search (the
-#: caller's last one and the next) and the steps' outputs; 0 turns the pool off.
+#: caller's last one and the next); 0 turns the pool off.
 _POOL_BYTES = 1 << 32
 
 

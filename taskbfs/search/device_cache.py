@@ -11,27 +11,17 @@ Approach
     its byte budget) as two data each, named
     ``((graph token + orientation, task, lo, hi), "indptr" | "indices")``, copied there when
     the graph is placed (:func:`upload_slices`) or else by the first step that needs them.
-    The kernels are launched through :mod:`taskbfs.kernels.gpu`; this module keeps the BFS's
-    use of them.
-    Per level only the task's frontier vertices (top-down), the visited bitmap and the
-    frontier bitmap (bottom-up) go up, and the discovered ``(vertex, parent)`` pairs plus
-    three counters come back. The two bitmaps are the same for every task of a level: they
-    are uploaded once per level per GPU worker (the first GPU task of the level pays for
-    them) and shared. Scratch buffers (outputs, scans, the top-down vertex mask) are one set
-    per worker (the service's scratch), grown on demand: a GPU worker runs one task at a time (one thread, as
-    dask-cuda does), and a lock makes that explicit.
+    A step run alone is one level of a :class:`~taskbfs.kernels.gpu_levels.DeviceLevels`
+    over its slice (:meth:`DeviceCache.step_levels`), whose state has buffers of its own; a
+    search run as one task has one over the whole graph (:meth:`DeviceCache.device_levels`).
+    A GPU worker runs one task at a time (one thread, as dask-cuda does), and a lock makes
+    that explicit.
 Encoding
-    Frontier and bitmaps as in :mod:`taskbfs.search.state`; outputs int64 pairs. The top-down
-    step reports each newly reached vertex once, and the top-down steps of one level on
-    this GPU share the vertex mask, so a vertex is reported by one of them only
-    (:meth:`DeviceCache.level_mask`); the barrier deduplicates across all steps anyway.
-    A step whose task owns every vertex (T = 1) leaves its discoveries on the device as
-    the next level's inputs (:meth:`DeviceCache.keep_for_next_level`).
+    Frontier and bitmaps as in :mod:`taskbfs.search.state`; results in
+    :func:`~taskbfs.kernels.assembly.result_dtype`.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 from distributed import wait as distributed_wait
@@ -63,8 +53,8 @@ class DeviceCache:
         The service: its ``stats()`` count slice uploads (two data per slice, offsets and
         neighbours), hits, evictions and the bytes moved.
     results : int
-        Searches whose result was kept on this device (:meth:`search_result`, or the
-        GPU levels of :mod:`taskbfs.search.device_levels`).
+        Searches whose result was kept on this device (the GPU levels of
+        :mod:`taskbfs.search.device_levels`).
     """
 
     def __init__(self, budget: int | None = None, data=None):
@@ -74,11 +64,6 @@ class DeviceCache:
         self.data = data if data is not None else DeviceData(NumbaAllocator(), budget)
         self.lock = self.data.lock
         self._slices: dict = {}  # slice key -> DeviceSlice over the service's arrays
-        self._level = None  # (frontier object, device visited bits, device frontier bits)
-        self._mask_level = None  # the frontier whose top-down discoveries the mask holds
-        self._mask = None  # the mask buffer last zeroed whole
-        self._chain: _Chain | None = None  # what the last sole step left for its next level
-        self._result = None  # (search, distances, parents): see search_result
         self._levels = None  # ((graph, in-graph), DeviceLevels): see device_levels
         self._step_levels = None  # the DeviceLevels of steps run alone: see step_levels
         self._config = None
@@ -109,8 +94,7 @@ class DeviceCache:
         with self.lock:
             self.data.release()
             self._slices.clear()
-            self._level = self._mask_level = self._mask = None
-            self._chain = self._result = self._levels = self._step_levels = None
+            self._levels = self._step_levels = None
 
     def launch_config(self):
         from taskbfs.kernels.gpu import launch_config
@@ -122,7 +106,7 @@ class DeviceCache:
 
     def stopwatch(self):
         """The one :class:`~taskbfs.kernels.gpu.Stopwatch` that times this worker's steps
-        (they run one at a time: they share the output buffers too)."""
+        (they run one at a time)."""
         from numba import cuda
 
         from taskbfs.kernels.gpu import Stopwatch
@@ -164,95 +148,6 @@ class DeviceCache:
                                                         int(num_vertices), indptr, indices,
                                                         indptr_host)
             return known, up + more
-
-    def level_mask(self, frontier: Frontier, num_vertices: int):
-        """The top-down vertex mask of ``frontier``'s level: zeroed when a level starts, then
-        it keeps every vertex this GPU's top-down steps of the level reported, so that each
-        is reported by one of them only (the barrier still keeps the first occurrence over
-        all steps, CPU ones included; any reported parent is valid)."""
-        from taskbfs.kernels.bitmap import words_for
-        from taskbfs.kernels.gpu import fill
-
-        mask = self.buffer("mask", words_for(num_vertices), np.uint64)
-        if self._mask_level is not frontier or self._mask is not mask:
-            fill(mask[: int(frontier.visited_bits.size)], 0, self.launch_config())
-            self._mask_level, self._mask = frontier, mask
-        return mask
-
-    # ------------------------------------------------------------------ per level
-    def level_inputs(self, frontier: Frontier):
-        """Device copies of the level's visited (and frontier) bitmaps, uploaded once per level,
-        or none at all when the previous level's sole step left them here
-        (:meth:`keep_for_next_level`).
-
-        Returns ``(visited, frontier_bits_or_None, uploaded_bytes)``.
-        """
-        from numba import cuda
-
-        from taskbfs.kernels.gpu import upload_into
-
-        level = self._level
-        if level is not None and level[0] is frontier:
-            return level[1], level[2], 0
-        chain = self._chained(frontier)
-        if chain is not None:
-            d_bits = chain.words if frontier.bits is not None else None
-            self._level = (frontier, chain.visited, d_bits)
-            return chain.visited, d_bits, 0
-        self._chain = None  # the uploads below overwrite what it points to
-        visited = np.ascontiguousarray(frontier.visited_bits, dtype=np.uint64)
-        d_visited = upload_into(self.buffer, "visited", visited)
-        moved = visited.nbytes
-        d_bits = None
-        if frontier.bits is not None:
-            bits = np.ascontiguousarray(frontier.bits, dtype=np.uint64)
-            d_bits = upload_into(self.buffer, "frontier_bits", bits)
-            moved += bits.nbytes
-        cuda.synchronize()  # the host arrays may change after this level's barrier
-        self.data.count_up(moved)
-        self._level = (frontier, d_visited, d_bits)
-        return d_visited, d_bits, moved
-
-    # ------------------------------------------------------------------ chained levels
-    def keep_for_next_level(self, frontier: Frontier, vertices, n: int, words) -> None:
-        """Leave the next level's inputs on the device after a step that owns every vertex.
-
-        Such a step is its level's only one, and its ``n`` discoveries (``vertices``, int64
-        device array) with their bitmap ``words`` (every word) are the next frontier as the
-        barrier will make it (it accepts every one of them): the
-        next level's step of this search on this GPU then uploads neither the visited
-        bitmap (ORed with ``words`` here), nor the frontier bits, nor the frontier vertices.
-        Any upload for another level drops this.
-        """
-        from taskbfs.kernels.gpu import or_into
-
-        progress = frontier.progress
-        if progress is None or not progress.search:
-            self._chain = None
-            return
-        visited = self._level[1]
-        size = int(words.size)
-        or_into(visited, words, self.launch_config())
-        kept_words = self.buffer("chain_words", size, np.uint64)[:size]
-        kept_words.copy_to_device(words)
-        kept = self.buffer("chain_vertices", n, np.int64)[:n]
-        if n:
-            kept.copy_to_device(vertices[:n])
-        self._chain = _Chain(progress.search, frontier.level + 1, visited, kept_words, kept)
-
-    def chained_vertices(self, frontier: Frontier, count: int):
-        """The device copy of ``frontier``'s ``count`` vertices that the previous level's
-        step left here, or None (see :meth:`keep_for_next_level`)."""
-        chain = self._chained(frontier)
-        if chain is None or chain.vertices.size != count:
-            return None
-        return chain.vertices
-
-    def _chained(self, frontier: Frontier):
-        chain, progress = self._chain, frontier.progress
-        if chain is None or progress is None or chain.search != progress.search:
-            return None
-        return chain if chain.level == frontier.level else None
 
     # ------------------------------------------------------------------ levels on the device
     def whole(self, parts, num_vertices: int):
@@ -322,75 +217,6 @@ class DeviceCache:
         self._step_levels.read_range(part, part)
         return self._step_levels
 
-    # ------------------------------------------------------------------ the search's result
-    def search_result(self, frontier: Frontier):
-        """The distances and parents of ``frontier``'s search on this device (device arrays
-        of :func:`~taskbfs.kernels.assembly.result_dtype` over every vertex id the bitmaps
-        cover), -1 everywhere at the first call of
-        a search: its GPU steps write their pairs there (``Frontier.result_on_device``).
-        One search at a time: a new search takes the arrays over."""
-        return self.result_arrays(frontier.progress.search, 64 * int(frontier.visited_bits.size),
-                                  result_dtype(int(frontier.bounds[-1])))
-
-    def result_arrays(self, search: str, n: int, dtype):
-        """:meth:`search_result` by the search's name, its ``n`` entries and their dtype."""
-        from taskbfs.kernels.gpu import fill
-
-        if self._result is None or self._result[0] != search:
-            arrays = []
-            for name in ("result_distances", "result_parents"):
-                array = self.buffer(name, n, dtype)[:n]
-                fill(array, -1, self.launch_config())
-                arrays.append(array)
-            self._result = (search, *arrays)
-            self.results += 1
-        return self._result[1], self._result[2]
-
-    def record_host_pairs(self, search: str, n: int, dtype, vertices: np.ndarray,
-                          parents: np.ndarray, distance: int) -> None:
-        """Write host pairs (accepted by an owner's barrier on the host) into the result of
-        the search ``search`` on the device (:meth:`result_arrays`), at ``distance``."""
-        from taskbfs.kernels.gpu import record_found, upload_into
-
-        distances, parents_out = self.result_arrays(search, n, dtype)
-        count = int(vertices.size)
-        if count:
-            d_v = upload_into(self.buffer, "host_pair_vertices",
-                              np.ascontiguousarray(vertices, dtype=np.int64))
-            d_u = upload_into(self.buffer, "host_pair_parents",
-                              np.ascontiguousarray(parents, dtype=np.int64))
-            record_found(d_v, d_u, count, distance, distances, parents_out,
-                         self.launch_config())
-
-    def result_range(self, search: str, n: int, dtype, lo: int, hi: int):
-        """``(distances, parents)`` of the vertices ``[lo, hi)`` of the search's result on
-        the device (:meth:`result_arrays`), copied into new host arrays."""
-        arrays = self.result_arrays(search, n, dtype)
-        copies = tuple(_into_host(array[lo:hi], hi - lo) for array in arrays)
-        self.data.count_down(sum(c.nbytes for c in copies))
-        return copies
-
-    def record(self, frontier: Frontier, out_v, out_u, n: int) -> None:
-        """Write a step's ``n`` pairs (int64 device arrays) into the search's result, at the
-        distance of the level after ``frontier``'s."""
-        from taskbfs.kernels.gpu import record_found
-
-        distances, parents = self.search_result(frontier)
-        record_found(out_v, out_u, n, frontier.level + 1, distances, parents,
-                     self.launch_config())
-
-
-@dataclass
-class _Chain:
-    """Device arrays a sole step left for the next level of its search (device views)."""
-
-    search: str
-    level: int
-    visited: object  # the visited bitmap, this level's discoveries included
-    words: object  # the next frontier as a bitmap
-    vertices: object  # the next frontier's vertices (int64)
-
-
 def _quiet_occupancy_warnings() -> None:
     """Turn off numba-cuda's "grid size N will likely result in GPU under-utilization" warning.
 
@@ -449,11 +275,10 @@ def upload_to_gpus(runtime, placed: PlacedGraph, num_vertices: int, form: str = 
 
 def upload_slices(num_vertices: int, whole: bool, *parts) -> dict:
     """Copy a placed graph's slices into this GPU worker's device memory (run there when
-    the graph is placed, :func:`upload_to_gpus`), with the step's
-    output buffers: what the first search would otherwise pay. With ``whole`` and every
-    range here, the whole graph at once with the device levels' buffers (its searches run
-    here as one task); else slice by slice, those beyond the budget left for the steps to
-    upload. Returns the cache's :meth:`~DeviceCache.stats`, or None on a worker that
+    the graph is placed, :func:`upload_to_gpus`): what the first search would otherwise
+    pay. With ``whole`` and every range here, the whole graph at once with the device
+    levels' buffers (its searches run here as one task); else slice by slice, those beyond
+    the budget left for the steps to upload. Returns the cache's :meth:`~DeviceCache.stats`, or None on a worker that
     advertises a GPU without a usable one (its steps would say so, if it runs any)."""
     from taskbfs.kernels.bitmap import words_for
     from taskbfs.kernels.gpu import gpu_available
@@ -463,8 +288,6 @@ def upload_slices(num_vertices: int, whole: bool, *parts) -> dict:
     cache = device_cache()
     bits = 64 * words_for(num_vertices)
     with cache.lock:
-        for name in ("out_vertices", "out_parents"):
-            cache.buffer(name, bits, np.int64)
         every = _every_range(parts, int(num_vertices)) if whole else None
         if every is not None:  # its searches run here as one task: the whole graph at once
             cache.device_levels(every, int(num_vertices))
@@ -530,28 +353,22 @@ def _pin_result_buffers(ranges: list, num_vertices: int) -> None:
     pinned_pool().hold_free(arrays, result_dtype(num_vertices))
 
 
-def result_to_host(frontier: Frontier, logs, levels, sources, cache: DeviceCache | None = None,
-                   arrays=None):
+def result_to_host(frontier: Frontier, logs, levels, sources, arrays,
+                   cache: DeviceCache | None = None):
     """The search's ``(distances, parents)`` on the host, over its vertices, in the dtype of
-    the device's arrays (:func:`~taskbfs.kernels.assembly.result_dtype`): the result its GPU
-    steps wrote on the device (``arrays``: the GPU levels' of one task, on the device or
-    copied to the host already; else :meth:`DeviceCache.search_result`,
-    ``Frontier.result_on_device``), copied back once (into pinned buffers when the pool
-    has room), with the pairs of ``logs`` (its CPU
-    steps', which ran at ``levels``) written over it on the host.
-
-    Those steps' vertices cannot be in the device's result: with one task, a level has one
-    step (:mod:`taskbfs.search.device_levels` marks the vertices they visited -2 there); with
-    several, every step ran on this GPU, so there are no such logs.
+    the device's arrays (:func:`~taskbfs.kernels.assembly.result_dtype`): the result its
+    GPU levels wrote on the device (``arrays``, on the device or copied to the host
+    already), copied back once (into pinned buffers when the pool has room), with the
+    pairs of ``logs`` (its CPU steps', which ran at ``levels``) written over it on the host
+    (:mod:`taskbfs.search.device_levels` marks the vertices they visited -2 there).
     """
     from taskbfs.kernels.merge import record_pairs, record_pairs_at
 
     cache = cache if cache is not None else device_cache()
     n = int(frontier.bounds[-1])
     with cache.lock:
-        on_device = arrays if arrays is not None else cache.search_result(frontier)
         distances, parents = (array if isinstance(array, np.ndarray) else _into_host(array, n)
-                              for array in on_device)  # host arrays: copied already
+                              for array in arrays)  # host arrays: copied already
         cache.data.count_down(distances.nbytes + parents.nbytes)
     for d, level in zip(logs, levels, strict=True):
         if d.depths is not None:  # a block of compiled CPU levels
@@ -564,8 +381,8 @@ def result_to_host(frontier: Frontier, logs, levels, sources, cache: DeviceCache
     return distances, parents
 
 
-def result_on_device(frontier: Frontier, logs, levels, sources, cache: DeviceCache | None = None,
-                     arrays=None):
+def result_on_device(frontier: Frontier, logs, levels, sources, arrays,
+                     cache: DeviceCache | None = None):
     """:func:`result_to_host`'s result left on this GPU as CuPy arrays (``bfs(...,
     device_result=True)``): the device's result copied on the device (its arrays are the
     cache's, reused by the next search), the host steps' pairs (``logs``) sent up and
@@ -576,8 +393,7 @@ def result_on_device(frontier: Frontier, logs, levels, sources, cache: DeviceCac
     cache = cache if cache is not None else device_cache()
     n = int(frontier.bounds[-1])
     with cache.lock:
-        on_device = arrays if arrays is not None else cache.search_result(frontier)
-        distances, parents = (cp.asarray(array)[:n].copy() for array in on_device)
+        distances, parents = (cp.asarray(array)[:n].copy() for array in arrays)
     for d, level in zip(logs, levels, strict=True):
         if d.vertices.size:  # duplicates are all at that distance: any parent is valid
             vertices = cp.asarray(d.vertices)

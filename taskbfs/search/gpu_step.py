@@ -58,7 +58,7 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
     with cache.lock, cache.data.pinned(cache.slice_names(part)):
         # Bitmaps cover every vertex id: 64 per word of the visited bitmap.
         dev, h2d = cache.partition(part, 64 * int(frontier.visited_bits.size))
-        levels = cache.step_levels(dev, int(frontier.bounds[-1]))
+        levels = cache.step_levels(dev, int(frontier.task_bounds()[-1]))
         levels.start_search()  # its state is this step's alone
         if frontier.direction == BOTTOM_UP:
             h2d += levels.enter(level, False, frontier.visited_bits, frontier.bits)

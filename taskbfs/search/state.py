@@ -54,12 +54,8 @@ class Progress:
 
     #: Per task, its vertices not visited yet (a bottom-up step without any has no work).
     unvisited_per_task: np.ndarray
-    #: Names the search (unique per search): a GPU worker keeps a level's output on the
-    #: device for the next level of the same search (``DeviceCache.level_inputs``).
+    #: Names the search (unique per search).
     search: str = ""
-    #: Decided once, where the search starts (``included._keeps_result_on_device``); read
-    #: through :attr:`Frontier.result_on_device` only.
-    result_on_device: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,16 +196,6 @@ class Frontier:
             return self.bits is not None and bool(unvisited)
         return bool(self.offsets[t + 1] > self.offsets[t])
 
-    @property
-    def result_on_device(self) -> bool:
-        """Whether this search's GPU steps write their pairs into its result on the device
-        (:meth:`~taskbfs.search.device_cache.DeviceCache.search_result`) and return their
-        vertices alone (``Discoveries.parents`` None); the one task that runs every level
-        on that GPU then copies the result back once
-        (:func:`~taskbfs.search.device_cache.result_to_host`). The one reader of the one
-        decision (``Progress.result_on_device``)."""
-        return self.progress is not None and self.progress.result_on_device
-
     def task_bounds(self) -> np.ndarray:
         """``bounds``, or one range over every vertex id of the bitmap when there is none."""
         if self.bounds is not None:
@@ -305,16 +291,13 @@ class Discoveries:
 
     A top-down step's pairs are candidates (a vertex of any task, maybe several times),
     bucketed by owning task: owner t's are ``[offsets[t], offsets[t + 1])``. A bottom-up
-    step's pairs are its own vertices, each once; ``words`` holds them as bits over the
-    task's words of a bitmap and ``frontier_edges`` sums their out-degrees. The pairs stay
-    on the worker until the end of the search, when they become parents.
+    step's pairs are its own vertices, each once. The pairs stay on the worker until the
+    end of the search, when they become parents.
     """
 
     task: int
     vertices: np.ndarray
-    #: None when the GPU step wrote its pairs into the search's result on the device
-    #: (:attr:`Frontier.result_on_device`): only the vertices came back, for the barrier.
-    parents: np.ndarray | None
+    parents: np.ndarray
     edges_examined: int
     #: Device work of a GPU step (0 on the CPU): bytes host→device and device→host this
     #: task moved, and its kernels' device time (CUDA events).
@@ -322,11 +305,6 @@ class Discoveries:
     d2h_bytes: int = 0
     kernel_seconds: float = 0.0
     offsets: np.ndarray | None = None
-    words: np.ndarray | None = None
-    frontier_edges: int = 0
-    #: The vertices ``words`` holds when they alone came back (a GPU owner's bottom-up step
-    #: whose pairs went into its result on the device: ``vertices`` is then empty).
-    words_count: int = 0
     #: Per pair, its vertex's distance, when the pairs come from many levels (a block of
     #: compiled levels, :mod:`taskbfs.search.compiled_levels`; ``task`` is then -1).
     depths: np.ndarray | None = None
@@ -337,11 +315,9 @@ def one_range(bounds) -> bool:
     for the savings that only a sole owner allows. Its step's candidates are one bucket
     (no bucketing copy: :func:`bucketed`, :class:`~taskbfs.search.level_tasks.LevelTasks`);
     on the GPU its discoveries are the next frontier as they are, so a one-task search
-    keeps a GPU level whole on the device (:class:`~taskbfs.search.device_levels.GpuLevels`)
-    and a dispatched step leaves the next level's inputs there
-    (``DeviceCache.keep_for_next_level``). The general path would give the same result
-    at the price of a copy of every candidate, or of the bitmaps and the frontier crossing
-    the bus at every level."""
+    keeps a GPU level whole on the device (:class:`~taskbfs.search.device_levels.GpuLevels`).
+    The general path would give the same result at the price of a copy of every
+    candidate."""
     return len(bounds) == 2
 
 
@@ -409,13 +385,11 @@ def search_rule(bounds, total_edges: int, direction_mode: str, alpha: float | No
 
 def first_frontier(degrees, bounds, sources, direction_mode: str, alpha: float | None = None,
                    beta: float | None = None, total_edges: int | None = None,
-                   result_on_device: bool = False,
                    depth_limit: int | None = None) -> tuple[Frontier, LevelSummary]:
     """``(level-0 frontier, its summary)`` of a search run as one task: the summary is
     :func:`first_summary`'s, the frontier the sources (one vertex or several, distinct) in
     the form its direction reads (``total_edges``: the degrees' sum, when the caller knows
-    it; ``result_on_device``: see :attr:`Frontier.result_on_device`; ``depth_limit``: see
-    :class:`SwitchRule`)."""
+    it; ``depth_limit``: see :class:`SwitchRule`)."""
     n = degrees.size
     bounds = np.ascontiguousarray(bounds, dtype=np.int64)
     total_edges = int(degrees.sum()) if total_edges is None else int(total_edges)
@@ -423,8 +397,7 @@ def first_frontier(degrees, bounds, sources, direction_mode: str, alpha: float |
     counts, task_edges = _per_task(bounds, src, degrees[src])
     summary = first_summary(bounds, src, degrees[src], total_edges, direction_mode, alpha, beta,
                             depth_limit)
-    progress = Progress(unvisited_per_task=np.diff(bounds) - counts, search=uuid.uuid4().hex,
-                        result_on_device=result_on_device)
+    progress = Progress(unvisited_per_task=np.diff(bounds) - counts, search=uuid.uuid4().hex)
     tally = Tally(search_rule(bounds, total_edges, direction_mode, alpha, beta, depth_limit),
                   int(src.size), summary.unexplored_edges)
     visited = bitmap_from_vertices(src, n)

@@ -160,19 +160,16 @@ def _result_merges() -> None:
 def _compiled_levels(on: bool, gpu: bool = False):
     """Leave the small-level paths as they are, or, in this process while the context
     lasts, turn the compiled small levels (and on a GPU worker, ``gpu``, the one-launch
-    small levels) off and bucket every several-task GPU step's candidates on the device:
-    so that the tiny graphs' levels run as the steps and kernels of a big graph's do (a
-    kernel a search reaches only past a size compiles in that search)."""
+    small levels) off: so that the tiny graphs' levels run as the steps and kernels of a
+    big graph's do (a kernel a search reaches only past a size compiles in that search)."""
     stack = contextlib.ExitStack()
     if not on:
         stack.enter_context(_paths_off)
         stack.enter_context(mock.patch.object(compiled_levels, "COMPILED_LEVEL_EDGES", 0))
         if gpu:
             from taskbfs.kernels.gpu_levels import DeviceLevels
-            from taskbfs.search import gpu_step
 
             stack.enter_context(mock.patch.object(DeviceLevels, "small_level_arcs", 0))
-            stack.enter_context(mock.patch.object(gpu_step, "DEVICE_BUCKET_MIN", 1))
     return stack
 
 
