@@ -4,7 +4,6 @@ what the general barrier makes of the source, for every direction mode."""
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -159,18 +158,6 @@ def test_result_written_by_many_slices_matches_scipy(runtime, direction, directe
     np.testing.assert_array_equal(r.distances, scipy_distances(graph, source))
     tb.validate(graph, source, r.parents, levels=r.distances)
     assert r.assembly_seconds > 0
-
-
-def test_a_result_is_kept_on_the_device_only_where_the_search_starts_says_so():
-    """Whether a search's GPU steps write their pairs into its result on the device
-    (``Frontier.result_on_device``) is decided once, where the search starts, and a
-    frontier without bookkeeping never keeps a result on the device."""
-    bounds = np.array([0, 4, 8], dtype=np.int64)
-    degrees = np.ones(8, dtype=np.int64)
-    for kept in (False, True):
-        frontier, _ = first_frontier(degrees, bounds, 0, TOP_DOWN, result_on_device=kept)
-        assert frontier.result_on_device is kept
-    assert not replace(frontier, progress=None).result_on_device
 
 
 def _rule(task_vertices, mean_degree=4.0) -> SwitchRule:

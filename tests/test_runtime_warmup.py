@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
 from distributed import Client, LocalCluster
 
 import taskbfs as tb
 from taskbfs.runtime import attach
 from taskbfs.search import compiled_levels, warmup
-from taskbfs.search.gpu_step import _bucket_on_device
 
 CALLS: list = []
 _lock = threading.Lock()
@@ -51,26 +49,20 @@ def test_the_bfs_warm_up_runs_the_search_body_and_never_raises(monkeypatch):
     assert warmup.warm_up() >= 0.0  # logged, not raised
 
 
-def test_the_warm_up_buckets_its_gpu_steps_on_the_device():
-    """A several-task GPU step buckets its candidates by owner on the device from
-    ``DEVICE_BUCKET_MIN`` of them, more than the warm-up's star gives any step: the
-    warm-up's big-graph pass on a GPU worker lowers that gate (and turns the one-launch
-    small levels and the compiled loop off), so that its GPU searches of three tasks load
-    the bucketing kernels (otherwise a GPU worker compiles them inside the first search
-    that crosses the gate); everything is as it was after it."""
+def test_the_warm_up_runs_the_big_graph_kernels_on_tiny_graphs():
+    """The warm-up's big-graph pass turns the one-launch small levels (on a GPU worker)
+    and the compiled loop off, so that its tiny graphs' levels load the kernels a big
+    graph's levels run (otherwise a worker compiles them inside the first search that
+    crosses those sizes); everything is as it was after it."""
     from taskbfs.kernels.gpu_levels import DeviceLevels
 
-    three_owners = np.array([0, 10, 20, 30])
-    star_leaves = 2 * compiled_levels.COMPILED_LEVEL_EDGES
     small_arcs, compiled = DeviceLevels.small_level_arcs, compiled_levels.COMPILED_LEVEL_EDGES
-    assert not _bucket_on_device(three_owners, star_leaves)
+    assert small_arcs > 0 and compiled > 0
     with warmup._compiled_levels(False, gpu=True):
-        assert _bucket_on_device(three_owners, 1)
         assert DeviceLevels.small_level_arcs == compiled_levels.COMPILED_LEVEL_EDGES == 0
     with warmup._compiled_levels(False):  # a CPU worker: the compiled loop only
-        assert not _bucket_on_device(three_owners, star_leaves)
+        assert DeviceLevels.small_level_arcs == small_arcs
         assert compiled_levels.COMPILED_LEVEL_EDGES == 0
-    assert not _bucket_on_device(three_owners, star_leaves)
     assert (DeviceLevels.small_level_arcs, compiled_levels.COMPILED_LEVEL_EDGES) == (small_arcs, compiled)
 
 
