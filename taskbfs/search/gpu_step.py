@@ -61,7 +61,7 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
         levels = cache.step_levels(dev, int(frontier.task_bounds()[-1]))
         levels.start_search()  # its state is this step's alone
         if frontier.direction == BOTTOM_UP:
-            h2d += levels.enter(level, False, frontier.visited_bits, frontier.bits)
+            entered = levels.enter(level, False, frontier.visited_bits, frontier.bits)
             counts = levels.bottom_up(level)
         else:
             mine = frontier.of_task(part.task)
@@ -70,11 +70,13 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
             if edges == 0:  # nothing to read
                 empty = np.empty(0, dtype=dtype)
                 return Discoveries(part.task, empty, empty.copy(), 0)
-            h2d += levels.enter(level, True, frontier.visited_bits, mine)
+            entered = levels.enter(level, True, frontier.visited_bits, mine)
             counts = levels.top_down(level, mine.size, edges)
         vertices, parents = levels.found(level)
-    d2h = _READ_BACK_BYTES + vertices.nbytes + parents.nbytes
+        d2h = _READ_BACK_BYTES + vertices.nbytes + parents.nbytes
+        cache.data.count_up(entered)  # the slice's upload is counted by the service
+        cache.data.count_down(d2h)
     return Discoveries(part.task, vertices.astype(dtype, copy=False),
                        parents.astype(dtype, copy=False),
-                       counts.examined, h2d_bytes=h2d, d2h_bytes=d2h,
+                       counts.examined, h2d_bytes=h2d + entered, d2h_bytes=d2h,
                        kernel_seconds=counts.seconds)
