@@ -400,7 +400,7 @@ def test_dispatched_gpu_steps_move_their_frontier_and_their_pairs(runtime):
         _check(g, source, r)
         steps = r.trace[r.trace["name"] == STEP_NAME]
         assert len(steps) and (steps["device"] == "cuda").all()
-        ran = steps[steps["h2d_bytes"] > 0]  # a top-down step whose vertices have no arcs: none
+        ran = steps[steps["d2h_bytes"] > 0]  # a top-down step whose vertices have no arcs: none
         assert len(ran) >= 2
         pair_bytes = 2 * g.indices.dtype.itemsize
         np.testing.assert_array_equal(ran["d2h_bytes"],

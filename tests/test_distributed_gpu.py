@@ -232,7 +232,7 @@ def test_gpu_owners_run_their_levels_on_their_gpus(rt):
     assert set(trace["device"]) == {"cuda"}
     bottom_up = trace[trace["direction"] == "bottom-up"]
     assert len(bottom_up) and (r.levels["direction"] == "top-down").any()
-    ran = trace[trace["h2d_bytes"] > 0]
+    ran = trace[trace["d2h_bytes"] > 0]  # a top-down step whose vertices have no arcs: none
     pair_bytes = 2 * np.dtype(np.int32).itemsize
     np.testing.assert_array_equal(ran["d2h_bytes"], _READ_BACK_BYTES + pair_bytes * ran["found"])
     # hybrid: the small steps on the owners' CPUs, their accepted pairs sent to the GPUs

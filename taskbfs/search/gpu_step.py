@@ -69,7 +69,7 @@ def run_step_on_gpu(part, frontier: Frontier, cache: DeviceCache | None = None) 
             edges = int((dev.indptr_host[local + 1] - dev.indptr_host[local]).sum())
             if edges == 0:  # nothing to read
                 empty = np.empty(0, dtype=dtype)
-                return Discoveries(part.task, empty, empty.copy(), 0)
+                return Discoveries(part.task, empty, empty.copy(), 0, h2d_bytes=h2d)
             entered = levels.enter(level, True, frontier.visited_bits, mine)
             counts = levels.top_down(level, mine.size, edges)
         vertices, parents = levels.found(level)
