@@ -37,10 +37,7 @@ def main(argv=None) -> None:
     parser.add_argument("--lines", type=int, default=45)
     parser.add_argument("--call", action="store_true", help="profile tb.bfs, not the task's body")
     args = parser.parse_args(argv)
-    graph = tb.kronecker(args.scale, 16, seed=1)
-    degrees = graph.degrees()
-    keys = np.flatnonzero(degrees)[:: max(1, graph.num_vertices // 97)][: args.searches]
-    search = searcher(graph, degrees, args.tasks, args.strategy, args.call)
+    keys, search = searches(args.scale, args.tasks, args.strategy, args.searches, args.call)
     for source in keys:
         search(source)  # warm: kernels compiled and loaded, graph and buffers on the device
     walls = []
@@ -57,6 +54,15 @@ def main(argv=None) -> None:
     stats = pstats.Stats(profile)
     stats.sort_stats("tottime").print_stats(args.lines)
     stats.sort_stats("cumulative").print_stats(args.lines)
+
+
+def searches(scale: int, tasks: int, strategy: str, count: int, call: bool):
+    """``(sources, search)``: ``count`` sources of a scale-``scale`` Kronecker graph spread
+    over its vertex ids, and :func:`searcher` over that graph."""
+    graph = tb.kronecker(scale, 16, seed=1)
+    degrees = graph.degrees()
+    keys = np.flatnonzero(degrees)[:: max(1, graph.num_vertices // 97)][:count]
+    return keys, searcher(graph, degrees, tasks, strategy, call)
 
 
 def searcher(graph, degrees, tasks: int, strategy: str, call: bool):

@@ -18,9 +18,7 @@ import time
 from collections import defaultdict
 
 import numpy as np
-from level_profile import searcher
-
-import taskbfs as tb
+from level_profile import searches
 
 #: ``module:Class.method`` or ``module:function`` timed in the timeline.
 PHASES = [
@@ -105,10 +103,7 @@ def main(argv=None) -> None:
     parser.add_argument("--call", action="store_true",
                         help="time tb.bfs on the embedded runtime, not the task's body")
     args = parser.parse_args(argv)
-    graph = tb.kronecker(args.scale, 16, seed=1)
-    degrees = graph.degrees()
-    keys = np.flatnonzero(degrees)[:: max(1, graph.num_vertices // 97)][: args.searches]
-    search = searcher(graph, degrees, args.tasks, args.strategy, args.call)
+    keys, search = searches(args.scale, args.tasks, args.strategy, args.searches, args.call)
 
     for source in keys:
         search(source)

@@ -281,38 +281,33 @@ class DeviceLevels:
             return None
         after, distances, parents = self._copy
         self._copy = None
-        cfg = self.config
-        self.k.base.fill[1, cfg.block_size](self.tail, 0)
-        # the queues and the deferred list are free once the levels are done
-        log_v, log_p, log_d = self.queues[0], self.queues[1], self.deferred
-        self.k.found_after[cfg.blocks_for(self.n), cfg.block_size](
-            self.distances, self.parents, self.n, after, log_v, log_p, log_d, self.tail)
-        count = np.empty(1, dtype=np.int64)
-        self._download(count, self.tail)
+        later_v, later_p, later_d = self._found_after(after, 3)
         self._side[1].synchronize()
-        found = int(count[0])
-        if found:
-            later = [np.empty(found, dtype=self.dtype) for _ in range(3)]
-            for host, device in zip(later, (log_v, log_p, log_d), strict=True):
-                self._download(host, device)
-            parents[later[0]], distances[later[0]] = later[1], later[2]
+        parents[later_v], distances[later_v] = later_p, later_d
         return distances, parents
 
     def found(self, level: int) -> tuple[np.ndarray, np.ndarray]:
         """The vertices level ``level`` found and their parents, on the host (``result_dtype``,
         in no set order): what a step run alone here returns (its search entered fresh, so
         every vertex at a distance beyond ``level`` is the level's)."""
+        vertices, parents = self._found_after(level, 2)
+        return vertices, parents
+
+    def _found_after(self, after: int, columns: int) -> list[np.ndarray]:
+        """The vertices at a distance beyond ``after``, on the host: the first ``columns``
+        of their ids, parents and distances (``found_after``, into the queues and the
+        deferred list, free once the levels are done)."""
         cfg = self.config
         self.k.base.fill[1, cfg.block_size](self.tail, 0)
-        log_v, log_p, log_d = self.queues[0], self.queues[1], self.deferred
+        logs = (self.queues[0], self.queues[1], self.deferred)
         self.k.found_after[cfg.blocks_for(self.n), cfg.block_size](
-            self.distances, self.parents, self.n, level, log_v, log_p, log_d, self.tail)
+            self.distances, self.parents, self.n, after, *logs, self.tail)
         count = np.empty(1, dtype=np.int64)
         self._download(count, self.tail)
-        pairs = [np.empty(int(count[0]), dtype=self.dtype) for _ in range(2)]
-        for host, device in zip(pairs, (log_v, log_p), strict=True):
+        found = [np.empty(int(count[0]), dtype=self.dtype) for _ in range(columns)]
+        for host, device in zip(found, logs[:columns], strict=True):
             self._download(host, device)
-        return pairs[0], pairs[1]
+        return found
 
     def _side_stream(self, cuda):
         """The stream the result's copy runs on: CuPy's non-blocking one, which does not
