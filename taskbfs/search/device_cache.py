@@ -278,8 +278,9 @@ def upload_slices(num_vertices: int, whole: bool, *parts) -> dict:
     the graph is placed, :func:`upload_to_gpus`): what the first search would otherwise
     pay. With ``whole`` and every range here, the whole graph at once with the device
     levels' buffers (its searches run here as one task); else slice by slice, those beyond
-    the budget left for the steps to upload. Returns the cache's :meth:`~DeviceCache.stats`, or None on a worker that
-    advertises a GPU without a usable one (its steps would say so, if it runs any)."""
+    the budget left for the steps to upload. Returns the cache's
+    :meth:`~DeviceCache.stats`, or None on a worker that advertises a GPU without a usable
+    one (its steps would say so, if it runs any)."""
     from taskbfs.kernels.bitmap import words_for
     from taskbfs.kernels.gpu import gpu_available
 
