@@ -477,8 +477,8 @@ def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
 @needs_gpu
 def test_a_kernel_launched_by_cupy_is_the_kernel_numba_launches():
     """The same numba kernel run by numba's launch and through CuPy (its PTX, numba's
-    argument ABI: 1-D and 2-D arrays, a strided view, signed and unsigned integers, a
-    float, a boolean) writes the same values; under the simulator, or without CuPy, the
+    argument ABI: 1-D and 2-D arrays, a strided view, signed and unsigned integers of 32
+    and 64 bits, negative ones too, a double and a float, a boolean) writes the same values; under the simulator, or without CuPy, the
     kernel is numba's own."""
     from numba import config as numba_config
     from numba import cuda
@@ -501,11 +501,12 @@ def test_a_kernel_launched_by_cupy_is_the_kernel_numba_launches():
     assert isinstance(launched, CupyLaunchedKernel)
     table = cuda.to_device(np.arange(12, dtype=np.int64).reshape(3, 4))
     every_other = cuda.to_device(np.arange(200, dtype=np.int64))[::2]
-    for shift, negate in ((-3, False), (np.int32(5), True), (-3, True)):
+    for shift, scale, negate in ((-3, 0.5, False), (np.int32(5), 0.5, True),
+                                 (np.int32(-7), np.float32(0.25), False), (-3, 0.5, True)):
         # fresh output arrays each round: parameters kept for an array die with it
         by_numba = cuda.to_device(np.zeros(100, dtype=np.float64))
         by_cupy = cuda.to_device(np.ones(100, dtype=np.float64))
-        args = (table, every_other, shift, np.uint64(0xFF), 0.5, negate)
+        args = (table, every_other, shift, np.uint64(0xFF), scale, negate)
         mix[1, 128](by_numba, *args)
         launched[1, 128](by_cupy, *args)
         np.testing.assert_array_equal(by_cupy.copy_to_host(), by_numba.copy_to_host())

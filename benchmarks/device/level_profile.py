@@ -67,17 +67,19 @@ def searches(scale: int, tasks: int, strategy: str, count: int, call: bool):
 
 def searcher(graph, degrees, tasks: int, strategy: str, call: bool):
     """``search(source)``: ``tb.bfs`` on the embedded runtime (``call``), or the search
-    task's body (``run_search``) called in this thread, on the GPU worker's device."""
+    task's body (``run_search``) called in this thread, on the GPU worker's device (the
+    CPU worker's for the cpu strategy)."""
     if call:
         return lambda source: tb.bfs(graph, int(source), tasks=tasks, strategy=strategy)
     bundle, bounds = _bundle(graph, tasks)
     policy = Policy(strategy)
+    device = "smp" if strategy == "cpu" else "cuda"
 
     def search(source):
         init = {"bounds": bounds, "sources": np.array([source], dtype=np.int64),
                 "direction_mode": "auto", "total_edges": graph.num_arcs,
                 "alpha": config.get("direction.alpha"), "beta": config.get("direction.beta")}
-        return run_search(bundle, degrees, init=init, policy=policy, device="cuda")
+        return run_search(bundle, degrees, init=init, policy=policy, device=device)
     return search
 
 

@@ -59,6 +59,9 @@ PHASES = [
     "taskbfs.search.level_tasks:empty_bitmap",
     "taskbfs.search.level_tasks:next_level",
     "taskbfs.search.included:run_search",
+    "taskbfs.search.included:_assemble",
+    "taskbfs.search.compiled_levels:run_small_levels",
+    "taskbfs.search.included:IncludedLevels._on_threads",
     "taskbfs.runtime.resident:Residents.call",
     "taskbfs.search.runner:Search.result",
 ]

@@ -9,7 +9,9 @@ kernel to numba's own launch).
 
 Arguments are passed as numba passes them (its kernel ABI): an array as meminfo, parent,
 item count, item size, data pointer, shape and strides; a scalar as itself, a boolean as
-one byte.
+one byte. Each parameter sits in an 8-byte slot of one buffer whose slot addresses go to
+the driver's launch (``kernelParams``): a launch costs a few numpy calls, whatever its
+number of parameters.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from __future__ import annotations
 import functools
 import os
 import re
+import struct
 import tempfile
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 from numba import config as numba_config
@@ -33,6 +37,12 @@ def launched_by_cupy(kernel):
     if _cupy() is None:
         return kernel
     return CupyLaunchedKernel(kernel)
+
+
+def cupy_module():
+    """The cupy module where kernels are launched by CuPy (a real GPU, CuPy installed),
+    else None."""
+    return _cupy()
 
 
 @functools.cache
@@ -63,7 +73,9 @@ def require_cupy(what: str):
 
 class CupyLaunchedKernel:
     """A numba kernel launched by CuPy: its PTX for each tuple of argument types, loaded
-    on the first launch with those types."""
+    on the first launch with those types, launched through the driver with all of its
+    parameters in one buffer (CuPy's own call converts each of a launch's ~100
+    parameters in turn)."""
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -74,19 +86,24 @@ class CupyLaunchedKernel:
         return functools.partial(self._launch, int(blocks), int(threads))
 
     def _launch(self, blocks: int, threads: int, *args) -> None:
-        argtypes, flat = [], []
+        argtypes, words = [], []
         for value in args:
             argtype, params = _parameters(value, self.kernel)
             argtypes.append(argtype)
-            flat += params
+            words += params
         argtypes = tuple(argtypes)
         function = self._functions.get(argtypes)
         if function is None:
             function = self._functions[argtypes] = self._load(argtypes)
-        function((blocks,), (threads,), tuple(flat))
+        cupy = _cupy()
+        values = np.array(words, dtype=np.uint64)  # one 8-byte slot per parameter
+        pointers = _slot_offsets(values.size) + np.uint64(values.ctypes.data)
+        cupy.cuda.driver.launchKernel(function.pointer, blocks, 1, 1, threads, 1, 1, 0,
+                                      cupy.cuda.get_current_stream().ptr,
+                                      pointers.ctypes.data, 0)
 
-    def _load(self, argtypes: tuple):
-        """The CuPy function of this kernel compiled by numba for ``argtypes``."""
+    def _load(self, argtypes: tuple) -> _Loaded:
+        """This kernel compiled by numba for ``argtypes``, loaded by CuPy."""
         self.kernel.compile(argtypes)
         ptx = self.kernel.inspect_asm(argtypes)
         entry = re.search(r"\.entry\s+([\w$.]+)\s*\(", ptx).group(1)
@@ -94,7 +111,25 @@ class CupyLaunchedKernel:
             path = os.path.join(folder, "kernel.ptx")
             with open(path, "w") as out:
                 out.write(ptx)
-            return _cupy().RawModule(path=path).get_function(entry)
+            function = _cupy().RawModule(path=path).get_function(entry)
+        # a RawKernel holds its driver function (CUfunction) as ``kernel``
+        driver_function = getattr(function, "kernel", function)
+        return _Loaded(function, int(driver_function.ptr))
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """A kernel loaded by CuPy (kept: its module stays loaded) and its CUfunction."""
+
+    function: object
+    pointer: int
+
+
+@functools.cache
+def _slot_offsets(count: int) -> np.ndarray:
+    """Byte offsets of ``count`` 8-byte parameter slots (the driver reads each parameter
+    from the start of its slot: little-endian, a narrower one from its low bytes)."""
+    return np.arange(count, dtype=np.uint64) * np.uint64(8)
 
 
 #: A device array's numba type and kernel parameters, while the array lives: the arrays a
@@ -102,17 +137,23 @@ class CupyLaunchedKernel:
 #: not change.
 _ARRAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+_WORD = (1 << 64) - 1
+
 
 def _parameters(value, kernel) -> tuple:
-    """``(numba type, kernel parameters)`` of one kernel argument (numba's ABI)."""
+    """``(numba type, kernel parameters)`` of one kernel argument (numba's ABI), each
+    parameter as the unsigned 64-bit word that holds its bytes."""
     if isinstance(value, (bool, np.bool_)):
-        return types.boolean, [np.uint8(value)]
+        return types.boolean, [int(bool(value))]
     if isinstance(value, int):
-        return types.int64, [np.int64(value)]
+        return types.int64, [value & _WORD]
     if isinstance(value, float):
-        return types.float64, [np.float64(value)]
-    if isinstance(value, (np.integer, np.floating)):
-        return numpy_support.from_dtype(value.dtype), [value]
+        return types.float64, [_float_word(value, "<d")]
+    if isinstance(value, np.integer):
+        return numpy_support.from_dtype(value.dtype), [int(value) & ((1 << 8 * value.itemsize) - 1)]
+    if isinstance(value, np.floating):
+        fmt = "<d" if value.itemsize == 8 else "<f"
+        return numpy_support.from_dtype(value.dtype), [_float_word(float(value), fmt)]
     try:
         return _ARRAYS[value]
     except KeyError:
@@ -123,6 +164,11 @@ def _parameters(value, kernel) -> tuple:
     return entry
 
 
+def _float_word(value: float, fmt: str) -> int:
+    """The bytes of ``value`` packed as ``fmt`` (a float or a double), as an integer."""
+    return int.from_bytes(struct.pack(fmt, value), "little")
+
+
 def _array_parameters(value, kernel) -> tuple:
     if not cuda.is_cuda_array(value):
         raise TypeError(f"a kernel launched by CuPy takes device arrays, got {type(value)}")
@@ -130,8 +176,7 @@ def _array_parameters(value, kernel) -> tuple:
     # numba's own device arrays as they are; others (CuPy's) through their interface
     view = value if hasattr(value, "device_ctypes_pointer") else cuda.as_cuda_array(value)
     pointer = view.device_ctypes_pointer.value or 0
-    params = [np.uint64(0), np.uint64(0), np.int64(view.size), np.int64(view.dtype.itemsize),
-              np.uint64(pointer)]
-    params += [np.int64(s) for s in view.shape]
-    params += [np.int64(s) for s in view.strides]
+    params = [0, 0, int(view.size), int(view.dtype.itemsize), int(pointer)]
+    params += [int(s) & _WORD for s in view.shape]
+    params += [int(s) & _WORD for s in view.strides]
     return argtype, params
