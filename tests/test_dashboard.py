@@ -704,7 +704,9 @@ def test_page_on_a_separately_started_scheduler(cli_scheduler):
         assert _data(base)["state"] == "idle"
         graph = tb.kronecker(9, seed=1)
         result = tb.bfs(graph, int(tb.search_keys(graph, 1, seed=1)[0]), tasks=4, lam=3, runtime=rt)
-        snap = _data(base)
+        # a search shorter than the summary interval sends the page none: the page has it
+        # done once its client's end-of-search records arrive
+        snap = _finished(base, _program_of(result))
         # the live timeline from a worker process: a search of every level as tasks
         grid = _grid(40)
         slow, seen = _watch(base, lambda: tb.bfs(grid, 0, tasks=4, runtime=rt, dispatch="tasks"))

@@ -130,13 +130,29 @@ def _summary(level: int, frontier_size: int = 1) -> LevelSummary:
 
 
 def test_summaries_are_sent_at_most_every_interval_the_last_at_once(monkeypatch):
+    """None before the first interval has passed; then the latest at most once per
+    interval; the last at once when one went before it; a search shorter than the
+    interval sends none unless a client waits for its summaries (``progress``)."""
     sent = []
     monkeypatch.setattr(state, "publish", lambda message: sent.append(message))
     monkeypatch.setattr(state, "_SUMMARY_INTERVAL", 3600.0)
+    short = SummaryPublisher()
+    for level in range(3):
+        short.add(_summary(level))
+    short.add(_summary(3, frontier_size=0))
+    assert sent == []  # a short search no one waits on: its summaries come back with it
+    waited = SummaryPublisher(waited=True)
+    waited.add(_summary(0))
+    waited.add(_summary(1, frontier_size=0))
+    assert [m["summaries"][0]["level"] for m in sent] == [1]  # progress gets the last
+    sent.clear()
     publisher = SummaryPublisher()
-    for level in range(5):
+    monkeypatch.setattr(state, "_SUMMARY_INTERVAL", 0.0)
+    publisher.add(_summary(0))  # the interval passed: the latest goes
+    monkeypatch.setattr(state, "_SUMMARY_INTERVAL", 3600.0)
+    for level in range(1, 5):
         publisher.add(_summary(level))
-    assert [m["summaries"][0]["level"] for m in sent] == [0]  # the first goes at once
+    assert [m["summaries"][0]["level"] for m in sent] == [0]
     publisher.add(_summary(5, frontier_size=0))  # the search's last: at once
     assert [m["summaries"][0]["level"] for m in sent] == [0, 5]
     monkeypatch.setattr(state, "_SUMMARY_INTERVAL", 0.0)

@@ -34,8 +34,8 @@ Devices
     levels on the GPU worker (the compiled loop places by those numbers).
 Messages
     The client needs no level summary to go on, so the task sends them for the live
-    page and ``progress`` only, a few times a second (the
-    last one at once); every summary comes back with the outcome.
+    page and ``progress`` only, a few times a second (the last one at once when one went
+    before it or ``progress`` waits for it); every summary comes back with the outcome.
 """
 
 from __future__ import annotations
@@ -126,7 +126,8 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
         ``bounds``, ``sources`` (int64, distinct), ``direction_mode``, ``total_edges``,
         ``alpha``, ``beta``, ``depth_limit``: what :func:`~taskbfs.search.state.first_frontier`
         needs; ``device_result``: leave the result in this GPU's memory (CuPy arrays, no
-        copy to the host; :func:`_assemble`).
+        copy to the host; :func:`_assemble`); ``progress``: the client reads the level
+        summaries as they come (:class:`~taskbfs.search.state.SummaryPublisher`).
     policy : Policy or PlacementPolicy
         Places each step on a device (by its size and task id), through the runtime's
         :class:`~taskbfs.runtime.policy.Placement`.
@@ -142,7 +143,7 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
     threads = worker_threads()
     on_device = bool(init.get("device_result")) and device == CUDA  # else moved after
     levels = IncludedLevels(slices, degrees, placement, device, threads, frontier, sources,
-                            result_to_host=not on_device)
+                            result_to_host=not on_device, waited=bool(init.get("progress")))
     run_levels(levels, summary)
     gpu, frontier = levels.gpu, levels.frontier
     d2h = gpu.result_bytes() if gpu is not None and gpu.ran and not on_device else 0
@@ -183,6 +184,8 @@ class IncludedLevels:
     sources : ndarray of int64
     result_to_host : bool
         Whether the result goes to the host (else it stays on the GPU: ``device_result``).
+    waited : bool
+        Whether the client reads the summaries as they come (``progress``).
 
     Attributes
     ----------
@@ -196,13 +199,14 @@ class IncludedLevels:
     """
 
     def __init__(self, slices, degrees, placement: Placement, device: str, threads: int,
-                 frontier: Frontier, sources, result_to_host: bool = True):
+                 frontier: Frontier, sources, result_to_host: bool = True,
+                 waited: bool = False):
         self.slices, self.degrees, self.placement = slices, degrees, placement
         self.device = device
         self.frontier = frontier
         num_tasks = len(slices)
         self.summaries = LevelSummaries(num_tasks)
-        self.publisher = SummaryPublisher()
+        self.publisher = SummaryPublisher(waited)
         self.on_threads = LevelTasks(slices, degrees, threads)
         self.gpu = (GpuLevels(slices, placement, degrees, sources, frontier.bounds,
                               self.on_threads, result_to_host=result_to_host)

@@ -91,7 +91,7 @@ class Search:
         self.init = {"bounds": self.parts.bounds, "sources": search.sources,
                      "direction_mode": direction, "total_edges": placed.num_arcs, "alpha": alpha,
                      "beta": beta, "depth_limit": search.depth_limit,
-                     "device_result": search.device_result}
+                     "device_result": search.device_result, "progress": progress is not None}
         self.tags = {"vertices": graph.num_vertices, "directed": bool(graph.directed),
                      "arcs": placed.num_arcs}
         # a graph kept on the workers keeps its results there too (gathered when read),

@@ -23,7 +23,6 @@ Encoding
 from __future__ import annotations
 
 import functools
-import math
 import os
 import time
 import uuid
@@ -263,21 +262,30 @@ class SummaryPublisher:
     """Sends the level summaries of a search that runs its levels itself to its program's
     client (:func:`publish`) as messages ``{"summaries": [...]}``, for the live page and
     ``progress`` only (the task runs every level itself and returns every summary at the
-    end): the first and the last (an empty frontier: the search ended) go at once, the
-    latest of the others once :data:`_SUMMARY_INTERVAL` seconds have passed since
-    the last message, the rest not at all, so a deep search sends a few messages a second,
-    not one per level. No step of such a search is placed by the scheduler plugin, so the
-    messages carry no sizes for it (the page reads the summary's own counts)."""
+    end): the latest once :data:`_SUMMARY_INTERVAL` seconds have passed since the search
+    began or since the last message, the rest not at all, and the last (an empty
+    frontier: the search ended) at once when one went before it or a client waits for it
+    (``waited``: ``progress``). So a deep search sends a few messages a second, not one
+    per level, and a search shorter than the interval that no one waits on sends none:
+    each message costs the event loop that the embedded cluster shares with the search,
+    and the page gets every summary of a finished search from its client when it asks
+    (:func:`~taskbfs.finished_runs.keep_finished`). No step of such a search is placed
+    by the scheduler plugin, so the messages carry no sizes for it (the page reads the
+    summary's own counts)."""
 
-    def __init__(self):
-        self.sent = -math.inf  # the first summary goes at once
+    def __init__(self, waited: bool = False):
+        self.sent = time.perf_counter()  # the search's start: its first interval
+        self.any_sent = False
+        self.waited = waited
 
     def add(self, summary: LevelSummary) -> None:
         now = time.perf_counter()
-        last = summary.frontier_size == 0
-        if last or now - self.sent >= _SUMMARY_INTERVAL:
+        due = now - self.sent >= _SUMMARY_INTERVAL
+        if summary.frontier_size == 0:
+            due = due or self.any_sent or self.waited
+        if due:
             publish({"summaries": [summary.to_message()]})
-            self.sent = now
+            self.sent, self.any_sent = now, True
 
 
 def summaries_of(message: dict) -> list[LevelSummary]:
