@@ -14,6 +14,7 @@ from shapes import path, shapes
 import taskbfs as tb
 from taskbfs.graph import partition
 from taskbfs.placed.placement import graph_slices
+from taskbfs.search import level_tasks
 from taskbfs.search.level_tasks import LevelTasks
 from taskbfs.search.state import BOTTOM_UP, first_frontier
 from taskbfs.search.steps import slice_for, step_smp
@@ -63,10 +64,12 @@ def same_frontier(a, b):
 
 @pytest.mark.parametrize("direction", ["auto", "top-down", "bottom-up"])
 @pytest.mark.parametrize("name", sorted(SHAPES))
-def test_levels_on_threads_are_the_level_loops(name, direction):
+def test_levels_on_threads_are_the_level_loops(name, direction, monkeypatch):
     """Frontiers (vertices in order, offsets, bitmaps), visited sets and per-task counts
     equal the level loop's at every level, for 1 to 4 threads and task counts up to one
-    per vertex (more tasks than threads, steps claimed in any order)."""
+    per vertex (more tasks than threads, steps claimed in any order). Every level here
+    is small: each thread is given a share however small, so that 4 threads run."""
+    monkeypatch.setattr(level_tasks, "ENTRIES_PER_THREAD", 1)
     shape = SHAPES[name]
     graph = build(shape)
     degrees = np.diff(graph.indptr).astype(np.int64)
@@ -88,6 +91,20 @@ def test_levels_on_threads_are_the_level_loops(name, direction):
                     assert len(rows) == steps
                 # the visited set is updated in place: compare it once, at the end
                 np.testing.assert_array_equal(frontier.visited_bits, want_frontier.visited_bits)
+
+
+def test_a_level_takes_a_thread_per_share_of_its_work():
+    """At most one thread per step, and one per ENTRIES_PER_THREAD entries of work: a
+    small level runs in the calling thread alone."""
+    graph = tb.kronecker(6, 4, seed=1)
+    _, slices = task_slices(graph, 4)
+    runner = LevelTasks(slices, np.diff(graph.indptr).astype(np.int64), 8)
+    share = level_tasks.ENTRIES_PER_THREAD
+    assert runner._threads_for(3, 10) == 1
+    assert runner._threads_for(100, 5 * share) == 5
+    assert runner._threads_for(3, 10 * share) == 3
+    assert runner._threads_for(100, 100 * share) == 8
+    assert runner._threads_for(0, 0) == 1
 
 
 def test_every_task_of_every_level_is_traced_with_its_thread_and_times(runtime):

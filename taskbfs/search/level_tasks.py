@@ -46,6 +46,11 @@ from taskbfs.kernels.level_tasks import (
 from taskbfs.runtime import on_threads
 from taskbfs.search.state import BOTTOM_UP, Discoveries, Frontier, LevelSummary, one_range
 
+#: Entries (arcs top-down, unvisited vertices bottom-up) a level gives each thread at the
+#: least: handing a thread its share costs tens of microseconds, which a kernel spends
+#: on some ten thousand entries.
+ENTRIES_PER_THREAD = 1 << 14
+
 
 class TaskLists:
     """Every task's slices as the numba typed lists the compiled level reads. Made once per
@@ -140,7 +145,7 @@ class LevelTasks:
         # one owner: the kernel leaves the candidates where they are (one bucket)
         buck_v, buck_u = ((cand_v, cand_u) if one_range(bounds)
                           else (np.empty(total, dtype), np.empty(total, dtype)))
-        threads = min(self.threads, steps.size)
+        threads = self._threads_for(steps.size, total)
         seen = self._seen_bits(threads, frontier.visited_bits.size,
                                bool((edges > frontier.visited_bits.size).any()))
         buck_off = np.empty((steps.size, num_tasks + 1), dtype=np.int64)
@@ -184,7 +189,7 @@ class LevelTasks:
         stats = np.empty((steps.size, STATS_WIDTH), dtype=np.int64)
         order = np.argsort(-unvisited[steps], kind="stable")
         sync = np.zeros(SYNC_SIZE, dtype=np.int64)
-        threads = min(self.threads, steps.size)
+        threads = self._threads_for(steps.size, int(unvisited[steps].sum()))
 
         def slot(k):
             bottom_up_level(k, sync, order, steps, lists.in_indptrs, lists.in_indices,
@@ -199,6 +204,12 @@ class LevelTasks:
         n_new = int(next_off[-1])
         return steps, (counts, next_edges, new_bits, next_v[:n_new], next_u[:n_new], next_off,
                        stats, idents)
+
+    def _threads_for(self, steps: int, entries: int) -> int:
+        """Threads for a level of ``steps`` steps that read about ``entries`` entries: at
+        most one per step, and one per :data:`ENTRIES_PER_THREAD` (a smaller share costs
+        less than handing it to a thread)."""
+        return max(1, min(self.threads, steps, entries // ENTRIES_PER_THREAD))
 
     def _seen_bits(self, threads: int, words: int, needed: bool) -> np.ndarray:
         """Per thread, a zeroed bitmap for steps that report each vertex once (the kernel
