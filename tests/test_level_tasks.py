@@ -14,7 +14,7 @@ from shapes import path, shapes
 import taskbfs as tb
 from taskbfs.graph import partition
 from taskbfs.placed.placement import graph_slices
-from taskbfs.search import level_tasks
+from taskbfs.runtime import worker
 from taskbfs.search.level_tasks import LevelTasks
 from taskbfs.search.state import BOTTOM_UP, first_frontier
 from taskbfs.search.steps import slice_for, step_smp
@@ -69,7 +69,7 @@ def test_levels_on_threads_are_the_level_loops(name, direction, monkeypatch):
     equal the level loop's at every level, for 1 to 4 threads and task counts up to one
     per vertex (more tasks than threads, steps claimed in any order). Every level here
     is small: each thread is given a share however small, so that 4 threads run."""
-    monkeypatch.setattr(level_tasks, "ENTRIES_PER_THREAD", 1)
+    monkeypatch.setattr(worker, "ENTRIES_PER_THREAD", 1)
     shape = SHAPES[name]
     graph = build(shape)
     degrees = np.diff(graph.indptr).astype(np.int64)
@@ -99,7 +99,7 @@ def test_a_level_takes_a_thread_per_share_of_its_work():
     graph = tb.kronecker(6, 4, seed=1)
     _, slices = task_slices(graph, 4)
     runner = LevelTasks(slices, np.diff(graph.indptr).astype(np.int64), 8)
-    share = level_tasks.ENTRIES_PER_THREAD
+    share = worker.ENTRIES_PER_THREAD
     assert runner._threads_for(3, 10) == 1
     assert runner._threads_for(100, 5 * share) == 5
     assert runner._threads_for(3, 10 * share) == 3

@@ -26,6 +26,7 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 ``record_included`` records of included pieces that compiled code ran and timed
 ``thread_pool``     this process's thread pool for work a task spreads over threads
 ``on_threads``      ``work(k)`` on k threads at once, this one among them
+``threads_for``     how many threads an amount of work is worth
 ==================  ===============================================================
 """
 
@@ -52,6 +53,7 @@ from taskbfs.runtime.worker import (
     publish,
     record_included,
     thread_pool,
+    threads_for,
     worker_cache,
     worker_threads,
 )
@@ -80,6 +82,7 @@ __all__ = [
     "include",
     "include_each",
     "on_threads",
+    "threads_for",
     "publish",
     "record_included",
     "thread_pool",

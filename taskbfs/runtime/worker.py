@@ -225,6 +225,18 @@ def thread_pool(threads: int | None = None):
         return _thread_pools[threads]
 
 
+#: Entries of work (arcs, vertices, records) a thread is given at the least: handing a
+#: thread its share costs tens of microseconds, which a kernel spends on some ten
+#: thousand entries.
+ENTRIES_PER_THREAD = 1 << 14
+
+
+def threads_for(entries: int, most: int) -> int:
+    """How many threads work of ``entries`` entries is worth: one per
+    :data:`ENTRIES_PER_THREAD`, from 1 to ``most``."""
+    return max(1, min(int(most), int(entries) // ENTRIES_PER_THREAD))
+
+
 def on_threads(work, threads: int, pool_size: int | None = None) -> list[int]:
     """Call ``work(k)`` for k in 0 .. threads-1: 0 in this thread, the others on the
     :func:`thread_pool` of ``pool_size`` threads (default ``threads``); the threads'

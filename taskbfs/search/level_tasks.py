@@ -43,13 +43,8 @@ from taskbfs.kernels.level_tasks import (
     bottom_up_level,
     top_down_level,
 )
-from taskbfs.runtime import on_threads
+from taskbfs.runtime import on_threads, threads_for
 from taskbfs.search.state import BOTTOM_UP, Discoveries, Frontier, LevelSummary, one_range
-
-#: Entries (arcs top-down, unvisited vertices bottom-up) a level gives each thread at the
-#: least: handing a thread its share costs tens of microseconds, which a kernel spends
-#: on some ten thousand entries.
-ENTRIES_PER_THREAD = 1 << 14
 
 
 class TaskLists:
@@ -206,10 +201,10 @@ class LevelTasks:
                        stats, idents)
 
     def _threads_for(self, steps: int, entries: int) -> int:
-        """Threads for a level of ``steps`` steps that read about ``entries`` entries: at
-        most one per step, and one per :data:`ENTRIES_PER_THREAD` (a smaller share costs
-        less than handing it to a thread)."""
-        return max(1, min(self.threads, steps, entries // ENTRIES_PER_THREAD))
+        """Threads for a level of ``steps`` steps that read about ``entries`` entries (arcs
+        top-down, unvisited vertices bottom-up): at most one per step, and as many as
+        the work is worth (:func:`~taskbfs.runtime.threads_for`)."""
+        return threads_for(entries, min(self.threads, steps))
 
     def _seen_bits(self, threads: int, words: int, needed: bool) -> np.ndarray:
         """Per thread, a zeroed bitmap for steps that report each vertex once (the kernel

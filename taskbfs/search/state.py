@@ -37,7 +37,7 @@ from taskbfs.kernels.bitmap import bitmap_from_vertices
 from taskbfs.kernels.direction import AUTO, BOTTOM_UP, TOP_DOWN, switch_direction
 from taskbfs.kernels.level_tasks import SYNC_SIZE
 from taskbfs.kernels.merge import bucket_by_owner
-from taskbfs.runtime import on_threads, publish
+from taskbfs.runtime import on_threads, publish, threads_for
 
 DIRECTIONS = (AUTO, TOP_DOWN, BOTTOM_UP)
 
@@ -491,10 +491,12 @@ def assemble_all(logs, levels, *, sources, bounds, cuts,
     fill = max(1, (stop - first) // _ASSEMBLY_CHUNK)
     pool_size = threads or host_threads()
     sync = np.zeros(SYNC_SIZE, dtype=np.int64)
+    pieces = max(fill, int(chunk_start[-1]))  # slices to fill and chunks to write
+    threads = threads_for(stop - first + int(sizes.sum()), min(pool_size, pieces))
     on_threads(lambda _k: assemble_share(sync, first, stop, fill, vertices, parents_of, depths,
                                          distance, chunk_start, _ASSEMBLY_CHUNK, distances,
                                          parents),
-               max(1, min(pool_size, max(fill, int(chunk_start[-1])))), pool_size)
+               threads, pool_size)
     mine = as_sources(sources)
     mine = mine[(mine >= first) & (mine < stop)]
     distances[mine - first] = 0
