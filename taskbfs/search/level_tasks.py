@@ -7,11 +7,13 @@ Approach
     In a search run as one task on a CPU worker (:mod:`taskbfs.search.included`), every step
     runs on the CPU. Handing each of T steps to a thread pool from Python costs tens of
     microseconds per task and holds the GIL, and a serial barrier leaves the other cores
-    idle: with T = 256 that is most of a level. Here the worker's P threads (the task's
-    own and P - 1 of :func:`~taskbfs.runtime.thread_pool`) each make one compiled call
-    (:mod:`taskbfs.kernels.level_tasks`) that claims the level's steps one at a time
-    (largest first), then the barrier's owners, then their copies: a task costs what its
-    kernel costs plus a few atomic operations, and the barrier runs on every thread. The
+    idle: with T = 256 that is most of a level. Here up to the worker's P threads (the
+    task's own and others of :func:`~taskbfs.runtime.thread_pool`; as many as the level's
+    work is worth, :func:`~taskbfs.runtime.threads_for`: a small level runs in the task's
+    own thread) each make one compiled call (:mod:`taskbfs.kernels.level_tasks`) that
+    claims the level's steps one at a time (largest first), then the barrier's owners,
+    then their copies: a task costs what its kernel costs plus a few atomic operations,
+    and the barrier runs on every thread. The
     kernels are those of the level loop and its barrier keeps the same candidates, so the
     frontiers, counts and parents are the ones the level loop makes. Each step is timed
     in the compiled code and traced as an included ``bfs_step`` (its thread, start, stop),
