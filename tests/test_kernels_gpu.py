@@ -474,6 +474,30 @@ def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
 
 
 # --------------------------------------------------------------------------- launches
+def test_a_launch_parameter_is_the_word_that_holds_its_bytes():
+    """The scalars a CuPy launch passes in 8-byte slots (numba's ABI): a boolean as one
+    byte, integers as two's complement of their width, floats as their IEEE bytes; the
+    driver reads a narrower one from the slot's low bytes (little-endian)."""
+    import struct
+
+    from numba import types
+
+    from taskbfs.kernels._gpu_launch import _parameters
+
+    def word(value):
+        return _parameters(value, None)
+
+    assert word(True) == (types.boolean, [1]) and word(np.bool_(False)) == (types.boolean, [0])
+    assert word(-3) == (types.int64, [(1 << 64) - 3])
+    assert word(np.int32(-7)) == (types.int32, [(1 << 32) - 7])
+    assert word(np.uint64(0xFFFF_FFFF_FFFF_FFFF)) == (types.uint64, [(1 << 64) - 1])
+    assert word(0.5)[1] == [int.from_bytes(struct.pack("<d", 0.5), "little")]
+    assert word(np.float32(0.25)) == (types.float32, [int.from_bytes(struct.pack("<f", 0.25),
+                                                                      "little")])
+    for value in (True, -3, np.int32(-7), 0.5, np.float32(0.25)):  # each fits its slot
+        np.array(word(value)[1], dtype=np.uint64)
+
+
 @needs_gpu
 def test_a_kernel_launched_by_cupy_is_the_kernel_numba_launches():
     """The same numba kernel run by numba's launch and through CuPy (its PTX, numba's
