@@ -1,7 +1,10 @@
 """Where a dispatched GPU step's time goes: inside the step (its host work and waits on the
 GPU) or around it (Dask). Searches with ``dispatch="tasks"`` on the embedded runtime, each
 GPU step (``run_step_on_gpu``, one at a time on the GPU worker's thread) timed and profiled
-with cProfile; the rest of a search's wall time is the runtime's.
+with cProfile; the rest of a search's wall time is the runtime's. From Python 3.12 cProfile
+profiles every thread while it is enabled (``sys.monitoring``), so its table also holds the
+event loop's work during the steps: the step times are right, the table is not the step's
+alone (``wall_profile.py`` samples each thread apart).
 
     python benchmarks/device/step_profile.py --scale 20 --tasks 16 --searches 4
 """
