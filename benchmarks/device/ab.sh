@@ -19,6 +19,7 @@ PY=${PYTHON:-python3}
 mkdir -p "$OUT"
 [ -d "$OLD/taskbfs" ] || { echo "no $OLD/taskbfs: git archive the old commit there" >&2; exit 2; }
 base="/tmp/shim:/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+old=$(cd "$OLD" && pwd)
 for round in $(seq 1 "$ROUNDS"); do
   for run in "$@"; do
     read -ra words <<< "$run"
@@ -26,7 +27,7 @@ for round in $(seq 1 "$ROUNDS"); do
     name=$(basename "${script%.py}")
     for side in old new; do
       path=$base
-      [ "$side" = old ] && path="/tmp/shim:/tmp/site:$(cd "$OLD" && pwd):$PWD"
+      [ "$side" = old ] && path="$old:$base"  # the old package before this checkout's
       csv=()
       [[ "$script" != device/* ]] && csv=(--csv "$OUT/$name-$side-$round.csv")
       echo "== round $round, $side ($(cd /tmp && PYTHONPATH=$path "$PY" -c 'import taskbfs; print(taskbfs.__file__)')): benchmarks/$run"

@@ -290,8 +290,7 @@ class DeviceLevels:
         """The vertices level ``level`` found and their parents, on the host (``result_dtype``,
         in no set order): what a step run alone here returns (its search entered fresh, so
         every vertex at a distance beyond ``level`` is the level's)."""
-        vertices, parents = self._found_after(level, 2)
-        return vertices, parents
+        return tuple(self._found_after(level, 2))
 
     def _found_after(self, after: int, columns: int) -> list[np.ndarray]:
         """The vertices at a distance beyond ``after``, on the host: the first ``columns``
