@@ -6,7 +6,8 @@ Returns
     generated on the workers, never in this process), the median wall ms around ``tb.bfs``
     over the keys and repeats, harmonic-mean MTEPS, ms per level, and the bytes the levels
     moved between workers (``r.exchange``, its ``*remote_bytes`` columns summed; 0 when a
-    search ran as one task).
+    search ran as one task), and where the levels' time went on the owners (``<part>_ms``:
+    :data:`PARTS`, the slowest owner's time in each part, summed over the levels).
 Approach
     ``--workers W ...``: a ``LocalCluster`` of W one-thread worker processes on 127.0.0.1.
     ``--gpus G ...``: a scheduler, one CPU worker and G GPU workers as ``dask`` CLI
@@ -31,6 +32,11 @@ import harness
 import numpy as np
 
 import taskbfs as tb
+
+
+#: The parts of an owner's level that ``r.exchange`` times (the slowest owner's, summed
+#: over the levels; median over the searches).
+PARTS = ("queued", "opening", "steps", "pieces", "barrier", "least_waited")
 
 
 @contextlib.contextmanager
@@ -60,6 +66,7 @@ def measure(out, client, label: dict, scale: int, args) -> None:
                 kw = dict(strategy=strategy, dispatch=dispatch, tasks=args.tasks, runtime=rt)
                 harness.warm_up(g, keys[0], **kw)
                 walls, edges, per_level, moved = [], [], [], 0
+                parts = {phase: [] for phase in PARTS}
                 for _ in range(args.repeats):
                     for key in keys:
                         s, r = harness.timed_bfs(g, key, **kw)
@@ -72,12 +79,16 @@ def measure(out, client, label: dict, scale: int, args) -> None:
                         ex = getattr(r, "exchange", None)
                         if ex is not None:
                             moved += int(sum(ex[c].sum() for c in ex.columns if c.endswith("remote_bytes")))
+                            for phase in PARTS:
+                                if f"{phase}_seconds" in ex.columns:
+                                    parts[phase].append(ex[f"{phase}_seconds"].sum())
                 out.add(**label, scale=scale, strategy=strategy, dispatch=dispatch,
                         tasks=r.num_tasks, keys=len(keys), build_s=build,
                         median_ms=1e3 * harness.median(walls),
                         mteps=harness.hmean_teps(edges, walls) / 1e6,
                         ms_per_level=1e3 * harness.median(per_level),
                         bytes_moved_per_search=moved // max(1, len(walls)),
+                        **{f"{phase}_ms": 1e3 * harness.median(v) for phase, v in parts.items() if v},
                         checked="scipy + rules" if ref is not None else "rules")
 
 
