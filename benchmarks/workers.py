@@ -33,7 +33,6 @@ import numpy as np
 
 import taskbfs as tb
 
-
 #: The parts of an owner's level that ``r.exchange`` times (the slowest owner's, summed
 #: over the levels; median over the searches).
 PARTS = ("queued", "opening", "steps", "pieces", "barrier", "least_waited")

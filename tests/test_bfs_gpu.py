@@ -290,6 +290,36 @@ def _pairs(d):
 
 
 @needs_gpu
+def test_a_step_runs_on_a_thread_that_never_used_the_gpu():
+    """An owner's steps run on whatever thread its task has (not the one that uploaded
+    its slices): each thread gets the device's context before the levels' driver calls."""
+    import threading
+
+    from taskbfs.search.device_cache import DeviceCache
+    from taskbfs.search.gpu_step import run_step_on_gpu
+
+    g = _kron()
+    bounds = [0, 60, g.num_vertices]
+    parts = _slices(g, bounds, "thread-test")
+    first = _frontier(g, bounds, TOP_DOWN, [1, 70], [1, 70])
+    cache = DeviceCache(budget=1 << 30)
+    for p in parts:  # the slices uploaded here, in this thread
+        run_step_on_gpu(p, first, cache=cache)
+    found = {}
+
+    def step(p):
+        found[p.task] = run_step_on_gpu(p, first, cache=cache)
+
+    threads = [threading.Thread(target=step, args=(p,)) for p in parts]
+    for t in threads:
+        t.start()
+        t.join()
+    for p in parts:
+        assert _pairs(found[p.task]) == _pairs(step_smp(p, first))
+    cache.clear()
+
+
+@needs_gpu
 def test_cache_evicts_least_recently_used_under_its_budget():
     from taskbfs.search.device_cache import DeviceCache
     from taskbfs.search.gpu_step import run_step_on_gpu

@@ -6,8 +6,8 @@ The code path of a multi-GPU node, on a machine with one GPU or none (issue 20 i
 ``benchmarks/harness.py``'s ``cluster(..., share=True)`` (what ``benchmarks/workers.py
 --gpus G --share`` runs on) starts, as separate ``dask`` CLI processes on
 127.0.0.1, a CPU worker and three GPU workers that all see GPU 0
-(``CUDA_VISIBLE_DEVICES=0 dask worker --resources GPU=1``), here under numba's CUDA
-simulator (``NUMBA_ENABLE_CUDASIM=1`` in the workers only). On that cluster a
+(``CUDA_VISIBLE_DEVICES=0 dask worker --resources GPU=1``), under numba's CUDA
+simulator (``NUMBA_ENABLE_CUDASIM=1`` in the workers only) where there is no GPU. On that cluster a
 :class:`~taskbfs.DistributedGraph` (built on the workers from dask arrays, or generated
 there by ``tb.kronecker``) searched with the ``gpu`` and ``hybrid`` strategies, levels
 dispatched through the owner barrier and as one task:
@@ -46,6 +46,8 @@ from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
 GPU_WORKERS = 3
 RANGES = 8
+#: The workers simulate their GPU where this machine has none.
+SIMULATED = harness.gpu_count() == 0
 
 pytestmark = pytest.mark.skipif(
     __import__("importlib").util.find_spec("numba.cuda") is None,
@@ -54,8 +56,9 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def rt():
-    """A CPU worker and GPU_WORKERS simulated GPU workers sharing GPU 0."""
-    with harness.cluster(GPU_WORKERS, 1, share=True, simulate=True) as client, \
+    """A CPU worker and GPU_WORKERS GPU workers sharing GPU 0 (simulated where there is
+    no GPU)."""
+    with harness.cluster(GPU_WORKERS, 1, share=True, simulate=SIMULATED) as client, \
             runtime_without_warm_up(client) as wrapped:
         yield wrapped
 
@@ -79,7 +82,8 @@ def test_gpu_workers_share_one_gpu(rt):
                                   os.environ.get("NUMBA_ENABLE_CUDASIM")))
     # the first GPU this process may use, as the host numbers it (GPU 0 without a list)
     first = (os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0")
-    assert sorted(seen.values()) == [("", "1")] + [(first, "1")] * GPU_WORKERS
+    simulated = "1" if SIMULATED else None
+    assert sorted(seen.values()) == [("", simulated)] + [(first, simulated)] * GPU_WORKERS
 
 
 def _from_shape(s, rt):

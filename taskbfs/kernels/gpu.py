@@ -84,7 +84,8 @@ def gpu_available() -> bool:
 
 
 def require_gpu():
-    """Import numba.cuda or raise :class:`DeviceUnavailableError`."""
+    """Import numba.cuda, with this process's device current in the calling thread, or
+    raise :class:`DeviceUnavailableError`."""
     if not gpu_available():
         raise DeviceUnavailableError(
             "no usable CUDA device (and NUMBA_ENABLE_CUDASIM is not set): "
@@ -92,6 +93,8 @@ def require_gpu():
         )
     from numba import cuda
 
+    # numba's own calls make it current; the device levels' driver calls do not
+    cuda.current_context()
     return cuda
 
 
