@@ -8,6 +8,10 @@ is sampled: py-spy attaches after the warm-up searches.
 
     python benchmarks/device/wall_profile.py --scale 20 --tasks 16 --strategy gpu \
         --dispatch tasks --seconds 10 --py-spy .venv/bin/py-spy
+
+``--gpus G``: the graph built on a cluster of one CPU worker and G GPU workers (``dask`` CLI
+processes, ``benchmarks/harness.py``'s ``cluster``), and every worker process sampled
+besides this one (the owners' levels run there).
 """
 
 from __future__ import annotations
@@ -16,12 +20,16 @@ import argparse
 import collections
 import os
 import subprocess
+import sys
 import tempfile
 import time
 
 import numpy as np
 
 import taskbfs as tb
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness  # noqa: E402  (benchmarks/harness.py)
 
 
 def main(argv=None) -> None:
@@ -34,18 +42,36 @@ def main(argv=None) -> None:
     parser.add_argument("--rate", type=int, default=200, help="samples a second")
     parser.add_argument("--lines", type=int, default=30)
     parser.add_argument("--py-spy", default="py-spy")
+    parser.add_argument("--gpus", type=int, default=0,
+                        help="GPU workers of a dask CLI cluster (0: the embedded runtime)")
+    parser.add_argument("--simulate", action="store_true",
+                        help="those GPU workers under numba's CUDA simulator (a check)")
     args = parser.parse_args(argv)
-    graph = tb.kronecker(args.scale, 16, seed=1)
+    if args.gpus:
+        threads = max(1, (os.cpu_count() or 2) - args.gpus)
+        with harness.cluster(args.gpus, threads, simulate=args.simulate) as client, tb.Runtime(client) as rt:
+            graph = tb.kronecker(args.scale, 16, seed=1, runtime=rt)
+            pids = client.run(os.getpid)
+            sample(args, graph, rt, {"client": os.getpid(), **pids})
+    else:
+        sample(args, tb.kronecker(args.scale, 16, seed=1), None, {"client": os.getpid()})
+
+
+def sample(args, graph, runtime, pids: dict) -> None:
+    """Warm searches of ``graph`` in a loop while py-spy samples each of ``pids``
+    (``{name: pid}``); the report of each process."""
     keys = tb.search_keys(graph, 4, seed=2)
-    kw = dict(tasks=args.tasks, strategy=args.strategy, dispatch=args.dispatch)
+    kw = dict(tasks=args.tasks, strategy=args.strategy, dispatch=args.dispatch, runtime=runtime)
     for key in keys:
         tb.bfs(graph, int(key), **kw)
     with tempfile.TemporaryDirectory() as folder:
-        raw = os.path.join(folder, "samples.raw")
-        spy = subprocess.Popen([args.py_spy, "record", "--pid", str(os.getpid()), "--idle",
-                                "--threads", "--rate", str(args.rate), "--format", "raw",
-                                "--duration", str(int(args.seconds)), "-o", raw],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spies = {}
+        for name, pid in pids.items():
+            raw = os.path.join(folder, f"{len(spies)}.raw")
+            spies[name] = (raw, subprocess.Popen(
+                [args.py_spy, "record", "--pid", str(pid), "--idle", "--threads", "--rate",
+                 str(args.rate), "--format", "raw", "--duration", str(int(args.seconds)),
+                 "-o", raw], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(1.0)  # py-spy attached
         walls = []
         stop = time.perf_counter() + args.seconds - 1.5
@@ -53,11 +79,15 @@ def main(argv=None) -> None:
             start = time.perf_counter()
             tb.bfs(graph, int(keys[len(walls) % len(keys)]), **kw)
             walls.append(time.perf_counter() - start)
-        spy.wait()
+        for _, spy in spies.values():
+            spy.wait()
         print(f"scale {args.scale}, T = {args.tasks}, {args.strategy}, dispatch="
               f"{args.dispatch!r}: {len(walls)} searches, median wall "
               f"{np.median(walls) * 1e3:.2f} ms (sampled)")
-        report(raw, args.lines)
+        for name, (raw, _) in spies.items():
+            print(f"\n######## {name}")
+            if os.path.exists(raw):
+                report(raw, args.lines)
 
 
 def report(raw: str, lines: int) -> None:
