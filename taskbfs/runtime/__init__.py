@@ -21,6 +21,8 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 ``publish``         a task sends a small message to its program (``Program.next_message``)
 ``Exchange``        tasks running at once on several workers trade messages, worker to
                     worker (``abort_channel`` ends a channel's waits from the client)
+``communicator``    collectives between tasks on several workers (allgather, allreduce):
+                    NCCL between GPU workers, set up through Dask; Dask's comms elsewhere
 ``include``         run work now inside the running task (OmpSs ``final``), traced as a task
 ``include_each``    several such pieces, side by side on a thread pool
 ``record_included`` records of included pieces that compiled code ran and timed
@@ -31,6 +33,7 @@ runs on it (``examples/cholesky.py`` is one, with numba.cuda implementations).
 """
 
 from taskbfs.runtime.cluster import Runtime
+from taskbfs.runtime.collective import Collective, Communicator, communicator
 from taskbfs.runtime.device_data import DeviceData, device_data
 from taskbfs.runtime.embedded import detect_gpus
 from taskbfs.runtime.mailbox import Exchange, ExchangeAborted, abort_channel
@@ -60,6 +63,8 @@ from taskbfs.runtime.worker import (
 
 __all__ = [
     "CUDA",
+    "Collective",
+    "Communicator",
     "DeviceData",
     "Exchange",
     "ExchangeAborted",
@@ -75,6 +80,7 @@ __all__ = [
     "SMP",
     "Task",
     "abort_channel",
+    "communicator",
     "current_device",
     "detect_gpus",
     "device_data",

@@ -51,6 +51,7 @@ from taskbfs.runtime.attach import (
     speed_up_client,
     warm_up_workers,
 )
+from taskbfs.runtime.collective import close_communicators
 from taskbfs.runtime.connect import connect, dashboard_link, is_cluster_like
 from taskbfs.runtime.embedded import freeze_long_lived_objects, start_embedded_cluster
 from taskbfs.runtime.plugin import (
@@ -389,6 +390,7 @@ class Runtime:
         runtime uses it (see the module docstring), and a Client it was given stays open.
         Idempotent.
         """
+        close_communicators(self)
         with contextlib.suppress(Exception):  # what the programs asked for, if it can come
             concurrent.futures.wait(list(self._pending), timeout=PENDING_WAIT_SECONDS)
         self._pending.clear()
