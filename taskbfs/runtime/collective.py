@@ -141,6 +141,7 @@ def communicator(runtime, workers: list[str], timeout: float = 60.0) -> Communic
     if len(workers) < 2 or not all(_has_nccl(runtime, workers).values()):
         return made.setdefault(key, Communicator(workers, None))
     close_communicators(runtime)
+    made = _made.setdefault(runtime, {})
     name = f"taskbfs-nccl-{next(_names)}"
     client = runtime.client
     first = client.run(_unique_id, workers=workers[:1])[workers[0]]
