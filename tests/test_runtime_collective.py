@@ -20,6 +20,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import cloudpickle
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
@@ -34,6 +35,9 @@ import harness  # noqa: E402  (benchmarks/harness.py)
 
 PEERS = 3
 CALLS = 20
+
+# the ranks' function travels by value: ``dask`` CLI workers cannot import this module
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def _ranks_trade(handle, me: int, channel: str, calls: int, on_gpu: bool) -> list:
