@@ -150,3 +150,25 @@ def slow_path_pair(n: int, seconds: float):
 
     time.sleep(seconds)
     return np.arange(n - 1), np.arange(1, n)
+
+
+def collective_calls(handle, me: int, channel: str, calls: int, on_gpu: bool) -> list:
+    """One rank's task of a :class:`~taskbfs.runtime.Communicator` (``handle``):
+    ``calls`` allgathers and allreduces of arrays that name the rank and the call; what it
+    got, as numpy arrays (``tests/test_runtime_collective.py``)."""
+    xp = np
+    if on_gpu:
+        import cupy as xp
+    got = []
+    collective = handle.join(me, channel, timeout=60)
+    try:
+        assert collective.on_gpu == on_gpu
+        for call in range(calls):
+            gathered = collective.allgather(xp.array([me, call, 7], dtype=np.int64))
+            summed = collective.allreduce_sum(xp.arange(4, dtype=np.int64) * (me + 1) + call)
+            if on_gpu:
+                gathered, summed = xp.asnumpy(gathered), xp.asnumpy(summed)
+            got.append((gathered, summed))
+    finally:
+        collective.close()
+    return got

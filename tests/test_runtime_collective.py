@@ -20,7 +20,6 @@ import sys
 import uuid
 from pathlib import Path
 
-import cloudpickle
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
@@ -28,37 +27,13 @@ from distributed import Client, LocalCluster
 from taskbfs.runtime import communicator
 from taskbfs.runtime.collective import close_communicators
 
-from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
+from programs import WORKER_PYTHONPATH, collective_calls, runtime_without_warm_up  # isort: skip
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import harness  # noqa: E402  (benchmarks/harness.py)
 
 PEERS = 3
 CALLS = 20
-
-# the ranks' function travels by value: ``dask`` CLI workers cannot import this module
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-
-def _ranks_trade(handle, me: int, channel: str, calls: int, on_gpu: bool) -> list:
-    """One rank's task: ``calls`` allgathers and allreduces of arrays that name the rank
-    and the call; what it got, as numpy arrays."""
-    xp = np
-    if on_gpu:
-        import cupy as xp
-    got = []
-    collective = handle.join(me, channel, timeout=60)
-    try:
-        assert collective.on_gpu == on_gpu
-        for call in range(calls):
-            gathered = collective.allgather(xp.array([me, call, 7], dtype=np.int64))
-            summed = collective.allreduce_sum(xp.arange(4, dtype=np.int64) * (me + 1) + call)
-            if on_gpu:
-                gathered, summed = xp.asnumpy(gathered), xp.asnumpy(summed)
-            got.append((gathered, summed))
-    finally:
-        collective.close()
-    return got
 
 
 def _check(got: list, ranks: int, calls: int) -> None:
@@ -71,7 +46,7 @@ def _check(got: list, ranks: int, calls: int) -> None:
 
 def _run_ranks(client, handle, on_gpu: bool, calls: int = CALLS) -> list:
     channel = f"collective-test-{uuid.uuid4().hex}"
-    futures = [client.submit(_ranks_trade, handle, me, channel, calls, on_gpu,
+    futures = [client.submit(collective_calls, handle, me, channel, calls, on_gpu,
                              workers=[address], allow_other_workers=False, pure=False)
                for me, address in enumerate(handle.workers)]
     return client.gather(futures)
@@ -108,7 +83,8 @@ def _joined(client) -> dict:
 
 
 @pytest.mark.skipif(_nccl_gpus() < 2, reason="needs two GPUs and CuPy with NCCL")
-def test_gpu_workers_trade_over_nccl_set_up_through_dask():
+def test_gpu_workers_trade_over_nccl_set_up_through_dask(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", WORKER_PYTHONPATH)  # the workers import programs.py
     with harness.cluster(2, 2) as client, runtime_without_warm_up(client) as rt:
         gpus = rt.gpu_workers()
         handle = communicator(rt, gpus)
