@@ -56,6 +56,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from taskbfs import config
 from taskbfs.errors import DeviceUnavailableError, InvalidParameterError
 from taskbfs.runtime.task import CUDA, DEVICES, GPU_RESOURCE, SMP
@@ -330,6 +332,7 @@ class Placement:
         self.gpu_present = bool(gpu_present)
         # a task placed on a CPU worker: its pieces have only that worker's devices
         self._impls = DEVICES if self.gpu_present else (SMP,)
+        self._largest = (0, None)  # (number of tasks, their largest_cpu_sizes)
 
     def device(self, size=None, task_id=None, residence: Residence | None = None,
                move_seconds: float = 0.0) -> str:
@@ -365,6 +368,16 @@ class Placement:
             return float("inf")
         largest = getattr(self.policy, "largest_cpu_size", None)
         return None if largest is None else float(largest(task_id))
+
+    def largest_cpu_sizes(self, num_tasks: int):
+        """:meth:`largest_cpu_size` of tasks ``0 .. num_tasks - 1`` as one float array
+        (None when the policy does not say), asked once per number of tasks."""
+        known = self._largest
+        if known[0] != num_tasks or num_tasks == 0:
+            sizes = [self.largest_cpu_size(t) for t in range(num_tasks)]
+            made = None if None in sizes else np.array(sizes, dtype=np.float64)
+            self._largest = known = (num_tasks, made)
+        return known[1]
 
 
 def policy_to_dict(policy, program: str | None = None) -> dict:

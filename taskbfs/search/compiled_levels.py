@@ -235,11 +235,11 @@ def cpu_sizes(placement, rule: SwitchRule) -> np.ndarray | None:
     the task's own vertices): the numbers the compiled loop places its steps by. None
     when the policy does not give them (a user policy without ``largest_cpu_size``): then
     no level is compiled."""
-    sizes = [placement.largest_cpu_size(t) for t in range(len(rule.task_vertices))]
-    if None in sizes:
+    sizes = placement.largest_cpu_sizes(len(rule.task_vertices))
+    if sizes is None:
         return None
     # ceil(work * n / range) > λ exactly when work > floor(floor(λ) * range / n)
-    largest = np.floor(np.array(sizes, dtype=np.float64))
+    largest = np.floor(sizes)
     finite = np.isfinite(largest)
     own = np.full(largest.size, np.inf)
     own[finite] = (largest[finite].astype(np.int64) * rule.range_vertices[finite]

@@ -94,7 +94,7 @@ class GpuLevels:
         #: the rent paid for levels kept there against the policy's word.
         self.residence = Residence()
         self._rented_share = 0.0  # of the level placed last, kept on the device as rent
-        self._largest_cpu = self._cpu_sizes()
+        self._largest_cpu = placement.largest_cpu_sizes(self.num_tasks)
 
     @staticmethod
     def applies(device: str) -> bool:
@@ -107,12 +107,6 @@ class GpuLevels:
         return self.residence.device == CUDA
 
     # ------------------------------------------------------------------ placement
-    def _cpu_sizes(self) -> np.ndarray | None:
-        """Per task, the largest step the rule puts on the CPU (None: a policy that does
-        not say, asked task by task)."""
-        sizes = [self.placement.largest_cpu_size(t) for t in range(self.num_tasks)]
-        return None if any(s is None for s in sizes) else np.array(sizes, dtype=np.float64)
-
     def devices(self, sizes: np.ndarray) -> np.ndarray:
         """Per task, 1 where its step of ``sizes[t]`` runs on the GPU (0: on the CPU, or
         no step), by the runtime's one rule. With the state on the device, a task the
@@ -186,8 +180,9 @@ class GpuLevels:
         levels, level = self.levels, frontier.level
         top_down = frontier.direction == TOP_DOWN
         several = self.num_tasks > 1
-        if several:
-            levels.place_tasks(on_gpu)
+        if several:  # a task with no work is idle on either device: marked here, so that
+            # the mask (and its upload) changes only when a task with work goes to the CPU
+            levels.place_tasks(on_gpu | (summary.sizes == 0))
         self.cpu_steps = _NO_STEPS
         if cpu_tasks.size:  # several tasks: one task runs on one device
             seconds, moved, host_read = self._mixed(frontier, summary, on_gpu)
