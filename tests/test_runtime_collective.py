@@ -5,7 +5,9 @@ What it proves
 --------------
 * On CPU worker processes (127.0.0.1) the communicator trades over Dask's comms: three
   tasks, one per worker, each get every rank's array, rank by rank, from ``allgather``,
-  and the element-wise sum from ``allreduce_sum``, over many calls in a row.
+  and the element-wise sum from ``allreduce_sum``, over many calls in a row. Asked again
+  for the same workers, the runtime gives the same communicator; after a worker's restart,
+  another.
 * On two GPU workers with NCCL (a host with two GPUs; ``dask`` CLI processes, each pinned
   to its GPU): the communicator is NCCL, made once per runtime and set of workers
   (asked again, the same), the same calls give the same answers on device arrays, a
@@ -61,8 +63,17 @@ def test_cpu_workers_trade_over_dask_comms():
         workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
         handle = communicator(rt, workers)
         assert handle.nccl is None and "Dask comms" in repr(handle)
+        assert communicator(rt, workers) is handle
         for got in _run_ranks(client, handle, on_gpu=False):
             _check(got, PEERS, CALLS)
+        # a worker restarted: another worker process, another communicator
+        client.restart_workers(workers[:1])
+        client.wait_for_workers(PEERS, timeout=60)
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        again = communicator(rt, workers)
+        assert again is not handle
+        for got in _run_ranks(client, again, on_gpu=False, calls=3):
+            _check(got, PEERS, 3)
 
 
 def _nccl_gpus() -> int:

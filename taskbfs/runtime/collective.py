@@ -33,11 +33,12 @@ import numpy as np
 
 from taskbfs.errors import TaskBFSError
 from taskbfs.runtime.mailbox import Exchange
+from taskbfs.runtime.plugin import workers_of
 
 #: The NCCL communicators of this process's workers, by (name, worker address).
 _joined: dict[tuple[str, str], object] = {}
 _joined_lock = threading.Lock()
-#: The client side: per runtime, its communicators by their workers.
+#: The client side: per runtime, its communicators by their workers ((address, Dask id) each).
 _made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _names = itertools.count()
 
@@ -131,11 +132,13 @@ def _nccl_type(dtype) -> int:
 def communicator(runtime, workers: list[str], timeout: float = 60.0) -> Communicator:
     """The collectives between ``workers`` (their order gives the ranks) on ``runtime``:
     NCCL when every one of them has a GPU resource and NCCL, else Dask's comms. An NCCL
-    communicator is made once per runtime and set of workers and reused; another set
-    tears the earlier one down first (a worker left or joined)."""
+    communicator is made once per runtime and set of worker processes and reused; another
+    set (a worker left, joined, or was restarted at the same address) tears the earlier
+    one down first."""
     workers = list(workers)
     made = _made.setdefault(runtime, {})
-    key = tuple(workers)
+    present = workers_of(runtime.client)
+    key = tuple((w, present.get(w, {}).get("id")) for w in workers)
     if key in made:
         return made[key]
     if len(workers) < 2 or not all(_has_nccl(runtime, workers).values()):
