@@ -19,7 +19,9 @@ dispatched through the owner barrier and as one task:
 * runs hybrid's steps on both kinds of worker when λ falls among the steps' sizes;
 * deals the ranges out to the GPU workers, runs every gpu step on its range's owner (no
   owner frontier crosses workers) and a CPU step elsewhere copies only the owner's
-  frontier (the visited and frontier bits, the frontier vertices), not its result arrays.
+  frontier (the visited and frontier bits, the frontier vertices), not its result arrays;
+* a GPU owner killed while the owners run their levels ends the search in
+  ``WorkerLostError`` within seconds (no retry allowed), and the next search works.
 """
 
 from __future__ import annotations
@@ -246,3 +248,57 @@ def test_gpu_owners_run_their_levels_on_their_gpus(rt):
     assert set(mixed.trace["device"]) == {"smp", "cuda"}
     np.testing.assert_array_equal(mixed.distances, expected)
     tb.validate(dg, source, mixed.parents, levels=mixed.distances)
+
+
+#: Levels of the path the lost-owner test searches; the kill comes at KILL_LEVEL.
+PATH_LEVELS, KILL_LEVEL = 60, 5
+
+
+@pytest.mark.filterwarnings("ignore:the trace has no record:RuntimeWarning")  # the lost worker's
+def test_a_lost_gpu_owner_is_worker_lost_and_the_next_search_works(setting):
+    """A GPU owner SIGKILLed while the owners run their levels (``dispatch="auto"``, two
+    GPU workers of their own cluster, a path built on them): with no retry allowed the
+    search ends in ``WorkerLostError`` naming it, within seconds of the kill, and no owner
+    task is left waiting; the next search of the same graph (the lost ranges built again by
+    Dask on the workers left) gives scipy's distances."""
+    import signal
+    import time
+
+    from taskbfs.errors import WorkerLostError
+
+    n = PATH_LEVELS
+    src, dst = np.arange(n - 1), np.arange(1, n)
+    g = tb.Graph.from_edges(src, dst, num_vertices=n)
+    expected = scipy_distances(g, 0)
+    with harness.cluster(2, 1, share=True, simulate=SIMULATED) as client, \
+            runtime_without_warm_up(client) as rt:
+        dg = DistributedGraph.from_dask(da.from_array(src, chunks=n // 3),
+                                        da.from_array(dst, chunks=n // 3), runtime=rt,
+                                        num_vertices=n, ranges=4)
+        kw = dict(tasks=4, strategy="gpu", dispatch="auto", runtime=rt, timeout=240)
+        tb.bfs(dg, 0, **kw)  # the owners' code loaded
+        holders = {w for ws in client.who_has(dg.slices).values() for w in ws}
+        owners = sorted(holders & set(rt.gpu_workers()))
+        assert len(owners) == 2  # several owners: owner levels, not one included task
+        victim = owners[-1]
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        killed = []
+
+        def progress(summary):
+            if summary.level == KILL_LEVEL and not killed:
+                killed.append(time.perf_counter())
+                os.kill(pid, signal.SIGKILL)
+
+        setting("search.retries-on-worker-loss", 0)
+        with pytest.raises(WorkerLostError) as lost:
+            tb.bfs(dg, 0, progress=progress, **kw)
+        assert killed and time.perf_counter() - killed[0] < 30
+        assert lost.value.workers == [victim]
+        deadline = time.monotonic() + 10
+        while any(client.run(lambda dask_worker: len(dask_worker.state.long_running)).values()):
+            assert time.monotonic() < deadline, "an owner task still waits for the lost one"
+            time.sleep(0.1)
+        setting("search.retries-on-worker-loss", 2)
+        again = tb.bfs(dg, 0, **kw)
+        np.testing.assert_array_equal(again.distances, expected)
+        tb.validate(dg, 0, again.parents, levels=again.distances)
