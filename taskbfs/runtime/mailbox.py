@@ -172,9 +172,10 @@ class Exchange:
             if peer == self.me:
                 self.box.put(self.channel, round_, peer, messages[peer])
                 continue
+            # one way: the peer's answer would cost both event loops a message per send
             call = self.worker.rpc(address).__getattr__(MAILBOX_OP)(
                 channel=self.channel, round_=round_, sender=self.me,
-                message=to_serialize(messages[peer]))
+                message=to_serialize(messages[peer]), reply=False)
             sends.append((address, asyncio.run_coroutine_threadsafe(call, loop)))
         start = time.monotonic()
         try:
@@ -186,8 +187,7 @@ class Exchange:
                 exc.args = (f"{exc.args[0]} ({self.timeout:g} s) from {', '.join(exc.workers)}",)
             raise
         self.waited += time.monotonic() - start
-        for address, sent in sends:  # delivered by now (each peer answered before it could
-            # send back)
+        for address, sent in sends:  # written by now (each peer read it before it sent back)
             try:
                 sent.result(timeout=self.timeout)
             except Exception as exc:
