@@ -374,5 +374,6 @@ def _wait_for(ready, timeout: float, what: str) -> None:
 
 def resources_of(client) -> dict:
     """``{worker name: resources}`` of a cluster's workers."""
-    info = client.scheduler_info(n_workers=-1)["workers"]
+    # asked now: the client's cached copy may list no workers for a moment
+    info = client.sync(client.scheduler.identity, n_workers=-1)["workers"]
     return {w["name"]: dict(w.get("resources", {})) for w in info.values()}

@@ -28,6 +28,7 @@ from reference import scipy_distances
 
 import taskbfs as tb
 from taskbfs.runtime import detect_gpus
+from taskbfs.runtime.plugin import workers_of
 
 dask_cuda = pytest.importorskip(
     "dask_cuda", reason="dask-cuda is not installed (the GPU machine's run carries it)")
@@ -55,7 +56,7 @@ def graph():
 
 
 def test_the_dask_cuda_worker_is_taken_as_a_gpu_worker(cuda_runtime):
-    info = cuda_runtime.client.scheduler_info(n_workers=-1)["workers"]
+    info = workers_of(cuda_runtime.client)
     assert [w["resources"] for w in info.values()] == [{"GPU": 1}]
     assert cuda_runtime.resources()["GPU"] == 1
     assert cuda_runtime.resources()["workers"] == 1

@@ -35,6 +35,7 @@ from shapes import path, shape
 import taskbfs as tb
 from taskbfs.kernels.merge import accept_into_range, word_span
 from taskbfs.placed.graph import DistributedGraph
+from taskbfs.runtime.plugin import workers_of
 from taskbfs.search import owners as bfs_owners
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -247,7 +248,7 @@ def test_worker_restarted_between_searches(rt):
     dg = _built(s, rt, 8)
     expected = scipy_distances(g, 0)
     np.testing.assert_array_equal(tb.bfs(dg, 0, tasks=8, runtime=rt).distances, expected)
-    victim = sorted(rt.client.scheduler_info(n_workers=-1)["workers"])[1]
+    victim = sorted(workers_of(rt.client))[1]
     rt.client.restart_workers([victim])
     try:
         r = tb.bfs(dg, 0, tasks=8, runtime=rt, timeout=120)
@@ -281,7 +282,7 @@ def test_multi_gpu_script_starts_one_worker_per_gpu(monkeypatch):
         assert harness.resources_of(client) == {"cpu": {"CPU": 1.0}, "gpu-0": {"GPU": 1.0},
                                                   "gpu-1": {"GPU": 1.0}}
         assert all(w["host"] == "127.0.0.1"
-                   for w in client.scheduler_info(n_workers=-1)["workers"].values())
+                   for w in workers_of(client).values())
 
 
 def test_sources_depth_limit_reverse_and_tables_on_the_workers(rt):

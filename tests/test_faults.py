@@ -75,7 +75,7 @@ class ProcessCluster:
 
     @staticmethod
     def workers(client) -> dict[str, str]:
-        info = client.scheduler_info(n_workers=-1)["workers"]
+        info = workers_of(client)
         return {w["name"]: address for address, w in info.items() if w["status"] == "running"}
 
     def signal(self, name: str, sig: int) -> None:

@@ -23,6 +23,7 @@ from reference import scipy_distances
 import taskbfs as tb
 from taskbfs.errors import WorkerLostError
 from taskbfs.placed.placement import _placed
+from taskbfs.runtime.plugin import workers_of
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
@@ -159,7 +160,7 @@ def test_directed_search_resumes_from_the_level_it_lost(spread):
         if summary.level == 4 and victim in spread.client.nthreads():
             os.kill(pid, signal.SIGKILL)
             deadline = time.monotonic() + 30
-            while victim in spread.client.scheduler_info(n_workers=-1)["workers"]:
+            while victim in workers_of(spread.client):
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
 

@@ -38,6 +38,7 @@ from reference import scipy_distances
 import taskbfs as tb
 from taskbfs.placed import build as bfs_distributed
 from taskbfs.placed.build import _FAN_IN, HISTOGRAM_BINS
+from taskbfs.runtime.plugin import workers_of
 
 from programs import runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
@@ -124,7 +125,7 @@ def test_graph_above_each_workers_limit_built_and_searched(limited, runtime, mon
     client = rt.client
     csr = _csr_bytes(g)
     assert limit < csr
-    assert {w["memory_limit"] for w in client.scheduler_info(n_workers=-1)["workers"].values()} \
+    assert {w["memory_limit"] for w in workers_of(client).values()} \
         == {limit}
     pids = sorted(client.run(lambda: __import__("os").getpid()).values())
     _plugin_state(client, reset=True)

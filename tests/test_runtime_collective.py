@@ -28,6 +28,7 @@ from distributed import Client, LocalCluster
 
 from taskbfs.runtime import communicator
 from taskbfs.runtime.collective import close_communicators
+from taskbfs.runtime.plugin import workers_of
 
 from programs import WORKER_PYTHONPATH, collective_calls, runtime_without_warm_up  # isort: skip
 
@@ -60,7 +61,7 @@ def test_cpu_workers_trade_over_dask_comms():
                       silence_logs=logging.WARNING) as cluster, \
             Client(cluster, set_as_default=False) as client, \
             runtime_without_warm_up(client) as rt:
-        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        workers = sorted(workers_of(client))
         handle = communicator(rt, workers)
         assert handle.nccl is None and "Dask comms" in repr(handle)
         assert communicator(rt, workers) is handle
@@ -69,7 +70,7 @@ def test_cpu_workers_trade_over_dask_comms():
         # a worker restarted: another worker process, another communicator
         client.restart_workers(workers[:1])
         client.wait_for_workers(PEERS, timeout=60)
-        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        workers = sorted(workers_of(client))
         again = communicator(rt, workers)
         assert again is not handle
         for got in _run_ranks(client, again, on_gpu=False, calls=3):

@@ -22,6 +22,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from taskbfs.runtime import ExchangeAborted, Program, abort_channel
+from taskbfs.runtime.plugin import workers_of
 
 from programs import EXCHANGE_ROUNDS, runtime_without_warm_up  # isort: skip  (tests/programs.py)
 
@@ -48,7 +49,7 @@ def _program(rt):
 
 
 def _workers(rt) -> list[str]:
-    return sorted(rt.client.scheduler_info(n_workers=-1)["workers"])
+    return sorted(workers_of(rt.client))
 
 
 def _peers(program, peers, rounds, present=None, timeout=None) -> list[str]:
