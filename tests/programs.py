@@ -63,6 +63,22 @@ def runtime_without_warm_up(cluster):
         return tb.Runtime(cluster)
 
 
+@contextlib.contextmanager
+def process_runtime(workers: int):
+    """:func:`runtime_without_warm_up` on a ``LocalCluster`` of ``workers`` one-thread
+    worker processes on 127.0.0.1 (tasks that must run at once, each on its own worker)."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                      silence_logs=logging.WARNING) as cluster, \
+            Client(cluster, set_as_default=False) as client, \
+            runtime_without_warm_up(client) as rt:
+        yield rt
+
+
 HOST_CHOLESKY = {name: Task(task.name, smp=task.smp, cuda=task.smp)
                  for name, task in cholesky_example.TASKS.items()}
 

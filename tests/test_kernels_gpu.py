@@ -502,8 +502,8 @@ def test_a_launch_parameter_is_the_word_that_holds_its_bytes():
 def test_a_kernel_launched_by_cupy_is_the_kernel_numba_launches():
     """The same numba kernel run by numba's launch and through CuPy (its PTX, numba's
     argument ABI: 1-D and 2-D arrays, a strided view, signed and unsigned integers of 32
-    and 64 bits, negative ones too, a double and a float, a boolean) writes the same values; under the simulator, or without CuPy, the
-    kernel is numba's own."""
+    and 64 bits, negative ones too, a double and a float, a boolean) writes the same
+    values; under the simulator, or without CuPy, the kernel is numba's own."""
     from numba import config as numba_config
     from numba import cuda
 

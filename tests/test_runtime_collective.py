@@ -17,20 +17,23 @@ What it proves
 
 from __future__ import annotations
 
-import logging
 import sys
 import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
 
 from taskbfs.runtime import communicator
 from taskbfs.runtime.collective import close_communicators
 from taskbfs.runtime.plugin import workers_of
 
-from programs import WORKER_PYTHONPATH, collective_calls, runtime_without_warm_up  # isort: skip
+from programs import (  # isort: skip
+    WORKER_PYTHONPATH,
+    collective_calls,
+    process_runtime,
+    runtime_without_warm_up,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import harness  # noqa: E402  (benchmarks/harness.py)
@@ -56,11 +59,8 @@ def _run_ranks(client, handle, on_gpu: bool, calls: int = CALLS) -> list:
 
 
 def test_cpu_workers_trade_over_dask_comms():
-    with LocalCluster(n_workers=PEERS, threads_per_worker=1, processes=True,
-                      host="127.0.0.1", dashboard_address="127.0.0.1:0",
-                      silence_logs=logging.WARNING) as cluster, \
-            Client(cluster, set_as_default=False) as client, \
-            runtime_without_warm_up(client) as rt:
+    with process_runtime(PEERS) as rt:
+        client = rt.client
         workers = sorted(workers_of(client))
         handle = communicator(rt, workers)
         assert handle.nccl is None and "Dask comms" in repr(handle)

@@ -15,27 +15,21 @@ What it proves
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 
 import pytest
-from distributed import Client, LocalCluster
 
 from taskbfs.runtime import ExchangeAborted, Program, abort_channel
 from taskbfs.runtime.plugin import workers_of
 
-from programs import EXCHANGE_ROUNDS, runtime_without_warm_up  # isort: skip  (tests/programs.py)
+from programs import EXCHANGE_ROUNDS, process_runtime  # isort: skip  (tests/programs.py)
 
 PEERS = 3
 
 
 @pytest.fixture(scope="module")
 def rt():
-    with LocalCluster(n_workers=PEERS, threads_per_worker=1, processes=True,
-                      host="127.0.0.1", dashboard_address="127.0.0.1:0",
-                      silence_logs=logging.WARNING) as cluster, \
-            Client(cluster, set_as_default=False) as client, \
-            runtime_without_warm_up(client) as wrapped:
+    with process_runtime(PEERS) as wrapped:
         yield wrapped
 
 

@@ -34,20 +34,15 @@ def launched_by_cupy(kernel):
     """``kernel`` (a ``cuda.jit`` kernel) as an object launched the same way,
     ``k[blocks, threads](*args)``, by CuPy where it can: on a real GPU with CuPy
     installed; otherwise ``kernel`` itself."""
-    if _cupy() is None:
+    if cupy_module() is None:
         return kernel
     return CupyLaunchedKernel(kernel)
 
 
+@functools.cache
 def cupy_module():
     """The cupy module where kernels are launched by CuPy (a real GPU, CuPy installed),
-    else None."""
-    return _cupy()
-
-
-@functools.cache
-def _cupy():
-    """The cupy module, or None (not installed, or the CUDA simulator is on)."""
+    else None (not installed, or the CUDA simulator is on)."""
     if numba_config.ENABLE_CUDASIM:
         return None
     try:
@@ -61,7 +56,7 @@ def require_cupy(what: str):
     """The cupy module for ``what`` (a feature that hands out CuPy arrays), else
     :class:`~taskbfs.errors.DeviceUnavailableError` saying so (CuPy not installed, or
     the CUDA simulator is on: it has no CuPy)."""
-    cupy = _cupy()
+    cupy = cupy_module()
     if cupy is None:
         from taskbfs.errors import DeviceUnavailableError
 
@@ -95,7 +90,7 @@ class CupyLaunchedKernel:
         function = self._functions.get(argtypes)
         if function is None:
             function = self._functions[argtypes] = self._load(argtypes)
-        cupy = _cupy()
+        cupy = cupy_module()
         values = np.array(words, dtype=np.uint64)  # one 8-byte slot per parameter
         pointers = _slot_offsets(values.size) + np.uint64(values.ctypes.data)
         cupy.cuda.driver.launchKernel(function.pointer, blocks, 1, 1, threads, 1, 1, 0,
@@ -111,7 +106,7 @@ class CupyLaunchedKernel:
             path = os.path.join(folder, "kernel.ptx")
             with open(path, "w") as out:
                 out.write(ptx)
-            function = _cupy().RawModule(path=path).get_function(entry)
+            function = cupy_module().RawModule(path=path).get_function(entry)
         # a RawKernel holds its driver function (CUfunction) as ``kernel``
         driver_function = getattr(function, "kernel", function)
         return _Loaded(function, int(driver_function.ptr))

@@ -332,7 +332,7 @@ class Placement:
         self.gpu_present = bool(gpu_present)
         # a task placed on a CPU worker: its pieces have only that worker's devices
         self._impls = DEVICES if self.gpu_present else (SMP,)
-        self._largest = (0, None)  # (number of tasks, their largest_cpu_sizes)
+        self._largest = None  # (number of tasks, their largest_cpu_sizes) once asked
 
     def device(self, size=None, task_id=None, residence: Residence | None = None,
                move_seconds: float = 0.0) -> str:
@@ -372,12 +372,11 @@ class Placement:
     def largest_cpu_sizes(self, num_tasks: int):
         """:meth:`largest_cpu_size` of tasks ``0 .. num_tasks - 1`` as one float array
         (None when the policy does not say), asked once per number of tasks."""
-        known = self._largest
-        if known[0] != num_tasks or num_tasks == 0:
+        if self._largest is None or self._largest[0] != num_tasks:
             sizes = [self.largest_cpu_size(t) for t in range(num_tasks)]
             made = None if None in sizes else np.array(sizes, dtype=np.float64)
-            self._largest = known = (num_tasks, made)
-        return known[1]
+            self._largest = (num_tasks, made)
+        return self._largest[1]
 
 
 def policy_to_dict(policy, program: str | None = None) -> dict:
