@@ -473,6 +473,40 @@ def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
             assert sorted(nxt.tolist()) == expected.tolist()
 
 
+@needs_gpu
+@pytest.mark.parametrize(("name", "block_size"), _cases())
+def test_device_levels_count_each_tasks_found_vertices(name, block_size):
+    """With several tasks, a level's counts per task (``task_counts``: its found vertices
+    and their out-arcs, from its queue after a top-down level, from the distances after a
+    bottom-up one) and its totals are numpy's over the reference levels, with tasks that
+    fit a block's shared counts and more tasks than that (many of them empty)."""
+    from taskbfs.kernels._gpu_levels import SHARED_TALLY_TASKS
+
+    for graph, depth, level, frontier, visited, frontier_bits in _scenarios(name):
+        n = graph.num_vertices
+        expected = np.flatnonzero(depth == level + 1)
+        degrees = graph.degrees()
+        for tasks in (3, SHARED_TALLY_TASKS + 1):
+            bounds = np.linspace(0, n, tasks + 1).astype(np.int64)
+            owner = np.searchsorted(bounds, expected, side="right") - 1
+            want_found = np.bincount(owner, minlength=tasks)
+            want_arcs = np.bincount(owner, weights=degrees[expected], minlength=tasks)
+            for top_down in (True, False):
+                levels = _device_levels(graph, block_size)
+                levels.set_tasks(bounds)
+                levels.enter(level, top_down, visited, frontier if top_down else frontier_bits)
+                if top_down:
+                    levels.top_down(level, frontier.size, int(degrees[frontier].sum()),
+                                    read=False)
+                else:
+                    levels.bottom_up(level, read=False)
+                totals, per_task = levels.task_counts(level, top_down)
+                assert totals.found == expected.size
+                assert totals.next_edges == int(degrees[expected].sum())
+                np.testing.assert_array_equal(per_task[0], want_found)
+                np.testing.assert_array_equal(per_task[1], want_arcs.astype(np.int64))
+
+
 # --------------------------------------------------------------------------- launches
 def test_a_launch_parameter_is_the_word_that_holds_its_bytes():
     """The scalars a CuPy launch passes in 8-byte slots (numba's ABI): a boolean as one

@@ -54,6 +54,20 @@ def upper_bound(values, first, last, x):
     return first
 
 
+@cuda.jit(device=True, inline=True)
+def task_of(bounds, num_tasks, v):
+    """The task whose range ``[bounds[t], bounds[t + 1])`` holds vertex ``v``."""
+    return upper_bound(bounds, 0, num_tasks + 1, v) - 1
+
+
+@cuda.jit(device=True, inline=True)
+def degree_in(indptr, lo, hi, v):
+    """The out-degree of ``v`` in the adjacency of ``[lo, hi)`` (0 outside it)."""
+    if v < lo or v >= hi:
+        return int64(0)
+    return indptr[v - lo + 1] - indptr[v - lo]
+
+
 @functools.cache
 def kernels(block_size: int, items_per_thread: int) -> SimpleNamespace:
     """Compile (once per shape) the kernels for blocks of ``block_size`` threads.

@@ -3,36 +3,34 @@
 Returns
     :func:`level_kernels` ``(block_size, items_per_thread, result_dtype)`` → a namespace of
     compiled kernels over a device copy of the adjacency of a vertex range ``[lo, hi)``
-    (the whole graph, or one task's slice; vertex ids are global). They write the search's result (``parents``,
-    ``distances``), the next frontier (a queue of vertex ids, or a bitmap) and one row of
-    counts per level (int64): ``[FOUND, NEXT_EDGES, EXAMINED, DEFERRED]`` (vertices
-    found, the sum of their out-degrees, adjacency entries read, bottom-up vertices left
-    to stage 2). That row is all the host reads back per level, with, for a search of
-    several tasks, each task's found vertices, their out-arcs and the entries its GPU
-    steps read (``tally_found`` and the bottom-up kernels; tasks given by ``bounds``, the
-    ones placed on the GPU by ``on_gpu``), and the level's CPU tasks' pairs are claimed
-    by ``accept_pairs``.
+    (global vertex ids). They write the result (``parents``, ``distances``), the next
+    frontier (a queue of vertex ids, or a bitmap) and one row of counts per level (int64):
+    ``[FOUND, NEXT_EDGES, EXAMINED, DEFERRED]`` (vertices found, their out-arcs, adjacency
+    entries read, bottom-up vertices left to stage 2): all the host reads back per level,
+    with, for several tasks (``bounds``; those placed on the GPU: ``on_gpu``), each task's
+    found vertices, their out-arcs and the entries its GPU steps read (``tally_queue``
+    after a top-down level, ``tally_found`` after a bottom-up one, and the bottom-up
+    kernels); the level's CPU tasks' pairs are claimed by ``accept_pairs``.
 Approach
-    A level is one or two launches plus the top-down scan: nothing goes back to the host
-    but the counts, and the frontier never crosses the bus (see
-    :mod:`taskbfs.kernels.gpu_levels`). A small top-down level is one launch
-    (``top_down_small``: a block per frontier vertex). Top-down: the edge-balanced tiles of
-    :mod:`taskbfs.kernels._gpu_kernels` (an exclusive scan of the frontier's degrees, one
-    binary search per tile), but a target is claimed by ``atomicCAS`` on its parent (-1 =
-    unvisited), which writes the result and deduplicates at once; claimed vertices are
-    compacted into the next queue by a block scan and one atomic per tile. Bottom-up:
-    stage 1, a thread per unvisited vertex (``parents[v] == -1``) reads at most ``limit``
-    in-neighbours, the block ORs its discoveries into shared words and writes its tile of
-    the next bitmap whole (no clearing); stage 2, a block per queued vertex finishes its
-    list (the first frontier in-neighbour: the minimum edge index). Parents and
-    ``EXAMINED`` are exactly the CPU step's (:mod:`taskbfs.kernels.cpu`). Rows are used
-    in turn (level L writes row L % 3): each level's first kernel zeroes the next level's
-    row, so counts need no separate launch.
+    A level is one or two launches plus the top-down scan: only counts go back to the host,
+    the frontier never crosses the bus (:mod:`taskbfs.kernels.gpu_levels`). A small
+    top-down level is one launch (``top_down_small``: a block per frontier vertex); a
+    larger one the edge-balanced tiles of :mod:`taskbfs.kernels._gpu_kernels` (a scan of
+    the frontier's degrees, a binary search per tile). A target is claimed by
+    ``atomicCAS`` on its parent (-1 = unvisited), which writes the result and deduplicates
+    at once; a tile's claimed vertices are queued by a block scan and one atomic.
+    Bottom-up: stage 1, a thread per unvisited vertex reads at most ``limit``
+    in-neighbours, the block writes its tile of the next bitmap whole (no clearing);
+    stage 2, a block per deferred vertex finishes its list (the first frontier
+    in-neighbour). Parents and ``EXAMINED`` are exactly the CPU step's
+    (:mod:`taskbfs.kernels.cpu`). Level L writes counts row L % 3 and its first kernel
+    zeroes the next level's: counts need no separate launch.
 Encoding
     ``parents`` / ``distances`` / queues in ``result_dtype`` (int32 below 2^31 vertices,
     else int64); -1 unreached, -2 visited by a step that ran on the host (its pairs are
     written over the result there). ``indptr`` int64, the offsets of the adjacency's range
-    ``[lo, hi)`` (the whole graph, or one task's slice: vertex ids stay global), ``indices`` int32 or int64, bitmaps ``uint64`` (bit ``v & 63`` of word ``v >> 6``).
+    ``[lo, hi)``, ``indices`` int32 or int64, bitmaps ``uint64`` (bit ``v & 63`` of word
+    ``v >> 6``).
     Only ``syncthreads``, shared/local arrays and atomics: every kernel runs under
     ``NUMBA_ENABLE_CUDASIM=1``.
 """
@@ -45,11 +43,13 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda, int32, int64, uint64
 
-from taskbfs.kernels._gpu_kernels import bit_is_set, kernels, upper_bound
+from taskbfs.kernels._gpu_kernels import bit_is_set, degree_in, kernels, task_of, upper_bound
 from taskbfs.kernels._gpu_launch import launched_by_cupy
 
 #: Columns of a counts row.
 FOUND, NEXT_EDGES, EXAMINED, DEFERRED = range(4)
+#: Tasks up to which ``tally_queue`` sums a block's counts in shared memory (16 KiB).
+SHARED_TALLY_TASKS = 1024
 ROW = 4
 #: Counts rows, used in turn: level L writes row L % 3 and zeroes row (L + 1) % 3.
 ROWS = 3
@@ -61,17 +61,15 @@ _ZERO = np.uint64(0)
 
 
 @cuda.jit(device=True, inline=True)
-def _task_of(bounds, num_tasks, v):
-    """The task whose range ``[bounds[t], bounds[t + 1])`` holds vertex ``v``."""
-    return upper_bound(bounds, 0, num_tasks + 1, v) - 1
-
-
-@cuda.jit(device=True, inline=True)
-def _degree(indptr, lo, hi, v):
-    """The out-degree of ``v`` in the adjacency of ``[lo, hi)`` (0 outside it)."""
-    if v < lo or v >= hi:
-        return int64(0)
-    return indptr[v - lo + 1] - indptr[v - lo]
+def _tally_start(row, num_tasks, task_rows, next_task_rows):
+    """A tally's first part: the level's counts ``row`` copied after the tasks' (one
+    read-back), and the next level's ``next_task_rows`` zeroed."""
+    i = cuda.grid(1)
+    while i < 3 * num_tasks + ROW:
+        next_task_rows[i] = 0
+        if i < ROW:
+            task_rows[3 * num_tasks + i] = row[i]
+        i += cuda.gridsize(1)
 
 
 @cuda.jit(device=True, inline=True)
@@ -193,7 +191,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                             distances[v] = vid(depth)
                             found_v[count] = v
                             count += 1
-                            my_arcs += _degree(indptr, lo, hi, v)
+                            my_arcs += degree_in(indptr, lo, hi, v)
             prefix, tile_found = block_scan(scan_scratch, tid, count)
             if tid == 0 and tile_found > 0:
                 tile_base[0] = cuda.atomic.add(row, FOUND, tile_found)
@@ -237,7 +235,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                     if cuda.atomic.cas(parents, v, unvisited, vid(u)) == unvisited:
                         distances[v] = vid(depth)
                         queue[cuda.atomic.add(row, FOUND, 1)] = vid(v)
-                        my_arcs += _degree(indptr, lo, hi, v)
+                        my_arcs += degree_in(indptr, lo, hi, v)
                 e += block
             i += cuda.gridDim.x
         if my_arcs:
@@ -282,13 +280,13 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             task = int64(0)
             whole = True
             if several:
-                task = _task_of(bounds, num_tasks, max(first_v, lo))
-                whole = task == _task_of(bounds, num_tasks, min(first_v + word_tile, hi) - 1)
+                task = task_of(bounds, num_tasks, max(first_v, lo))
+                whole = task == task_of(bounds, num_tasks, min(first_v + word_tile, hi) - 1)
             cuda.syncthreads()
             for r in range(per_thread):
                 v = first_v + r * block + tid
                 if lo <= v and v < hi and parents[v] == unvisited:
-                    owner = task if whole else _task_of(bounds, num_tasks, v)
+                    owner = task if whole else task_of(bounds, num_tasks, v)
                     if several and not on_gpu[owner]:
                         continue
                     start = in_indptr[v - lo]
@@ -387,7 +385,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                     v_read = best - start + 1
                 _add_counts(row, FOUND, NEXT_EDGES, EXAMINED, v_found, v_arcs, v_read)
                 if num_tasks > 1 and v_read:
-                    owner = _task_of(bounds, num_tasks, v)
+                    owner = task_of(bounds, num_tasks, v)
                     cuda.atomic.add(task_rows, 2 * num_tasks + owner, v_read)
             cuda.syncthreads()
             q += cuda.gridDim.x
@@ -406,7 +404,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             i = start + tid
             v = queue[i] if i < k else queue[0]
             to_gpu = int64(0)
-            if i < k and on_gpu[_task_of(bounds, num_tasks, int64(v))]:
+            if i < k and on_gpu[task_of(bounds, num_tasks, int64(v))]:
                 to_gpu = 1
             to_cpu = int64(1) if i < k and to_gpu == 0 else int64(0)
             gpu_at, gpu_count = block_scan(scratch, tid, to_gpu)
@@ -445,7 +443,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                         queue[at] = vid(v)
                     else:
                         cuda.atomic.or_(bits, v >> 6, _ONE << uint64(v & 63))
-                    cuda.atomic.add(row, NEXT_EDGES, _degree(out_indptr, lo, hi, v))
+                    cuda.atomic.add(row, NEXT_EDGES, degree_in(out_indptr, lo, hi, v))
             i += stride
 
     @cuda.jit
@@ -454,16 +452,10 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         """Per task, the vertices a level found (those at distance ``depth``) and their
         out-arcs (``task_rows[t]``, ``task_rows[num_tasks + t]``), in tiles of contiguous
         vertices, a tile inside one task adding its sums once, so that the cost does not
-        grow with the number of tasks; the level's counts ``row`` copied after the tasks'
-        (one read-back), and the next level's ``next_task_rows`` zeroed."""
+        grow with the number of tasks (:func:`_tally_start` first)."""
         sums = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
-        i = cuda.grid(1)
-        while i < 3 * num_tasks + ROW:
-            next_task_rows[i] = 0
-            if i < ROW:
-                task_rows[3 * num_tasks + i] = row[i]
-            i += cuda.gridsize(1)
+        _tally_start(row, num_tasks, task_rows, next_task_rows)
         level = vid(depth)
         num_tiles = (n + tally_tile - 1) // tally_tile
         t = cuda.blockIdx.x
@@ -471,20 +463,20 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             if tid < 2:
                 sums[tid] = 0
             first = t * tally_tile
-            task = _task_of(bounds, num_tasks, first)
-            whole = task == _task_of(bounds, num_tasks, min(first + tally_tile, n) - 1)
+            task = task_of(bounds, num_tasks, first)
+            whole = task == task_of(bounds, num_tasks, min(first + tally_tile, n) - 1)
             cuda.syncthreads()
             found = int64(0)
             arcs = int64(0)
             for r in range(items):
                 v = first + r * block + tid
                 if v < n and distances[v] == level:
-                    degree = _degree(out_indptr, lo, hi, v)
+                    degree = degree_in(out_indptr, lo, hi, v)
                     if whole:
                         found += 1
                         arcs += degree
                     else:
-                        owner = _task_of(bounds, num_tasks, v)
+                        owner = task_of(bounds, num_tasks, v)
                         cuda.atomic.add(task_rows, owner, 1)
                         cuda.atomic.add(task_rows, num_tasks + owner, degree)
             if found:
@@ -496,6 +488,36 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                 cuda.atomic.add(task_rows, num_tasks + task, sums[1])
             cuda.syncthreads()  # before the next tile zeroes the sums
             t += cuda.gridDim.x
+
+    @cuda.jit
+    def tally_queue(queue, out_indptr, lo, hi, bounds, num_tasks, row, task_rows,
+                    next_task_rows):
+        """What :func:`tally_found` counts, for a top-down level: read from its queue (the
+        ``row[FOUND]`` vertices it found) instead of every vertex's distance, summed per
+        block in shared memory first when the tasks fit (``SHARED_TALLY_TASKS``)."""
+        sums = cuda.shared.array(2 * SHARED_TALLY_TASKS, int64)
+        tid = cuda.threadIdx.x
+        _tally_start(row, num_tasks, task_rows, next_task_rows)
+        shared = num_tasks <= SHARED_TALLY_TASKS
+        into = sums if shared else task_rows  # per task: found, then their out-arcs
+        j = tid
+        while shared and j < 2 * num_tasks:
+            sums[j] = 0
+            j += block
+        cuda.syncthreads()
+        i = cuda.grid(1)
+        while i < row[FOUND]:
+            v = int64(queue[i])
+            task = task_of(bounds, num_tasks, v)
+            cuda.atomic.add(into, task, 1)
+            cuda.atomic.add(into, num_tasks + task, degree_in(out_indptr, lo, hi, v))
+            i += cuda.gridsize(1)
+        cuda.syncthreads()
+        j = tid
+        while shared and j < 2 * num_tasks:
+            if sums[j]:
+                cuda.atomic.add(task_rows, j, sums[j])
+            j += block
 
     @cuda.jit
     def queue_to_bits(queue, k, bits):
@@ -566,22 +588,8 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                 log_d[at] = d
             i += stride
 
-    return SimpleNamespace(
-        base=base,
-        tile=tile,
-        enter=launched_by_cupy(enter),
-        fresh_result=launched_by_cupy(fresh_result),
-        write_reached=launched_by_cupy(write_reached),
-        top_down=launched_by_cupy(top_down),
-        top_down_small=launched_by_cupy(top_down_small),
-        bottom_up=launched_by_cupy(bottom_up),
-        bottom_up_rest=launched_by_cupy(bottom_up_rest),
-        split_queue=launched_by_cupy(split_queue),
-        accept_pairs=launched_by_cupy(accept_pairs),
-        tally_found=launched_by_cupy(tally_found),
-        queue_to_bits=launched_by_cupy(queue_to_bits),
-        bits_to_queue=launched_by_cupy(bits_to_queue),
-        visited_words=launched_by_cupy(visited_words),
-        found_after=launched_by_cupy(found_after),
-        publish=launched_by_cupy(publish),
-    )
+    launched = (enter, fresh_result, write_reached, top_down, top_down_small, bottom_up,
+                bottom_up_rest, split_queue, accept_pairs, tally_found, tally_queue,
+                queue_to_bits, bits_to_queue, visited_words, found_after, publish)
+    return SimpleNamespace(base=base, tile=tile,
+                           **{k.py_func.__name__: launched_by_cupy(k) for k in launched})
