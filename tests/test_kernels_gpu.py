@@ -477,16 +477,13 @@ def test_device_levels_match_the_cpu_steps(name, block_size, small_arcs):
 @pytest.mark.parametrize(("name", "block_size"), _cases())
 def test_device_levels_count_each_tasks_found_vertices(name, block_size):
     """With several tasks, a level's counts per task (``task_counts``: its found vertices
-    and their out-arcs, from its queue after a top-down level, from the distances after a
-    bottom-up one) and its totals are numpy's over the reference levels, with tasks that
-    fit a block's shared counts and more tasks than that (many of them empty)."""
-    from taskbfs.kernels._gpu_levels import SHARED_TALLY_TASKS
-
+    and their out-arcs) and its totals are numpy's over the reference levels, top-down and
+    bottom-up, with a few tasks and with more tasks than vertices (many of them empty)."""
     for graph, depth, level, frontier, visited, frontier_bits in _scenarios(name):
         n = graph.num_vertices
         expected = np.flatnonzero(depth == level + 1)
         degrees = graph.degrees()
-        for tasks in (3, SHARED_TALLY_TASKS + 1):
+        for tasks in (3, n + 7):
             bounds = np.linspace(0, n, tasks + 1).astype(np.int64)
             owner = np.searchsorted(bounds, expected, side="right") - 1
             want_found = np.bincount(owner, minlength=tasks)
@@ -500,7 +497,7 @@ def test_device_levels_count_each_tasks_found_vertices(name, block_size):
                                     read=False)
                 else:
                     levels.bottom_up(level, read=False)
-                totals, per_task = levels.task_counts(level, top_down)
+                totals, per_task = levels.task_counts(level)
                 assert totals.found == expected.size
                 assert totals.next_edges == int(degrees[expected].sum())
                 np.testing.assert_array_equal(per_task[0], want_found)

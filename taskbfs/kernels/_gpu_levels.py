@@ -8,9 +8,8 @@ Returns
     ``[FOUND, NEXT_EDGES, EXAMINED, DEFERRED]`` (vertices found, their out-arcs, adjacency
     entries read, bottom-up vertices left to stage 2): all the host reads back per level,
     with, for several tasks (``bounds``; those placed on the GPU: ``on_gpu``), each task's
-    found vertices, their out-arcs and the entries its GPU steps read (``tally_queue``
-    after a top-down level, ``tally_found`` after a bottom-up one, and the bottom-up
-    kernels); the level's CPU tasks' pairs are claimed by ``accept_pairs``.
+    found vertices, their out-arcs and the entries its GPU steps read (``tally_found`` and
+    the bottom-up kernels); the level's CPU tasks' pairs are claimed by ``accept_pairs``.
 Approach
     A level is one or two launches plus the top-down scan: only counts go back to the host,
     the frontier never crosses the bus (:mod:`taskbfs.kernels.gpu_levels`). A small
@@ -48,8 +47,6 @@ from taskbfs.kernels._gpu_launch import launched_by_cupy
 
 #: Columns of a counts row.
 FOUND, NEXT_EDGES, EXAMINED, DEFERRED = range(4)
-#: Tasks up to which ``tally_queue`` sums a block's counts in shared memory (16 KiB).
-SHARED_TALLY_TASKS = 1024
 ROW = 4
 #: Counts rows, used in turn: level L writes row L % 3 and zeroes row (L + 1) % 3.
 ROWS = 3
@@ -58,18 +55,6 @@ VISITED_ON_HOST = -2
 
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
-
-
-@cuda.jit(device=True, inline=True)
-def _tally_start(row, num_tasks, task_rows, next_task_rows):
-    """A tally's first part: the level's counts ``row`` copied after the tasks' (one
-    read-back), and the next level's ``next_task_rows`` zeroed."""
-    i = cuda.grid(1)
-    while i < 3 * num_tasks + ROW:
-        next_task_rows[i] = 0
-        if i < ROW:
-            task_rows[3 * num_tasks + i] = row[i]
-        i += cuda.gridsize(1)
 
 
 @cuda.jit(device=True, inline=True)
@@ -452,10 +437,16 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
         """Per task, the vertices a level found (those at distance ``depth``) and their
         out-arcs (``task_rows[t]``, ``task_rows[num_tasks + t]``), in tiles of contiguous
         vertices, a tile inside one task adding its sums once, so that the cost does not
-        grow with the number of tasks (:func:`_tally_start` first)."""
+        grow with the number of tasks; the level's counts ``row`` copied after the tasks'
+        (one read-back), and the next level's ``next_task_rows`` zeroed."""
         sums = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
-        _tally_start(row, num_tasks, task_rows, next_task_rows)
+        i = cuda.grid(1)
+        while i < 3 * num_tasks + ROW:
+            next_task_rows[i] = 0
+            if i < ROW:
+                task_rows[3 * num_tasks + i] = row[i]
+            i += cuda.gridsize(1)
         level = vid(depth)
         num_tiles = (n + tally_tile - 1) // tally_tile
         t = cuda.blockIdx.x
@@ -488,36 +479,6 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                 cuda.atomic.add(task_rows, num_tasks + task, sums[1])
             cuda.syncthreads()  # before the next tile zeroes the sums
             t += cuda.gridDim.x
-
-    @cuda.jit
-    def tally_queue(queue, out_indptr, lo, hi, bounds, num_tasks, row, task_rows,
-                    next_task_rows):
-        """What :func:`tally_found` counts, for a top-down level: read from its queue (the
-        ``row[FOUND]`` vertices it found) instead of every vertex's distance, summed per
-        block in shared memory first when the tasks fit (``SHARED_TALLY_TASKS``)."""
-        sums = cuda.shared.array(2 * SHARED_TALLY_TASKS, int64)
-        tid = cuda.threadIdx.x
-        _tally_start(row, num_tasks, task_rows, next_task_rows)
-        shared = num_tasks <= SHARED_TALLY_TASKS
-        into = sums if shared else task_rows  # per task: found, then their out-arcs
-        j = tid
-        while shared and j < 2 * num_tasks:
-            sums[j] = 0
-            j += block
-        cuda.syncthreads()
-        i = cuda.grid(1)
-        while i < row[FOUND]:
-            v = int64(queue[i])
-            task = task_of(bounds, num_tasks, v)
-            cuda.atomic.add(into, task, 1)
-            cuda.atomic.add(into, num_tasks + task, degree_in(out_indptr, lo, hi, v))
-            i += cuda.gridsize(1)
-        cuda.syncthreads()
-        j = tid
-        while shared and j < 2 * num_tasks:
-            if sums[j]:
-                cuda.atomic.add(task_rows, j, sums[j])
-            j += block
 
     @cuda.jit
     def queue_to_bits(queue, k, bits):
@@ -589,7 +550,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             i += stride
 
     launched = (enter, fresh_result, write_reached, top_down, top_down_small, bottom_up,
-                bottom_up_rest, split_queue, accept_pairs, tally_found, tally_queue,
+                bottom_up_rest, split_queue, accept_pairs, tally_found,
                 queue_to_bits, bits_to_queue, visited_words, found_after, publish)
     return SimpleNamespace(base=base, tile=tile,
                            **{k.py_func.__name__: launched_by_cupy(k) for k in launched})

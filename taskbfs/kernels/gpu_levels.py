@@ -452,23 +452,17 @@ class DeviceLevels:
             self.distances, self.queues[p], self.bits[p], *self._rows(level))
         return int(pairs.nbytes)
 
-    def task_counts(self, level: int, top_down: bool) -> tuple[LevelCounts, np.ndarray]:
+    def task_counts(self, level: int) -> tuple[LevelCounts, np.ndarray]:
         """Level ``level``'s counts and, per task, ``(found, their out-arcs, entries read)``
         (shape ``(3, T)``), written into mapped host memory: the first two counted over
-        the level's queue (``top_down``) or its distances here; the entries read by a
-        bottom-up level's GPU tasks counted as they ran (top-down: zero)."""
+        the level's distances here; the entries read by a bottom-up level's GPU tasks
+        counted as they ran (top-down: zero)."""
         cfg = self.config
         t = self.num_tasks
-        rows = (self.rows[level % ROWS], self.task_rows[level % 2], self.task_rows[(level + 1) % 2])
-        if top_down:  # its found vertices are its queue: fewer than all of them
-            self.k.tally_queue[cfg.grid_size, cfg.block_size](
-                self.queues[(level + 1) % 2], self.graph.indptr, self.lo, self.hi, self.bounds,
-                t, *rows)
-        else:
-            tiles = -(-self.n // (cfg.block_size * cfg.items_per_thread))
-            self.k.tally_found[max(1, min(tiles, cfg.grid_size)), cfg.block_size](
-                self.distances, self.n, level + 1, self.graph.indptr, self.lo, self.hi,
-                self.bounds, t, *rows)
+        tiles = -(-self.n // (cfg.block_size * cfg.items_per_thread))
+        self.k.tally_found[max(1, min(tiles, cfg.grid_size)), cfg.block_size](
+            self.distances, self.n, level + 1, self.graph.indptr, self.lo, self.hi, self.bounds,
+            t, self.rows[level % ROWS], self.task_rows[level % 2], self.task_rows[(level + 1) % 2])
         host = self.host_task_rows
         self.k.publish[cfg.blocks_for(host.size), cfg.block_size](self.task_rows[level % 2],
                                                                   host.size, host)

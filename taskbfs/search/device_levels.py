@@ -197,7 +197,7 @@ class GpuLevels:
                                  dtype=np.int64)
                 return counts, tasks, (0, 0)
             seconds, moved, host_read = counts.seconds, (0, 0), 0
-        totals, tasks = levels.task_counts(level, top_down)
+        totals, tasks = levels.task_counts(level)
         if top_down:  # a top-down step reads every arc of its frontier
             tasks[2] = np.where(on_gpu, task_edges(frontier, self.degrees), 0)
         tasks[2] += host_read
