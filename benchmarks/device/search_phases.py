@@ -64,6 +64,21 @@ PHASES = [
     "taskbfs.search.included:IncludedLevels._on_threads",
     "taskbfs.runtime.resident:Residents.call",
     "taskbfs.search.runner:Search.result",
+    "taskbfs.search.runner:Search.included",
+    "taskbfs.search.core:_attempt",
+    "taskbfs.search.core:place_graph",
+    "taskbfs.search.core:upload_to_gpus",
+    "taskbfs.search.core:_source_degree",
+    "taskbfs.search.core:_check_memory",
+    "taskbfs.search.core:Program",
+    "taskbfs.search.core:Search",
+    "taskbfs.search.core:as_graph",
+    "taskbfs.search.core:check_sources",
+    "taskbfs.runtime.cluster:Runtime.share_settings",
+    "taskbfs.runtime.cluster:Runtime.resources",
+    "taskbfs.runtime.cluster:Runtime.include_site",
+    "taskbfs.runtime.program:Program.close",
+    "taskbfs.runtime.program:Program.call",
 ]
 
 _calls: list[tuple[str, float, float]] = []
