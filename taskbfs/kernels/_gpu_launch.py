@@ -86,10 +86,14 @@ class CupyLaunchedKernel:
             argtype, params = _parameters(value, self.kernel)
             argtypes.append(argtype)
             words += params
-        argtypes = tuple(argtypes)
-        function = self._functions.get(argtypes)
-        if function is None:
-            function = self._functions[argtypes] = self._load(argtypes)
+        # numba interns its types (one object per type) and the entry keeps them alive:
+        # their ids are a key that hashes at a fraction of the cost of the types
+        key = tuple(map(id, argtypes))
+        loaded = self._functions.get(key)
+        if loaded is None:
+            argtypes = tuple(argtypes)
+            loaded = self._functions[key] = (argtypes, self._load(argtypes))
+        function = loaded[1]
         cupy = cupy_module()
         values = np.array(words, dtype=np.uint64)  # one 8-byte slot per parameter
         pointers = _slot_offsets(values.size) + np.uint64(values.ctypes.data)
@@ -145,10 +149,10 @@ def _parameters(value, kernel) -> tuple:
     if isinstance(value, float):
         return types.float64, [_float_word(value, "<d")]
     if isinstance(value, np.integer):
-        return numpy_support.from_dtype(value.dtype), [int(value) & ((1 << 8 * value.itemsize) - 1)]
+        return _scalar_type(value.dtype), [int(value) & ((1 << 8 * value.itemsize) - 1)]
     if isinstance(value, np.floating):
         fmt = "<d" if value.itemsize == 8 else "<f"
-        return numpy_support.from_dtype(value.dtype), [_float_word(float(value), fmt)]
+        return _scalar_type(value.dtype), [_float_word(float(value), fmt)]
     try:
         return _ARRAYS[value]
     except KeyError:
@@ -157,6 +161,10 @@ def _parameters(value, kernel) -> tuple:
         return _array_parameters(value, kernel)
     entry = _ARRAYS[value] = _array_parameters(value, kernel)
     return entry
+
+
+#: numba's type of a numpy scalar's dtype, asked of numba once per dtype.
+_scalar_type = functools.cache(numpy_support.from_dtype)
 
 
 def _float_word(value: float, fmt: str) -> int:
