@@ -121,7 +121,7 @@ def test_graph_above_each_workers_limit_built_and_searched(limited, runtime, mon
     rt, g, limit = limited
     # tb.bfs refuses workers whose limit is below their process's memory (a real limit
     # would kill them); here the limit bounds only the data Dask keeps in memory
-    monkeypatch.setattr(rt, "free_memory", lambda timeout=None: None)
+    monkeypatch.setattr(rt, "free_memory_later", lambda: lambda timeout=None: None)
     client = rt.client
     csr = _csr_bytes(g)
     assert limit < csr

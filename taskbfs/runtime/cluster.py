@@ -27,6 +27,7 @@ as a worker plugin (so workers that join later get them too), taken back on clos
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import functools
@@ -224,17 +225,17 @@ class Runtime:
         run in this process, else per worker its memory limit less what its process
         uses, summed (asked of the scheduler within ``timeout`` seconds); None when a
         worker has no limit (then nobody can tell)."""
+        return self.free_memory_later()(timeout)
+
+    def free_memory_later(self):
+        """:meth:`free_memory` as a call ``answer(timeout)``, asked of the scheduler now, so
+        that its round trip runs beside the caller's next ones."""
         if self.in_process:
-            return available_memory()
-        info = self.client.sync(self.client.scheduler.identity, n_workers=-1,
-                                callback_timeout=timeout)
-        free = 0
-        for worker in info["workers"].values():
-            limit = worker.get("memory_limit") or 0
-            if limit <= 0:
-                return None
-            free += max(0, int(limit) - int(worker.get("metrics", {}).get("memory", 0)))
-        return free
+            free = available_memory()
+            return lambda timeout=None: free
+        asked = asyncio.run_coroutine_threadsafe(
+            self.client.scheduler.identity(n_workers=-1), self.client.loop.asyncio_loop)
+        return lambda timeout=None: _free_of(asked.result(timeout))
 
     @property
     def has_gpu(self) -> bool:
@@ -494,6 +495,18 @@ PENDING_WAIT_SECONDS = 10.0
 #: (``/proc/meminfo``) costs more than a small search can spare per call.
 MEMORY_READING_SECONDS = 1.0
 _memory_reading = (float("-inf"), 0)  # (time.monotonic() when read, bytes available)
+
+
+def _free_of(identity: dict) -> int | None:
+    """Per worker of the scheduler's ``identity``, its memory limit less what its process
+    uses, summed; None when a worker has no limit."""
+    free = 0
+    for worker in identity["workers"].values():
+        limit = worker.get("memory_limit") or 0
+        if limit <= 0:
+            return None
+        free += max(0, int(limit) - int(worker.get("metrics", {}).get("memory", 0)))
+    return free
 
 
 def available_memory() -> int:

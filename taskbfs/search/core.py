@@ -279,7 +279,10 @@ def _attempt(rt, graph, search: Options, requested, strategy: str, policy: Polic
             rt.require_gpu("device_result=True", resources)
 
         source_degree = _source_degree(graph, search.sources, clock)  # its round trip overlaps the next ones
-        _check_memory(rt, graph, num_tasks, balance, direction, clock)
+        free_memory = rt.free_memory_later()  # so does this one, unless slices go out first
+        unplaced = isinstance(graph, Graph) and not is_placed(rt, graph, num_tasks, balance)
+        if unplaced:
+            _check_memory(rt, graph, unplaced, direction, free_memory(clock.left()))
         placed = place_graph(rt, graph, num_tasks, balance,
                              need_transpose=direction != TOP_DOWN or resuming,
                              timeout=clock.left())
@@ -291,6 +294,8 @@ def _attempt(rt, graph, search: Options, requested, strategy: str, policy: Polic
         # vertex, are copied to it once if they were made elsewhere)
         site = (None if dispatch == "tasks" or resuming
                 else rt.include_site(placed.slice_futures(), policy, clock.left(), resources))
+        if not unplaced:
+            _check_memory(rt, graph, unplaced, direction, free_memory(clock.left()))
         program = Program(rt, policy, name="bfs")
         run = Search(program, graph, placed, search, direction, progress, clock, heard,
                       attempt, kept, source_degree)
@@ -328,18 +333,18 @@ def _source_degree(graph, sources: np.ndarray, clock: Deadline) -> Callable[[], 
 SEARCH_BYTES_PER_VERTEX = 17
 
 
-def _check_memory(rt, graph, tasks: int, balance: str, direction: str, clock) -> None:
-    """Refuse a search whose graph slices (when not placed yet) and state exceed what the
-    workers have free, or whose result exceeds what this machine has free
-    (:class:`InsufficientMemoryError`, saying how much is needed and free)."""
+def _check_memory(rt, graph, unplaced: bool, direction: str, free: int | None) -> None:
+    """Refuse a search whose graph slices (``unplaced``: they go to the workers first) and
+    state exceed what the workers have free (``free``, :meth:`Runtime.free_memory`), or
+    whose result exceeds what this machine has free (:class:`InsufficientMemoryError`,
+    saying how much is needed and free)."""
     n = graph.num_vertices
     state = SEARCH_BYTES_PER_VERTEX * n
     slices = 0
-    if isinstance(graph, Graph) and not is_placed(rt, graph, tasks, balance):
+    if unplaced:
         slices = graph.indptr.nbytes + graph.indices.nbytes
         if graph.directed and direction != TOP_DOWN:
             slices *= 2  # the transposed slices too
-    free = rt.free_memory(clock.left())
     if free is not None and slices + state > free:
         raise InsufficientMemoryError(
             f"this search needs {(slices + state) / 2**20:,.0f} MiB on the workers (graph "
