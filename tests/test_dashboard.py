@@ -375,6 +375,19 @@ def test_a_finished_search_is_sent_to_the_page_only_when_asked(runtime, base):
     assert complete(_program_of(first)) and not complete(_program_of(second))
 
 
+def test_a_kept_search_reaches_the_finished_page_with_every_level(runtime, base):
+    """A one-task search whose result stays on the workers (a graph built there) returns on
+    its task's last message, its other summaries read from the task later: the page still
+    gets every level of it."""
+    graph = tb.kronecker(10, 8, seed=3, runtime=runtime)
+    r = tb.bfs(graph, 1, tasks=4, runtime=runtime)
+    assert r.on_workers
+    snap = _finished(base, _program_of(r))
+    assert snap["program"] == _program_of(r) and snap["timeline"]["live"] is False
+    assert snap["levels"]["level"] == r.levels["level"].tolist()
+    assert snap["levels"]["frontier"] == r.levels["frontier_size"].tolist()
+
+
 def _status(url: str) -> int:
     try:
         return _get(url)[0]

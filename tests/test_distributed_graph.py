@@ -377,6 +377,13 @@ def test_results_stay_on_the_workers(rt):
     for dispatch, tasks in (("auto", 3), ("tasks", 2)):
         r = tb.bfs(dg, 0, tasks=tasks, dispatch=dispatch, runtime=rt)
         assert r.on_workers
+        # its level table and counts as the same search of the graph in hand has them
+        # (a one-task search's summaries, but its last, are read from its task when asked)
+        here = tb.bfs(_local(s), 0, tasks=tasks, dispatch=dispatch, runtime=rt)
+        assert r.traversed_edges == here.traversed_edges
+        columns = ["level", "direction", "frontier_size", "frontier_edges", "discovered"]
+        assert r.levels[columns].equals(here.levels[columns])
+        assert len(r.trace) == len(here.trace)
         d, p = r.to_dask()
         assert d.shape == p.shape == (s.num_vertices,) and d.dtype == np.int32
         # one chunk per range: the one-task search's result cut by range, or the

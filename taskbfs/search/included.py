@@ -40,6 +40,8 @@ Messages
 
 from __future__ import annotations
 
+import concurrent.futures
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -53,6 +55,7 @@ from taskbfs.runtime import (
     Policy,
     Task,
     include,
+    publish,
     record_included,
     worker_threads,
 )
@@ -127,7 +130,10 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
         ``alpha``, ``beta``, ``depth_limit``: what :func:`~taskbfs.search.state.first_frontier`
         needs; ``device_result``: leave the result in this GPU's memory (CuPy arrays, no
         copy to the host; :func:`_assemble`); ``progress``: the client reads the level
-        summaries as they come (:class:`~taskbfs.search.state.SummaryPublisher`).
+        summaries as they come (:class:`~taskbfs.search.state.SummaryPublisher`);
+        ``kept``: the result stays on this worker, and the client reads the last summary
+        from the message the task sends last (:data:`SEARCHED`), the others when asked
+        (:class:`LaterSummaries`).
     policy : Policy or PlacementPolicy
         Places each step on a device (by its size and task id), through the runtime's
         :class:`~taskbfs.runtime.policy.Placement`.
@@ -149,7 +155,13 @@ def run_search(bundle, degrees: np.ndarray, *, init: dict, policy: Policy | Plac
     d2h = gpu.result_bytes() if gpu is not None and gpu.ran and not on_device else 0
     distances, parents = include(RESULT_NAME, _assemble, {"done": True, "d2h_bytes": d2h},
                                  frontier, sources, threads, gpu, on_device)
+    if init.get("kept"):  # the client's call returns on this, its result left here
+        publish({SEARCHED: levels.summaries[-1].to_message(), "d2h_bytes": d2h})
     return SearchOutcome(distances, parents, levels.summaries, d2h)
+
+
+#: The key of the message a search task whose result stays on its worker sends last.
+SEARCHED = "searched"
 
 
 #: The ways :class:`IncludedLevels` runs a level (each: the level's step tasks and its barrier).
@@ -302,10 +314,38 @@ def to_cupy(array: np.ndarray):
     return require_cupy("device_result=True").asarray(array)
 
 
-def outcome_summaries(client, outcome, timeout: float | None = None):
-    """``(summaries, assembly_d2h_bytes)`` of a search task's ``outcome`` (a future),
-    without its result arrays (within ``timeout`` seconds, else ``TimeoutError``)."""
-    return client.submit(_outcome_meta, outcome).result(timeout=timeout)
+class LaterSummaries(Sequence):
+    """The summaries of a search whose result stayed on its worker: the last one at hand
+    (what the call's result needs), every one read from the task's outcome when first
+    asked for (:attr:`later`, a :class:`concurrent.futures.Future` that a task asked for
+    when the search was submitted fills)."""
+
+    def __init__(self, client, outcome, last: LevelSummary):
+        self.last = last
+        self.later = concurrent.futures.Future()
+        meta = client.submit(_outcome_meta, outcome)
+        # Dask calls back in a thread of its own: reading the answer there waits on no one
+        meta.add_done_callback(self._fill)
+        self._meta = meta  # held: a released future's task may be forgotten
+
+    def _fill(self, meta) -> None:
+        try:
+            self.later.set_result(meta.result()[0])
+        except BaseException as exc:  # noqa: BLE001 - the reader gets it
+            self.later.set_exception(exc)
+
+    def __getitem__(self, index):
+        if isinstance(index, int) and index == -1:
+            return self.last
+        return self.later.result()[index]
+
+    def __len__(self) -> int:
+        return len(self.later.result())
+
+    def __getattr__(self, name: str):  # the LevelSummaries' own (step tables, blocks)
+        if name.startswith("_") or name in ("last", "later"):
+            raise AttributeError(name)
+        return getattr(self.later.result(), name)
 
 
 def kept_of_search(client, outcome, bounds: np.ndarray) -> KeptResult:
@@ -330,5 +370,5 @@ SEARCH = Task("bfs_search", smp=run_search_on_cpu)
 #: The same task on the GPU worker (a GPU-only task: the policy always places it there).
 SEARCH_ON_GPU = Task("bfs_search", cuda=run_search_on_gpu)
 
-__all__ = ["SEARCH", "SEARCH_ON_GPU", "SearchOutcome", "kept_of_search", "outcome_summaries",
-           "run_search", "LevelSummary"]
+__all__ = ["SEARCH", "SEARCH_ON_GPU", "SEARCHED", "LaterSummaries", "SearchOutcome",
+           "kept_of_search", "run_search", "LevelSummary"]

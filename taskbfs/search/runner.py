@@ -31,8 +31,9 @@ from taskbfs.search.included import (
     RESULT_NAME,
     SEARCH,
     SEARCH_ON_GPU,
+    SEARCHED,
+    LaterSummaries,
     kept_of_search,
-    outcome_summaries,
 )
 from taskbfs.search.options import (
     Options,
@@ -110,12 +111,13 @@ class Search:
         task = SEARCH_ON_GPU if device == CUDA else SEARCH
         # every slice as one input: 2 inputs whatever T (see PlacedGraph.bundle)
         program.put_future("slices", self.placed.bundle(program.client))
-        kwargs = {"init": self.init, "policy": program.policy}
         tags = {**self.tags, "level": 0, "search": True}
         if self.progress is None and (not self.keep or self.here_on_device):  # its value goes to this caller only
+            kwargs = {"init": self.init, "policy": program.policy}
             value = functools.partial(program.call, task, ins=["slices", "degrees"],
                                       kwargs=kwargs, tags=tags)
-        else:
+        else:  # a kept result's search says when it is done (see _searched)
+            kwargs = {"init": {**self.init, "kept": self.keep}, "policy": program.policy}
             program.submit(task, ins=["slices", "degrees"], outs=["search"], kwargs=kwargs,
                            tags=tags)
             while self.progress is not None and not self.report(
@@ -123,7 +125,8 @@ class Search:
                 pass
             if self.keep:
                 future = program.future("search")
-                summaries, d2h = outcome_summaries(program.client, future, self.clock.left())
+                last, d2h = self._searched()
+                summaries = LaterSummaries(program.client, future, last)
                 kept = kept_of_search(program.client, future, self.parts.bounds)
                 if self.device_result:  # CuPy arrays already when made on a GPU worker
                     kept = kept.to_device()
@@ -141,6 +144,17 @@ class Search:
             return Outcome(None, None, outcome.summaries, seconds, kept=kept)
         return Outcome(outcome.distances, outcome.parents, outcome.summaries, seconds,
                         outcome.assembly_d2h_bytes)
+
+    def _searched(self) -> tuple[LevelSummary, int]:
+        """The last summary and the result's bytes copied from the GPU, from the message
+        a search task whose result stays on its worker sends last (any summaries before
+        it, sent for the live page, say how far the search got)."""
+        while True:
+            message = self.program.next_message(watch=["search"], timeout=self.clock.left())
+            if SEARCHED in message:
+                return LevelSummary.from_message(message[SEARCHED]), int(message["d2h_bytes"])
+            if "summaries" in message:
+                self.heard.level = summaries_of(message)[-1].level
 
     def dispatched(self, exchanged: bool = False) -> Outcome:
         """Every level as T' step tasks and one barrier per owner worker through the
@@ -252,12 +266,18 @@ class Search:
         earlier = [(fetch_trace_later(client, pid), first, stop)
                    for (_, pid, first), (_, _, stop) in zip(ran[:-1], ran[1:], strict=True)]
 
-        def to_page(done) -> None:
-            if done.exception() is None:
-                records = done.result()[0]
-                keep_finished(client, program_id, records, summaries, steps=table_step_columns)
+        later = getattr(summaries, "later", None)  # a kept search's, read when asked
 
-        pending.add_done_callback(to_page)
+        def to_page(done) -> None:
+            if done.exception() is None and (later is None or later.exception() is None):
+                records = done.result()[0]
+                every = summaries if later is None else later.result()
+                keep_finished(client, program_id, records, every, steps=table_step_columns)
+
+        if later is None:
+            pending.add_done_callback(to_page)
+        else:  # no callback may wait for them: it may run on the client's event loop
+            later.add_done_callback(lambda _: pending.add_done_callback(to_page))
 
         def fetched():
             records, placements = trace_answer(pending)
