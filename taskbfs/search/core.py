@@ -19,6 +19,7 @@ Approach
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -278,7 +279,8 @@ def _attempt(rt, graph, search: Options, requested, strategy: str, policy: Polic
         if search.device_result:
             rt.require_gpu("device_result=True", resources)
 
-        source_degree = _source_degree(graph, search.sources, clock)  # its round trip overlaps the next ones
+        # asked by a dispatched search only (an included one reads the degrees there)
+        source_degree = functools.partial(_source_degree, graph, search.sources, clock)
         free_memory = rt.free_memory_later()  # so does this one, unless slices go out first
         unplaced = isinstance(graph, Graph) and not is_placed(rt, graph, num_tasks, balance)
         if unplaced:
@@ -316,7 +318,7 @@ def _source_degree(graph, sources: np.ndarray, clock: Deadline) -> Callable[[], 
     as a call that returns them: a graph on the workers is asked now (a task on the worker
     holding the source's range; for several, on the one holding the degrees) and answers
     when called (within the call's timeout), so that the round trip runs beside the
-    call's other ones."""
+    search's next ones (finding its owners)."""
     if isinstance(graph, DistributedGraph):
         if sources.size == 1:
             future = graph.degree_future(int(sources[0]))

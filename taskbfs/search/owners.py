@@ -52,6 +52,7 @@ Encoding
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,8 +175,9 @@ class OwnedSearch:
         Per range, the data names of its slice (and transposed slice) in ``program``.
     sources : ndarray of int64
         The search's sources (distinct).
-    first : LevelSummary
-        The level-0 summary (``state.first_summary``).
+    first : callable
+        Gives the level-0 summary (``state.first_summary``): asked after the owners are
+        known, so that the sources' degrees it waits on arrive beside their round trips.
     direction_mode : str
     alpha, beta : float
         Beamer's parameters.
@@ -198,7 +200,7 @@ class OwnedSearch:
         completed level (level 0 when none), and keeps each level it completes there.
     """
 
-    def __init__(self, program, placed, slices, sources, first: LevelSummary,
+    def __init__(self, program, placed, slices, sources, first: Callable[[], LevelSummary],
                  direction_mode: str, alpha: float, beta: float, depth_limit, waits,
                  tags: dict, keep: bool, kept: KeptLevels):
         self.program = program
@@ -209,16 +211,17 @@ class OwnedSearch:
         self.slices = slices
         self.sources = sources
         self.kept = kept
-        self.resumed_from = kept.start(waits.attempt, program.id, first, placed.parts.num_tasks)
-        self.summaries = kept.summaries
         self.started = False
         self.rule = search_rule(self.bounds, placed.num_arcs, direction_mode, alpha, beta,
                                 depth_limit)
         self.waits = waits
         self.keep = keep
         self.tags = tags
-        self.exchange = kept.exchange
+        # the owners' round trips first: the question level 0's summary waits on runs beside them
         self.workers, self.owner_of = self._owners(keep)
+        self.resumed_from = kept.start(waits.attempt, program.id, first(), placed.parts.num_tasks)
+        self.summaries = kept.summaries
+        self.exchange = kept.exchange
         self.owned = [np.flatnonzero(self.owner_of == w) for w in range(len(self.workers))]
         self.states = [f"owner/{w}" for w in range(len(self.workers))]
         self.fronts = [f"front/{w}" for w in range(len(self.workers))]

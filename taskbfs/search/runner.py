@@ -71,7 +71,7 @@ class Search:
 
     def __init__(self, program: Program, graph: Graph, placed, search: Options, direction: str,
                  progress, clock: Deadline, heard: Heard, attempt: int, kept: KeptLevels,
-                 source_degree: Callable[[], np.ndarray]):
+                 source_degree: Callable[[], Callable[[], np.ndarray]]):
         self.program = program
         self.source_degree = source_degree
         self.attempt = attempt
@@ -163,9 +163,13 @@ class Search:
         (:mod:`taskbfs.search.owner_levels`); the result gathered from the owners, or left
         there for a graph kept on the workers."""
         start = time.perf_counter()
-        first = first_summary(self.parts.bounds, self.sources, self.source_degree(),
-                              self.placed.num_arcs, self.direction, self.init["alpha"],
-                              self.init["beta"], self.depth_limit)
+        source_degree = self.source_degree()  # asked now, read by first() below
+
+        def first() -> LevelSummary:
+            return first_summary(self.parts.bounds, self.sources, source_degree(),
+                                 self.placed.num_arcs, self.direction, self.init["alpha"],
+                                 self.init["beta"], self.depth_limit)
+
         if self.kept.level >= 1:  # a resumed search reported its first levels already
             self.heard.level = self.kept.level
         search = exchanged_search if exchanged else owned_search
