@@ -281,7 +281,8 @@ def _attempt(rt, graph, search: Options, requested, strategy: str, policy: Polic
 
         # asked by a dispatched search only (an included one reads the degrees there)
         source_degree = functools.partial(_source_degree, graph, search.sources, clock)
-        free_memory = rt.free_memory_later()  # so does this one, unless slices go out first
+        # asked now, read after the include site's round trip (before, when slices go out)
+        free_memory = rt.free_memory_later()
         unplaced = isinstance(graph, Graph) and not is_placed(rt, graph, num_tasks, balance)
         if unplaced:
             _check_memory(rt, graph, unplaced, direction, free_memory(clock.left()))

@@ -323,14 +323,14 @@ class LaterSummaries(Sequence):
     def __init__(self, client, outcome, last: LevelSummary):
         self.last = last
         self.later = concurrent.futures.Future()
-        meta = client.submit(_outcome_meta, outcome)
+        meta = client.submit(_outcome_summaries, outcome)
         # Dask calls back in a thread of its own: reading the answer there waits on no one
         meta.add_done_callback(self._fill)
         self._meta = meta  # held: a released future's task may be forgotten
 
     def _fill(self, meta) -> None:
         try:
-            self.later.set_result(meta.result()[0])
+            self.later.set_result(meta.result())
         except BaseException as exc:  # noqa: BLE001 - the reader gets it
             self.later.set_exception(exc)
 
@@ -360,8 +360,8 @@ def _outcome_range(outcome: SearchOutcome, lo: int, hi: int):
     return outcome.distances[lo:hi], outcome.parents[lo:hi]
 
 
-def _outcome_meta(outcome: SearchOutcome):
-    return outcome.summaries, outcome.assembly_d2h_bytes
+def _outcome_summaries(outcome: SearchOutcome):
+    return outcome.summaries
 
 
 #: The search task on a CPU worker: ``ins = [slices, degrees]`` (every task's slices as one
