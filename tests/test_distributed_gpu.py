@@ -215,11 +215,12 @@ def test_a_client_that_is_not_the_default_places_a_graph_on_several_gpu_workers(
 
 
 def test_gpu_owners_run_their_levels_on_their_gpus(rt):
-    """Owner levels on GPU workers: each owner runs its ranges' GPU steps on its GPU and
-    accepts their pairs on the host; the result is scipy's, with parents valid by the
-    Graph500 rules (checked on the workers), and the same with the levels dispatched; a
-    GPU step copies back its counts and its pairs."""
-    from taskbfs.search.gpu_step import _READ_BACK_BYTES
+    """Owner levels on GPU workers: each owner keeps its ranges' state on its GPU for the
+    whole search and the owners trade each level's found vertices as bitmaps; the result is
+    scipy's, with parents valid by the Graph500 rules (checked on the workers), and the
+    same with the levels dispatched; a level's GPU steps copy back only the counts, and
+    hybrid's CPU steps on the owners' threads reach the same distances."""
+    from taskbfs.kernels.bitmap import words_for
 
     dg = tb.kronecker(10, 16, seed=5, runtime=rt, ranges=RANGES)
     g = dg.gather()
@@ -239,9 +240,14 @@ def test_gpu_owners_run_their_levels_on_their_gpus(rt):
     assert set(trace["device"]) == {"cuda"}
     bottom_up = trace[trace["direction"] == "bottom-up"]
     assert len(bottom_up) and (r.levels["direction"] == "top-down").any()
-    ran = trace[trace["d2h_bytes"] > 0]  # a top-down step whose vertices have no arcs: none
-    pair_bytes = 2 * np.dtype(np.int32).itemsize
-    np.testing.assert_array_equal(ran["d2h_bytes"], _READ_BACK_BYTES + pair_bytes * ran["found"])
+    # per level, each owner's first GPU step reports the batch: its counts read back
+    # (3 per range and a row of 4, int64), no pairs; every owner sends the others its bitmap
+    ran = trace[trace["d2h_bytes"] > 0]
+    assert len(ran) and (ran["d2h_bytes"] == 8 * (3 * RANGES + 4)).all()
+    owners = r.exchange["owners"].to_numpy()
+    assert (owners > 1).all()
+    np.testing.assert_array_equal(r.exchange["bitmap_remote_bytes"],
+                                  owners * (owners - 1) * 8 * words_for(g.num_vertices))
     # hybrid: the small steps on the owners' CPUs, their accepted pairs sent to the GPUs
     sizes = np.sort(r.trace["size"].to_numpy())
     mixed = tb.bfs(dg, source, tasks=RANGES, strategy="hybrid", lam=int(np.median(sizes)),

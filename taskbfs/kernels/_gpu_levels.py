@@ -432,13 +432,13 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             i += stride
 
     @cuda.jit
-    def tally_found(distances, n, depth, out_indptr, lo, hi, bounds, num_tasks, row, task_rows,
+    def tally_found(distances, depth, out_indptr, lo, hi, bounds, num_tasks, row, task_rows,
                     next_task_rows):
-        """Per task, the vertices a level found (those at distance ``depth``) and their
-        out-arcs (``task_rows[t]``, ``task_rows[num_tasks + t]``), in tiles of contiguous
-        vertices, a tile inside one task adding its sums once, so that the cost does not
-        grow with the number of tasks; the level's counts ``row`` copied after the tasks'
-        (one read-back), and the next level's ``next_task_rows`` zeroed."""
+        """Per task, the vertices of ``[lo, hi)`` a level found (those at distance ``depth``)
+        and their out-arcs (``task_rows[t]``, ``task_rows[num_tasks + t]``), in tiles of
+        contiguous vertices, a tile inside one task adding its sums once, so that the cost
+        does not grow with the number of tasks; the level's counts ``row`` copied after the
+        tasks' (one read-back), and the next level's ``next_task_rows`` zeroed."""
         sums = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
         i = cuda.grid(1)
@@ -448,20 +448,20 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
                 task_rows[3 * num_tasks + i] = row[i]
             i += cuda.gridsize(1)
         level = vid(depth)
-        num_tiles = (n + tally_tile - 1) // tally_tile
+        num_tiles = (hi - lo + tally_tile - 1) // tally_tile
         t = cuda.blockIdx.x
         while t < num_tiles:
             if tid < 2:
                 sums[tid] = 0
-            first = t * tally_tile
+            first = lo + t * tally_tile
             task = task_of(bounds, num_tasks, first)
-            whole = task == task_of(bounds, num_tasks, min(first + tally_tile, n) - 1)
+            whole = task == task_of(bounds, num_tasks, min(first + tally_tile, hi) - 1)
             cuda.syncthreads()
             found = int64(0)
             arcs = int64(0)
             for r in range(items):
                 v = first + r * block + tid
-                if v < n and distances[v] == level:
+                if v < hi and distances[v] == level:
                     degree = degree_in(out_indptr, lo, hi, v)
                     if whole:
                         found += 1
@@ -489,6 +489,44 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             v = int64(queue[i])
             cuda.atomic.or_(bits, v >> 6, _ONE << uint64(v & 63))
             i += stride
+
+    @cuda.jit
+    def claims_to_bits(queue, row, bits):
+        """Set in ``bits`` the vertices the level claimed here (``queue[:row[FOUND]]``)."""
+        i = cuda.grid(1)
+        while i < row[FOUND]:
+            v = int64(queue[i])
+            cuda.atomic.or_(bits, v >> 6, _ONE << uint64(v & 63))
+            i += cuda.gridsize(1)
+
+    @cuda.jit
+    def take_reached(bits, num_words, lo, hi, depth, parents, distances, queue, tail):
+        """Every owner's found vertices (``bits``: their next bitmaps OR'd) into this
+        owner's state: those not claimed here reached at ``depth`` with their parent on
+        the owner that claimed them (-2); those of ``[lo, hi)`` queued (this owner's next
+        top-down frontier, ``tail[0]`` zeroed by the caller)."""
+        i = cuda.grid(1)
+        while i < num_words:
+            word = bits[i]
+            if word != _ZERO:
+                mine = _ZERO
+                count = 0
+                for b in range(64):
+                    if (word >> uint64(b)) & _ONE != _ZERO:
+                        v = i * 64 + b
+                        if parents[v] == unvisited:
+                            parents[v] = on_host
+                            distances[v] = vid(depth)
+                        if lo <= v and v < hi:
+                            mine |= _ONE << uint64(b)
+                            count += 1
+                if count:
+                    at = cuda.atomic.add(tail, 0, count)
+                    for b in range(64):
+                        if (mine >> uint64(b)) & _ONE != _ZERO:
+                            queue[at] = vid(i * 64 + b)
+                            at += 1
+            i += cuda.gridsize(1)
 
     @cuda.jit
     def bits_to_queue(bits, num_words, queue, tail):
@@ -551,6 +589,7 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
 
     launched = (enter, fresh_result, write_reached, top_down, top_down_small, bottom_up,
                 bottom_up_rest, split_queue, accept_pairs, tally_found,
-                queue_to_bits, bits_to_queue, visited_words, found_after, publish)
+                queue_to_bits, bits_to_queue, visited_words, found_after, publish,
+                claims_to_bits, take_reached)
     return SimpleNamespace(base=base, tile=tile,
                            **{k.py_func.__name__: launched_by_cupy(k) for k in launched})

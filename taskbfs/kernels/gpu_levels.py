@@ -459,9 +459,9 @@ class DeviceLevels:
         counted as they ran (top-down: zero)."""
         cfg = self.config
         t = self.num_tasks
-        tiles = -(-self.n // (cfg.block_size * cfg.items_per_thread))
+        tiles = -(-(self.hi - self.lo) // (cfg.block_size * cfg.items_per_thread))
         self.k.tally_found[max(1, min(tiles, cfg.grid_size)), cfg.block_size](
-            self.distances, self.n, level + 1, self.graph.indptr, self.lo, self.hi, self.bounds,
+            self.distances, level + 1, self.graph.indptr, self.lo, self.hi, self.bounds,
             t, self.rows[level % ROWS], self.task_rows[level % 2], self.task_rows[(level + 1) % 2])
         host = self.host_task_rows
         self.k.publish[cfg.blocks_for(host.size), cfg.block_size](self.task_rows[level % 2],

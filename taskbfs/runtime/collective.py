@@ -6,8 +6,9 @@ Returns
     workers' NCCL communicator when every one of them has a GPU and NCCL (made once per
     runtime and set of workers, torn down with the runtime or when the set changes), else one
     over Dask's comms. In the tasks, one per worker, running together:
-    :meth:`Communicator.join` → :class:`Collective`, whose :meth:`~Collective.allgather` and
-    :meth:`~Collective.allreduce_sum` every task calls in the same order.
+    :meth:`Communicator.join` → :class:`Collective`, whose :meth:`~Collective.allgather`,
+    :meth:`~Collective.allreduce_sum` and :meth:`~Collective.reduce_into` every task calls
+    in the same order.
 Approach
     As raft-dask and cuGraph set NCCL up through Dask: the unique id is made on the first
     worker (``cupy.cuda.nccl.get_unique_id``), handed by Dask to every worker, and each
@@ -109,6 +110,31 @@ class Collective:
                              nccl.NCCL_SUM, cupy.cuda.get_current_stream().ptr)
         return out
 
+    def reduce_into(self, array, op: str) -> None:
+        """``array`` (this rank's; a device array with NCCL, else numpy) becomes the
+        element-wise ``op`` (``"sum"``, ``"max"`` or ``"or"``, bitwise) of every rank's,
+        in place. NCCL has no bitwise or: its ``"or"`` is an allgather and ``size - 1``
+        ors on the device."""
+        if op not in _NUMPY_OPS:
+            raise TaskBFSError(f"no collective {op!r}: one of {sorted(_NUMPY_OPS)}")
+        if not self.on_gpu:
+            array[...] = _NUMPY_OPS[op].reduce(np.stack(self._trade(array)), axis=0)
+            return
+        import cupy
+        from cupy.cuda import nccl
+
+        here = cupy.asarray(array)
+        stream = cupy.cuda.get_current_stream().ptr
+        if op == "or":
+            gathered = self.allgather(here)
+            here[...] = gathered[0]
+            for other in gathered[1:]:
+                cupy.bitwise_or(here, other, out=here)
+            return
+        nccl_op = nccl.NCCL_SUM if op == "sum" else nccl.NCCL_MAX
+        self._nccl.allReduce(here.data.ptr, here.data.ptr, here.size, _nccl_type(here.dtype),
+                             nccl_op, stream)
+
     def close(self) -> None:
         """This rank's part done (the NCCL communicator stays for the next program)."""
         if not self.on_gpu:
@@ -117,6 +143,10 @@ class Collective:
     def _trade(self, local: np.ndarray) -> list:
         self._round += 1
         return self._exchange.all_to_all(("collective", self._round), [local] * self.size)
+
+
+#: The numpy reductions of :meth:`Collective.reduce_into` over Dask's comms.
+_NUMPY_OPS = {"sum": np.add, "max": np.maximum, "or": np.bitwise_or}
 
 
 def _nccl_type(dtype) -> int:

@@ -151,14 +151,14 @@ class DeviceCache:
 
     # ------------------------------------------------------------------ levels on the device
     def whole(self, parts, num_vertices: int):
-        """The device copy of every vertex's adjacency, from the T slices ``parts`` (one
-        orientation's, ranges in order, together every vertex): ``(DeviceSlice, uploaded
-        bytes)``. One slice is its own copy; several are joined on the device, piece by
-        piece, never on the host."""
+        """The device copy of the adjacency of the vertices of the slices ``parts`` (one
+        orientation's, ranges in order and adjacent: every vertex, or an owner's ranges):
+        ``(DeviceSlice, uploaded bytes)``. One slice is its own copy; several are joined on
+        the device, piece by piece, never on the host."""
         if len(parts) == 1:
             return self.partition(parts[0], num_vertices)
-        first, hi = parts[0], int(parts[-1].hi)
-        key = (first.token, -1, 0, hi)
+        first, lo, hi = parts[0], int(parts[0].lo), int(parts[-1].hi)
+        key = (first.token, -1, lo, hi)
         names = [(key, "indptr"), (key, "indices")]
         joined = []  # the host's offsets, made once when needed
 
@@ -175,13 +175,14 @@ class DeviceCache:
                     or known.num_vertices != int(num_vertices):
                 from taskbfs.kernels.gpu import DeviceSlice
 
-                known = self._slices[key] = DeviceSlice(0, hi, int(num_vertices), indptr,
+                known = self._slices[key] = DeviceSlice(lo, hi, int(num_vertices), indptr,
                                                         indices, offsets())
             return known, up + more
 
     def device_levels(self, slices, num_vertices: int):
-        """The :class:`~taskbfs.kernels.gpu_levels.DeviceLevels` over the whole graph, from
-        ``slices`` (per task its slice, then its transposed one when it has one), made once
+        """The :class:`~taskbfs.kernels.gpu_levels.DeviceLevels` over the vertices of
+        ``slices`` (per task its slice, then its transposed one when it has one; adjacent
+        ranges in order: the whole graph, or an owner's ranges), made once
         per device copy and kept for the next searches: ``(levels, uploaded bytes)``, the
         bytes of the graph copied to the device now (0 when it is here)."""
         from taskbfs.kernels.bitmap import words_for

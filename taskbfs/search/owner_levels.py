@@ -57,6 +57,7 @@ from taskbfs.runtime import (
     Placement,
     Task,
     abort_channel,
+    communicator,
     include,
     include_each,
     publish,
@@ -65,6 +66,7 @@ from taskbfs.runtime import (
 from taskbfs.runtime.mailbox import EXCHANGE_TIMEOUT
 from taskbfs.runtime.plugin import workers_with
 from taskbfs.runtime.task import GPU_RESOURCE
+from taskbfs.search.device_owner import DeviceOwner, adjacent
 from taskbfs.search.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.search.levels import run_levels
 from taskbfs.search.owner_barrier import accept_pieces, reached_report, split_for_owners
@@ -85,7 +87,7 @@ __all__ = ["OWNER_LEVELS", "ExchangedSearch", "OwnerLevels", "exchanged_search"]
 def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
                  opening: LevelSummary, rule, policy, per_range: bool,
                  init: dict | None = None, submitted: float | None = None,
-                 exchange_timeout: float | None = None) -> tuple:
+                 exchange_timeout: float | None = None, collective=None) -> tuple:
     """The task :data:`OWNER_LEVELS`: every level of the search from ``opening`` for the
     ranges of owner ``owner`` (called as ``owner_levels(*slices, front, state)``: per
     owned range, in the owner's order, ``layout[i]`` slices: its out-adjacency slice, then
@@ -97,7 +99,9 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     client to gather), then ``(front, state)``. ``submitted``: when the client submitted
     the task (``time.time()``), for the first level's ``queued`` part; ``exchange_timeout``:
     how long it waits for a peer's message of a round (the client's
-    :data:`~taskbfs.runtime.mailbox.EXCHANGE_TIMEOUT`)."""
+    :data:`~taskbfs.runtime.mailbox.EXCHANGE_TIMEOUT`); ``collective``: the owners'
+    :class:`~taskbfs.runtime.Communicator` when their state lives on their GPUs
+    (:class:`~taskbfs.search.device_owner.DeviceOwner`; a fresh search only)."""
     from distributed import secede
 
     entered = time.perf_counter()
@@ -108,6 +112,10 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
         names = args
     cuts = np.cumsum([0, *layout])
     slices = [tuple(names[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    if collective is not None:
+        secede()
+        return _device_owner_levels(slices, collective.join(owner, channel, exchange_timeout),
+                                    rule, policy, opening, init, per_range)
     if init is not None:
         front, state = init_owner(*(s[0] for s in slices), **init)
     secede()  # it waits for its peers: its thread slot is the worker's for other tasks
@@ -121,6 +129,22 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     result = include(RESULT_NAME, _owner_results, {"done": True, "owner": owner}, front, state,
                      per_range)
     return (*result, front, state)
+
+
+def _device_owner_levels(slices, collective, rule, policy, opening: LevelSummary, init: dict,
+                         per_range: bool) -> tuple:
+    """:func:`owner_levels` for an owner whose state lives on its GPU: its result, and
+    no frontier or state on the host."""
+    tasks = np.flatnonzero(np.asarray(init["owner_of"]) == collective.rank)
+    try:
+        runner = DeviceOwner(slices, tasks, init["bounds"], init["sources"], collective,
+                             rule, Placement(policy, gpu_present=True), opening)
+        run_levels(runner, opening)
+        result = include(RESULT_NAME, runner.result, {"done": True, "owner": collective.rank},
+                         per_range)
+    finally:
+        collective.close()
+    return (*result, None, None)
 
 
 def _owner_results(front, state, per_range: bool) -> list:
@@ -298,6 +322,7 @@ class ExchangedSearch(OwnedSearch):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.tags = {**self.tags, "search": True}
+        self.on_gpus = False  # whether the owners' state lives on their GPUs (_start)
 
     def run(self):
         try:
@@ -320,14 +345,16 @@ class ExchangedSearch(OwnedSearch):
 
     def _start(self, level: int) -> None:
         """The owners' level tasks from ``level``: at level 0 each makes its owner's state
-        itself (:func:`init_owner`: no task before it), else they take up the states
-        :meth:`OwnedSearch._start` rebuilds."""
+        itself (:func:`init_owner`: no task before it; on its GPU where :meth:`_on_gpus`),
+        else they take up the states :meth:`OwnedSearch._start` rebuilds."""
         fresh = level == 0
         if fresh:
             self.started = True
         else:
             super()._start(level)
         opening = self.summaries[-1]
+        self.on_gpus = fresh and self._on_gpus()
+        collective = communicator(self.program.runtime, self.workers) if self.on_gpus else None
         for w, tasks in enumerate(self.owned):
             names = [name for t in tasks.tolist() for name in self.slices[t]]
             results = ([f"range/{t}" for t in tasks.tolist()] if self.keep else [f"result/{w}"])
@@ -340,8 +367,18 @@ class ExchangedSearch(OwnedSearch):
                         "opening": opening, "rule": self.rule, "policy": self.program.policy,
                         "per_range": self.keep,
                         "init": self._init_keywords(w) if fresh else None,
-                        "submitted": time.time(), "exchange_timeout": EXCHANGE_TIMEOUT},
+                        "submitted": time.time(), "exchange_timeout": EXCHANGE_TIMEOUT,
+                        "collective": collective},
                 tags={**(self.tags if fresh and w == 0 else {}), "owner": w, "opening": level})
+
+    def _on_gpus(self) -> bool:
+        """Whether the owners keep the search's state on their GPUs
+        (:class:`~taskbfs.search.device_owner.DeviceOwner`): several owners, each a GPU
+        worker owning adjacent ranges, and a policy that uses the GPU."""
+        gpus = set(self.program.runtime.gpu_workers())
+        return (len(self.workers) > 1 and set(self.workers) <= gpus
+                and getattr(self.program.policy, "uses_gpu", True)
+                and all(adjacent(tasks) for tasks in self.owned))
 
     def _kept(self) -> list:
         """One future of ``(distances, parents)`` per range, left on its owner (the owner
@@ -365,8 +402,9 @@ class ExchangedSearch(OwnedSearch):
                 self._start(summary.level)
         reports = self._reports(summary.level)
         merged = self._merged(reports)
-        self._made = ([self._reached(w, r) for w, r in enumerate(reports)],
-                      self._exchanged(summary.level, summary.direction, merged, reports))
+        # owners on GPUs keep their vertices there: a later attempt starts again
+        reached = None if self.on_gpus else [self._reached(w, r) for w, r in enumerate(reports)]
+        self._made = (reached, self._exchanged(summary.level, summary.direction, merged, reports))
         return self._next_summary(summary, merged)
 
     def _exchanged(self, level: int, direction: str, merged, reports) -> dict:
@@ -376,7 +414,8 @@ class ExchangedSearch(OwnedSearch):
         owner's time in each part of the level (:data:`PHASES`)."""
         moved = self._moved(level, direction, merged, set())
         shares = sum(len(r["reached"]) for r in reports)
-        moved["bitmap_remote_bytes"] = shares * (len(self.workers) - 1)
+        moved["bitmap_remote_bytes"] = (shares * (len(self.workers) - 1)
+                                        + sum(r.get("traded", 0) for r in reports))
         for phase in PHASES:
             moved[f"{phase}_seconds"] = max(r["phases"][phase] for r in reports)
         moved["least_waited_seconds"] = min(r["phases"]["waited"] for r in reports)

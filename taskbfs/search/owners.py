@@ -100,11 +100,14 @@ class KeptLevels:
         #: ``(attempt, program id, first level)`` of each attempt that ran levels, in order
         self.attempts: list[tuple[int, str, int]] = []
         self.num_tasks = 0  # of the attempts that ran levels (a resume keeps their ranges)
+        #: False once a level was completed whose vertices the client does not know
+        #: (owners on GPUs): a later attempt then starts again from level 0
+        self.resumable = True
 
     @property
     def level(self) -> int:
         """The last completed level (its frontier is known): where a resume starts."""
-        return len(self.summaries) - 1
+        return len(self.summaries) - 1 if self.resumable else 0
 
     @property
     def levels(self) -> np.ndarray:
@@ -126,8 +129,12 @@ class KeptLevels:
 
     def complete(self, summary: LevelSummary, reached, exchange: dict | None = None) -> None:
         """Keep ``summary`` (which opens level L) and the vertices at distance L
-        (``reached``: arrays of vertex ids, or :class:`ReachedWords`)."""
-        self._pending.append((summary.level, reached))
+        (``reached``: arrays of vertex ids, or :class:`ReachedWords`; None: not known
+        here, so no later attempt resumes)."""
+        if reached is None:
+            self.resumable = False
+        else:
+            self._pending.append((summary.level, reached))
         self.summaries.append(summary)
         if exchange is not None:
             self.exchange.append(exchange)
@@ -137,6 +144,7 @@ class KeptLevels:
         into ``num_tasks`` ranges, from the last completed one (from ``first``, level 0,
         when none completed); returns that level."""
         if self.level < 1:  # nothing to resume from: start again
+            self.resumable = True
             self.summaries, self.exchange, self.attempts = [first], [], []
             self.num_tasks = num_tasks
             self._pending = []
