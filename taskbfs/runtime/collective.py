@@ -171,7 +171,9 @@ def communicator(runtime, workers: list[str], timeout: float = 60.0) -> Communic
     key = tuple((w, present.get(w, {}).get("id")) for w in workers)
     if key in made:
         return made[key]
-    if len(workers) < 2 or not all(_has_nccl(runtime, workers).values()):
+    devices = list(_nccl_devices(runtime, workers).values())
+    # NCCL joins one rank per GPU: workers sharing a GPU trade over Dask's comms
+    if len(workers) < 2 or None in devices or len(set(devices)) < len(devices):
         return made.setdefault(key, Communicator(workers, None))
     close_communicators(runtime)
     made = _made.setdefault(runtime, {})
@@ -196,23 +198,26 @@ def close_communicators(runtime) -> None:
             pass
 
 
-def _has_nccl(runtime, workers: list[str]) -> dict:
+def _nccl_devices(runtime, workers: list[str]) -> dict:
     gpus = set(runtime.gpu_workers())
     if not set(workers) <= gpus:
-        return {w: False for w in workers}
-    return runtime.client.run(_nccl_here, workers=workers)
+        return {w: None for w in workers}
+    return runtime.client.run(_nccl_device, workers=workers)
 
 
 # ====================================================================== on the workers
-def _nccl_here() -> bool:
-    """Whether this worker can join an NCCL communicator (CuPy with NCCL and a GPU)."""
+def _nccl_device() -> str | None:
+    """The PCI bus id of the GPU this worker would join an NCCL communicator with (CuPy
+    with NCCL and a GPU), else None."""
     try:
         import cupy
         from cupy.cuda import nccl
 
-        return bool(nccl.available) and cupy.cuda.runtime.getDeviceCount() > 0
+        if not nccl.available or cupy.cuda.runtime.getDeviceCount() == 0:
+            return None
+        return cupy.cuda.Device().pci_bus_id
     except Exception:  # noqa: BLE001 - no CuPy, no NCCL build or no device: not here
-        return False
+        return None
 
 
 def _unique_id():
