@@ -82,8 +82,10 @@ class DeviceOwner:
 
     def __init__(self, slices, tasks: np.ndarray, bounds: np.ndarray, sources, collective,
                  rule, placement: Placement, opening: LevelSummary):
+        from taskbfs.kernels.gpu import require_gpu
         from taskbfs.search.device_cache import device_cache
 
+        require_gpu()  # the device current in this thread: the levels' driver calls need it
         self.slices = dict(zip(tasks.tolist(), slices, strict=True))
         self.bounds = np.ascontiguousarray(bounds, dtype=np.int64)
         self.n = int(self.bounds[-1])
