@@ -39,6 +39,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from taskbfs.kernels.pinned import copy_out
 from taskbfs.runtime import (
     CUDA,
     SMP,
@@ -78,10 +79,12 @@ class DeviceOwner:
     placement : Placement
     opening : LevelSummary
         Level 0's.
+    queued : float
+        Seconds the owner's task waited from its submission to its start.
     """
 
     def __init__(self, slices, tasks: np.ndarray, bounds: np.ndarray, sources, collective,
-                 rule, placement: Placement, opening: LevelSummary):
+                 rule, placement: Placement, opening: LevelSummary, queued: float = 0.0):
         from taskbfs.kernels.gpu import require_gpu
         from taskbfs.search.device_cache import device_cache
 
@@ -103,6 +106,7 @@ class DeviceOwner:
         self.arcs = self._source_arcs(sources)  # per range, its frontier's out-arcs
         self.words = self.levels.words
         self._reported = time.perf_counter()
+        self._queued = queued  # the first level's report says how long the task waited
         # owner 0 sends the live page the levels' summaries, as a one-task search does
         self.publisher = SummaryPublisher() if self.me == 0 else None
 
@@ -176,7 +180,7 @@ class DeviceOwner:
             "opening": opened - self._reported, "steps": stepped - opened,
             "pieces": shared - stepped, "barrier": reported - shared})
         publish({REPORT: report})
-        self._reported = reported
+        self._reported, self._queued = reported, 0.0
         self.unvisited = self.unvisited - found
         self.arcs = arcs
         return self.rule.summary(
@@ -305,7 +309,7 @@ class DeviceOwner:
                 .tobytes(),
                 "words": 8 * self.words, "steps": steps, "inbound": 0, "remote": 0,
                 "local": 0, "traded": traded, "start": start, "stop": time.time(),
-                "phases": {"queued": 0.0, **phases, "waited": 0.0}}
+                "phases": {"queued": self._queued, **phases, "waited": 0.0}}
 
     # ------------------------------------------------------------------ the result
     def result(self, per_range: bool) -> list:
@@ -316,13 +320,11 @@ class DeviceOwner:
         with self.cache.lock:
             parents = levels.parents[: self.n]
             self._reduce(parents, "max")
-            lo, hi = levels.lo, levels.hi
-            distances = levels.distances[lo:hi].copy_to_host()
-            parents = levels.parents[lo:hi].copy_to_host()
-        pieces = []
-        for t in np.flatnonzero(self.own).tolist():
-            a, b = int(self.bounds[t]) - lo, int(self.bounds[t + 1]) - lo
-            pieces.append((t, distances[a:b], parents[a:b]))
+            pieces = []
+            for t in np.flatnonzero(self.own).tolist():  # into the buffers pinned per range
+                a, b = int(self.bounds[t]), int(self.bounds[t + 1])
+                pieces.append((t, *(copy_out(array[a:b], b - a, levels.dtype, thread_pool())
+                                    for array in (levels.distances, levels.parents))))
         return [(d, p) for _, d, p in pieces] if per_range else pieces
 
 

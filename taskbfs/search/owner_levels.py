@@ -115,7 +115,7 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
     if collective is not None:
         secede()
         return _device_owner_levels(slices, collective.join(owner, channel, exchange_timeout),
-                                    rule, policy, opening, init, per_range)
+                                    rule, policy, opening, init, per_range, queued)
     if init is not None:
         front, state = init_owner(*(s[0] for s in slices), **init)
     secede()  # it waits for its peers: its thread slot is the worker's for other tasks
@@ -132,13 +132,13 @@ def owner_levels(*args, layout: list, peers: list, owner: int, channel: str,
 
 
 def _device_owner_levels(slices, collective, rule, policy, opening: LevelSummary, init: dict,
-                         per_range: bool) -> tuple:
+                         per_range: bool, queued: float) -> tuple:
     """:func:`owner_levels` for an owner whose state lives on its GPU: its result, and
     no frontier or state on the host."""
     tasks = np.flatnonzero(np.asarray(init["owner_of"]) == collective.rank)
     try:
         runner = DeviceOwner(slices, tasks, init["bounds"], init["sources"], collective,
-                             rule, Placement(policy, gpu_present=True), opening)
+                             rule, Placement(policy, gpu_present=True), opening, queued)
         run_levels(runner, opening)
         result = include(RESULT_NAME, runner.result, {"done": True, "owner": collective.rank},
                          per_range)
