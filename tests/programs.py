@@ -170,8 +170,9 @@ def slow_path_pair(n: int, seconds: float):
 
 def collective_calls(handle, me: int, channel: str, calls: int, on_gpu: bool) -> list:
     """One rank's task of a :class:`~taskbfs.runtime.Communicator` (``handle``):
-    ``calls`` allgathers and allreduces of arrays that name the rank and the call; what it
-    got, as numpy arrays (``tests/test_runtime_collective.py``)."""
+    ``calls`` allgathers, allreduces and in-place reductions (or, max, sum) of arrays that
+    name the rank and the call; what it got, as numpy arrays
+    (``tests/test_runtime_collective.py``)."""
     xp = np
     if on_gpu:
         import cupy as xp
@@ -182,9 +183,18 @@ def collective_calls(handle, me: int, channel: str, calls: int, on_gpu: bool) ->
         for call in range(calls):
             gathered = collective.allgather(xp.array([me, call, 7], dtype=np.int64))
             summed = collective.allreduce_sum(xp.arange(4, dtype=np.int64) * (me + 1) + call)
+            # in place: one bit per rank in word `call % 3`, a maximum, a sum
+            words = xp.zeros(3, dtype=np.uint64)
+            words[call % 3] = np.uint64(1 << me)
+            collective.reduce_into(words, "or")
+            most = xp.array([me, -me, call], dtype=np.int32)
+            collective.reduce_into(most, "max")
+            total = xp.full(2, me + call, dtype=np.int64)
+            collective.reduce_into(total, "sum")
             if on_gpu:
                 gathered, summed = xp.asnumpy(gathered), xp.asnumpy(summed)
-            got.append((gathered, summed))
+                words, most, total = xp.asnumpy(words), xp.asnumpy(most), xp.asnumpy(total)
+            got.append((gathered, summed, words, most, total))
     finally:
         collective.close()
     return got

@@ -43,10 +43,15 @@ CALLS = 20
 
 
 def _check(got: list, ranks: int, calls: int) -> None:
-    for call, (gathered, summed) in enumerate(got):
+    for call, (gathered, summed, words, most, total) in enumerate(got):
         np.testing.assert_array_equal(gathered, [[r, call, 7] for r in range(ranks)])
         weight = sum(r + 1 for r in range(ranks))
         np.testing.assert_array_equal(summed, np.arange(4) * weight + ranks * call)
+        expected_words = np.zeros(3, dtype=np.uint64)
+        expected_words[call % 3] = (1 << ranks) - 1
+        np.testing.assert_array_equal(words, expected_words)
+        np.testing.assert_array_equal(most, [ranks - 1, 0, call])
+        np.testing.assert_array_equal(total, [ranks * call + weight - ranks] * 2)
     assert len(got) == calls
 
 
