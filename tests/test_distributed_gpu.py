@@ -264,7 +264,8 @@ PATH_LEVELS, KILL_LEVEL = 60, 5
 @pytest.mark.filterwarnings("ignore:the trace has no record:RuntimeWarning")  # the lost worker's
 def test_a_lost_gpu_owner_is_worker_lost_and_the_next_search_works(setting):
     """A GPU owner SIGKILLed while the owners run their levels (``dispatch="auto"``, two
-    GPU workers of their own cluster, a path built on them): with no retry allowed the
+    GPU workers of their own cluster, a path built on them; on a machine with two GPUs,
+    one each, so that the owners trade over NCCL): with no retry allowed the
     search ends in ``WorkerLostError`` naming it, within seconds of the kill, and no owner
     task is left waiting; the next search of the same graph (the lost ranges built again by
     Dask on the workers left) gives scipy's distances."""
@@ -277,7 +278,8 @@ def test_a_lost_gpu_owner_is_worker_lost_and_the_next_search_works(setting):
     src, dst = np.arange(n - 1), np.arange(1, n)
     g = tb.Graph.from_edges(src, dst, num_vertices=n)
     expected = scipy_distances(g, 0)
-    with harness.cluster(2, 1, share=True, simulate=SIMULATED) as client, \
+    # two GPUs: the owners trade over NCCL, and the one left waiting is aborted
+    with harness.cluster(2, 1, share=harness.gpu_count() < 2, simulate=SIMULATED) as client, \
             runtime_without_warm_up(client) as rt:
         dg = DistributedGraph.from_dask(da.from_array(src, chunks=n // 3),
                                         da.from_array(dst, chunks=n // 3), runtime=rt,

@@ -26,6 +26,7 @@ Encoding
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import threading
 import weakref
@@ -159,15 +160,17 @@ def _nccl_type(dtype) -> int:
 
 
 # ====================================================================== the client's side
-def communicator(runtime, workers: list[str], timeout: float = 60.0) -> Communicator:
+def communicator(runtime, workers: list[str], timeout: float = 60.0,
+                 present: dict | None = None) -> Communicator:
     """The collectives between ``workers`` (their order gives the ranks) on ``runtime``:
-    NCCL when every one of them has a GPU resource and NCCL, else Dask's comms. An NCCL
+    NCCL when every one of them has a GPU of its own and NCCL, else Dask's comms. An NCCL
     communicator is made once per runtime and set of worker processes and reused; another
     set (a worker left, joined, or was restarted at the same address) tears the earlier
-    one down first."""
+    one down first. ``present``: the scheduler's workers (``workers_of``) when the caller
+    has just asked for them."""
     workers = list(workers)
     made = _made.setdefault(runtime, {})
-    present = workers_of(runtime.client)
+    present = workers_of(runtime.client) if present is None else present
     key = tuple((w, present.get(w, {}).get("id")) for w in workers)
     if key in made:
         return made[key]
@@ -196,6 +199,20 @@ def close_communicators(runtime) -> None:
                                on_error="ignore")
         except Exception:  # noqa: BLE001 - a closing cluster: its workers drop theirs
             pass
+
+
+def abort_communicators(runtime, workers: list[str]) -> None:
+    """Abort the NCCL communicators ``runtime`` made that join any of ``workers`` (a program
+    using them failed, a rank maybe lost): on the workers still there, a rank waiting in a
+    collective for a lost one stops waiting (``ncclCommAbort``); the next
+    :func:`communicator` call makes a new one."""
+    made = _made.get(runtime, {})
+    present = set(workers_of(runtime.client))
+    for key in [k for k, c in made.items() if c.nccl and set(c.workers) & set(workers)]:
+        communicator = made.pop(key)
+        alive = [w for w in communicator.workers if w in present]
+        with contextlib.suppress(Exception):  # a closing cluster: its workers drop theirs
+            runtime.client.run(_abort_nccl, communicator.nccl, workers=alive, on_error="ignore")
 
 
 def _nccl_devices(runtime, workers: list[str]) -> dict:
@@ -241,6 +258,13 @@ async def _join_nccl(name: str, unique_id, ranks: dict, timeout: float,
         _joined[name, dask_worker.address] = made
 
 
+def _abort_nccl(name: str, dask_worker=None) -> None:
+    with _joined_lock:
+        made = _joined.pop((name, dask_worker.address), None)
+    if made is not None:
+        made.abort()
+
+
 def _leave_nccl(name: str, dask_worker=None) -> None:
     with _joined_lock:
         made = _joined.pop((name, dask_worker.address), None)
@@ -248,4 +272,5 @@ def _leave_nccl(name: str, dask_worker=None) -> None:
         made.destroy()
 
 
-__all__ = ["Collective", "Communicator", "close_communicators", "communicator"]
+__all__ = ["Collective", "Communicator", "abort_communicators", "close_communicators",
+           "communicator"]

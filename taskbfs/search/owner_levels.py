@@ -63,6 +63,7 @@ from taskbfs.runtime import (
     publish,
     thread_pool,
 )
+from taskbfs.runtime.collective import abort_communicators
 from taskbfs.runtime.mailbox import EXCHANGE_TIMEOUT
 from taskbfs.runtime.plugin import workers_with
 from taskbfs.runtime.task import GPU_RESOURCE
@@ -329,6 +330,8 @@ class ExchangedSearch(OwnedSearch):
             return super().run()
         except BaseException:
             abort_channel(self.client, self.workers, self.program.id)
+            if self.on_gpus:  # an owner waiting in NCCL for a lost one stops waiting
+                abort_communicators(self.program.runtime, self.workers)
             raise
 
     def _may_own(self, held: list, workers: dict, keep: bool) -> list:
@@ -354,7 +357,8 @@ class ExchangedSearch(OwnedSearch):
             super()._start(level)
         opening = self.summaries[-1]
         self.on_gpus = fresh and self._on_gpus()
-        collective = communicator(self.program.runtime, self.workers) if self.on_gpus else None
+        collective = (communicator(self.program.runtime, self.workers, present=self.present)
+                      if self.on_gpus else None)
         for w, tasks in enumerate(self.owned):
             names = [name for t in tasks.tolist() for name in self.slices[t]]
             results = ([f"range/{t}" for t in tasks.tolist()] if self.keep else [f"result/{w}"])
@@ -375,7 +379,7 @@ class ExchangedSearch(OwnedSearch):
         """Whether the owners keep the search's state on their GPUs
         (:class:`~taskbfs.search.device_owner.DeviceOwner`): several owners, each a GPU
         worker owning adjacent ranges, and a policy that uses the GPU."""
-        gpus = set(self.program.runtime.gpu_workers())
+        gpus = set(workers_with(self.present, GPU_RESOURCE))  # as _owners found them
         return (len(self.workers) > 1 and set(self.workers) <= gpus
                 and getattr(self.program.policy, "uses_gpu", True)
                 and all(adjacent(tasks) for tasks in self.owned))

@@ -247,7 +247,7 @@ class OwnedSearch:
         if not all(who.get(f.key) for f in self.placed.slices):  # still being built, or lost
             self.waits.settle(self.placed.slices)
             who = _who_has(self.client, self.placed.slices, left())
-        workers = workers_of(self.client, left())
+        workers = self.present = workers_of(self.client, left())
         load: dict[str, int] = {}
         holders = []
         for f in self.placed.slices:
