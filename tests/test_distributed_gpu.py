@@ -246,6 +246,9 @@ def test_gpu_owners_run_their_levels_on_their_gpus(rt):
     assert len(ran) and (ran["d2h_bytes"] == 8 * (3 * RANGES + 4)).all()
     owners = r.exchange["owners"].to_numpy()
     assert (owners > 1).all()
+    # the counts the owners summed: each level's frontier is the vertices at its distance
+    at_distance = np.bincount(expected[expected >= 0])
+    np.testing.assert_array_equal(r.levels["frontier_size"], at_distance[: len(r.levels)])
     np.testing.assert_array_equal(r.exchange["bitmap_remote_bytes"],
                                   owners * (owners - 1) * 8 * words_for(g.num_vertices))
     # hybrid: the small steps on the owners' CPUs, their accepted pairs sent to the GPUs

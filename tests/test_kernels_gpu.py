@@ -504,6 +504,66 @@ def test_device_levels_count_each_tasks_found_vertices(name, block_size):
                 np.testing.assert_array_equal(per_task[1], want_arcs.astype(np.int64))
 
 
+@needs_gpu
+@pytest.mark.parametrize("block_size", BLOCK_SIZES[:2])
+def test_an_owner_takes_every_owners_found_vertices(block_size):
+    """``take_reached`` on each of two owners (ranges not word-aligned, one task or several
+    each): every found vertex is reached at the level's distance, parent -2 where not
+    claimed here; the owner's own found vertices are queued and counted per task with
+    their out-arcs (numpy's), other owners' tasks not at all, the next level's per-task
+    counts zeroed; ``claims_to_bits`` sets the vertices a level queued."""
+    from numba import cuda
+
+    from taskbfs.kernels._gpu_owner import owner_kernels
+
+    for graph, depth, level, _, _, _ in _scenarios("skewed"):
+        n = graph.num_vertices
+        degrees = graph.degrees()
+        found = np.flatnonzero(depth == level + 1)
+        if not found.size:
+            continue
+        bits = bitmap_from_vertices(found, n)
+        split = n // 2 + 3
+        for bounds in (np.array([0, split, n]), np.linspace(0, n, 6).astype(np.int64)):
+            tasks = bounds.size - 1
+            k = owner_kernels(block_size, "int32")
+            for lo, hi in ((0, int(bounds[bounds <= split][-1])),
+                           (int(bounds[bounds <= split][-1]), n)):
+                parents = np.full(n, -1, np.int32)
+                claimed = found[::3]  # claimed here this level: parent and distance set
+                parents[claimed], parents[depth <= level] = 0, 0
+                distances = np.where(parents >= 0, level + 1, -1).astype(np.int32)
+                distances[depth <= level] = depth[depth <= level]
+                rows = cuda.to_device(np.zeros(3 * tasks + 4, np.int64))
+                next_rows = cuda.to_device(np.ones(3 * tasks + 4, np.int64))
+                d_parents, d_distances = cuda.to_device(parents), cuda.to_device(distances)
+                queue, tail = cuda.to_device(np.zeros(n, np.int32)), cuda.to_device(np.zeros(1, np.int64))
+                indptr = np.ascontiguousarray(graph.indptr[lo : hi + 1] - graph.indptr[lo])
+                k.take_reached[2, block_size](
+                    cuda.to_device(bits), bits.size, cuda.to_device(indptr.astype(np.int64)), lo,
+                    hi, level + 1, d_parents, d_distances, queue, tail,
+                    cuda.to_device(bounds.astype(np.int64)), tasks, rows, next_rows)
+                got_p, got_d = d_parents.copy_to_host(), d_distances.copy_to_host()
+                others = np.setdiff1d(found, claimed)
+                assert (got_p[others] == -2).all() and (got_p[claimed] == 0).all()
+                assert (got_d[found] == level + 1).all()
+                mine = found[(found >= lo) & (found < hi)]
+                count = int(tail.copy_to_host()[0])
+                np.testing.assert_array_equal(np.sort(queue.copy_to_host()[:count]), mine)
+                owner = np.searchsorted(bounds, mine, side="right") - 1
+                per_task = rows.copy_to_host()[: 2 * tasks].reshape(2, tasks)
+                np.testing.assert_array_equal(per_task[0], np.bincount(owner, minlength=tasks))
+                np.testing.assert_array_equal(
+                    per_task[1], np.bincount(owner, weights=degrees[mine], minlength=tasks))
+                assert not next_rows.copy_to_host().any()
+            # the claims a level queued, as bits
+            queued = cuda.to_device(found.astype(np.int32))
+            row = cuda.to_device(np.array([found.size, 0, 0, 0], np.int64))
+            out = cuda.to_device(np.zeros_like(bits))
+            k.claims_to_bits[2, block_size](queued, row, out)
+            np.testing.assert_array_equal(out.copy_to_host(), bits)
+
+
 # --------------------------------------------------------------------------- launches
 def test_a_launch_parameter_is_the_word_that_holds_its_bytes():
     """The scalars a CuPy launch passes in 8-byte slots (numba's ABI): a boolean as one

@@ -491,44 +491,6 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
             i += stride
 
     @cuda.jit
-    def claims_to_bits(queue, row, bits):
-        """Set in ``bits`` the vertices the level claimed here (``queue[:row[FOUND]]``)."""
-        i = cuda.grid(1)
-        while i < row[FOUND]:
-            v = int64(queue[i])
-            cuda.atomic.or_(bits, v >> 6, _ONE << uint64(v & 63))
-            i += cuda.gridsize(1)
-
-    @cuda.jit
-    def take_reached(bits, num_words, lo, hi, depth, parents, distances, queue, tail):
-        """Every owner's found vertices (``bits``: their next bitmaps OR'd) into this
-        owner's state: those not claimed here reached at ``depth`` with their parent on
-        the owner that claimed them (-2); those of ``[lo, hi)`` queued (this owner's next
-        top-down frontier, ``tail[0]`` zeroed by the caller)."""
-        i = cuda.grid(1)
-        while i < num_words:
-            word = bits[i]
-            if word != _ZERO:
-                mine = _ZERO
-                count = 0
-                for b in range(64):
-                    if (word >> uint64(b)) & _ONE != _ZERO:
-                        v = i * 64 + b
-                        if parents[v] == unvisited:
-                            parents[v] = on_host
-                            distances[v] = vid(depth)
-                        if lo <= v and v < hi:
-                            mine |= _ONE << uint64(b)
-                            count += 1
-                if count:
-                    at = cuda.atomic.add(tail, 0, count)
-                    for b in range(64):
-                        if (mine >> uint64(b)) & _ONE != _ZERO:
-                            queue[at] = vid(i * 64 + b)
-                            at += 1
-            i += cuda.gridsize(1)
-
-    @cuda.jit
     def bits_to_queue(bits, num_words, queue, tail):
         """Append the vertices set in ``bits`` to ``queue`` (``tail[0]`` zeroed by the
         caller; the order is free)."""
@@ -589,7 +551,6 @@ def level_kernels(block_size: int, items_per_thread: int, result_dtype: str) -> 
 
     launched = (enter, fresh_result, write_reached, top_down, top_down_small, bottom_up,
                 bottom_up_rest, split_queue, accept_pairs, tally_found,
-                queue_to_bits, bits_to_queue, visited_words, found_after, publish,
-                claims_to_bits, take_reached)
+                queue_to_bits, bits_to_queue, visited_words, found_after, publish)
     return SimpleNamespace(base=base, tile=tile,
                            **{k.py_func.__name__: launched_by_cupy(k) for k in launched})

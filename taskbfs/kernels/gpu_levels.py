@@ -452,17 +452,20 @@ class DeviceLevels:
             self.distances, self.queues[p], self.bits[p], *self._rows(level))
         return int(pairs.nbytes)
 
-    def task_counts(self, level: int) -> tuple[LevelCounts, np.ndarray]:
+    def task_counts(self, level: int, tallied: bool = False) -> tuple[LevelCounts, np.ndarray]:
         """Level ``level``'s counts and, per task, ``(found, their out-arcs, entries read)``
         (shape ``(3, T)``), written into mapped host memory: the first two counted over
-        the level's distances here; the entries read by a bottom-up level's GPU tasks
-        counted as they ran (top-down: zero)."""
+        the level's distances here (``tallied``: already counted, by an owner's
+        ``take_reached``; the counts row is then not read); the entries read by a
+        bottom-up level's GPU tasks counted as they ran (top-down: zero)."""
         cfg = self.config
         t = self.num_tasks
         tiles = -(-(self.hi - self.lo) // (cfg.block_size * cfg.items_per_thread))
-        self.k.tally_found[max(1, min(tiles, cfg.grid_size)), cfg.block_size](
-            self.distances, level + 1, self.graph.indptr, self.lo, self.hi, self.bounds,
-            t, self.rows[level % ROWS], self.task_rows[level % 2], self.task_rows[(level + 1) % 2])
+        if not tallied:
+            self.k.tally_found[max(1, min(tiles, cfg.grid_size)), cfg.block_size](
+                self.distances, level + 1, self.graph.indptr, self.lo, self.hi, self.bounds, t,
+                self.rows[level % ROWS], self.task_rows[level % 2],
+                self.task_rows[(level + 1) % 2])
         host = self.host_task_rows
         self.k.publish[cfg.blocks_for(host.size), cfg.block_size](self.task_rows[level % 2],
                                                                   host.size, host)

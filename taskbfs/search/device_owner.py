@@ -20,9 +20,10 @@ Approach
        allgather between GPUs, Dask's comms elsewhere), so that every owner marks every
        found vertex reached (-2 where another owner claimed it: its parent is there) and
        queues its own for a top-down level; the bitmap is the next bottom-up frontier;
-    3. the found vertices and their arcs tallied per range over its own ranges, summed
-       over the owners (one small reduction): every owner makes the same next summary by
-       the one switch rule, and publishes its ranges' counts as a host owner's report.
+    3. the found vertices of its own ranges and their arcs counted per range as they are
+       marked, summed over the owners (one small reduction): every owner makes the same
+       next summary by the one switch rule, and publishes its ranges' counts as a host
+       owner's report.
 
     At the end one max-reduction of the parents gives every vertex the parent an owner
     that claimed it wrote, and each owner copies its ranges' result to the host.
@@ -85,6 +86,7 @@ class DeviceOwner:
 
     def __init__(self, slices, tasks: np.ndarray, bounds: np.ndarray, sources, collective,
                  rule, placement: Placement, opening: LevelSummary, queued: float = 0.0):
+        from taskbfs.kernels._gpu_owner import owner_kernels
         from taskbfs.kernels.gpu import require_gpu
         from taskbfs.search.device_cache import device_cache
 
@@ -105,6 +107,7 @@ class DeviceOwner:
             np.searchsorted(self.bounds, sources, side="right") - 1, minlength=self.own.size)
         self.arcs = self._source_arcs(sources)  # per range, its frontier's out-arcs
         self.words = self.levels.words
+        self.kernels = owner_kernels(self.levels.config.block_size, self.levels.dtype.name)
         self._reported = time.perf_counter()
         self._queued = queued  # the first level's report says how long the task waited
         # owner 0 sends the live page the levels' summaries, as a one-task search does
@@ -164,7 +167,7 @@ class DeviceOwner:
             stepped, batch_stop = time.perf_counter(), time.time()
             self._share(level, top_down)
             shared = time.perf_counter()
-            _, tasks = levels.task_counts(level)
+            _, tasks = levels.task_counts(level, tallied=True)
         self._record(summary, own & on_gpu, start, batch_stop)
         if top_down:  # a top-down step reads every arc of its frontier
             tasks[2] = np.where(own & on_gpu, self.arcs, 0)
@@ -257,19 +260,20 @@ class DeviceOwner:
         """What every owner found at ``level`` into this owner's state (step 2 of the
         module docstring); the bitmap after next cleared for the next level."""
         levels = self.levels
-        cfg, k = levels.config, levels.k
+        cfg, k = levels.config, self.kernels
         p = (level + 1) % 2
         bits = levels.bits[p]
         if top_down:
             k.claims_to_bits[cfg.grid_size, cfg.block_size](levels.queues[p],
                                                           levels.rows[level % 3], bits)
         self._reduce(bits, "or")
-        k.base.fill[1, cfg.block_size](levels.tail, 0)
-        k.take_reached[cfg.blocks_for(self.words), cfg.block_size](
-            bits, self.words, levels.lo, levels.hi, level + 1, levels.parents,
-            levels.distances, levels.queues[p], levels.tail)
+        levels.k.base.fill[1, cfg.block_size](levels.tail, 0)
+        k.take_reached[min(cfg.blocks_for(self.words), cfg.grid_size), cfg.block_size](
+            bits, self.words, levels.graph.indptr, levels.lo, levels.hi, level + 1,
+            levels.parents, levels.distances, levels.queues[p], levels.tail, levels.bounds,
+            levels.num_tasks, levels.task_rows[level % 2], levels.task_rows[p])
         self._clear(levels.bits[level % 2])
-        k.base.fill[1, cfg.block_size](levels.rows[(level + 1) % 3], 0)
+        levels.k.base.fill[1, cfg.block_size](levels.rows[(level + 1) % 3], 0)
 
     def _reduce(self, device_array, op: str) -> None:
         """``device_array`` reduced over the owners in place (through the host where the
