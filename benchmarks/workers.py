@@ -7,7 +7,8 @@ Returns
     over the keys and repeats, harmonic-mean MTEPS, ms per level, and the bytes the levels
     moved between workers (``r.exchange``, its ``*remote_bytes`` columns summed; 0 when a
     search ran as one task), and where the levels' time went on the owners (``<part>_ms``:
-    :data:`PARTS`, the slowest owner's time in each part, summed over the levels).
+    :data:`PARTS`, the slowest owner's time in each part, summed over the levels), and
+    ``assembly_ms``, the span of the tasks that wrote the result (``r.assembly_seconds``).
 Approach
     ``--workers W ...``: a ``LocalCluster`` of W one-thread worker processes on 127.0.0.1.
     ``--gpus G ...``: a scheduler, one CPU worker and G GPU workers as ``dask`` CLI
@@ -64,7 +65,7 @@ def measure(out, client, label: dict, scale: int, args) -> None:
             for dispatch in args.dispatch:
                 kw = dict(strategy=strategy, dispatch=dispatch, tasks=args.tasks, runtime=rt)
                 harness.warm_up(g, keys[0], **kw)
-                walls, edges, per_level, moved = [], [], [], 0
+                walls, edges, per_level, assembly, moved = [], [], [], [], 0
                 parts = {phase: [] for phase in PARTS}
                 for _ in range(args.repeats):
                     for key in keys:
@@ -75,6 +76,7 @@ def measure(out, client, label: dict, scale: int, args) -> None:
                         walls.append(s)
                         edges.append(r.traversed_edges)
                         per_level.append(s / max(1, len(r.levels)))
+                        assembly.append(r.assembly_seconds)
                         ex = getattr(r, "exchange", None)
                         if ex is not None:
                             moved += int(sum(ex[c].sum() for c in ex.columns if c.endswith("remote_bytes")))
@@ -86,6 +88,7 @@ def measure(out, client, label: dict, scale: int, args) -> None:
                         median_ms=1e3 * harness.median(walls),
                         mteps=harness.hmean_teps(edges, walls) / 1e6,
                         ms_per_level=1e3 * harness.median(per_level),
+                        assembly_ms=1e3 * harness.median(assembly),
                         bytes_moved_per_search=moved // max(1, len(walls)),
                         **{f"{phase}_ms": 1e3 * harness.median(v) for phase, v in parts.items() if v},
                         checked="scipy + rules" if ref is not None else "rules")
