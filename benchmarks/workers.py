@@ -8,7 +8,9 @@ Returns
     moved between workers (``r.exchange``, its ``*remote_bytes`` columns summed; 0 when a
     search ran as one task), and where the levels' time went on the owners (``<part>_ms``:
     :data:`PARTS`, the slowest owner's time in each part, summed over the levels), and
-    ``assembly_ms``, the span of the tasks that wrote the result (``r.assembly_seconds``).
+    ``assembly_ms``, the span of the tasks that wrote the result (``r.assembly_seconds``);
+    ``lead_ms`` from the call's entry to its first level's start, ``tail_ms`` from its
+    last level's end to the call's return (``r.levels``).
 Approach
     ``--workers W ...``: a ``LocalCluster`` of W one-thread worker processes on 127.0.0.1.
     ``--gpus G ...``: a scheduler, one CPU worker and G GPU workers as ``dask`` CLI
@@ -65,7 +67,7 @@ def measure(out, client, label: dict, scale: int, args) -> None:
             for dispatch in args.dispatch:
                 kw = dict(strategy=strategy, dispatch=dispatch, tasks=args.tasks, runtime=rt)
                 harness.warm_up(g, keys[0], **kw)
-                walls, edges, per_level, assembly, moved = [], [], [], [], 0
+                walls, edges, per_level, assembly, lead, tail, moved = [], [], [], [], [], [], 0
                 parts = {phase: [] for phase in PARTS}
                 for _ in range(args.repeats):
                     for key in keys:
@@ -77,6 +79,9 @@ def measure(out, client, label: dict, scale: int, args) -> None:
                         edges.append(r.traversed_edges)
                         per_level.append(s / max(1, len(r.levels)))
                         assembly.append(r.assembly_seconds)
+                        # levels' times are seconds since the call's start
+                        lead.append(float(r.levels["start"].iloc[0]))
+                        tail.append(s - float(r.levels["stop"].iloc[-1]))
                         ex = getattr(r, "exchange", None)
                         if ex is not None:
                             moved += int(sum(ex[c].sum() for c in ex.columns if c.endswith("remote_bytes")))
@@ -89,6 +94,7 @@ def measure(out, client, label: dict, scale: int, args) -> None:
                         mteps=harness.hmean_teps(edges, walls) / 1e6,
                         ms_per_level=1e3 * harness.median(per_level),
                         assembly_ms=1e3 * harness.median(assembly),
+                        lead_ms=1e3 * harness.median(lead), tail_ms=1e3 * harness.median(tail),
                         bytes_moved_per_search=moved // max(1, len(walls)),
                         **{f"{phase}_ms": 1e3 * harness.median(v) for phase, v in parts.items() if v},
                         checked="scipy + rules" if ref is not None else "rules")
