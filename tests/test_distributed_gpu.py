@@ -38,6 +38,7 @@ from reference import scipy_distances
 from shapes import kronecker_like, shape
 
 import taskbfs as tb
+from taskbfs.kernels.bitmap import words_for
 from taskbfs.placed.graph import DistributedGraph
 from taskbfs.runtime.plugin import workers_of
 from taskbfs.search.device_cache import device_cache
@@ -117,6 +118,10 @@ def test_gpu_and_hybrid_match_scipy_and_one_process(rt, runtime, s):
         tb.validate(dg, source, r.parents, levels=r.distances)  # on the workers
         if strategy == "gpu":
             assert set(r.trace["device"]) == {"cuda"}
+        if dispatch == "auto":  # the owners kept the state on their GPUs: bitmaps crossed
+            owners = r.exchange["owners"].to_numpy()
+            np.testing.assert_array_equal(r.exchange["bitmap_remote_bytes"],
+                                          owners * (owners - 1) * 8 * words_for(s.num_vertices))
 
 
 def test_steps_spread_over_gpu_workers_each_with_its_own_cache(rt):
@@ -220,8 +225,6 @@ def test_gpu_owners_run_their_levels_on_their_gpus(rt):
     scipy's, with parents valid by the Graph500 rules (checked on the workers), and the
     same with the levels dispatched; a level's GPU steps copy back only the counts, and
     hybrid's CPU steps on the owners' threads reach the same distances."""
-    from taskbfs.kernels.bitmap import words_for
-
     dg = tb.kronecker(10, 16, seed=5, runtime=rt, ranges=RANGES)
     g = dg.gather()
     source = int(np.argmax(g.degrees()))

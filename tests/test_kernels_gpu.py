@@ -507,11 +507,12 @@ def test_device_levels_count_each_tasks_found_vertices(name, block_size):
 @needs_gpu
 @pytest.mark.parametrize("block_size", BLOCK_SIZES[:2])
 def test_an_owner_takes_every_owners_found_vertices(block_size):
-    """``take_reached`` on each of two owners (ranges not word-aligned, one task or several
-    each): every found vertex is reached at the level's distance, parent -2 where not
-    claimed here; the owner's own found vertices are queued and counted per task with
-    their out-arcs (numpy's), other owners' tasks not at all, the next level's per-task
-    counts zeroed; ``claims_to_bits`` sets the vertices a level queued."""
+    """``take_reached`` on each of two owners (ranges not word-aligned; one task or several
+    each; or every other task, another owner's between them): every found vertex is
+    reached at the level's distance, parent -2 where not claimed here; the owner's own
+    found vertices are queued and counted per task with their out-arcs (numpy's), other
+    owners' tasks not at all, the next level's per-task counts zeroed; ``claims_to_bits``
+    sets the vertices a level queued."""
     from numba import cuda
 
     from taskbfs.kernels._gpu_owner import owner_kernels
@@ -527,8 +528,14 @@ def test_an_owner_takes_every_owners_found_vertices(block_size):
         for bounds in (np.array([0, split, n]), np.linspace(0, n, 6).astype(np.int64)):
             tasks = bounds.size - 1
             k = owner_kernels(block_size, "int32")
-            for lo, hi in ((0, int(bounds[bounds <= split][-1])),
-                           (int(bounds[bounds <= split][-1]), n)):
+            cut = int(np.searchsorted(bounds, split, side="right") - 1)  # first task of B
+            owned = [np.arange(cut), np.arange(cut, tasks)]
+            if tasks > 2:  # every other task: the other owner's between this one's
+                owned += [np.arange(0, tasks, 2), np.arange(1, tasks, 2)]
+            for mine_tasks in owned:
+                lo, hi = int(bounds[mine_tasks[0]]), int(bounds[mine_tasks[-1] + 1])
+                own = np.zeros(tasks, np.uint8)
+                own[mine_tasks] = 1
                 parents = np.full(n, -1, np.int32)
                 claimed = found[::3]  # claimed here this level: parent and distance set
                 parents[claimed], parents[depth <= level] = 0, 0
@@ -542,12 +549,13 @@ def test_an_owner_takes_every_owners_found_vertices(block_size):
                 k.take_reached[2, block_size](
                     cuda.to_device(bits), bits.size, cuda.to_device(indptr.astype(np.int64)), lo,
                     hi, level + 1, d_parents, d_distances, queue, tail,
-                    cuda.to_device(bounds.astype(np.int64)), tasks, rows, next_rows)
+                    cuda.to_device(bounds.astype(np.int64)), tasks, cuda.to_device(own), rows,
+                    next_rows)
                 got_p, got_d = d_parents.copy_to_host(), d_distances.copy_to_host()
                 others = np.setdiff1d(found, claimed)
                 assert (got_p[others] == -2).all() and (got_p[claimed] == 0).all()
                 assert (got_d[found] == level + 1).all()
-                mine = found[(found >= lo) & (found < hi)]
+                mine = found[own[np.searchsorted(bounds, found, side="right") - 1] == 1]
                 count = int(tail.copy_to_host()[0])
                 np.testing.assert_array_equal(np.sort(queue.copy_to_host()[:count]), mine)
                 owner = np.searchsorted(bounds, mine, side="right") - 1

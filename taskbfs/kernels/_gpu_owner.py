@@ -49,13 +49,14 @@ def owner_kernels(block_size: int, result_dtype: str) -> SimpleNamespace:
 
     @cuda.jit
     def take_reached(bits, num_words, out_indptr, lo, hi, depth, parents, distances, queue,
-                     tail, bounds, num_tasks, task_rows, next_task_rows):
+                     tail, bounds, num_tasks, own_tasks, task_rows, next_task_rows):
         """Every owner's found vertices (``bits``: their next bitmaps OR'd) into this
         owner's state: those not claimed here reached at ``depth``, their parent on the
-        owner that claimed them (-2); those of ``[lo, hi)`` queued (the owner's next
-        top-down frontier, ``tail[0]`` zeroed by the caller) and counted per task with
-        their out-arcs, as ``tally_found`` counts (a tile of words inside one task adds
-        its sums once); the next level's ``next_task_rows`` zeroed."""
+        owner that claimed them (-2); those of this owner's tasks (``own_tasks[t]`` 1,
+        all within ``[lo, hi)``) queued (its next top-down frontier, ``tail[0]`` zeroed by
+        the caller) and counted per task with their out-arcs, as ``tally_found`` counts (a
+        tile of words inside one task adds its sums once); the next level's
+        ``next_task_rows`` zeroed."""
         sums = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
         j = cuda.grid(1)
@@ -87,13 +88,15 @@ def owner_kernels(block_size: int, result_dtype: str) -> SimpleNamespace:
                             parents[v] = on_host
                             distances[v] = vid(depth)
                         if lo <= v and v < hi:
+                            owner = task if whole else task_of(bounds, num_tasks, v)
+                            if own_tasks[owner] == 0:  # another owner's, between ours
+                                continue
                             mine |= _ONE << uint64(b)
                             degree = degree_in(out_indptr, lo, hi, v)
                             if whole:
                                 found += 1
                                 arcs += degree
                             else:
-                                owner = task_of(bounds, num_tasks, v)
                                 cuda.atomic.add(task_rows, owner, 1)
                                 cuda.atomic.add(task_rows, num_tasks + owner, degree)
                 if mine != _ZERO:

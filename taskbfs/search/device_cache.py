@@ -152,13 +152,13 @@ class DeviceCache:
     # ------------------------------------------------------------------ levels on the device
     def whole(self, parts, num_vertices: int):
         """The device copy of the adjacency of the vertices of the slices ``parts`` (one
-        orientation's, ranges in order and adjacent: every vertex, or an owner's ranges):
-        ``(DeviceSlice, uploaded bytes)``. One slice is its own copy; several are joined on
-        the device, piece by piece, never on the host."""
+        orientation's, ranges in order: every vertex, or an owner's ranges, the vertices
+        between them with no arcs): ``(DeviceSlice, uploaded bytes)``. One slice is its own
+        copy; several are joined on the device, piece by piece, never on the host."""
         if len(parts) == 1:
             return self.partition(parts[0], num_vertices)
         first, lo, hi = parts[0], int(parts[0].lo), int(parts[-1].hi)
-        key = (first.token, -1, lo, hi)
+        key = (first.token, -1, lo, hi, tuple(int(p.task) for p in parts))
         names = [(key, "indptr"), (key, "indices")]
         joined = []  # the host's offsets, made once when needed
 
@@ -320,8 +320,13 @@ def _every_range(parts, num_vertices: int):
 
 
 def _joined_indptr(parts) -> np.ndarray:
-    """The global offsets of the slices ``parts`` (ranges in order) joined."""
-    counts = [np.diff(np.asarray(p.indptr, dtype=np.int64)) for p in parts]
+    """The offsets of the slices ``parts`` (ranges in order) joined over ``[first lo, last
+    hi)``, a vertex between two of them with no arcs."""
+    counts = []
+    for before, part in zip([None, *parts[:-1]], parts, strict=True):
+        if before is not None and part.lo > before.hi:
+            counts.append(np.zeros(int(part.lo - before.hi), dtype=np.int64))
+        counts.append(np.diff(np.asarray(part.indptr, dtype=np.int64)))
     indptr = np.zeros(sum(c.size for c in counts) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(counts), out=indptr[1:])
     return indptr

@@ -3,13 +3,14 @@
 Returns
     :class:`DeviceOwner`: the runner (:func:`~taskbfs.search.levels.run_levels`) of one
     owner's levels inside :data:`~taskbfs.search.owner_levels.OWNER_LEVELS`, when the
-    client chose owners that are all GPU workers with adjacent ranges each; its
+    client chose owners that are all GPU workers; its
     :meth:`~DeviceOwner.result` is what a host owner returns (per range, or in pieces).
 Approach
-    The owner's ranges are adjacent, ``[lo, hi)``: one
-    :class:`~taskbfs.kernels.gpu_levels.DeviceLevels` over their slices joined on the
-    device, its state over every vertex id (parents, distances, the frontier as this
-    owner's queue and as the whole bitmap). A level:
+    One :class:`~taskbfs.kernels.gpu_levels.DeviceLevels` over ``[lo, hi)``, from the
+    owner's first vertex to its last, its ranges' slices joined on the device (another
+    owner's vertices between them with no arcs: they find nothing), its state over every
+    vertex id (parents, distances, the frontier as this owner's queue and as the whole
+    bitmap). A level:
 
     1. its steps, each placed by the runtime's one rule: those on the GPU as one batch (the
        kernels of a search run as one task), those on the CPU side by side on the worker's
@@ -56,19 +57,13 @@ from taskbfs.search.state import TOP_DOWN, Frontier, LevelSummary, SummaryPublis
 from taskbfs.search.steps import STEP_NAME, step_smp
 
 
-def adjacent(tasks: np.ndarray) -> bool:
-    """Whether an owner's ranges (ascending) are adjacent: what :class:`DeviceOwner` needs."""
-    return bool(tasks.size) and int(tasks[-1]) - int(tasks[0]) + 1 == tasks.size
-
-
 class DeviceOwner:
     """One owner's levels on its GPU (see the module docstring).
 
     Parameters
     ----------
     slices : list of tuple of GraphSlice
-        Per owned range (adjacent, ascending), its slice and its transposed one when it
-        has one.
+        Per owned range (ascending), its slice and its transposed one when it has one.
     tasks : ndarray of int64
         The owned ranges.
     bounds : ndarray of int64
@@ -108,6 +103,8 @@ class DeviceOwner:
         self.arcs = self._source_arcs(sources)  # per range, its frontier's out-arcs
         self.words = self.levels.words
         self.kernels = owner_kernels(self.levels.config.block_size, self.levels.dtype.name)
+        self.own_tasks = self.cache.buffer("owner_tasks", self.own.size, np.uint8)
+        self.own_tasks[: self.own.size].copy_to_device(self.own.astype(np.uint8))
         self._reported = time.perf_counter()
         self._queued = queued  # the first level's report says how long the task waited
         # owner 0 sends the live page the levels' summaries, as a one-task search does
@@ -120,8 +117,8 @@ class DeviceOwner:
         levels.start_search()
         levels.set_tasks(self.bounds)
         pairs = np.stack([sources, sources, np.zeros_like(sources)]).astype(levels.dtype)
-        lo, hi = levels.lo, levels.hi
-        frontier = sources[(sources >= lo) & (sources < hi)] if top_down else sources
+        mine = self.own[np.searchsorted(self.bounds, sources, side="right") - 1]
+        frontier = sources[mine] if top_down else sources
         moved = levels.enter_reached(0, top_down, pairs, frontier.astype(levels.dtype))
         self._clear(levels.bits[1])  # level 0's next bitmap: the levels OR into it
         return moved
@@ -271,7 +268,7 @@ class DeviceOwner:
         k.take_reached[min(cfg.blocks_for(self.words), cfg.grid_size), cfg.block_size](
             bits, self.words, levels.graph.indptr, levels.lo, levels.hi, level + 1,
             levels.parents, levels.distances, levels.queues[p], levels.tail, levels.bounds,
-            levels.num_tasks, levels.task_rows[level % 2], levels.task_rows[p])
+            levels.num_tasks, self.own_tasks, levels.task_rows[level % 2], levels.task_rows[p])
         self._clear(levels.bits[level % 2])
         levels.k.base.fill[1, cfg.block_size](levels.rows[(level + 1) % 3], 0)
 
@@ -318,8 +315,9 @@ class DeviceOwner:
     # ------------------------------------------------------------------ the result
     def result(self, per_range: bool) -> list:
         """Every owner's parents max-reduced (an owner's -2 is another's claim), then this
-        owner's ranges' result on the host: one ``(distances, parents)`` per range with
-        ``per_range``, else ``[(range, distances, parents), ...]``."""
+        owner's ranges' result on the host, as the owner task's outputs: one ``(distances,
+        parents)`` per range with ``per_range``, else one output, the list of
+        ``(range, distances, parents)``."""
         levels = self.levels
         with self.cache.lock:
             parents = levels.parents[: self.n]
@@ -329,7 +327,7 @@ class DeviceOwner:
                 a, b = int(self.bounds[t]), int(self.bounds[t + 1])
                 pieces.append((t, *(copy_out(array[a:b], b - a, levels.dtype, thread_pool())
                                     for array in (levels.distances, levels.parents))))
-        return [(d, p) for _, d, p in pieces] if per_range else pieces
+        return [(d, p) for _, d, p in pieces] if per_range else [pieces]
 
 
-__all__ = ["DeviceOwner", "adjacent"]
+__all__ = ["DeviceOwner"]

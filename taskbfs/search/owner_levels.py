@@ -67,7 +67,7 @@ from taskbfs.runtime.collective import abort_communicators
 from taskbfs.runtime.mailbox import EXCHANGE_TIMEOUT
 from taskbfs.runtime.plugin import workers_with
 from taskbfs.runtime.task import GPU_RESOURCE
-from taskbfs.search.device_owner import DeviceOwner, adjacent
+from taskbfs.search.device_owner import DeviceOwner
 from taskbfs.search.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.search.levels import run_levels
 from taskbfs.search.owner_barrier import accept_pieces, reached_report, split_for_owners
@@ -378,11 +378,10 @@ class ExchangedSearch(OwnedSearch):
     def _on_gpus(self) -> bool:
         """Whether the owners keep the search's state on their GPUs
         (:class:`~taskbfs.search.device_owner.DeviceOwner`): several owners, each a GPU
-        worker owning adjacent ranges, and a policy that uses the GPU."""
+        worker, and a policy that uses the GPU."""
         gpus = set(workers_with(self.present, GPU_RESOURCE))  # as _owners found them
         return (len(self.workers) > 1 and set(self.workers) <= gpus
-                and getattr(self.program.policy, "uses_gpu", True)
-                and all(adjacent(tasks) for tasks in self.owned))
+                and getattr(self.program.policy, "uses_gpu", True))
 
     def _kept(self) -> list:
         """One future of ``(distances, parents)`` per range, left on its owner (the owner
