@@ -263,6 +263,22 @@ def test_gpu_owners_run_their_levels_on_their_gpus(rt):
     tb.validate(dg, source, mixed.parents, levels=mixed.distances)
 
 
+def test_one_gpu_owner_of_several_gpu_workers_keeps_the_state_on_its_gpu(rt):
+    """One range (T = 1) on a cluster of several GPU workers: its one owner runs the levels
+    with the state on its GPU (no collective partner); the counts it makes each level are
+    the distances' histogram and it reads back only them."""
+    g = tb.kronecker(9, 8, seed=2)
+    source = int(np.argmax(g.degrees()))
+    expected = scipy_distances(g, source)
+    r = tb.bfs(g, source, tasks=1, strategy="gpu", runtime=rt)
+    np.testing.assert_array_equal(r.distances, expected)
+    tb.validate(g, source, r.parents)
+    assert (r.exchange["owners"] == 1).all()
+    np.testing.assert_array_equal(r.levels["frontier_size"],
+                                  np.bincount(expected[expected >= 0])[: len(r.levels)])
+    assert (r.trace["d2h_bytes"] == 8 * 4).all()  # one counts row a level, no pairs
+
+
 #: Levels of the path the lost-owner test searches; the kill comes at KILL_LEVEL.
 PATH_LEVELS, KILL_LEVEL = 60, 5
 

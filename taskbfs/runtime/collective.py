@@ -118,6 +118,8 @@ class Collective:
         ors on the device."""
         if op not in _NUMPY_OPS:
             raise TaskBFSError(f"no collective {op!r}: one of {sorted(_NUMPY_OPS)}")
+        if self.size == 1:  # nothing to combine
+            return
         if not self.on_gpu:
             array[...] = _NUMPY_OPS[op].reduce(np.stack(self._trade(array)), axis=0)
             return

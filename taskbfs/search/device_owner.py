@@ -116,6 +116,7 @@ class DeviceOwner:
         levels = self.levels
         levels.start_search()
         levels.set_tasks(self.bounds)
+        levels.zero_task_rows()  # the owner counts per task whatever T (set_tasks: T > 1)
         pairs = np.stack([sources, sources, np.zeros_like(sources)]).astype(levels.dtype)
         mine = self.own[np.searchsorted(self.bounds, sources, side="right") - 1]
         frontier = sources[mine] if top_down else sources

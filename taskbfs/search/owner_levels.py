@@ -377,11 +377,10 @@ class ExchangedSearch(OwnedSearch):
 
     def _on_gpus(self) -> bool:
         """Whether the owners keep the search's state on their GPUs
-        (:class:`~taskbfs.search.device_owner.DeviceOwner`): several owners, each a GPU
-        worker, and a policy that uses the GPU."""
+        (:class:`~taskbfs.search.device_owner.DeviceOwner`): every owner a GPU worker, and
+        a policy that uses the GPU."""
         gpus = set(workers_with(self.present, GPU_RESOURCE))  # as _owners found them
-        return (len(self.workers) > 1 and set(self.workers) <= gpus
-                and getattr(self.program.policy, "uses_gpu", True))
+        return set(self.workers) <= gpus and getattr(self.program.policy, "uses_gpu", True)
 
     def _kept(self) -> list:
         """One future of ``(distances, parents)`` per range, left on its owner (the owner
