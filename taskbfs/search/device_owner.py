@@ -81,7 +81,6 @@ class DeviceOwner:
 
     def __init__(self, slices, tasks: np.ndarray, bounds: np.ndarray, sources, collective,
                  rule, placement: Placement, opening: LevelSummary, queued: float = 0.0):
-        from taskbfs.kernels._gpu_owner import owner_kernels
         from taskbfs.kernels.gpu import require_gpu
         from taskbfs.search.device_cache import device_cache
 
@@ -102,9 +101,7 @@ class DeviceOwner:
             np.searchsorted(self.bounds, sources, side="right") - 1, minlength=self.own.size)
         self.arcs = self._source_arcs(sources)  # per range, its frontier's out-arcs
         self.words = self.levels.words
-        self.kernels = owner_kernels(self.levels.config.block_size, self.levels.dtype.name)
-        self.own_tasks = self.cache.buffer("owner_tasks", self.own.size, np.uint8)
-        self.own_tasks[: self.own.size].copy_to_device(self.own.astype(np.uint8))
+
         self._reported = time.perf_counter()
         self._queued = queued  # the first level's report says how long the task waited
         # owner 0 sends the live page the levels' summaries, as a one-task search does
@@ -113,6 +110,8 @@ class DeviceOwner:
     def _enter(self, sources: np.ndarray, top_down: bool) -> int:
         """A new search's state: the sources reached, the frontier this owner's sources
         (top-down) or all of them (a bottom-up bitmap); bytes copied."""
+        from taskbfs.kernels.gpu_owner import FoundShare
+
         levels = self.levels
         levels.start_search()
         levels.set_tasks(self.bounds)
@@ -121,7 +120,7 @@ class DeviceOwner:
         mine = self.own[np.searchsorted(self.bounds, sources, side="right") - 1]
         frontier = sources[mine] if top_down else sources
         moved = levels.enter_reached(0, top_down, pairs, frontier.astype(levels.dtype))
-        self._clear(levels.bits[1])  # level 0's next bitmap: the levels OR into it
+        self.share = FoundShare(levels, self.own, self.cache.buffer)
         return moved
 
     def _source_arcs(self, sources: np.ndarray) -> np.ndarray:
@@ -132,10 +131,6 @@ class DeviceOwner:
             indptr = np.asarray(part.indptr)
             arcs[t] = int((indptr[mine + 1] - indptr[mine]).sum())
         return arcs
-
-    def _clear(self, bits) -> None:
-        cfg = self.levels.config
-        self.levels.k.base.fill[cfg.blocks_for(self.levels.words), cfg.block_size](bits, 0)
 
     # ------------------------------------------------------------------ the runner
     def announce(self, made: LevelSummary) -> tuple[LevelSummary, bool]:
@@ -256,22 +251,9 @@ class DeviceOwner:
 
     def _share(self, level: int, top_down: bool) -> None:
         """What every owner found at ``level`` into this owner's state (step 2 of the
-        module docstring); the bitmap after next cleared for the next level."""
-        levels = self.levels
-        cfg, k = levels.config, self.kernels
-        p = (level + 1) % 2
-        bits = levels.bits[p]
-        if top_down:
-            k.claims_to_bits[cfg.grid_size, cfg.block_size](levels.queues[p],
-                                                          levels.rows[level % 3], bits)
-        self._reduce(bits, "or")
-        levels.k.base.fill[1, cfg.block_size](levels.tail, 0)
-        k.take_reached[min(cfg.blocks_for(self.words), cfg.grid_size), cfg.block_size](
-            bits, self.words, levels.graph.indptr, levels.lo, levels.hi, level + 1,
-            levels.parents, levels.distances, levels.queues[p], levels.tail, levels.bounds,
-            levels.num_tasks, self.own_tasks, levels.task_rows[level % 2], levels.task_rows[p])
-        self._clear(levels.bits[level % 2])
-        levels.k.base.fill[1, cfg.block_size](levels.rows[(level + 1) % 3], 0)
+        module docstring)."""
+        self._reduce(self.share.claimed(level, top_down), "or")
+        self.share.take(level)
 
     def _reduce(self, device_array, op: str) -> None:
         """``device_array`` reduced over the owners in place (through the host where the
