@@ -170,8 +170,8 @@ def slow_path_pair(n: int, seconds: float):
 
 def collective_calls(handle, me: int, channel: str, calls: int, on_gpu: bool) -> list:
     """One rank's task of a :class:`~taskbfs.runtime.Communicator` (``handle``):
-    ``calls`` allgathers, allreduces and in-place reductions (or, max, sum) of arrays that
-    name the rank and the call; what it got, as numpy arrays
+    ``calls`` allgathers and in-place reductions (sum, or, max) of arrays that name the
+    rank and the call; what it got, as numpy arrays
     (``tests/test_runtime_collective.py``)."""
     xp = np
     if on_gpu:
@@ -182,7 +182,8 @@ def collective_calls(handle, me: int, channel: str, calls: int, on_gpu: bool) ->
         assert collective.on_gpu == on_gpu
         for call in range(calls):
             gathered = collective.allgather(xp.array([me, call, 7], dtype=np.int64))
-            summed = collective.allreduce_sum(xp.arange(4, dtype=np.int64) * (me + 1) + call)
+            summed = xp.arange(4, dtype=np.int64) * (me + 1) + call
+            collective.reduce_into(summed, "sum")
             # in place: one bit per rank in word `call % 3`, a maximum, a sum
             words = xp.zeros(3, dtype=np.uint64)
             words[call % 3] = np.uint64(1 << me)

@@ -5,7 +5,8 @@ What it proves
 --------------
 * On CPU worker processes (127.0.0.1) the communicator trades over Dask's comms: three
   tasks, one per worker, each get every rank's array, rank by rank, from ``allgather``,
-  and the element-wise sum from ``allreduce_sum``, over many calls in a row. Asked again
+  and the element-wise sum, maximum and bitwise or of every rank's array in place from
+  ``reduce_into``, over many calls in a row. Asked again
   for the same workers, the runtime gives the same communicator; after a worker's restart,
   another.
 * On two GPU workers with NCCL (a host with two GPUs; ``dask`` CLI processes, each pinned

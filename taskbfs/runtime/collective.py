@@ -6,9 +6,8 @@ Returns
     workers' NCCL communicator when every one of them has a GPU and NCCL (made once per
     runtime and set of workers, torn down with the runtime or when the set changes), else one
     over Dask's comms. In the tasks, one per worker, running together:
-    :meth:`Communicator.join` → :class:`Collective`, whose :meth:`~Collective.allgather`,
-    :meth:`~Collective.allreduce_sum` and :meth:`~Collective.reduce_into` every task calls
-    in the same order.
+    :meth:`Communicator.join` → :class:`Collective`, whose :meth:`~Collective.allgather`
+    and :meth:`~Collective.reduce_into` every task calls in the same order.
 Approach
     As raft-dask and cuGraph set NCCL up through Dask: the unique id is made on the first
     worker (``cupy.cuda.nccl.get_unique_id``), handed by Dask to every worker, and each
@@ -96,19 +95,6 @@ class Collective:
         out = cupy.empty((self.size, *local.shape), dtype=local.dtype)
         self._nccl.allGather(local.data.ptr, out.data.ptr, local.size, _nccl_type(local.dtype),
                              cupy.cuda.get_current_stream().ptr)
-        return out
-
-    def allreduce_sum(self, local):
-        """The element-wise sum of every rank's ``local`` (same shape and dtype)."""
-        if not self.on_gpu:
-            return np.sum(self._trade(local), axis=0, dtype=local.dtype)
-        import cupy
-        from cupy.cuda import nccl
-
-        local = cupy.ascontiguousarray(cupy.asarray(local))
-        out = cupy.empty_like(local)
-        self._nccl.allReduce(local.data.ptr, out.data.ptr, local.size, _nccl_type(local.dtype),
-                             nccl.NCCL_SUM, cupy.cuda.get_current_stream().ptr)
         return out
 
     def reduce_into(self, array, op: str) -> None:
