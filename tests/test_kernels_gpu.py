@@ -511,8 +511,8 @@ def test_an_owner_takes_every_owners_found_vertices(block_size):
     each; or every other task, another owner's between them): every found vertex is
     reached at the level's distance, parent -2 where not claimed here; the owner's own
     found vertices are queued and counted per task with their out-arcs (numpy's), other
-    owners' tasks not at all, the next level's per-task counts zeroed; ``claims_to_bits``
-    sets the vertices a level queued."""
+    owners' tasks not at all, the next level's counts zeroed and its bitmap cleared;
+    ``claims_to_bits`` sets the vertices a level queued."""
     from numba import cuda
 
     from taskbfs.kernels._gpu_owner import owner_kernels
@@ -543,6 +543,8 @@ def test_an_owner_takes_every_owners_found_vertices(block_size):
                 distances[depth <= level] = depth[depth <= level]
                 rows = cuda.to_device(np.zeros(3 * tasks + 4, np.int64))
                 next_rows = cuda.to_device(np.ones(3 * tasks + 4, np.int64))
+                old_bits = cuda.to_device(np.full_like(bits, 7))  # the level's frontier
+                next_row = cuda.to_device(np.ones(4, np.int64))
                 d_parents, d_distances = cuda.to_device(parents), cuda.to_device(distances)
                 queue, tail = cuda.to_device(np.zeros(n, np.int32)), cuda.to_device(np.zeros(1, np.int64))
                 indptr = np.ascontiguousarray(graph.indptr[lo : hi + 1] - graph.indptr[lo])
@@ -550,7 +552,7 @@ def test_an_owner_takes_every_owners_found_vertices(block_size):
                     cuda.to_device(bits), bits.size, cuda.to_device(indptr.astype(np.int64)), lo,
                     hi, level + 1, d_parents, d_distances, queue, tail,
                     cuda.to_device(bounds.astype(np.int64)), tasks, cuda.to_device(own), rows,
-                    next_rows)
+                    next_rows, old_bits, next_row)
                 got_p, got_d = d_parents.copy_to_host(), d_distances.copy_to_host()
                 others = np.setdiff1d(found, claimed)
                 assert (got_p[others] == -2).all() and (got_p[claimed] == 0).all()
@@ -563,7 +565,8 @@ def test_an_owner_takes_every_owners_found_vertices(block_size):
                 np.testing.assert_array_equal(per_task[0], np.bincount(owner, minlength=tasks))
                 np.testing.assert_array_equal(
                     per_task[1], np.bincount(owner, weights=degrees[mine], minlength=tasks))
-                assert not next_rows.copy_to_host().any()
+                assert not next_rows.copy_to_host().any() and not next_row.copy_to_host().any()
+                assert not old_bits.copy_to_host().any()
             # the claims a level queued, as bits
             queued = cuda.to_device(found.astype(np.int32))
             row = cuda.to_device(np.array([found.size, 0, 0, 0], np.int64))

@@ -49,19 +49,23 @@ def owner_kernels(block_size: int, result_dtype: str) -> SimpleNamespace:
 
     @cuda.jit
     def take_reached(bits, num_words, out_indptr, lo, hi, depth, parents, distances, queue,
-                     tail, bounds, num_tasks, own_tasks, task_rows, next_task_rows):
+                     tail, bounds, num_tasks, own_tasks, task_rows, next_task_rows, old_bits,
+                     next_row):
         """Every owner's found vertices (``bits``: their next bitmaps OR'd) into this
         owner's state: those not claimed here reached at ``depth``, their parent on the
         owner that claimed them (-2); those of this owner's tasks (``own_tasks[t]`` 1,
         all within ``[lo, hi)``) queued (its next top-down frontier, ``tail[0]`` zeroed by
         the caller) and counted per task with their out-arcs, as ``tally_found`` counts (a
-        tile of words inside one task adds its sums once); the next level's
-        ``next_task_rows`` zeroed."""
+        tile of words inside one task adds its sums once); for the next level, its
+        ``next_task_rows`` and counts ``next_row`` zeroed and ``old_bits`` (this level's
+        frontier bitmap, its next) cleared."""
         sums = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
         j = cuda.grid(1)
         while j < 3 * num_tasks + ROW:
             next_task_rows[j] = 0
+            if j < ROW:
+                next_row[j] = 0
             j += cuda.gridsize(1)
         t = cuda.blockIdx.x
         while t * block < num_words:
@@ -76,7 +80,10 @@ def owner_kernels(block_size: int, result_dtype: str) -> SimpleNamespace:
                 sums[tid] = 0
             cuda.syncthreads()
             i = t * block + tid
-            word = bits[i] if i < num_words else _ZERO
+            word = _ZERO
+            if i < num_words:
+                word = bits[i]
+                old_bits[i] = _ZERO
             found = int64(0)
             arcs = int64(0)
             if word != _ZERO:

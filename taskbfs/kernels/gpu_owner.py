@@ -60,9 +60,8 @@ class FoundShare:
         self.k.take_reached[min(cfg.blocks_for(levels.words), cfg.grid_size), cfg.block_size](
             levels.bits[p], levels.words, levels.graph.indptr, levels.lo, levels.hi, level + 1,
             levels.parents, levels.distances, levels.queues[p], levels.tail, levels.bounds,
-            levels.num_tasks, self.own_tasks, levels.task_rows[level % 2], levels.task_rows[p])
-        self._clear(levels.bits[level % 2])
-        levels.k.base.fill[1, cfg.block_size](levels.rows[(level + 1) % ROWS], 0)
+            levels.num_tasks, self.own_tasks, levels.task_rows[level % 2], levels.task_rows[p],
+            levels.bits[level % 2], levels.rows[(level + 1) % ROWS])
 
     def _clear(self, bits) -> None:
         cfg = self.levels.config
