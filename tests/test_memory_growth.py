@@ -144,3 +144,22 @@ def test_searches_on_an_external_cluster_leave_nothing_per_search(process_cluste
              if v > first.get(k, 0) + (2 if k.endswith("log records") else 0)}
     assert not grown, grown
     assert first["scheduler taskbfs topics"] <= 1  # the last program's, swept by the next
+
+
+def test_a_record_that_comes_after_its_programs_trace_was_read_is_dropped():
+    """A task that ends after its program's records were collected (the trace read) leaves
+    no record behind for no one; other programs' records are kept."""
+    from taskbfs.runtime import worker as runtime_worker
+
+    class _Worker:
+        address = "tcp://127.0.0.1:1"
+
+    w = _Worker()
+    runtime_worker._record(w, "p", "k1", "bfs_step", "smp", 0.0, 1.0, {})
+    collected = runtime_worker.collect_records("p", dask_worker=w)["result"].data
+    assert [r["key"] for r in collected] == ["k1"]
+    runtime_worker._record(w, "p", "k2", "bfs_barrier", "smp", 1.0, 2.0, {})  # late
+    runtime_worker._record(w, "q", "k3", "bfs_step", "smp", 0.0, 1.0, {})
+    kept = runtime_worker._records[w]
+    assert set(kept) == {"q"} and [r["key"] for r in kept["q"]] == ["k3"]
+    runtime_worker.forget_worker_state(w)

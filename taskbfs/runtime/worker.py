@@ -24,6 +24,11 @@ from taskbfs.errors import TaskBFSError, TaskExecutionError
 from taskbfs.runtime.task import CUDA, SMP, Task
 
 _records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Per worker, the last programs whose records were collected at their end
+#: (:func:`collect_records`, oldest first): a record of one that comes later (a task that
+#: ended after its program's trace was read) is dropped, not kept for no one.
+_collected: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_COLLECTED_KEPT = 256
 _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 _make_lock = threading.RLock()  # re-entrant: a make() may ask for another singleton
@@ -135,7 +140,8 @@ def _record(worker, program: str, key: str, name: str, device: str, start: float
     record = {"key": key, "name": name, "device": device, "worker": worker.address,
               "thread": threading.get_ident(), "start": start, "stop": stop, **tags}
     with _lock:
-        _records.setdefault(worker, defaultdict(list))[program].append(record)
+        if program not in _collected.get(worker, ()):
+            _records.setdefault(worker, defaultdict(list))[program].append(record)
 
 
 def include(name: str, func, tags: dict, *args, **kwargs):
@@ -281,7 +287,8 @@ def record_included(name: str, rows, device: str = SMP) -> None:
                 **tags, "included": parent}
                for tags, thread, start, stop in rows]
     with _lock:
-        _records.setdefault(worker, defaultdict(list))[program].extend(records)
+        if program not in _collected.get(worker, ()):
+            _records.setdefault(worker, defaultdict(list))[program].extend(records)
 
 
 def execute_after(after: list, task: Task, meta: dict, *args, **kwargs):
@@ -347,11 +354,17 @@ COLLECT_OP = "taskbfs_collect_records"
 
 def collect_records(program: str, dask_worker=None) -> dict:
     """Remove this worker's records of ``program`` and return them as ``client.run``
-    would: ``{"status": "OK", "result": records}`` (serialized). The worker handler
-    :data:`COLLECT_OP`: not ``client.run``, which leaves a log record on the worker per
-    call (kept up to ``distributed.admin.log-length``, 10,000: ~1 KiB a search)."""
+    would: ``{"status": "OK", "result": records}`` (serialized), and drop its records that
+    come later. The worker handler :data:`COLLECT_OP`: not ``client.run``, which leaves a
+    log record on the worker per call (kept up to ``distributed.admin.log-length``,
+    10,000: ~1 KiB a search)."""
     from distributed.protocol import to_serialize
 
+    with _lock:
+        done = _collected.setdefault(dask_worker, {})  # insertion-ordered: oldest first
+        done[program] = None
+        if len(done) > _COLLECTED_KEPT:
+            del done[next(iter(done))]
     return {"status": "OK", "result": to_serialize(take_records(dask_worker, program))}
 
 
@@ -409,6 +422,7 @@ def forget_worker_state(worker) -> None:
     with _lock:
         cache = _caches.pop(worker, None) or {}
         _records.pop(worker, None)
+        _collected.pop(worker, None)
     for service in cache.values():
         release = getattr(service, "release", None)
         if callable(release):
