@@ -88,6 +88,7 @@ def owner_kernels(block_size: int, result_dtype: str) -> SimpleNamespace:
             arcs = int64(0)
             if word != _ZERO:
                 mine = _ZERO
+                count = 0
                 for b in range(64):
                     if (word >> uint64(b)) & _ONE != _ZERO:
                         v = i * 64 + b
@@ -99,6 +100,7 @@ def owner_kernels(block_size: int, result_dtype: str) -> SimpleNamespace:
                             if own_tasks[owner] == 0:  # another owner's, between ours
                                 continue
                             mine |= _ONE << uint64(b)
+                            count += 1
                             degree = degree_in(out_indptr, lo, hi, v)
                             if whole:
                                 found += 1
@@ -106,11 +108,7 @@ def owner_kernels(block_size: int, result_dtype: str) -> SimpleNamespace:
                             else:
                                 cuda.atomic.add(task_rows, owner, 1)
                                 cuda.atomic.add(task_rows, num_tasks + owner, degree)
-                if mine != _ZERO:
-                    count = 0
-                    for b in range(64):
-                        if (mine >> uint64(b)) & _ONE != _ZERO:
-                            count += 1
+                if count:
                     at = cuda.atomic.add(tail, 0, count)
                     for b in range(64):
                         if (mine >> uint64(b)) & _ONE != _ZERO:

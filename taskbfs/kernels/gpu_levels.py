@@ -460,8 +460,8 @@ class DeviceLevels:
         bottom-up level's GPU tasks counted as they ran (top-down: zero)."""
         cfg = self.config
         t = self.num_tasks
-        tiles = -(-(self.hi - self.lo) // (cfg.block_size * cfg.items_per_thread))
         if not tallied:
+            tiles = -(-(self.hi - self.lo) // (cfg.block_size * cfg.items_per_thread))
             self.k.tally_found[max(1, min(tiles, cfg.grid_size)), cfg.block_size](
                 self.distances, level + 1, self.graph.indptr, self.lo, self.hi, self.bounds, t,
                 self.rows[level % ROWS], self.task_rows[level % 2],

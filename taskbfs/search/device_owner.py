@@ -57,6 +57,20 @@ from taskbfs.search.state import TOP_DOWN, Frontier, LevelSummary, SummaryPublis
 from taskbfs.search.steps import STEP_NAME, step_smp
 
 
+def owner_announce(made: LevelSummary, placement: Placement,
+                   publisher: SummaryPublisher | None) -> tuple[LevelSummary, bool]:
+    """How an owner running its levels itself announces ``made``: ``(made with the device
+    of each of its steps, False)``, the runtime's one rule asked per step (every owner asks
+    it alike, as the one-task search does); owner 0 (``publisher``) sends the live page the
+    summaries now and then. The client keeps and reports the levels (from the reports)."""
+    gpu_steps = np.array([int(bool(size) and placement.device(int(size), t) == CUDA)
+                          for t, size in enumerate(made.sizes.tolist())], dtype=np.int64)
+    made = replace(made, gpu_steps=gpu_steps)
+    if publisher is not None:
+        publisher.add(made)
+    return made, False
+
+
 class DeviceOwner:
     """One owner's levels on its GPU (see the module docstring).
 
@@ -134,14 +148,8 @@ class DeviceOwner:
 
     # ------------------------------------------------------------------ the runner
     def announce(self, made: LevelSummary) -> tuple[LevelSummary, bool]:
-        """``(made with the device of each of its steps, False)``: the runtime's one rule
-        asked per step (every owner asks it alike)."""
-        gpu_steps = np.array([int(bool(size) and self.placement.device(int(size), t) == CUDA)
-                              for t, size in enumerate(made.sizes.tolist())], dtype=np.int64)
-        made = replace(made, gpu_steps=gpu_steps)
-        if self.publisher is not None:
-            self.publisher.add(made)
-        return made, False
+        """``(made with the device of each of its steps, False)``: :func:`owner_announce`."""
+        return owner_announce(made, self.placement, self.publisher)
 
     def level(self, summary: LevelSummary) -> LevelSummary:
         """Run the level ``summary`` opens (see the module docstring); the next summary."""
@@ -313,4 +321,4 @@ class DeviceOwner:
         return [(d, p) for _, d, p in pieces] if per_range else [pieces]
 
 
-__all__ = ["DeviceOwner"]
+__all__ = ["DeviceOwner", "owner_announce"]

@@ -43,7 +43,6 @@ Faults
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import numpy as np
 
@@ -67,7 +66,7 @@ from taskbfs.runtime.collective import abort_communicators
 from taskbfs.runtime.mailbox import EXCHANGE_TIMEOUT
 from taskbfs.runtime.plugin import workers_with
 from taskbfs.runtime.task import GPU_RESOURCE
-from taskbfs.search.device_owner import DeviceOwner
+from taskbfs.search.device_owner import DeviceOwner, owner_announce
 from taskbfs.search.included import BARRIER_NAME, RESULT_NAME
 from taskbfs.search.levels import run_levels
 from taskbfs.search.owner_barrier import accept_pieces, reached_report, split_for_owners
@@ -266,16 +265,8 @@ class OwnerLevels:
         return made
 
     def announce(self, made: LevelSummary) -> tuple[LevelSummary, bool]:
-        """``(made with the device of each of its steps, False)``: the runtime's rule
-        (:class:`Placement`) asked once per step, as the one-task search does; owner 0 sends
-        the live page the summaries now and then (:class:`SummaryPublisher`). The client
-        keeps and reports the levels (from the reports)."""
-        gpu_steps = np.array([int(bool(size) and self.placement.device(int(size), t) == CUDA)
-                              for t, size in enumerate(made.sizes.tolist())], dtype=np.int64)
-        made = replace(made, gpu_steps=gpu_steps)
-        if self.publisher is not None:
-            self.publisher.add(made)
-        return made, False
+        """``(made with the device of each of its steps, False)``: :func:`owner_announce`."""
+        return owner_announce(made, self.placement, self.publisher)
 
     def _steps(self, frontier, summary: LevelSummary) -> list:
         """``[(range, Discoveries)]`` of this owner's steps of the level, each on the device
